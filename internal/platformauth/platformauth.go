@@ -1,0 +1,29 @@
+// Package platformauth carries the caller's Excloud bearer token through a
+// context to the platform clients (internal/compute, internal/dns).
+//
+// The platform APIs act on behalf of an org, and k8sapi holds no credentials
+// of its own for them: each request is made with the operator's principal
+// token, the same one that authenticated the call to k8sapi. Passing it in the
+// context (rather than in every method's arguments or in the client at
+// construction) keeps the client interfaces small and lets one client, built
+// once per cold start, serve callers of many orgs.
+//
+// In: WithToken(ctx, token) by the use case that received the token.
+// Out: Token(ctx) in the HTTP plumbing, which sets "Authorization: Bearer".
+package platformauth
+
+import "context"
+
+type tokenKey struct{}
+
+// WithToken returns a context whose platform calls are made with token.
+func WithToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, token)
+}
+
+// Token returns the token set by WithToken; ok is false when there is none
+// (or it is empty), so a client can refuse to call the platform anonymously.
+func Token(ctx context.Context) (token string, ok bool) {
+	token, _ = ctx.Value(tokenKey{}).(string)
+	return token, token != ""
+}
