@@ -1,0 +1,187 @@
+package pki
+
+import (
+	"crypto/x509"
+	"net"
+	"time"
+)
+
+// Name identifies one entry of the cert table; it is also the file stem the
+// bundle writes (ca.pem, etcd-peer.pem, ...).
+type Name string
+
+// The cert table's entries.
+const (
+	ClusterCA    Name = "ca"
+	EtcdCA       Name = "etcd-ca"
+	FrontProxyCA Name = "front-proxy-ca"
+
+	EtcdPeer  Name = "etcd-peer"
+	APIServer Name = "apiserver"
+
+	Admin                  Name = "admin"
+	APIServerEtcdClient    Name = "apiserver-etcd-client"
+	APIServerKubeletClient Name = "apiserver-kubelet-client"
+	FrontProxyClient       Name = "front-proxy-client"
+	ControllerManager      Name = "controller-manager"
+	Scheduler              Name = "scheduler"
+	KubeProxy              Name = "kube-proxy"
+	KubeletClient          Name = "kubelet-client"
+	KubeletServing         Name = "kubelet"
+)
+
+// Phase says when a certificate is made.
+type Phase int
+
+const (
+	// PhaseRoot certs are the cluster's CAs, made once at founding.
+	PhaseRoot Phase = iota
+	// PhaseFounding certs are per-node serving identities, made at founding
+	// and stored (keys sealed) so every fetch serves the same identity.
+	PhaseFounding
+	// PhaseFetch certs are client identities minted fresh on every bundle
+	// fetch from the rehydrated CAs; they are never stored.
+	PhaseFetch
+)
+
+// Lifetimes, explicit so the table says how long each cert lives.
+const (
+	caLifetime   = 10 * 365 * 24 * time.Hour
+	leafLifetime = 365 * 24 * time.Hour
+	// backdate absorbs clock skew between k8sapi and the VMs.
+	backdate = 5 * time.Minute
+)
+
+// Node carries the facts that go into per-node names and SANs.
+type Node struct {
+	Name                string // cp-1.cluster-42.internal
+	ControlPlaneDNSName string // exk8s-7-2a.k8s.excloud.co.in
+	IPv4, IPv6          string
+	PublicIPv4          string
+	ServiceIP           net.IP // first IP of the service CIDR (the kubernetes Service)
+}
+
+// Spec declares one certificate.
+type Spec struct {
+	Name     Name
+	Phase    Phase
+	Signer   Name // the CA that signs it; empty for self-signed roots
+	IsCA     bool
+	Lifetime time.Duration
+	// Subject is a function because some identities name the node.
+	CommonName   func(Node) string
+	Organization []string
+	Usages       []x509.ExtKeyUsage
+	// SANs returns DNS names and IPs; nil for client certs.
+	SANs func(Node) ([]string, []net.IP)
+}
+
+// CertList is the one table of every certificate a cluster has, CAs first.
+// kubeadm's GetDefaultCertList is the model: small constructors, parents
+// named by CA.
+func CertList() []Spec {
+	return []Spec{
+		rootCA(ClusterCA, "exk8s-cluster-ca"),
+		rootCA(EtcdCA, "exk8s-etcd-ca"),
+		rootCA(FrontProxyCA, "exk8s-front-proxy-ca"),
+
+		// etcd uses one cert for client and peer traffic (stacked member).
+		serving(EtcdPeer, EtcdCA, PhaseFounding, etcdSANs, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth),
+		serving(APIServer, ClusterCA, PhaseFounding, apiserverSANs, x509.ExtKeyUsageServerAuth),
+
+		client(Admin, ClusterCA, "cluster-admin", "system:masters"),
+		client(APIServerEtcdClient, EtcdCA, "kube-apiserver-etcd-client"),
+		client(APIServerKubeletClient, ClusterCA, "kube-apiserver-kubelet-client", "system:masters"),
+		client(FrontProxyClient, FrontProxyCA, "front-proxy-client"),
+		client(ControllerManager, ClusterCA, "system:kube-controller-manager"),
+		client(Scheduler, ClusterCA, "system:kube-scheduler"),
+		client(KubeProxy, ClusterCA, "system:kube-proxy", "system:node-proxier"),
+		nodeClient(KubeletClient, ClusterCA),
+		serving(KubeletServing, ClusterCA, PhaseFetch, kubeletSANs, x509.ExtKeyUsageServerAuth),
+	}
+}
+
+func rootCA(name Name, cn string) Spec {
+	return Spec{Name: name, Phase: PhaseRoot, IsCA: true, Lifetime: caLifetime, CommonName: fixed(cn)}
+}
+
+func client(name, signer Name, cn string, orgs ...string) Spec {
+	return Spec{
+		Name: name, Phase: PhaseFetch, Signer: signer, Lifetime: leafLifetime,
+		CommonName: fixed(cn), Organization: orgs,
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+}
+
+// nodeClient is the kubelet's identity for the Node authorizer:
+// system:node:<name> in system:nodes.
+func nodeClient(name, signer Name) Spec {
+	s := client(name, signer, "", "system:nodes")
+	s.CommonName = func(n Node) string { return "system:node:" + n.Name }
+	return s
+}
+
+func serving(name, signer Name, phase Phase, sans func(Node) ([]string, []net.IP), usages ...x509.ExtKeyUsage) Spec {
+	return Spec{
+		Name: name, Phase: phase, Signer: signer, Lifetime: leafLifetime,
+		CommonName: func(n Node) string { return n.Name }, Usages: usages, SANs: sans,
+	}
+}
+
+func fixed(cn string) func(Node) string { return func(Node) string { return cn } }
+
+func etcdSANs(n Node) ([]string, []net.IP) {
+	return []string{n.Name, "localhost"}, nodeIPs(n, net.IPv4(127, 0, 0, 1))
+}
+
+// apiserverSANs covers every real access path: the node's own name, the
+// shared control-plane name, the in-cluster service names, the first service
+// IP, the node's addresses and loopback.
+func apiserverSANs(n Node) ([]string, []net.IP) {
+	dns := []string{
+		n.Name, n.ControlPlaneDNSName,
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local", "localhost",
+	}
+	extra := []net.IP{net.IPv4(127, 0, 0, 1)}
+	if n.ServiceIP != nil {
+		extra = append(extra, n.ServiceIP)
+	}
+	return dns, nodeIPs(n, extra...)
+}
+
+func kubeletSANs(n Node) ([]string, []net.IP) {
+	return []string{n.Name}, nodeIPs(n)
+}
+
+// nodeIPs returns the node's non-empty, parseable addresses after extra.
+func nodeIPs(n Node, extra ...net.IP) []net.IP {
+	ips := append([]net.IP(nil), extra...)
+	for _, s := range []string{n.IPv4, n.IPv6, n.PublicIPv4} {
+		if ip := net.ParseIP(s); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
+}
+
+// Lookup returns the spec with the given name.
+func Lookup(name Name) (Spec, bool) {
+	for _, s := range CertList() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Names returns the names of the specs of one phase, in table order.
+func Names(phase Phase) []Name {
+	var out []Name
+	for _, s := range CertList() {
+		if s.Phase == phase {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}

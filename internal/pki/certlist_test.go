@@ -1,0 +1,181 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/x509"
+	"net"
+	"slices"
+	"testing"
+	"time"
+)
+
+var testNode = Node{
+	Name:                "cp-1.cluster-42.internal",
+	ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
+	IPv4:                "10.0.1.5",
+	PublicIPv4:          "203.0.113.9",
+	ServiceIP:           net.ParseIP("10.96.0.1"),
+}
+
+func TestCertListRules(t *testing.T) {
+	seen := map[Name]bool{}
+	for _, s := range CertList() {
+		if seen[s.Name] {
+			t.Errorf("%s: duplicate name", s.Name)
+		}
+		if s.IsCA != (s.Phase == PhaseRoot) {
+			t.Errorf("%s: only roots may be CAs", s.Name)
+		}
+		if !s.IsCA {
+			parent, ok := Lookup(s.Signer)
+			switch {
+			case !ok:
+				t.Errorf("%s: signer %q is not in the table", s.Name, s.Signer)
+			case !parent.IsCA:
+				t.Errorf("%s: signer %q is not a CA", s.Name, s.Signer)
+			case !seen[s.Signer]:
+				t.Errorf("%s: signer %q must come before it", s.Name, s.Signer)
+			}
+			if len(s.Usages) == 0 {
+				t.Errorf("%s: leaf without extended key usage", s.Name)
+			}
+		}
+		if s.Lifetime <= 0 {
+			t.Errorf("%s: lifetime must be explicit", s.Name)
+		}
+		seen[s.Name] = true
+	}
+}
+
+func TestIssuedChainsAndIdentities(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	is := Issuer{Algorithm: ECDSAP256, Now: func() time.Time { return now }}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[Name]struct {
+		cn  string
+		org []string
+		ca  Name
+	}{
+		Admin:                  {"cluster-admin", []string{"system:masters"}, ClusterCA},
+		APIServerEtcdClient:    {"kube-apiserver-etcd-client", nil, EtcdCA},
+		APIServerKubeletClient: {"kube-apiserver-kubelet-client", []string{"system:masters"}, ClusterCA},
+		FrontProxyClient:       {"front-proxy-client", nil, FrontProxyCA},
+		ControllerManager:      {"system:kube-controller-manager", nil, ClusterCA},
+		Scheduler:              {"system:kube-scheduler", nil, ClusterCA},
+		KubeProxy:              {"system:kube-proxy", []string{"system:node-proxier"}, ClusterCA},
+		KubeletClient:          {"system:node:cp-1.cluster-42.internal", []string{"system:nodes"}, ClusterCA},
+		KubeletServing:         {"cp-1.cluster-42.internal", nil, ClusterCA},
+		EtcdPeer:               {"cp-1.cluster-42.internal", nil, EtcdCA},
+		APIServer:              {"cp-1.cluster-42.internal", nil, ClusterCA},
+	}
+	for name, w := range want {
+		kp, err := is.Issue(trust, name, testNode)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cert, err := ParseCert(kp.CertPEM)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if cert.Subject.CommonName != w.cn || !slices.Equal(cert.Subject.Organization, w.org) {
+			t.Errorf("%s: subject %v, want CN=%s O=%v", name, cert.Subject, w.cn, w.org)
+		}
+		if !cert.NotBefore.Equal(now.Add(-5*time.Minute)) || !cert.NotAfter.Equal(now.Add(365*24*time.Hour)) {
+			t.Errorf("%s: validity %v..%v", name, cert.NotBefore, cert.NotAfter)
+		}
+		for _, other := range []Name{ClusterCA, EtcdCA, FrontProxyCA} {
+			pool := x509.NewCertPool()
+			pool.AddCert(trust.CAs[other].Cert)
+			_, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+			if (err == nil) != (other == w.ca) {
+				t.Errorf("%s verified by %s: err=%v, want signer %s", name, other, err, w.ca)
+			}
+		}
+		if _, err := ParseKey(kp.KeyPEM); err != nil {
+			t.Errorf("%s key: %v", name, err)
+		}
+	}
+}
+
+func TestAPIServerServesEveryAccessPath(t *testing.T) {
+	is := Issuer{Algorithm: ECDSAP256}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := is.Issue(trust, APIServer, testNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := ParseCert(kp.CertPEM)
+	pool := x509.NewCertPool()
+	pool.AddCert(trust.CAs[ClusterCA].Cert)
+	for _, host := range []string{"cp-1.cluster-42.internal", "exk8s-7-2a.k8s.excloud.co.in", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local", "10.96.0.1", "10.0.1.5", "203.0.113.9", "127.0.0.1"} {
+		if _, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: pool}); err != nil {
+			t.Errorf("apiserver cert for %s: %v", host, err)
+		}
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: "cp-2.cluster-42.internal", Roots: pool}); err == nil {
+		t.Error("apiserver cert must not serve another node's name")
+	}
+}
+
+func TestRSAModeUsesRSAEverywhere(t *testing.T) {
+	is := Issuer{Algorithm: RSA2048}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := trust.ServiceAccount.(*rsa.PrivateKey); !ok {
+		t.Errorf("service-account key is %T", trust.ServiceAccount)
+	}
+	kp, err := is.Issue(trust, Admin, testNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ParseKey(kp.KeyPEM)
+	if _, ok := key.(*rsa.PrivateKey); !ok {
+		t.Errorf("admin key is %T", key)
+	}
+	cert, _ := ParseCert(trust.CAs[ClusterCA].CertPEM)
+	if cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+		t.Error("CA cannot sign certificates")
+	}
+}
+
+func TestLoadCARoundTripAndMismatch(t *testing.T) {
+	is := Issuer{}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := trust.CAs[ClusterCA]
+	keyPEM, _ := EncodeKey(ca.Key)
+	loaded, err := LoadCA(ca.CertPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := loaded.Key.(*ecdsa.PrivateKey); !ok {
+		t.Errorf("loaded key is %T", loaded.Key)
+	}
+	otherKey, _ := EncodeKey(trust.CAs[EtcdCA].Key)
+	if _, err := LoadCA(ca.CertPEM, otherKey); err == nil {
+		t.Error("LoadCA accepted a key of another CA")
+	}
+}
+
+func TestParseAlgorithm(t *testing.T) {
+	for in, want := range map[string]Algorithm{"": ECDSAP256, "ecdsa-p256": ECDSAP256, "rsa-2048": RSA2048} {
+		if got, err := ParseAlgorithm(in); err != nil || got != want {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseAlgorithm("rsa-1024"); err == nil {
+		t.Error("rsa-1024 accepted")
+	}
+}
