@@ -1,0 +1,22 @@
+// Package devstack is LOCAL ONLY: it starts and wires the real parts the
+// project runs on during development and tests, and is never linked into a
+// Lambda function.
+//
+// What goes in: a scratch directory (git-ignored, e.g. .local/) and a logger.
+// What comes out:
+//
+//   - EnsurePostgres: a DSN of a PostgreSQL server (DATABASE_URL if it answers,
+//     else 127.0.0.1:5432 if it answers, else a throwaway cluster started
+//     from the system's initdb/postgres binaries as the postgres user).
+//   - CreateDatabase / ApplyMigrations: fresh databases with the embedded
+//     migrations applied by tern.
+//   - StartMoto, CreateKMSKey, PutDBSecret: moto_server standing in for KMS
+//     and Secrets Manager.
+//   - RuntimeAPI, Gateway, Invoke: a local Lambda Runtime API that runs each
+//     function's real bootstrap binary, and an API Gateway (HTTP API, payload
+//     v2) whose routes come from template.yaml.
+//   - Run: the whole `make local` stack in one process tree.
+//
+// Every process it starts lives in its own process group and carries a parent
+// death signal, so a crashed or killed parent leaves nothing running.
+package devstack

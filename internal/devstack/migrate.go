@@ -1,0 +1,126 @@
+package devstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/excloud/k8sapi/migrations"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/tern/v2/migrate"
+)
+
+// migrationSet is one embedded set of migrations with its own tern version
+// table, so the sets advance independently (production applies only k8sapi).
+type migrationSet struct {
+	versionTable string
+	files        func() fs.FS
+	devOnly      bool
+}
+
+// migrationSets is the truth of what ApplyMigrations applies, in order. The
+// platform stand-ins go first: in production those tables exist before us.
+var migrationSets = []migrationSet{
+	{versionTable: "schema_version_platformdev", files: migrations.PlatformDev, devOnly: true},
+	{versionTable: "schema_version_k8sapi", files: migrations.K8sapi},
+}
+
+// ApplyMigrations applies k8sapi's migrations to the database at dsn, and the
+// dev-only platform stand-ins too when includePlatformDev is set. It is
+// idempotent: applied migrations are recorded in each set's version table.
+func ApplyMigrations(ctx context.Context, dsn string, includePlatformDev bool) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connecting to apply migrations: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, set := range migrationSets {
+		if set.devOnly && !includePlatformDev {
+			continue
+		}
+		m, err := migrate.NewMigrator(ctx, conn, set.versionTable)
+		if err != nil {
+			return fmt.Errorf("preparing migrations (%s): %w", set.versionTable, err)
+		}
+		if err := m.LoadMigrations(set.files()); err != nil {
+			return fmt.Errorf("loading migrations (%s): %w", set.versionTable, err)
+		}
+		if err := m.Migrate(ctx); err != nil {
+			return fmt.Errorf("applying migrations (%s): %w", set.versionTable, err)
+		}
+	}
+	return nil
+}
+
+// UniqueDatabaseName returns prefix_<16 hex chars>, a valid unquoted
+// identifier unlikely to collide across parallel test binaries.
+func UniqueDatabaseName(prefix string) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// CreateDatabase creates database name on the server at serverDSN unless it
+// exists, and returns a DSN for it.
+func CreateDatabase(ctx context.Context, serverDSN, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, serverDSN)
+	if err != nil {
+		return "", fmt.Errorf("connecting to create database %s: %w", name, err)
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("looking up database %s: %w", name, err)
+	}
+	for attempt := 0; !exists; attempt++ {
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+		if err == nil {
+			break
+		}
+		// 55006: someone is connected to template1 (another CREATE DATABASE
+		// copying it, typically a parallel test binary). Brief; try again.
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55006" && attempt < 20 {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return WithDatabase(serverDSN, name)
+}
+
+// DropDatabase drops database name, disconnecting its sessions (PG 13+).
+func DropDatabase(ctx context.Context, serverDSN, name string) error {
+	conn, err := pgx.Connect(ctx, serverDSN)
+	if err != nil {
+		return fmt.Errorf("connecting to drop database %s: %w", name, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("dropping database %s: %w", name, err)
+	}
+	return nil
+}
+
+// WithDatabase returns dsn pointing at database name. Both DSN forms pgx
+// accepts are handled: URLs (postgres://...) and keyword/value strings.
+func WithDatabase(dsn, name string) (string, error) {
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parsing DSN: %w", err) // the DSN itself may hold a password: not echoed
+		}
+		u.Path = "/" + name
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	// keyword/value: a later keyword overrides an earlier one.
+	return strings.TrimSpace(dsn) + " dbname=" + name, nil
+}

@@ -1,0 +1,171 @@
+package devstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/jackc/pgx/v5"
+)
+
+// Local AWS identity: moto accepts any credentials; these are the ones its
+// documentation uses, and the region every local piece agrees on.
+const (
+	LocalRegion    = "us-east-1"
+	LocalAccessKey = "testing"
+	LocalSecretKey = "testing"
+	LocalKeyAlias  = "alias/k8sapi-local"
+)
+
+// StartMoto returns the endpoint of a moto server: AWS_ENDPOINT_URL if it is
+// set and answers, else a moto_server it starts on a free loopback port. dir
+// receives nothing today; it is taken for symmetry with EnsurePostgres and
+// room for moto's state files.
+func StartMoto(ctx context.Context, dir string, log *slog.Logger) (endpoint string, stop func(), err error) {
+	_ = dir
+	if env := os.Getenv("AWS_ENDPOINT_URL"); env != "" {
+		if err := httpAnswers(ctx, env); err == nil {
+			log.Debug("moto: using AWS_ENDPOINT_URL", "endpoint", env)
+			return env, func() {}, nil
+		} else {
+			log.Warn("moto: AWS_ENDPOINT_URL does not answer; starting moto_server", "err", err)
+		}
+	}
+	bin, ok := lookPath("moto_server")
+	if !ok {
+		return "", nil, &MissingDependencyError{What: "moto_server (local KMS and Secrets Manager)", Install: "pip install 'moto[server]'"}
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	p, err := startProcess("moto_server", cmd, logWriter{log, "moto"}, syscall.SIGTERM)
+	if err != nil {
+		return "", nil, err
+	}
+	stop = func() { p.stop(syscall.SIGTERM, 5*time.Second) }
+	endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitFor(ctx, "moto_server", 30*time.Second, p, func(ctx context.Context) error {
+		return httpAnswers(ctx, endpoint+"/moto-api/")
+	}); err != nil {
+		stop()
+		return "", nil, err
+	}
+	log.Info("moto: server ready", "endpoint", endpoint)
+	return endpoint, stop, nil
+}
+
+// AWSConfig is the SDK configuration for a moto endpoint: static test
+// credentials, us-east-1, every service client pointed at endpoint.
+func AWSConfig(endpoint string) aws.Config {
+	return aws.Config{
+		Region:       LocalRegion,
+		Credentials:  credentials.NewStaticCredentialsProvider(LocalAccessKey, LocalSecretKey, ""),
+		BaseEndpoint: aws.String(endpoint),
+	}
+}
+
+// CreateKMSKey creates a symmetric ENCRYPT_DECRYPT key and returns its id.
+// With a non-empty alias it first reuses the key the alias names (a reused
+// moto keeps its keys), else creates the key and the alias.
+func CreateKMSKey(ctx context.Context, cfg aws.Config, alias string) (keyID string, err error) {
+	client := kms.NewFromConfig(cfg)
+	if alias != "" {
+		out, err := client.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)})
+		if err == nil {
+			return aws.ToString(out.KeyMetadata.KeyId), nil
+		}
+		var nf *kmstypes.NotFoundException
+		if !errors.As(err, &nf) {
+			return "", fmt.Errorf("looking up KMS alias %s: %w", alias, err)
+		}
+	}
+	out, err := client.CreateKey(ctx, &kms.CreateKeyInput{
+		KeySpec:     kmstypes.KeySpecSymmetricDefault,
+		KeyUsage:    kmstypes.KeyUsageTypeEncryptDecrypt,
+		Description: aws.String("k8sapi local: wraps cluster data keys"),
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating KMS key: %w", err)
+	}
+	keyID = aws.ToString(out.KeyMetadata.KeyId)
+	if alias != "" {
+		if _, err := client.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String(alias), TargetKeyId: aws.String(keyID)}); err != nil {
+			return "", fmt.Errorf("creating KMS alias %s: %w", alias, err)
+		}
+	}
+	return keyID, nil
+}
+
+// DBSecret is the RDS-style JSON AWS stores for a database: what
+// internal/config reads back from DB_SECRET_ARN. SSLMode is our addition
+// (absent in RDS secrets, where the reader defaults to require).
+type DBSecret struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	DBName   string `json:"dbname"`
+	Engine   string `json:"engine"`
+	SSLMode  string `json:"sslmode,omitempty"`
+}
+
+// DBSecretFromDSN splits a DSN into the RDS-style secret fields.
+func DBSecretFromDSN(dsn string) (DBSecret, error) {
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return DBSecret{}, fmt.Errorf("parsing DSN: %w", err)
+	}
+	s := DBSecret{
+		Username: pc.User, Password: pc.Password, Host: pc.Host, Port: int(pc.Port),
+		DBName: pc.Database, Engine: "postgres", SSLMode: "disable",
+	}
+	if pc.TLSConfig != nil {
+		s.SSLMode = "require"
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Query().Get("sslmode") != "" {
+		s.SSLMode = u.Query().Get("sslmode")
+	}
+	return s, nil
+}
+
+// PutDBSecret stores secret under name in Secrets Manager (creating it, or
+// adding a new version if it exists) and returns its ARN.
+func PutDBSecret(ctx context.Context, cfg aws.Config, name string, secret DBSecret) (arn string, err error) {
+	body, err := json.Marshal(secret)
+	if err != nil {
+		return "", err
+	}
+	client := secretsmanager.NewFromConfig(cfg)
+	out, err := client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
+		Name: aws.String(name), SecretString: aws.String(string(body)),
+		Description: aws.String("k8sapi local: database credentials (RDS-style JSON)"),
+	})
+	if err == nil {
+		return aws.ToString(out.ARN), nil
+	}
+	var exists *smtypes.ResourceExistsException
+	if !errors.As(err, &exists) {
+		return "", fmt.Errorf("creating secret %s: %w", name, err)
+	}
+	put, err := client.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(name), SecretString: aws.String(string(body))})
+	if err != nil {
+		return "", fmt.Errorf("updating secret %s: %w", name, err)
+	}
+	return aws.ToString(put.ARN), nil
+}

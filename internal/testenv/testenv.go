@@ -1,0 +1,113 @@
+package testenv
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/excloud/k8sapi/internal/devstack"
+)
+
+// quiet discards the servers' chatter; failures come back as errors.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// once runs start at most once per test binary and remembers its result,
+// including a failure, so every test reports the same cause.
+type once[T any] struct {
+	once sync.Once
+	val  T
+	err  error
+}
+
+func (o *once[T]) get(start func() (T, error)) (T, error) {
+	o.once.Do(func() { o.val, o.err = start() })
+	return o.val, o.err
+}
+
+var (
+	pgServer   once[string]
+	motoServer once[string]
+)
+
+// serverDSN returns the DSN of the shared PostgreSQL server. A throwaway
+// server lives in a temporary folder for the life of the test binary; its
+// process dies with the binary (we cannot hook the binary's exit without
+// owning TestMain).
+func serverDSN(t testing.TB) string {
+	t.Helper()
+	dsn, err := pgServer.get(func() (string, error) {
+		dir, err := os.MkdirTemp("", "k8sapi-testpg-")
+		if err != nil {
+			return "", err
+		}
+		dsn, _, err := devstack.EnsurePostgres(context.Background(), dir, quiet)
+		return dsn, err
+	})
+	if err != nil {
+		t.Fatalf("testenv: postgres: %v", err)
+	}
+	return dsn
+}
+
+// Postgres returns the DSN of a fresh database with both migration sets
+// (k8sapi and the dev platform stand-ins) applied. The database is dropped
+// when the test ends.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	server := serverDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := devstack.UniqueDatabaseName("k8sapi_test")
+	dsn, err := devstack.CreateDatabase(ctx, server, name)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := devstack.DropDatabase(ctx, server, name); err != nil {
+			t.Errorf("testenv: %v", err)
+		}
+	})
+	if err := devstack.ApplyMigrations(ctx, dsn, true); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return dsn
+}
+
+// Moto returns the endpoint of the moto_server shared by this test binary.
+func Moto(t testing.TB) string {
+	t.Helper()
+	endpoint, err := motoServer.get(func() (string, error) {
+		endpoint, _, err := devstack.StartMoto(context.Background(), "", quiet)
+		return endpoint, err
+	})
+	if err != nil {
+		t.Fatalf("testenv: moto: %v", err)
+	}
+	return endpoint
+}
+
+// AWSConfig is the SDK configuration for the moto server at endpoint.
+func AWSConfig(endpoint string) aws.Config { return devstack.AWSConfig(endpoint) }
+
+// KMSKey creates a fresh symmetric KMS key in moto and returns a client for
+// it and its id. Keys are never shared between tests, so a test may disable
+// or schedule deletion of its key.
+func KMSKey(t testing.TB) (*kms.Client, string) {
+	t.Helper()
+	cfg := AWSConfig(Moto(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	keyID, err := devstack.CreateKMSKey(ctx, cfg, "")
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return kms.NewFromConfig(cfg), keyID
+}
