@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Cluster statuses.
+const (
+	StatusFounding = "founding"
+	StatusActive   = "active"
+	StatusFailed   = "failed"
+	StatusDeleting = "deleting"
+	StatusDeleted  = "deleted"
+)
+
+// Cluster is a kube_clusters row. Sealed fields hold envelope ciphertext.
+type Cluster struct {
+	ID                      int64     `db:"id"`
+	OrgID                   int64     `db:"org_id"`
+	ProjectID               int64     `db:"project_id"`
+	Name                    string    `db:"name"`
+	ControlPlaneDNSName     string    `db:"control_plane_dns_name"`
+	Status                  string    `db:"status"`
+	KeyAlgorithm            string    `db:"key_algorithm"`
+	KubernetesVersion       string    `db:"kubernetes_version"`
+	ClusterDomain           string    `db:"cluster_domain"`
+	ServiceCIDR             string    `db:"service_cidr"`
+	PodCIDR                 string    `db:"pod_cidr"`
+	ControlPlaneCount       int       `db:"control_plane_count"`
+	SecurityGroupIDs        []int64   `db:"security_group_ids"`
+	KMSKeyID                string    `db:"kms_key_id"`
+	WrappedDataKey          []byte    `db:"wrapped_data_key"`
+	CACert                  string    `db:"ca_cert"`
+	CAKeySealed             []byte    `db:"ca_key_sealed"`
+	EtcdCACert              string    `db:"etcd_ca_cert"`
+	EtcdCAKeySealed         []byte    `db:"etcd_ca_key_sealed"`
+	FrontProxyCACert        string    `db:"front_proxy_ca_cert"`
+	FrontProxyCAKeySealed   []byte    `db:"front_proxy_ca_key_sealed"`
+	ServiceAccountPub       string    `db:"service_account_pub"`
+	ServiceAccountKeySealed []byte    `db:"service_account_key_sealed"`
+	DNSConfigured           bool      `db:"dns_configured"`
+	DNSError                string    `db:"dns_error"`
+	IdempotencyKey          *string   `db:"idempotency_key"`
+	RequestFingerprint      *string   `db:"request_fingerprint"`
+	CreatedAt               time.Time `db:"created_at"`
+	UpdatedAt               time.Time `db:"updated_at"`
+}
+
+const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
+	kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count, security_group_ids,
+	kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
+	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
+	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at`
+
+// Node is one control-plane VM with both of its facets (etcd member and API
+// server) and its current addresses from the platform tables.
+type Node struct {
+	VMID               int64
+	Ordinal            int
+	Name               string
+	EtcdCert           string
+	EtcdKeySealed      []byte // only loaded for the node that asks
+	APIServerCert      string
+	APIServerKeySealed []byte // only loaded for the node that asks
+	IPv4, IPv6         string
+	PublicIPv4         string
+}
+
+func collectCluster(rows pgx.Rows) (Cluster, error) {
+	return pgx.CollectOneRow(rows, pgx.RowToStructByName[Cluster])
+}
+
+// Cluster returns one cluster of org.
+func (s *Store) Cluster(ctx context.Context, orgID, id int64) (Cluster, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters WHERE org_id = $1 AND id = $2`, orgID, id)
+	c, err := collectCluster(rows)
+	if err != nil {
+		return c, fmt.Errorf("loading cluster %d: %w", id, notFound(err))
+	}
+	return c, nil
+}
+
+// ClusterByIdempotencyKey returns the cluster a committed founding recorded
+// under key.
+func (s *Store) ClusterByIdempotencyKey(ctx context.Context, orgID int64, key string) (Cluster, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters WHERE org_id = $1 AND idempotency_key = $2`, orgID, key)
+	c, err := collectCluster(rows)
+	if err != nil {
+		return c, fmt.Errorf("loading cluster by idempotency key: %w", notFound(err))
+	}
+	return c, nil
+}
+
+// ListClusters returns org's clusters that are not deleted, newest first.
+func (s *Store) ListClusters(ctx context.Context, orgID int64) ([]Cluster, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters
+		WHERE org_id = $1 AND status <> 'deleted' ORDER BY id DESC`, orgID)
+	cs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Cluster])
+	if err != nil {
+		return nil, fmt.Errorf("listing clusters: %w", err)
+	}
+	return cs, nil
+}
+
+// ClusterNodes returns the cluster's nodes by ordinal, without sealed keys.
+func (s *Store) ClusterNodes(ctx context.Context, clusterID int64) ([]Node, error) {
+	return s.nodes(ctx, `a.kube_cluster_id = $1`, clusterID, 0)
+}
+
+// nodes loads nodes matching where (over apiserver_nodes a); the sealed keys
+// are selected only for selfVMID, so a peer's private keys never leave the
+// database for another node's request.
+func (s *Store) nodes(ctx context.Context, where string, arg, selfVMID int64) ([]Node, error) {
+	rows, _ := s.pool.Query(ctx, `
+		SELECT a.vm_id, a.ordinal, a.node_name, e.cert,
+		       CASE WHEN a.vm_id = $2 THEN e.key_sealed END,
+		       a.cert,
+		       CASE WHEN a.vm_id = $2 THEN a.key_sealed END,
+		       coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, '')
+		FROM apiserver_nodes a
+		JOIN etcd_nodes e ON e.kube_cluster_id = a.kube_cluster_id AND e.vm_id = a.vm_id
+		LEFT JOIN LATERAL (
+			SELECT ipv4, ipv6, public_ipv4 FROM interfaces
+			WHERE vm_id = a.vm_id ORDER BY is_primary DESC, id LIMIT 1
+		) i ON true
+		WHERE `+where+` ORDER BY a.ordinal`, arg, selfVMID)
+	ns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
+		var n Node
+		err := r.Scan(&n.VMID, &n.Ordinal, &n.Name, &n.EtcdCert, &n.EtcdKeySealed,
+			&n.APIServerCert, &n.APIServerKeySealed, &n.IPv4, &n.IPv6, &n.PublicIPv4)
+		return n, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading nodes: %w", err)
+	}
+	return ns, nil
+}
+
+// Topology is what a bundle fetch needs: the cluster and every peer.
+type Topology struct {
+	Cluster Cluster
+	Nodes   []Node
+}
+
+// TopologyForVM loads the cluster that vmID belongs to and all its
+// control-plane nodes in two round trips (cluster, then nodes). Only vmID's
+// own sealed keys are loaded.
+func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters
+		WHERE id = (SELECT kube_cluster_id FROM apiserver_nodes WHERE vm_id = $1)`, vmID)
+	c, err := collectCluster(rows)
+	if err != nil {
+		return Topology{}, fmt.Errorf("loading cluster of vm %d: %w", vmID, notFound(err))
+	}
+	nodes, err := s.nodes(ctx, `a.kube_cluster_id = $1`, c.ID, vmID)
+	if err != nil {
+		return Topology{}, err
+	}
+	return Topology{Cluster: c, Nodes: nodes}, nil
+}
+
+// SetDNS records the outcome of the best-effort DNS step.
+func (s *Store) SetDNS(ctx context.Context, clusterID int64, configured bool, errText string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE kube_clusters SET dns_configured = $2, dns_error = $3, updated_at = now()
+		WHERE id = $1`, clusterID, configured, errText)
+	if err != nil {
+		return fmt.Errorf("recording dns outcome: %w", err)
+	}
+	return nil
+}
+
+// SetStatus moves a cluster to status.
+func (s *Store) SetStatus(ctx context.Context, clusterID int64, status string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE kube_clusters SET status = $2, updated_at = now() WHERE id = $1`, clusterID, status)
+	if err != nil {
+		return fmt.Errorf("setting cluster status: %w", err)
+	}
+	return nil
+}
+
+// DestroyKeys crypto-shreds a deleted cluster: the wrapped data key and
+// every sealed key are overwritten, so nothing can open them again, and the
+// cluster is marked deleted in the same statement set.
+func (s *Store) DestroyKeys(ctx context.Context, clusterID int64) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		empty := []byte{}
+		if _, err := tx.Exec(ctx, `UPDATE kube_clusters SET wrapped_data_key = $2, ca_key_sealed = $2,
+			etcd_ca_key_sealed = $2, front_proxy_ca_key_sealed = $2, service_account_key_sealed = $2,
+			status = 'deleted', updated_at = now() WHERE id = $1`, clusterID, empty); err != nil {
+			return fmt.Errorf("destroying cluster keys: %w", err)
+		}
+		for _, table := range []string{"etcd_nodes", "apiserver_nodes"} {
+			if _, err := tx.Exec(ctx, `UPDATE `+table+` SET key_sealed = $2 WHERE kube_cluster_id = $1`, clusterID, empty); err != nil {
+				return fmt.Errorf("destroying %s keys: %w", table, err)
+			}
+		}
+		return nil
+	})
+}
