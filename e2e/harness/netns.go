@@ -1,0 +1,249 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// NamePrefix starts every network namespace the harness creates; the
+// creating process's pid follows it, so stale ones can be told apart.
+const NamePrefix = "exk8se2e-"
+
+// Network is one run's set of hosts: a switch namespace holding a bridge,
+// and one namespace per node joined to the bridge by a veth pair. The
+// bridge carries the subnet's gateway address, which is also where the
+// harness's own probes come from (Dialer). Nothing touches the machine's
+// real interfaces.
+type Network struct {
+	Switch  string // switch namespace name
+	Gateway netip.Prefix
+	Nodes   []NodeNet
+}
+
+// NodeNet is one node's namespace and address.
+type NodeNet struct {
+	NS   string
+	Addr netip.Prefix // the VM's address with the subnet's length
+}
+
+// IP returns the node's address as a string.
+func (n NodeNet) IP() string { return n.Addr.Addr().String() }
+
+// NewNetwork creates the namespaces for nodes with the given addresses
+// (all in one subnet). The gateway is the subnet's first host address
+// unless a node has it, then the last. On error whatever was made is
+// removed.
+func NewNetwork(run string, addrs []netip.Prefix) (_ *Network, err error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("no node addresses")
+	}
+	subnet := addrs[0].Masked()
+	used := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		if a.Masked() != subnet {
+			return nil, fmt.Errorf("node address %s is not in subnet %s", a, subnet)
+		}
+		used[a.Addr()] = true
+	}
+	gw := subnet.Addr().Next()
+	if used[gw] {
+		gw = lastHost(subnet)
+	}
+	n := &Network{Switch: run + "-sw", Gateway: netip.PrefixFrom(gw, subnet.Bits())}
+	for i, a := range addrs {
+		n.Nodes = append(n.Nodes, NodeNet{NS: fmt.Sprintf("%s-n%d", run, i+1), Addr: a})
+	}
+	defer func() {
+		if err != nil {
+			_ = n.Delete()
+		}
+	}()
+	sw := n.Switch
+	steps := [][]string{
+		{"netns", "add", sw},
+		{"-n", sw, "link", "set", "lo", "up"},
+		{"-n", sw, "link", "add", "br0", "type", "bridge"},
+		{"-n", sw, "addr", "add", n.Gateway.String(), "dev", "br0"},
+		{"-n", sw, "link", "set", "br0", "up"},
+	}
+	for i, node := range n.Nodes {
+		port := fmt.Sprintf("p%d", i+1)
+		steps = append(steps,
+			[]string{"netns", "add", node.NS},
+			[]string{"-n", node.NS, "link", "set", "lo", "up"},
+			// Created in the switch namespace, the node's end moved straight into its own.
+			[]string{"-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", node.NS},
+			[]string{"-n", sw, "link", "set", port, "master", "br0"},
+			[]string{"-n", sw, "link", "set", port, "up"},
+			[]string{"-n", node.NS, "addr", "add", node.Addr.String(), "dev", "eth0"},
+			[]string{"-n", node.NS, "link", "set", "eth0", "up"},
+			// A VM has a default gateway; the switch forwards nowhere.
+			[]string{"-n", node.NS, "route", "add", "default", "via", gw.String()},
+		)
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+func lastHost(p netip.Prefix) netip.Addr {
+	a := p.Addr().As4()
+	bits := p.Bits()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v |= (1 << (32 - bits)) - 1
+	v-- // broadcast
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// Namespaces lists the run's namespaces, nodes first.
+func (n *Network) Namespaces() []string {
+	var out []string
+	for _, node := range n.Nodes {
+		out = append(out, node.NS)
+	}
+	return append(out, n.Switch)
+}
+
+// Delete removes the run's namespaces (their veths go with them). It
+// kills nothing: stop the processes first.
+func (n *Network) Delete() error {
+	var errs []error
+	for _, ns := range n.Namespaces() {
+		if !nsExists(ns) {
+			continue
+		}
+		if err := ip("netns", "del", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func nsExists(name string) bool {
+	_, err := os.Stat("/run/netns/" + name)
+	return err == nil
+}
+
+// ListNamespaces returns the names of existing network namespaces.
+func ListNamespaces() ([]string, error) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip netns list: %w", err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			names = append(names, f[0])
+		}
+	}
+	return names, nil
+}
+
+// CleanStale removes namespaces with NamePrefix left by runs whose process
+// is gone (a crashed or killed run), first killing the processes still
+// inside them (those are that run's components). It returns what it removed.
+func CleanStale() ([]string, error) {
+	names, err := ListNamespaces()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, ns := range names {
+		rest, ok := strings.CutPrefix(ns, NamePrefix)
+		if !ok {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || processAlive(pid) {
+			continue
+		}
+		if out, err := exec.Command("ip", "netns", "pids", ns).Output(); err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if p, err := strconv.Atoi(f); err == nil {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+		}
+		if err := ip("netns", "del", ns); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, ns)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func ip(args ...string) error {
+	cmd := exec.Command("ip", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// Dialer returns a DialContext whose connections are made inside the named
+// network namespace: each dial runs on an OS thread moved into that
+// namespace, and the socket stays there for its life. The thread is never
+// handed back to the Go scheduler (the goroutine exits locked, so the
+// runtime discards it), so no other code runs in the namespace.
+func Dialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		type result struct {
+			c   net.Conn
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+			fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				ch <- result{err: fmt.Errorf("opening netns %s: %w", ns, err)}
+				return
+			}
+			err = unix.Setns(fd, unix.CLONE_NEWNET)
+			_ = unix.Close(fd)
+			if err != nil {
+				ch <- result{err: fmt.Errorf("entering netns %s: %w", ns, err)}
+				return
+			}
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			ch <- result{c, err}
+		}()
+		select {
+		case r := <-ch:
+			return r.c, r.err
+		case <-ctx.Done():
+			go func() {
+				if r := <-ch; r.c != nil {
+					_ = r.c.Close()
+				}
+			}()
+			return nil, ctx.Err()
+		}
+	}
+}

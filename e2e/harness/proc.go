@@ -1,0 +1,123 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Proc is one component process running inside a node's namespace.
+type Proc struct {
+	Name    string // e.g. n1/etcd
+	LogPath string
+	cmd     *exec.Cmd
+	log     *os.File
+	done    chan struct{}
+	mu      sync.Mutex
+	waitErr error
+}
+
+// Start runs argv inside namespace ns (ip netns exec, which execs the
+// program, so the pid is the component's own) with its output in logPath.
+// The process gets its own process group and is killed if the harness dies.
+func Start(name, ns, dir, logPath string, env, argv []string) (*Proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logf, "### %s: %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Proc{Name: name, LogPath: logPath, cmd: cmd, log: logf, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		_ = logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid returns the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has ended, and how.
+func (p *Proc) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace, then sends
+// SIGKILL and waits for the exit. It returns how long it took.
+func (p *Proc) Stop(grace time.Duration) time.Duration {
+	start := time.Now()
+	if done, _ := p.Exited(); done {
+		return 0
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return time.Since(start)
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+	return time.Since(start)
+}
+
+// Tail returns the last n lines of the process's log.
+func (p *Proc) Tail(n int) string { return TailFile(p.LogPath, n) }
+
+// TailFile returns the last n lines of a file (or why it could not).
+func TailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	const max = 256 << 10
+	st, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	if st.Size() > max {
+		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+			return err.Error()
+		}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
