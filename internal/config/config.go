@@ -1,0 +1,197 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Config is the process configuration. Empty strings mean "not set" for
+// variables without a default.
+type Config struct {
+	DatabaseURL       string // local: a plain DSN
+	DBSecretARN       string // AWS: Secrets Manager secret with RDS-style JSON
+	KMSKeyID          string
+	ComputeAPIURL     string
+	DNSAPIURL         string
+	BaseDNSDomain     string
+	BootstrapBaseURL  string
+	KubernetesVersion string
+	EtcdVersion       string
+	LogLevel          string // debug, info, warn or error; see SlogLevel
+	Artifacts         Artifacts
+}
+
+// Artifacts are the download mirrors rendered into bundles, configurable for
+// air-gapped installs.
+type Artifacts struct {
+	KubeDownloadBase string
+	EtcdDownloadBase string
+	HelmDownloadBase string
+	CiliumChart      string
+	ImageRegistry    string
+}
+
+// variable is one environment variable: its default and where it lands.
+type variable struct {
+	name  string
+	def   string
+	field func(*Config) *string
+	check func(string) error // nil: any value
+}
+
+// variables is the truth of what the service reads from its environment;
+// template.yaml declares each of them for every function (a test holds the
+// two equal).
+var variables = []variable{
+	{"DATABASE_URL", "", func(c *Config) *string { return &c.DatabaseURL }, nil},
+	{"DB_SECRET_ARN", "", func(c *Config) *string { return &c.DBSecretARN }, checkARN},
+	{"KMS_KEY_ID", "", func(c *Config) *string { return &c.KMSKeyID }, nil},
+	{"COMPUTE_API_URL", "", func(c *Config) *string { return &c.ComputeAPIURL }, checkURL("http", "https")},
+	{"DNS_API_URL", "", func(c *Config) *string { return &c.DNSAPIURL }, checkURL("http", "https")},
+	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checkDomain},
+	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
+	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
+	{"ETCD_VERSION", "v3.6.10", func(c *Config) *string { return &c.EtcdVersion }, checkVersion},
+	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
+	{"KUBE_DOWNLOAD_BASE", "https://dl.k8s.io", func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
+	{"ETCD_DOWNLOAD_BASE", "https://github.com/etcd-io/etcd/releases/download", func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, checkURL("http", "https")},
+	{"HELM_DOWNLOAD_BASE", "https://get.helm.sh", func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
+	{"CILIUM_CHART", "oci://quay.io/cilium/charts/cilium", func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
+	{"IMAGE_REGISTRY", "registry.k8s.io", func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
+}
+
+// Variables lists the names of every variable FromEnv reads, in table order.
+func Variables() []string {
+	names := make([]string, len(variables))
+	for i, v := range variables {
+		names[i] = v.name
+	}
+	return names
+}
+
+// FromEnv reads the process environment.
+func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
+
+// FromLookup reads configuration through lookup (os.LookupEnv in
+// production, a map in tests). An empty value counts as unset, because SAM
+// declares every variable and leaves the unused ones empty.
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	var c Config
+	var errs []error
+	for _, v := range variables {
+		val, _ := lookup(v.name)
+		val = strings.TrimSpace(val)
+		if val == "" {
+			val = v.def
+		}
+		if val != "" && v.check != nil {
+			if err := v.check(val); err != nil {
+				// The value is not echoed: some variables carry credentials.
+				errs = append(errs, fmt.Errorf("%s: %w", v.name, err))
+			}
+		}
+		*v.field(&c) = val
+	}
+	if c.DatabaseURL == "" && c.DBSecretARN == "" {
+		errs = append(errs, errors.New("DATABASE_URL or DB_SECRET_ARN: one is required"))
+	}
+	return c, errors.Join(errs...)
+}
+
+// Require reports every named variable that is empty, so each function
+// states what it needs (e.g. cfg.Require("KMS_KEY_ID", "COMPUTE_API_URL")).
+func (c Config) Require(names ...string) error {
+	var errs []error
+	for _, name := range names {
+		v, ok := lookupVariable(name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: not a configuration variable", name))
+			continue
+		}
+		if *v.field(&c) == "" {
+			errs = append(errs, fmt.Errorf("%s: required", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SlogLevel is LogLevel as a slog.Level (info if unparseable, which FromEnv
+// has already reported).
+func (c Config) SlogLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func lookupVariable(name string) (variable, bool) {
+	for _, v := range variables {
+		if v.name == name {
+			return v, true
+		}
+	}
+	return variable{}, false
+}
+
+func checkURL(schemes ...string) func(string) error {
+	return func(s string) error {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("must be an absolute URL (%s)", strings.Join(schemes, ", "))
+		}
+		for _, scheme := range schemes {
+			if u.Scheme == scheme {
+				return nil
+			}
+		}
+		return fmt.Errorf("scheme must be one of %s", strings.Join(schemes, ", "))
+	}
+}
+
+var (
+	versionRE  = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+	domainRE   = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
+	registryRE = regexp.MustCompile(`^[a-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$`)
+)
+
+func checkVersion(s string) error {
+	if !versionRE.MatchString(s) {
+		return errors.New("must look like v1.2.3")
+	}
+	return nil
+}
+
+func checkDomain(s string) error {
+	if len(s) > 253 || !domainRE.MatchString(s) {
+		return errors.New("must be a lower-case DNS domain like k8s.example.com")
+	}
+	return nil
+}
+
+func checkRegistry(s string) error {
+	if !registryRE.MatchString(s) {
+		return errors.New("must be a registry host[:port][/path] without a scheme")
+	}
+	return nil
+}
+
+func checkLogLevel(s string) error {
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return errors.New("must be debug, info, warn or error")
+}
+
+func checkARN(s string) error {
+	if !strings.HasPrefix(s, "arn:") {
+		return errors.New("must be an ARN")
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package config_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/excloud/k8sapi/internal/config"
+	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/testenv"
+	"github.com/jackc/pgx/v5"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db", "BASE_DNS_DOMAIN": ""}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		DatabaseURL:       "postgres://x@h/db",
+		BaseDNSDomain:     "k8s.excloud.co.in",
+		KubernetesVersion: "v1.35.4",
+		EtcdVersion:       "v3.6.10",
+		LogLevel:          "info",
+		Artifacts: config.Artifacts{
+			KubeDownloadBase: "https://dl.k8s.io",
+			EtcdDownloadBase: "https://github.com/etcd-io/etcd/releases/download",
+			HelmDownloadBase: "https://get.helm.sh",
+			CiliumChart:      "oci://quay.io/cilium/charts/cilium",
+			ImageRegistry:    "registry.k8s.io",
+		},
+	}
+	if c != want {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+	if c.SlogLevel() != slog.LevelInfo {
+		t.Fatalf("level %v", c.SlogLevel())
+	}
+}
+
+// Every problem is reported at once, by variable name, without echoing values.
+func TestFromLookupCollectsErrors(t *testing.T) {
+	_, err := config.FromLookup(lookup(map[string]string{
+		"COMPUTE_API_URL":    "not a url with secret",
+		"KUBERNETES_VERSION": "1.35",
+		"LOG_LEVEL":          "loud",
+		"BASE_DNS_DOMAIN":    "Bad_Domain",
+		"IMAGE_REGISTRY":     "https://registry.example.com",
+	}))
+	want := strings.Join([]string{
+		"COMPUTE_API_URL: must be an absolute URL (http, https)",
+		"BASE_DNS_DOMAIN: must be a lower-case DNS domain like k8s.example.com",
+		"KUBERNETES_VERSION: must look like v1.2.3",
+		"LOG_LEVEL: must be debug, info, warn or error",
+		"IMAGE_REGISTRY: must be a registry host[:port][/path] without a scheme",
+		"DATABASE_URL or DB_SECRET_ARN: one is required",
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
+	}
+	if strings.Contains(err.Error(), "with secret") {
+		t.Fatal("error echoes a value")
+	}
+}
+
+func TestRequire(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db", "KMS_KEY_ID": "k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Require("KMS_KEY_ID", "DATABASE_URL"); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Require("KMS_KEY_ID", "COMPUTE_API_URL", "NOPE")
+	want := "COMPUTE_API_URL: required\nNOPE: not a configuration variable"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+// The DSN is built from an RDS-style secret stored in moto's Secrets
+// Manager, and it really connects to PostgreSQL.
+func TestDatabaseDSNFromSecretsManager(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	cfg := testenv.AWSConfig(testenv.Moto(t))
+	secret, err := devstack.DBSecretFromDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn, err := devstack.PutDBSecret(ctx, cfg, devstack.UniqueDatabaseName("k8sapi-db"), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.FromLookup(lookup(map[string]string{"DB_SECRET_ARN": arn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := config.DatabaseDSN(ctx, c, secretsmanager.NewFromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, got)
+	if err != nil {
+		t.Fatalf("connecting with the DSN from the secret: %v", err)
+	}
+	defer conn.Close(ctx)
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil || db != secret.DBName {
+		t.Fatalf("connected to %q (err %v), want %q", db, err, secret.DBName)
+	}
+
+	// A missing secret is an error naming what was being done.
+	c.DBSecretARN = arn + "-missing"
+	if _, err := config.DatabaseDSN(ctx, c, secretsmanager.NewFromConfig(cfg)); err == nil || !strings.HasPrefix(err.Error(), "reading the database secret:") {
+		t.Fatalf("missing secret: %v", err)
+	}
+}
+
+// DATABASE_URL wins and needs no AWS at all.
+func TestDatabaseDSNPrefersDatabaseURL(t *testing.T) {
+	got, err := config.DatabaseDSN(context.Background(), config.Config{DatabaseURL: "postgres://a@b/c", DBSecretARN: "arn:x"}, nil)
+	if err != nil || got != "postgres://a@b/c" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
