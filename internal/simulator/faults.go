@@ -1,0 +1,110 @@
+package simulator
+
+import (
+	"net/http"
+	"time"
+)
+
+// Faults are injected failures, for tests of k8sapi's compensation and
+// soft-failure paths. The zero value injects nothing.
+type Faults struct {
+	// FailInstanceCreateOn makes the Nth instance create from the moment the
+	// faults were set answer 500 (once); 0 disables.
+	FailInstanceCreateOn int `json:"fail_instance_create_on"`
+	// FailDNS makes every DNS upsert and delete answer 500.
+	FailDNS bool `json:"fail_dns"`
+	// ComputeLatencyMS delays every compute request.
+	ComputeLatencyMS int `json:"compute_latency_ms"`
+}
+
+// faultPatch is a POST /_sim/faults body: fields present change, fields
+// absent keep their value, so a test can add one fault without knowing the
+// others.
+type faultPatch struct {
+	FailInstanceCreateOn *int  `json:"fail_instance_create_on"`
+	FailDNS              *bool `json:"fail_dns"`
+	ComputeLatencyMS     *int  `json:"compute_latency_ms"`
+}
+
+// SetFaults applies f in place of the current faults (for in-process tests;
+// over HTTP use POST /_sim/faults). It restarts the instance-create count.
+func (s *Simulator) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults, s.creates = f, 0
+}
+
+func (s *Simulator) getFaults(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	f := s.faults
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, f)
+}
+
+func (s *Simulator) setFaults(w http.ResponseWriter, r *http.Request) {
+	var p faultPatch
+	if !decode(w, r, &p) {
+		return
+	}
+	if (p.FailInstanceCreateOn != nil && *p.FailInstanceCreateOn < 0) ||
+		(p.ComputeLatencyMS != nil && (*p.ComputeLatencyMS < 0 || *p.ComputeLatencyMS > 60_000)) {
+		writeError(w, http.StatusBadRequest, "invalid_fault",
+			"fail_instance_create_on must be >= 0 and compute_latency_ms 0 to 60000")
+		return
+	}
+	s.mu.Lock()
+	if p.FailInstanceCreateOn != nil {
+		s.faults.FailInstanceCreateOn = *p.FailInstanceCreateOn
+		s.creates = 0 // "the Nth create from now"
+	}
+	if p.FailDNS != nil {
+		s.faults.FailDNS = *p.FailDNS
+	}
+	if p.ComputeLatencyMS != nil {
+		s.faults.ComputeLatencyMS = *p.ComputeLatencyMS
+	}
+	f := s.faults
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, f)
+}
+
+func (s *Simulator) resetFaults(w http.ResponseWriter, r *http.Request) {
+	s.SetFaults(Faults{})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// instanceCreateShouldFail counts one instance create and reports whether
+// it is the one set to fail. The fault fires once.
+func (s *Simulator) instanceCreateShouldFail() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faults.FailInstanceCreateOn == 0 {
+		return false
+	}
+	s.creates++
+	if s.creates == s.faults.FailInstanceCreateOn {
+		s.faults.FailInstanceCreateOn = 0
+		return true
+	}
+	return false
+}
+
+func (s *Simulator) dnsShouldFail() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults.FailDNS
+}
+
+// withComputeLatency delays a compute request by the injected latency,
+// before authentication, like a slow network would.
+func (s *Simulator) withComputeLatency(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		d := time.Duration(s.faults.ComputeLatencyMS) * time.Millisecond
+		s.mu.Unlock()
+		if err := sleep(r.Context(), d); err != nil {
+			return // the caller gave up; nobody reads an answer
+		}
+		next(w, r)
+	}
+}

@@ -1,0 +1,94 @@
+package simulator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Token lifetimes the simulator grants, as the real IMDS and token service do.
+const (
+	IMDSTokenTTL        = 6 * time.Hour
+	BootstrapTokenTTL   = time.Hour
+	ScopePrincipal      = "principal"
+	bootstrapTokenDescr = "vm %d bootstrap"
+)
+
+// ErrNoSuchVM is returned for a VM that does not exist or is deleted.
+var ErrNoSuchVM = errors.New("no such live vm")
+
+// Execer is the part of pgx the token helpers need: *pgxpool.Pool,
+// *pgx.Conn and pgx.Tx all have it.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// IssuePrincipalToken stores a new bearer token for orgID with scope (the
+// API accepts only ScopePrincipal; other scopes are for testing refusals),
+// valid for ttl from now, and returns it. Only its hash is stored.
+func IssuePrincipalToken(ctx context.Context, db Execer, orgID int64, scope string, ttl time.Duration) (string, error) {
+	return issuePrincipalToken(ctx, db, orgID, scope, "issued by simulator.IssuePrincipalToken", time.Now().Add(ttl))
+}
+
+// IssueIMDSToken stores a new IMDS session token for live VM vmID (in the
+// VM's org), valid for ttl from now, and returns it. ErrNoSuchVM if the VM is
+// unknown or deleted.
+func IssueIMDSToken(ctx context.Context, db Execer, vmID int64, ttl time.Duration) (string, error) {
+	return issueIMDSToken(ctx, db, vmID, time.Now().Add(ttl))
+}
+
+// HashToken is how every platform token is stored and looked up: hex SHA-256.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+func issuePrincipalToken(ctx context.Context, db Execer, orgID int64, scope, description string, expiresAt time.Time) (string, error) {
+	tok, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	_, err = db.Exec(ctx,
+		`INSERT INTO principal_tokens (hash, org_id, scope, description, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		HashToken(tok), orgID, scope, description, expiresAt)
+	if err != nil {
+		return "", fmt.Errorf("storing principal token for org %d: %w", orgID, err)
+	}
+	return tok, nil
+}
+
+func issueIMDSToken(ctx context.Context, db Execer, vmID int64, expiresAt time.Time) (string, error) {
+	tok, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	// One statement: the org comes from the VM row, and a deleted or unknown
+	// VM inserts nothing.
+	tag, err := db.Exec(ctx,
+		`INSERT INTO imds_tokens (hash, vm_id, org_id, expiry_at)
+		 SELECT $1, id, org_id, $3 FROM vms WHERE id = $2 AND deleted_at IS NULL`,
+		HashToken(tok), vmID, expiresAt)
+	if err != nil {
+		return "", fmt.Errorf("storing imds token for vm %d: %w", vmID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return "", fmt.Errorf("issuing imds token for vm %d: %w", vmID, ErrNoSuchVM)
+	}
+	return tok, nil
+}
+
+// newToken returns 256 random bits, hex: unguessable, and safe in headers
+// and shell variables.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
