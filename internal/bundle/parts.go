@@ -1,0 +1,178 @@
+package bundle
+
+import (
+	"io/fs"
+	"path"
+
+	"github.com/excloud/k8sapi/internal/pki"
+)
+
+// Host paths of the bundle.
+const (
+	pkiDir        = "/etc/exk8s/pki"
+	kubeconfigDir = "/etc/exk8s/kubeconfig"
+	configDir     = "/etc/exk8s/config"
+	addonDir      = "/etc/exk8s/manifests"
+	staticPodDir  = "/etc/kubernetes/manifests"
+	unitDir       = "/etc/systemd/system"
+	binDir        = "/usr/local/bin"
+)
+
+// File modes: private keys and kubeconfigs (which embed keys) are owner-only,
+// scripts executable, everything else world-readable.
+const (
+	modeSecret fs.FileMode = 0o600
+	modeScript fs.FileMode = 0o755
+	modePublic fs.FileMode = 0o644
+)
+
+// fileSpec is one row of the bundle's spec table: an output path and how to
+// make its content (a template and its data, or raw bytes).
+type fileSpec struct {
+	path     string
+	mode     fs.FileMode
+	template string // empty: content is raw
+	data     any
+	raw      []byte
+}
+
+// part is one component of the node; it returns the specs of its files.
+type part struct {
+	name  string
+	files func(v *view) []fileSpec
+}
+
+// parts is the ordered list of the node's components (kOps nodeup's model).
+func parts() []part {
+	return []part{
+		{"pki", pkiPart},
+		{"kubeconfigs", kubeconfigPart},
+		{"host-config", hostConfigPart},
+		{"etcd", etcdPart},
+		{"kubelet", kubeletPart},
+		{"control-plane", controlPlanePart},
+		{"network", networkPart},
+		{"addons", addonPart},
+		{"scripts", scriptPart},
+	}
+}
+
+func tmpl(path, template string, mode fs.FileMode, data any) fileSpec {
+	return fileSpec{path: path, mode: mode, template: template, data: data}
+}
+
+// CertPath and KeyPath are where the bundle writes a cert-table entry.
+func CertPath(name pki.Name) string { return path.Join(pkiDir, string(name)+".pem") }
+func KeyPath(name pki.Name) string  { return path.Join(pkiDir, string(name)+"-key.pem") }
+
+// pkiPart writes the CA certificates (never their keys), the service-account
+// key pair and this node's key pairs.
+func pkiPart(v *view) []fileSpec {
+	var out []fileSpec
+	for _, name := range requiredCAs {
+		out = append(out, fileSpec{path: CertPath(name), mode: modePublic, raw: v.in.CACerts[name]})
+	}
+	out = append(out,
+		fileSpec{path: path.Join(pkiDir, "service-account.pem"), mode: modePublic, raw: v.in.ServiceAccountPubPEM},
+		fileSpec{path: path.Join(pkiDir, "service-account-key.pem"), mode: modeSecret, raw: v.in.ServiceAccountKeyPEM},
+	)
+	for _, name := range RequiredIdentities() {
+		kp := v.in.Identities[name]
+		out = append(out,
+			fileSpec{path: CertPath(name), mode: modePublic, raw: kp.CertPEM},
+			fileSpec{path: KeyPath(name), mode: modeSecret, raw: kp.KeyPEM},
+		)
+	}
+	return out
+}
+
+// kubeconfigView is the kubeconfig template's data.
+type kubeconfigView struct {
+	ClusterName, Server, User string
+	CAPEM, CertPEM, KeyPEM    []byte
+}
+
+// kubeconfigSpec is one kubeconfig: its file stem, identity, user and server.
+type kubeconfigSpec struct {
+	stem     string
+	identity pki.Name
+	user     string
+	server   string
+}
+
+// KubeconfigPath is where the bundle writes the kubeconfig with that stem.
+func KubeconfigPath(stem string) string { return path.Join(kubeconfigDir, stem+".kubeconfig") }
+
+// kubeconfigSpecs is kubeadm's kubeconfig spec table, ours: the controller
+// manager and scheduler talk to their local apiserver over loopback; the
+// others use the node's address, which the apiserver cert names.
+func kubeconfigSpecs(v *view) []kubeconfigSpec {
+	const loopback = "https://127.0.0.1:6443"
+	return []kubeconfigSpec{
+		{"admin", pki.Admin, "cluster-admin", v.APIServerEndpoint},
+		{"controller-manager", pki.ControllerManager, "system:kube-controller-manager", loopback},
+		{"kube-proxy", pki.KubeProxy, "system:kube-proxy", v.APIServerEndpoint},
+		{"kubelet", pki.KubeletClient, "system:node:" + v.Node.Name, v.APIServerEndpoint},
+		{"scheduler", pki.Scheduler, "system:kube-scheduler", loopback},
+	}
+}
+
+func kubeconfigPart(v *view) []fileSpec {
+	var out []fileSpec
+	for _, s := range kubeconfigSpecs(v) {
+		kp := v.in.Identities[s.identity]
+		out = append(out, tmpl(KubeconfigPath(s.stem), "kubeconfig", modeSecret, kubeconfigView{
+			ClusterName: v.Cluster.Name, Server: s.server, User: s.user,
+			CAPEM: v.in.CACerts[pki.ClusterCA], CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM,
+		}))
+	}
+	return out
+}
+
+func hostConfigPart(v *view) []fileSpec {
+	return []fileSpec{
+		tmpl(configDir+"/cluster.env", "cluster.env", modePublic, v),
+		tmpl(configDir+"/artifacts.sha256", "artifacts.sha256", modePublic, v),
+	}
+}
+
+func etcdPart(v *view) []fileSpec {
+	return []fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}
+}
+
+func kubeletPart(v *view) []fileSpec {
+	return []fileSpec{
+		tmpl(unitDir+"/kubelet.service", "kubelet.service", modePublic, v),
+		tmpl("/var/lib/kubelet/config.yaml", "kubelet-config.yaml", modePublic, v),
+	}
+}
+
+func controlPlanePart(v *view) []fileSpec {
+	var out []fileSpec
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		out = append(out, tmpl(staticPodDir+"/"+c+".yaml", c+".yaml", modePublic, v))
+	}
+	return out
+}
+
+func networkPart(v *view) []fileSpec {
+	return []fileSpec{
+		tmpl("/etc/cni/net.d/10-exk8s.conflist", "single-node-bridge-cni.conflist", modePublic, v),
+		tmpl(configDir+"/cilium-values.yaml", "cilium-values.yaml", modePublic, v),
+	}
+}
+
+func addonPart(v *view) []fileSpec {
+	return []fileSpec{
+		tmpl(addonDir+"/kube-proxy.yaml", "kube-proxy.yaml", modePublic, v),
+		tmpl(addonDir+"/coredns.yaml", "coredns.yaml", modePublic, v),
+	}
+}
+
+func scriptPart(v *view) []fileSpec {
+	var out []fileSpec
+	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-control-plane.sh", "exk8s-install-cluster-addons.sh"} {
+		out = append(out, tmpl(binDir+"/"+s, s, modeScript, v))
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/excloud/k8sapi/templates"
+)
+
+// File is one rendered file of a bundle.
+type File struct {
+	Path    string
+	Mode    fs.FileMode
+	Content string
+}
+
+// DNSRecord is a DNS record the operator (or the DNS API) should create.
+type DNSRecord struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	TTL   int    `json:"ttl"`
+}
+
+// Metadata is what the bundle says about the node beside its files.
+type Metadata struct {
+	ClusterID             int64       `json:"cluster_id"`
+	VMID                  int64       `json:"vm_id"`
+	ClusterName           string      `json:"cluster_name"`
+	NodeName              string      `json:"node_name"`
+	ServiceIP             string      `json:"service_ip"`
+	DNSServiceIP          string      `json:"dns_service_ip"`
+	APIServerEndpoint     string      `json:"apiserver_endpoint"`
+	ControlPlaneDNSName   string      `json:"control_plane_dns_name"`
+	EtcdInitialCluster    string      `json:"etcd_initial_cluster"`
+	SuggestedDNSRecords   []DNSRecord `json:"suggested_dns_records"`
+	IsInitialControlPlane bool        `json:"is_initial_control_plane"`
+}
+
+// Bundle is one VM's rendered bundle; Files are sorted by path.
+type Bundle struct {
+	Metadata Metadata
+	Files    []File
+}
+
+// File returns the file at path.
+func (b *Bundle) File(path string) (File, bool) {
+	i := sort.Search(len(b.Files), func(i int) bool { return b.Files[i].Path >= path })
+	if i < len(b.Files) && b.Files[i].Path == path {
+		return b.Files[i], true
+	}
+	return File{}, false
+}
+
+// Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
+// metadata fields, then every file's content and mode keyed by absolute path.
+// encoding/json sorts map keys, so the output is deterministic.
+type Response struct {
+	Metadata
+	Files     map[string]string `json:"files"`
+	FileModes map[string]string `json:"file_modes"`
+}
+
+// Response returns the bundle in its wire shape.
+func (b *Bundle) Response() Response {
+	r := Response{
+		Metadata:  b.Metadata,
+		Files:     make(map[string]string, len(b.Files)),
+		FileModes: make(map[string]string, len(b.Files)),
+	}
+	for _, f := range b.Files {
+		r.Files[f.Path] = f.Content
+		r.FileModes[f.Path] = fmt.Sprintf("%04o", f.Mode.Perm())
+	}
+	return r
+}
+
+// Renderer renders bundles and userdata from the embedded templates. Build it
+// once per cold start; it is safe for concurrent use.
+type Renderer struct {
+	tmpl *template.Template
+}
+
+// funcs is the renderer's FuncMap: escapers only.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"shq":  shellQuote,
+		"b64":  base64Encode,
+		"json": jsonEncode,
+	}
+}
+
+// shellQuote single-quotes s for POSIX shells (and systemd EnvironmentFile).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func base64Encode(v any) (string, error) {
+	switch b := v.(type) {
+	case []byte:
+		return base64.StdEncoding.EncodeToString(b), nil
+	case string:
+		return base64.StdEncoding.EncodeToString([]byte(b)), nil
+	}
+	return "", fmt.Errorf("b64: cannot encode %T", v)
+}
+
+func jsonEncode(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// NewRenderer parses every embedded template once.
+func NewRenderer() (*Renderer, error) {
+	t, err := template.New("bundle").Option("missingkey=error").Funcs(funcs()).ParseFS(templates.FS, "*")
+	if err != nil {
+		return nil, fmt.Errorf("parsing bundle templates: %w", err)
+	}
+	return &Renderer{tmpl: t}, nil
+}
+
+// view is the typed data of every node template.
+type view struct {
+	in                 *Input
+	Cluster            Cluster
+	Node               Node
+	Artifacts          Artifacts
+	ServiceIP          string
+	DNSServiceIP       string
+	APIServerEndpoint  string // https://<node ipv4>:6443, the node's own apiserver
+	EtcdInitialCluster string // name=https://ip:2380,... by ordinal
+	EtcdServers        string // https://ip:2379,... by ordinal
+	IsInitial          bool
+	Checksums          []checksum
+}
+
+type checksum struct{ File, SHA256 string }
+
+func newView(in *Input) (*view, *topology, error) {
+	topo, err := newTopology(in.Nodes, in.SelfVMID)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, dns, err := ServiceIPs(in.Cluster.ServiceCIDR)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := &view{
+		in:                 in,
+		Cluster:            in.Cluster,
+		Node:               topo.self,
+		Artifacts:          in.Artifacts,
+		ServiceIP:          svc.String(),
+		DNSServiceIP:       dns.String(),
+		APIServerEndpoint:  "https://" + topo.self.IPv4 + ":6443",
+		EtcdInitialCluster: topo.etcdInitialCluster(),
+		EtcdServers:        topo.etcdServers(),
+		IsInitial:          topo.isInitial,
+	}
+	for _, f := range sortedKeys(in.Artifacts.SHA256) {
+		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: in.Artifacts.SHA256[f]})
+	}
+	return v, &topo, nil
+}
+
+// Render renders the bundle of in.SelfVMID.
+func (r *Renderer) Render(in Input) (*Bundle, error) {
+	if err := in.validate(); err != nil {
+		return nil, fmt.Errorf("invalid bundle input: %w", err)
+	}
+	v, topo, err := newView(&in)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Metadata: Metadata{
+		ClusterID:             in.Cluster.ID,
+		VMID:                  v.Node.VMID,
+		ClusterName:           in.Cluster.Name,
+		NodeName:              v.Node.Name,
+		ServiceIP:             v.ServiceIP,
+		DNSServiceIP:          v.DNSServiceIP,
+		APIServerEndpoint:     v.APIServerEndpoint,
+		ControlPlaneDNSName:   in.Cluster.ControlPlaneDNSName,
+		EtcdInitialCluster:    v.EtcdInitialCluster,
+		SuggestedDNSRecords:   topo.dnsRecords(in.Cluster.ControlPlaneDNSName),
+		IsInitialControlPlane: v.IsInitial,
+	}}
+	seen := map[string]string{}
+	for _, p := range parts() {
+		for _, spec := range p.files(v) {
+			if other, dup := seen[spec.path]; dup {
+				return nil, fmt.Errorf("rendering %s: %s is also written by %s", p.name, spec.path, other)
+			}
+			seen[spec.path] = p.name
+			content := string(spec.raw)
+			if spec.template != "" {
+				if content, err = r.execute(spec.template, spec.data); err != nil {
+					return nil, fmt.Errorf("rendering %s (%s): %w", spec.path, p.name, err)
+				}
+			}
+			b.Files = append(b.Files, File{Path: spec.path, Mode: spec.mode, Content: content})
+		}
+	}
+	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Path < b.Files[j].Path })
+	return b, nil
+}
+
+func (r *Renderer) execute(name string, data any) (string, error) {
+	var buf bytes.Buffer
+	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// UserdataInput is the data of the bootstrap-userdata.sh shim.
+type UserdataInput struct {
+	// BootstrapBaseURL is the public base URL VMs fetch bundles from.
+	BootstrapBaseURL string
+}
+
+// Userdata renders the shim passed to each VM as userdata at founding.
+func (r *Renderer) Userdata(u UserdataInput) (string, error) {
+	parsed, err := url.Parse(u.BootstrapBaseURL)
+	if err != nil || (parsed.Scheme != "https" && parsed.Scheme != "http") || parsed.Host == "" || !tokenRE.MatchString(u.BootstrapBaseURL) {
+		return "", fmt.Errorf("rendering userdata: bootstrap base URL must be an http(s) URL, got %q", u.BootstrapBaseURL)
+	}
+	out, err := r.execute("bootstrap-userdata.sh", u)
+	if err != nil {
+		return "", fmt.Errorf("rendering userdata: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# exk8s-install-cluster-addons.sh: installs the cluster-wide addons (Cilium,
+# kube-proxy, CoreDNS) once, from the initial control-plane node only.
+set -euo pipefail
+
+CLUSTER_ENV=/etc/exk8s/config/cluster.env
+MANIFESTS=/etc/exk8s/manifests
+
+log() { printf '%s exk8s-addons: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+die() { log "FATAL: $*"; exit 1; }
+
+[[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
+set -a
+# shellcheck source=/dev/null
+. "$CLUSTER_ENV"
+set +a
+
+if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" != "true" ]]; then
+  log "not the initial control-plane node; nothing to do"
+  exit 0
+fi
+: "${CILIUM_CHART:?CILIUM_CHART missing from cluster.env}"
+: "${CILIUM_VERSION:?CILIUM_VERSION missing from cluster.env}"
+
+export KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
+
+# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
+retry() {
+  local attempts=$1 delay=$2 i
+  shift 2
+  for ((i = 1; i <= attempts; i++)); do
+    if "$@"; then
+      return 0
+    fi
+    log "attempt ${i}/${attempts} failed: $*"
+    sleep "$delay"
+  done
+  return 1
+}
+
+readyz() { kubectl get --raw=/readyz >/dev/null 2>&1; }
+
+if ! command -v helm >/dev/null 2>&1; then
+  /usr/local/bin/exk8s-install-control-plane-prereqs.sh helm
+fi
+
+log "waiting for the API server to be ready"
+retry 120 5 readyz || die "API server not ready after 10 minutes"
+
+retry 5 10 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
+kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
+
+retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
+  --version "$CILIUM_VERSION" \
+  --namespace kube-system \
+  --values /etc/exk8s/config/cilium-values.yaml \
+  --wait \
+  --timeout 10m || die "cannot install Cilium ${CILIUM_VERSION} from ${CILIUM_CHART}"
+
+retry 5 10 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
+kubectl -n kube-system rollout status deployment/coredns --timeout=10m
+log "addons installed"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# exk8s bootstrap shim. k8sapi renders it when the cluster is founded and
+# passes it to the VM as userdata. It proves who this VM is (IMDS session
+# token + access token), fetches this node's bundle, writes every file with
+# the mode the bundle names, and hands over to the bundle's scripts.
+#
+# Knobs (production leaves them unset):
+#   EXC_IMDS_BASE_URL         IMDS endpoint (default http://imdsapi.excloud.in)
+#   EXK8S_BOOTSTRAP_BASE_URL  k8sapi endpoint (default: rendered at founding)
+#   EXK8S_ROOT                prefix for every path written (default: /)
+#   EXK8S_SKIP_HOST_SETUP=1   stop after writing the files
+set -euo pipefail
+umask 077
+
+ROOT="${EXK8S_ROOT:-}"
+ROOT="${ROOT%/}"
+LOG_DIR="${ROOT}/var/log/exk8s"
+mkdir -p "$LOG_DIR"
+exec > >(tee -a "${LOG_DIR}/bootstrap-userdata.log") 2>&1
+
+IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
+DEFAULT_BOOTSTRAP_BASE_URL='https://k8sapi.excloud.in'
+BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
+BOOTSTRAP_BASE_URL="${BOOTSTRAP_BASE_URL%/}"
+
+log() { printf '%s exk8s-userdata: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+die() { log "FATAL: $*"; exit 1; }
+
+# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
+retry() {
+  local attempts=$1 delay=$2 i
+  shift 2
+  for ((i = 1; i <= attempts; i++)); do
+    if "$@"; then
+      return 0
+    fi
+    log "attempt ${i}/${attempts} failed: $*"
+    sleep "$delay"
+  done
+  return 1
+}
+
+# get OUT URL [CURL ARGS...]: download URL into OUT; headers come from files
+# (-H @file) so no token ever shows up in the process list.
+get() {
+  local out=$1 url=$2
+  shift 2
+  curl -fsS --connect-timeout 5 --max-time 60 "$@" -o "$out" "$url"
+}
+
+if ! command -v curl >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    retry 5 10 apt-get update -y || die "apt-get update failed"
+    retry 5 10 apt-get install -y curl jq || die "cannot install curl and jq"
+  else
+    die "curl and jq are required"
+  fi
+fi
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+log "fetching IMDS session token from ${IMDS_BASE_URL}"
+retry 120 5 get "$WORK/imds-token" "${IMDS_BASE_URL}/token" || die "no IMDS session token from ${IMDS_BASE_URL}"
+IMDS_TOKEN="$(cat "$WORK/imds-token")"
+[[ -n "$IMDS_TOKEN" ]] || die "IMDS returned an empty session token"
+printf 'X-exc-imds-token: %s\n' "$IMDS_TOKEN" >"$WORK/imds.header"
+
+retry 60 5 get "$WORK/node-identity.json" "${IMDS_BASE_URL}/latest/identity/node-identity" -H "@$WORK/imds.header" ||
+  die "cannot read node identity from IMDS"
+NODE_ID="$(jq -r '.node_id // empty' "$WORK/node-identity.json")"
+[[ "$NODE_ID" =~ ^[1-9][0-9]*$ ]] || die "IMDS returned no usable node_id"
+
+retry 60 5 get "$WORK/access-token.json" "${IMDS_BASE_URL}/latest/identity/access-token" -H "@$WORK/imds.header" ||
+  die "cannot read access token from IMDS"
+ACCESS_TOKEN="$(jq -r '.access_token // empty' "$WORK/access-token.json")"
+[[ -n "$ACCESS_TOKEN" ]] || die "IMDS returned no access token"
+printf 'Authorization: Bearer %s\n' "$ACCESS_TOKEN" >"$WORK/auth.header"
+
+BUNDLE="$WORK/bundle.json"
+log "fetching the bundle of VM ${NODE_ID} from ${BOOTSTRAP_BASE_URL}"
+retry 120 5 get "$BUNDLE" "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}" \
+  -H "@$WORK/imds.header" -H "@$WORK/auth.header" || die "cannot fetch the bootstrap bundle"
+jq -e '(.files | type == "object") and ((.file_modes // {}) | type == "object")' "$BUNDLE" >/dev/null ||
+  die "bundle is not a JSON object with files"
+
+# write_file PATH: write one bundle file atomically with its mode.
+write_file() {
+  local path=$1 mode dest tmp
+  [[ "$path" == /* && "$path" != *..* ]] || die "refusing unsafe path in bundle: ${path}"
+  jq -e --arg p "$path" '.files[$p] | type == "string"' "$BUNDLE" >/dev/null || die "bundle has no content for ${path}"
+  mode="$(jq -r --arg p "$path" '.file_modes[$p] // "0644"' "$BUNDLE")"
+  [[ "$mode" =~ ^0?[0-7]{3}$ ]] || die "bad mode ${mode} for ${path}"
+  dest="${ROOT}${path}"
+  mkdir -p "$(dirname "$dest")"
+  tmp="$(mktemp "${dest}.XXXXXX")"
+  jq -j --arg p "$path" '.files[$p]' "$BUNDLE" >"$tmp"
+  chmod "$mode" "$tmp"
+  mv -f "$tmp" "$dest"
+}
+
+jq -r '.files | keys[]' "$BUNDLE" >"$WORK/paths"
+count=0
+while IFS= read -r path; do
+  write_file "$path"
+  count=$((count + 1))
+done <"$WORK/paths"
+log "wrote ${count} files under ${ROOT:-/}"
+
+if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
+  log "EXK8S_SKIP_HOST_SETUP=1: files written, skipping host setup"
+  exit 0
+fi
+
+if ! command -v kubelet >/dev/null 2>&1; then
+  "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"
+fi
+systemctl daemon-reload
+"${ROOT}/usr/local/bin/exk8s-bootstrap-control-plane.sh"
+log "bootstrap finished"
