@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -56,9 +55,11 @@ func (f *FoundingTx) InsertCluster(ctx context.Context, c Cluster) error {
 	return nil
 }
 
-// SetSecurityGroups records the security groups the VMs were created in.
-func (f *FoundingTx) SetSecurityGroups(ctx context.Context, clusterID int64, ids []int64) error {
-	if _, err := f.tx.Exec(ctx, `UPDATE kube_clusters SET security_group_ids = $2 WHERE id = $1`, clusterID, ids); err != nil {
+// SetSecurityGroups records the security groups the VMs were created in and
+// the one founding created itself, if any.
+func (f *FoundingTx) SetSecurityGroups(ctx context.Context, clusterID int64, ids []int64, created *int64) error {
+	if _, err := f.tx.Exec(ctx, `UPDATE kube_clusters SET security_group_ids = $2, created_security_group_id = $3
+		WHERE id = $1`, clusterID, ids, created); err != nil {
 		return fmt.Errorf("recording security groups: %w", err)
 	}
 	return nil
@@ -124,7 +125,7 @@ func (f *FoundingTx) Commit(ctx context.Context) error {
 
 // Rollback abandons the founding; safe after Commit.
 func (f *FoundingTx) Rollback(ctx context.Context) {
-	if err := f.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		_ = err // the connection is discarded by pgx on a failed rollback; nothing else to do
-	}
+	// A failed rollback makes pgx discard the connection, and the server
+	// aborts the transaction when it goes; there is nothing else to do.
+	_ = f.tx.Rollback(ctx)
 }

@@ -16,6 +16,9 @@ CREATE TABLE kube_clusters (
     pod_cidr                   text        NOT NULL,
     control_plane_count        integer     NOT NULL CHECK (control_plane_count BETWEEN 1 AND 3),
     security_group_ids         bigint[]    NOT NULL DEFAULT '{}',
+    -- the group founding created (deleted with the cluster); NULL when the
+    -- operator supplied their own groups, which are never deleted.
+    created_security_group_id  bigint,
     kms_key_id                 text        NOT NULL,
     wrapped_data_key           bytea       NOT NULL,
     ca_cert                    text        NOT NULL,

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/founding"
+)
+
+// maxIdempotencyKeyLen bounds the Idempotency-Key header.
+const maxIdempotencyKeyLen = 255
+
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
+	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if len(key) > maxIdempotencyKeyLen {
+		s.writeError(w, r, apperr.New(apperr.Invalid, "invalid_header", "Idempotency-Key: must be at most 255 characters"))
+		return
+	}
+	var req founding.Request
+	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Founder.Found(r.Context(), org, bearerToken(r), req, key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store") // the body holds an admin key
+	w.Header().Set("Location", "/clusters/"+strconv.FormatInt(res.ClusterID, 10))
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, status, res)
+}
+
+func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
+	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cs, err := s.Clusters.List(r.Context(), org)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"clusters": cs})
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
+	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := parseID("id", r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.Clusters.Get(r.Context(), org, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
+	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := parseID("id", r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.Clusters.Delete(r.Context(), org, bearerToken(r), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// bearerToken passes the caller's token on to the platform APIs, which act
+// on behalf of the same org. Auth has already validated it.
+func bearerToken(r *http.Request) string {
+	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.TrimSpace(token)
+}
+
+// ParseID parses a path id: a positive decimal integer that fits int64,
+// nothing else (no sign, no spaces, no leading zeros beyond "0").
+func ParseID(raw string) (int64, bool) {
+	if raw == "" || len(raw) > 19 || raw[0] == '0' {
+		return 0, false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	id, err := strconv.ParseInt(raw, 10, 64)
+	return id, err == nil && id > 0
+}
+
+func parseID(field, raw string) (int64, error) {
+	id, ok := ParseID(raw)
+	if !ok {
+		return 0, apperr.New(apperr.Invalid, "invalid_path", field+": must be a positive integer")
+	}
+	return id, nil
+}

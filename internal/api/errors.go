@@ -1,0 +1,55 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/requestid"
+)
+
+// statusOf is the one map from error kinds to HTTP statuses.
+var statusOf = map[apperr.Kind]int{
+	apperr.Internal:        http.StatusInternalServerError,
+	apperr.Invalid:         http.StatusBadRequest,
+	apperr.Unauthenticated: http.StatusUnauthorized,
+	apperr.Forbidden:       http.StatusForbidden,
+	apperr.NotFound:        http.StatusNotFound,
+	apperr.Conflict:        http.StatusConflict,
+	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
+	apperr.Unavailable:     http.StatusServiceUnavailable,
+	apperr.BadGateway:      http.StatusBadGateway,
+}
+
+type errorBody struct {
+	Error struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id,omitempty"`
+	} `json:"error"`
+}
+
+// writeError answers with the JSON error shape. Errors that are not
+// *apperr.Error are internal: logged with their cause, answered generically.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e, ok := apperr.As(err)
+	if !ok {
+		e = apperr.Wrap(apperr.Internal, "internal", "internal error", err)
+	}
+	status := statusOf[e.Kind]
+	id := requestid.From(r.Context())
+	if status >= 500 {
+		// The cause goes to the log, keyed by request id, never to the client.
+		s.logger().ErrorContext(r.Context(), "request failed", "request_id", id, "code", e.Code, "cause", causeOf(e))
+	}
+	var body errorBody
+	body.Error.Code, body.Error.Message, body.Error.RequestID = e.Code, e.Message, id
+	writeJSON(w, status, body)
+}
+
+func causeOf(e *apperr.Error) string {
+	if e.Err == nil {
+		return ""
+	}
+	return errors.Unwrap(e).Error()
+}

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"error":{"code":"internal","message":"internal error"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// decodeJSON reads exactly one JSON object into v, refusing unknown fields,
+// trailing data and bodies over MaxBodyBytes.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return apperr.New(apperr.Invalid, "invalid_json", "the body must hold one JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		return apperr.New(apperr.TooLarge, "body_too_large", fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
+	case errors.Is(err, io.EOF):
+		return apperr.New(apperr.Invalid, "invalid_json", "the body is empty")
+	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.New(apperr.Invalid, "invalid_json", "the body is not valid JSON")
+	case errors.As(err, &typ):
+		return apperr.New(apperr.Invalid, "invalid_field", fmt.Sprintf("%s: must be a %s", typ.Field, typ.Type))
+	}
+	// encoding/json reports unknown fields as `json: unknown field "x"`.
+	return apperr.New(apperr.Invalid, "invalid_field", trimJSONPrefix(err.Error()))
+}
+
+func trimJSONPrefix(s string) string {
+	const p = "json: "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}

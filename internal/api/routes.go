@@ -1,0 +1,21 @@
+package api
+
+import "net/http"
+
+// Route is one row of the API: which function serves which method and path.
+type Route struct {
+	Function string // the logical id in template.yaml
+	Method   string
+	Path     string // API Gateway path syntax, also valid for http.ServeMux
+	handle   func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// Routes is the one table of every route k8sapi serves.
+var Routes = []Route{
+	{"HealthFunction", http.MethodGet, "/health", (*Server).health},
+	{"CreateClusterFunction", http.MethodPost, "/clusters", (*Server).createCluster},
+	{"ClustersFunction", http.MethodGet, "/clusters", (*Server).listClusters},
+	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster},
+	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster},
+	{"GetBundleFunction", http.MethodGet, "/bootstrap/control-plane/{vm_id}", (*Server).getBundle},
+}

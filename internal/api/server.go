@@ -1,0 +1,143 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/requestid"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 64 << 10
+
+// Authenticator proves who calls.
+type Authenticator interface {
+	Principal(ctx context.Context, authorization string) (auth.Principal, error)
+	BootstrapVM(ctx context.Context, vmID int64, imdsToken, authorization string) (auth.BootstrapVM, error)
+}
+
+var _ Authenticator = (*auth.Authenticator)(nil)
+
+// Founder founds clusters (POST /clusters).
+type Founder interface {
+	Found(ctx context.Context, org auth.Principal, bearer string, req founding.Request, idempotencyKey string) (*founding.Result, error)
+}
+
+// Clusters reads and deletes an org's clusters.
+type Clusters interface {
+	List(ctx context.Context, org auth.Principal) ([]founding.ClusterView, error)
+	Get(ctx context.Context, org auth.Principal, id int64) (founding.ClusterView, error)
+	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (founding.ClusterView, error)
+}
+
+// Bundles renders a VM's bootstrap bundle.
+type Bundles interface {
+	Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error)
+}
+
+// Check is one dependency the deep health check pings.
+type Check struct {
+	Name string
+	Ping func(context.Context) error
+}
+
+// Server holds a function's dependencies; a function sets only what its
+// routes use.
+type Server struct {
+	Auth     Authenticator
+	Founder  Founder
+	Clusters Clusters
+	Bundles  Bundles
+	Checks   []Check
+	Draining func() bool
+	Log      *slog.Logger
+}
+
+// Handler serves the routes of one function (its template.yaml logical id).
+func (s *Server) Handler(function string) http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range Routes {
+		if r.Function != function {
+			continue
+		}
+		handle := r.handle
+		route := r.Method + " " + r.Path
+		mux.Handle(route, s.observe(route, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))
+	}
+	// Anything else: a JSON 404 (or 405), never Go's text page.
+	mux.Handle("/", s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, apperr.New(apperr.NotFound, "not_found", "no such route"))
+	}))
+	return mux
+}
+
+// statusRecorder remembers the status for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// observe adds the request id, the body limit, panic recovery and one JSON
+// access-log line with route, status and latency (never headers or bodies).
+func (s *Server) observe(route string, next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		ctx := req.Context()
+		id := requestid.From(ctx)
+		if id == "" {
+			id = newRequestID()
+			ctx = requestid.With(ctx, id)
+		}
+		req = req.WithContext(ctx)
+		w.Header().Set("X-Request-Id", id)
+		req.Body = http.MaxBytesReader(w, req.Body, MaxBodyBytes)
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.logger().ErrorContext(ctx, "handler panic", "request_id", id, "route", route, "panic", fmt.Sprint(p))
+				if rec.status == 0 {
+					s.writeError(rec, req, fmt.Errorf("panic: %v", p))
+				}
+			}
+			s.logger().InfoContext(ctx, "request", "request_id", id, "route", route,
+				"status", rec.status, "latency_ms", float64(time.Since(start).Microseconds())/1000)
+		}()
+		next(rec, req)
+	})
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,130 @@
+package founding
+
+import (
+	"context"
+	"errors"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/compute"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/platformauth"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// replay returns the founding an idempotency key already committed, with a
+// freshly minted admin kubeconfig (the first one was never stored: it holds
+// a private key). store.ErrNotFound means the key is unused.
+func (s *Service) replay(ctx context.Context, org auth.Principal, key string, spec Spec) (*Result, error) {
+	c, err := s.Store.ClusterByIdempotencyKey(ctx, org.OrgID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	if c.RequestFingerprint == nil || *c.RequestFingerprint != spec.Fingerprint() {
+		return nil, apperr.New(apperr.Conflict, "idempotency_key_reused",
+			"Idempotency-Key was already used with a different request body")
+	}
+	if c.Status != store.StatusActive {
+		return nil, apperr.New(apperr.Conflict, "cluster_not_active",
+			"the cluster founded under this Idempotency-Key is "+c.Status)
+	}
+	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	opened, err := keyring.Open(ctx, s.Envelope, &c)
+	if err != nil {
+		return nil, openError(err)
+	}
+	kubeconfig, err := s.adminKubeconfig(opened.Trust, &c)
+	if err != nil {
+		return nil, err
+	}
+	res := resultOf(viewOf(c, nodes), nodes, kubeconfig)
+	res.Replayed = true
+	return res, nil
+}
+
+// openError classifies a failure to rehydrate keys: KMS down is 503; keys
+// that do not open (tampered, moved) are an internal error whose cause is
+// logged by the caller, never shown.
+func openError(err error) error {
+	if errors.Is(err, envelope.ErrOpen) {
+		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
+	}
+	return kmsError(err)
+}
+
+// List returns org's clusters that are not deleted.
+func (s *Service) List(ctx context.Context, org auth.Principal) ([]ClusterView, error) {
+	cs, err := s.Store.ListClusters(ctx, org.OrgID)
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	views := make([]ClusterView, 0, len(cs))
+	for _, c := range cs {
+		nodes, err := s.Store.ClusterNodes(ctx, c.ID)
+		if err != nil {
+			return nil, databaseError(err)
+		}
+		views = append(views, viewOf(c, nodes))
+	}
+	return views, nil
+}
+
+// Get returns one of org's clusters; another org's is not found.
+func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (ClusterView, error) {
+	c, err := s.Store.Cluster(ctx, org.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ClusterView{}, apperr.New(apperr.NotFound, "not_found", "no such cluster")
+	}
+	if err != nil {
+		return ClusterView{}, databaseError(err)
+	}
+	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
+	if err != nil {
+		return ClusterView{}, databaseError(err)
+	}
+	return viewOf(c, nodes), nil
+}
+
+// Delete removes the cluster's VMs, its security group (if founding made
+// it) and its DNS record, then destroys its key material. It is safe to
+// retry: a failure leaves the cluster "deleting" and a second call carries
+// on; deleting a deleted cluster returns it unchanged.
+func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (ClusterView, error) {
+	view, err := s.Get(ctx, org, id)
+	if err != nil || view.Status == store.StatusDeleted {
+		return view, err
+	}
+	ctx = platformauth.WithToken(ctx, bearer)
+	if err := s.Store.SetStatus(ctx, id, store.StatusDeleting); err != nil {
+		return ClusterView{}, databaseError(err)
+	}
+	for _, vmID := range view.ControlPlaneVMIDs {
+		if err := s.Compute.DeleteInstance(ctx, vmID); err != nil {
+			return ClusterView{}, computeError("deleting a control-plane VM", err)
+		}
+	}
+	c, err := s.Store.Cluster(ctx, org.OrgID, id)
+	if err != nil {
+		return ClusterView{}, databaseError(err)
+	}
+	if c.CreatedSecurityGroupID != nil {
+		if err := s.Compute.DeleteSecurityGroup(ctx, *c.CreatedSecurityGroupID); err != nil && !compute.IsNotFound(err) {
+			return ClusterView{}, computeError("deleting the security group", err)
+		}
+	}
+	if err := s.DNS.DeleteA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName); err != nil {
+		// The record points at addresses that no longer exist; report, go on.
+		s.logger().WarnContext(ctx, "deleting dns record failed", "cluster_id", id, "cause", err.Error())
+	}
+	if err := s.Store.DestroyKeys(ctx, id); err != nil {
+		return ClusterView{}, databaseError(err)
+	}
+	return s.Get(ctx, org, id)
+}

@@ -1,0 +1,123 @@
+package founding
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// BootstrapPathTemplate is where each VM fetches its bundle.
+const BootstrapPathTemplate = "/bootstrap/control-plane/{vm_id}"
+
+// DNSRecord is a DNS record the operator may want (or k8sapi created).
+type DNSRecord struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	TTL   int    `json:"ttl"`
+}
+
+// Result is the 201 body of POST /clusters.
+type Result struct {
+	ClusterID             int64       `json:"cluster_id"`
+	Name                  string      `json:"name"`
+	Status                string      `json:"status"`
+	Kubeconfig            string      `json:"kubeconfig"`
+	ControlPlaneVMIDs     []int64     `json:"control_plane_vm_ids"`
+	ControlPlaneDNSName   string      `json:"control_plane_dns_name"`
+	ServiceCIDR           string      `json:"service_cidr"`
+	PodCIDR               string      `json:"pod_cidr"`
+	KubernetesVersion     string      `json:"kubernetes_version"`
+	KeyAlgorithm          string      `json:"key_algorithm"`
+	DNSConfigured         bool        `json:"dns_configured"`
+	DNSError              string      `json:"dns_error,omitempty"`
+	BootstrapPathTemplate string      `json:"bootstrap_path_template"`
+	IngressWildcardDNS    string      `json:"ingress_wildcard_dns_name"`
+	SuggestedDNSRecords   []DNSRecord `json:"suggested_dns_records"`
+	// Replayed is true when an Idempotency-Key returned an earlier founding.
+	Replayed bool `json:"-"`
+}
+
+// NodeView is one control-plane node as the API shows it.
+type NodeView struct {
+	VMID       int64  `json:"vm_id"`
+	Ordinal    int    `json:"ordinal"`
+	Name       string `json:"name"`
+	IPv4       string `json:"ipv4"`
+	IPv6       string `json:"ipv6,omitempty"`
+	PublicIPv4 string `json:"public_ipv4,omitempty"`
+}
+
+// ClusterView is a cluster as GET /clusters shows it: no keys, no kubeconfig.
+type ClusterView struct {
+	ID                  int64      `json:"cluster_id"`
+	Name                string     `json:"name"`
+	Status              string     `json:"status"`
+	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
+	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
+	Nodes               []NodeView `json:"nodes"`
+	ServiceCIDR         string     `json:"service_cidr"`
+	PodCIDR             string     `json:"pod_cidr"`
+	KubernetesVersion   string     `json:"kubernetes_version"`
+	KeyAlgorithm        string     `json:"key_algorithm"`
+	DNSConfigured       bool       `json:"dns_configured"`
+	DNSError            string     `json:"dns_error,omitempty"`
+	CreatedAt           time.Time  `json:"created_at"`
+	UpdatedAt           time.Time  `json:"updated_at"`
+}
+
+func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
+	v := ClusterView{
+		ID: c.ID, Name: c.Name, Status: c.Status, ControlPlaneDNSName: c.ControlPlaneDNSName,
+		ControlPlaneVMIDs: []int64{}, Nodes: []NodeView{},
+		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, KubernetesVersion: c.KubernetesVersion,
+		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	for _, n := range nodes {
+		v.ControlPlaneVMIDs = append(v.ControlPlaneVMIDs, n.VMID)
+		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
+			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
+	}
+	return v
+}
+
+// Naming rules of the seed, in one place.
+func clusterName(orgID, clusterID int64) string { return fmt.Sprintf("exk8s-%d-%x", orgID, clusterID) }
+
+func nodeName(ordinal int, clusterID int64) string {
+	return fmt.Sprintf("cp-%d.cluster-%d.internal", ordinal, clusterID)
+}
+
+// dnsTTL is the TTL of the control-plane records.
+const dnsTTL = 60
+
+// endpointIP is the address the control-plane name should resolve to: the
+// public address when the node has one, else its private one.
+func endpointIP(n store.Node) string {
+	if n.PublicIPv4 != "" {
+		return n.PublicIPv4
+	}
+	return n.IPv4
+}
+
+func suggestedRecords(dnsName string, nodes []store.Node) []DNSRecord {
+	recs := []DNSRecord{}
+	for _, n := range nodes {
+		recs = append(recs, DNSRecord{Type: "A", Name: dnsName, Value: endpointIP(n), TTL: dnsTTL})
+	}
+	return recs
+}
+
+func resultOf(v ClusterView, nodes []store.Node, kubeconfig string) *Result {
+	return &Result{
+		ClusterID: v.ID, Name: v.Name, Status: v.Status, Kubeconfig: kubeconfig,
+		ControlPlaneVMIDs: v.ControlPlaneVMIDs, ControlPlaneDNSName: v.ControlPlaneDNSName,
+		ServiceCIDR: v.ServiceCIDR, PodCIDR: v.PodCIDR, KubernetesVersion: v.KubernetesVersion,
+		KeyAlgorithm: v.KeyAlgorithm, DNSConfigured: v.DNSConfigured, DNSError: v.DNSError,
+		BootstrapPathTemplate: BootstrapPathTemplate,
+		IngressWildcardDNS:    "*." + v.ControlPlaneDNSName,
+		SuggestedDNSRecords:   suggestedRecords(v.ControlPlaneDNSName, nodes),
+	}
+}

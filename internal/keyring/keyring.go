@@ -1,0 +1,130 @@
+// Package keyring moves a cluster's trust between pki (keys in memory) and
+// store (keys sealed by envelope): Seal before a key touches Postgres, Open
+// when a bundle or a replay needs the CAs again.
+//
+// In: a pki.Trust or a store.Cluster, an envelope data key. Out: sealed
+// columns, or a rehydrated pki.Trust. One table (sealedCAs) lists which
+// column holds which CA.
+package keyring
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// Purposes bound into each sealed value's additional data.
+const (
+	PurposeServiceAccount = "service-account-key"
+	PurposeEtcdPeer       = "etcd-peer-key"
+	PurposeAPIServer      = "apiserver-key"
+)
+
+// caColumns says where each CA's certificate and sealed key live on the row.
+type caColumns struct {
+	name pki.Name
+	cert func(*store.Cluster) *string
+	key  func(*store.Cluster) *[]byte
+}
+
+var sealedCAs = []caColumns{
+	{pki.ClusterCA, func(c *store.Cluster) *string { return &c.CACert }, func(c *store.Cluster) *[]byte { return &c.CAKeySealed }},
+	{pki.EtcdCA, func(c *store.Cluster) *string { return &c.EtcdCACert }, func(c *store.Cluster) *[]byte { return &c.EtcdCAKeySealed }},
+	{pki.FrontProxyCA, func(c *store.Cluster) *string { return &c.FrontProxyCACert }, func(c *store.Cluster) *[]byte { return &c.FrontProxyCAKeySealed }},
+}
+
+func caPurpose(name pki.Name) envelope.Purpose { return envelope.Purpose{Name: string(name) + "-key"} }
+
+// SealTrust seals t's CA keys and service-account key into c's columns.
+func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
+	for _, col := range sealedCAs {
+		ca := t.CAs[col.name]
+		keyPEM, err := pki.EncodeKey(ca.Key)
+		if err != nil {
+			return fmt.Errorf("encoding %s key: %w", col.name, err)
+		}
+		sealed, err := dk.Seal(caPurpose(col.name), keyPEM)
+		clear(keyPEM)
+		if err != nil {
+			return fmt.Errorf("sealing %s key: %w", col.name, err)
+		}
+		*col.cert(c), *col.key(c) = string(ca.CertPEM), sealed
+	}
+	saKey, err := pki.EncodeKey(t.ServiceAccount)
+	if err != nil {
+		return fmt.Errorf("encoding service-account key: %w", err)
+	}
+	defer clear(saKey)
+	saPub, err := pki.EncodePublicKey(t.ServiceAccount.Public())
+	if err != nil {
+		return fmt.Errorf("encoding service-account public key: %w", err)
+	}
+	if c.ServiceAccountKeySealed, err = dk.Seal(envelope.Purpose{Name: PurposeServiceAccount}, saKey); err != nil {
+		return fmt.Errorf("sealing service-account key: %w", err)
+	}
+	c.ServiceAccountPub = string(saPub)
+	return nil
+}
+
+// SealNodeKey seals one node's serving key for purpose.
+func SealNodeKey(dk *envelope.DataKey, purpose string, vmID int64, keyPEM []byte) ([]byte, error) {
+	sealed, err := dk.Seal(envelope.Purpose{Name: purpose, VMID: vmID}, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("sealing %s of vm %d: %w", purpose, vmID, err)
+	}
+	return sealed, nil
+}
+
+// OpenNodeKey opens one node's serving key.
+func OpenNodeKey(dk *envelope.DataKey, purpose string, vmID int64, sealed []byte) ([]byte, error) {
+	plain, err := dk.Open(envelope.Purpose{Name: purpose, VMID: vmID}, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s of vm %d: %w", purpose, vmID, err)
+	}
+	return plain, nil
+}
+
+// Scope is the envelope scope of c.
+func Scope(c *store.Cluster) envelope.Scope {
+	return envelope.Scope{OrgID: c.OrgID, ClusterID: c.ID}
+}
+
+// Opened is a cluster's rehydrated trust and the data key that opened it.
+type Opened struct {
+	Trust             *pki.Trust
+	DataKey           *envelope.DataKey
+	ServiceAccountKey []byte // PEM, for the bundle
+}
+
+// Open unwraps c's data key (one KMS Decrypt unless cached) and rehydrates
+// its CAs and service-account key.
+func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opened, error) {
+	dk, err := env.OpenDataKey(ctx, Scope(c), c.WrappedDataKey)
+	if err != nil {
+		return nil, err
+	}
+	t := &pki.Trust{CAs: map[pki.Name]*pki.CA{}}
+	for _, col := range sealedCAs {
+		keyPEM, err := dk.Open(caPurpose(col.name), *col.key(c))
+		if err != nil {
+			return nil, fmt.Errorf("opening %s key: %w", col.name, err)
+		}
+		ca, err := pki.LoadCA([]byte(*col.cert(c)), keyPEM)
+		clear(keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("loading %s: %w", col.name, err)
+		}
+		t.CAs[col.name] = ca
+	}
+	saKey, err := dk.Open(envelope.Purpose{Name: PurposeServiceAccount}, c.ServiceAccountKeySealed)
+	if err != nil {
+		return nil, fmt.Errorf("opening service-account key: %w", err)
+	}
+	if t.ServiceAccount, err = pki.ParseKey(saKey); err != nil {
+		return nil, fmt.Errorf("loading service-account key: %w", err)
+	}
+	return &Opened{Trust: t, DataKey: dk, ServiceAccountKey: saKey}, nil
+}

@@ -1,0 +1,152 @@
+// Package nodebootstrap is the GET /bootstrap/control-plane/{vm_id} use
+// case after the four proofs: load the topology, rehydrate the cluster's
+// CAs (one KMS Decrypt, or none on a warm container), mint this fetch's
+// client identities and render the bundle.
+//
+// In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error.
+// Rendering only signs leaves; it never writes to the cluster.
+package nodebootstrap
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// Topologies loads what a bundle is rendered from.
+type Topologies interface {
+	TopologyForVM(ctx context.Context, vmID int64) (store.Topology, error)
+}
+
+var _ Topologies = (*store.Store)(nil)
+
+// Service renders bundles.
+type Service struct {
+	Store     Topologies
+	Envelope  *envelope.Envelope
+	Renderer  *bundle.Renderer
+	Artifacts bundle.Artifacts
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// Bundle renders vm's bundle.
+func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error) {
+	topo, err := s.Store.TopologyForVM(ctx, vm.VMID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, notFound()
+	case err != nil:
+		return nil, apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
+	}
+	c := &topo.Cluster
+	if c.OrgID != vm.OrgID {
+		// Proofs passed, but the VM is not this org's control plane: say
+		// nothing more than for an unknown VM.
+		return nil, notFound()
+	}
+	if c.Status != store.StatusActive {
+		return nil, apperr.New(apperr.Conflict, "cluster_not_active", "the VM's cluster is "+c.Status)
+	}
+	self, ok := findNode(topo.Nodes, vm.VMID)
+	if !ok {
+		return nil, notFound()
+	}
+	in, err := s.input(ctx, c, topo.Nodes, self)
+	if err != nil {
+		return nil, err
+	}
+	return s.Renderer.Render(in)
+}
+
+func notFound() error {
+	return apperr.New(apperr.NotFound, "not_found", "no control-plane node for this VM")
+}
+
+func findNode(nodes []store.Node, vmID int64) (store.Node, bool) {
+	for _, n := range nodes {
+		if n.VMID == vmID {
+			return n, true
+		}
+	}
+	return store.Node{}, false
+}
+
+// input opens the keys and mints the identities of one fetch.
+func (s *Service) input(ctx context.Context, c *store.Cluster, nodes []store.Node, self store.Node) (bundle.Input, error) {
+	opened, err := keyring.Open(ctx, s.Envelope, c)
+	if err != nil {
+		return bundle.Input{}, s.openError(ctx, c, self, err)
+	}
+	ids := map[pki.Name]pki.KeyPair{}
+	for _, stored := range []struct {
+		name, purpose string
+		cert          string
+		sealed        []byte
+	}{
+		{string(pki.EtcdPeer), keyring.PurposeEtcdPeer, self.EtcdCert, self.EtcdKeySealed},
+		{string(pki.APIServer), keyring.PurposeAPIServer, self.APIServerCert, self.APIServerKeySealed},
+	} {
+		key, err := keyring.OpenNodeKey(opened.DataKey, stored.purpose, self.VMID, stored.sealed)
+		if err != nil {
+			return bundle.Input{}, s.openError(ctx, c, self, err)
+		}
+		ids[pki.Name(stored.name)] = pki.KeyPair{CertPEM: []byte(stored.cert), KeyPEM: key}
+	}
+	serviceIP, _, err := bundle.ServiceIPs(c.ServiceCIDR)
+	if err != nil {
+		return bundle.Input{}, err
+	}
+	facts := pki.Node{Name: self.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
+		IPv4: self.IPv4, IPv6: self.IPv6, PublicIPv4: self.PublicIPv4, ServiceIP: serviceIP}
+	minted, err := pki.Issuer{Algorithm: pki.Algorithm(c.KeyAlgorithm), Now: s.Now}.IssuePhase(opened.Trust, pki.PhaseFetch, facts)
+	if err != nil {
+		return bundle.Input{}, err
+	}
+	for name, kp := range minted {
+		ids[name] = kp
+	}
+	in := bundle.Input{
+		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
+			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
+			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR},
+		SelfVMID:  self.VMID,
+		Artifacts: s.Artifacts,
+		CACerts: map[pki.Name][]byte{pki.ClusterCA: []byte(c.CACert), pki.EtcdCA: []byte(c.EtcdCACert),
+			pki.FrontProxyCA: []byte(c.FrontProxyCACert)},
+		ServiceAccountKeyPEM: opened.ServiceAccountKey,
+		ServiceAccountPubPEM: []byte(c.ServiceAccountPub),
+		Identities:           ids,
+	}
+	for _, n := range nodes {
+		in.Nodes = append(in.Nodes, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
+			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
+	}
+	return in, nil
+}
+
+// openError: KMS unreachable is 503; sealed keys that do not open are a
+// 500 whose event is logged with the cluster and VM, never the key.
+func (s *Service) openError(ctx context.Context, c *store.Cluster, self store.Node, err error) error {
+	if errors.Is(err, envelope.ErrOpen) {
+		s.logger().ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", self.VMID)
+		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
+	}
+	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable", err)
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
