@@ -1,0 +1,24 @@
+// Command create-cluster is the CreateClusterFunction Lambda: POST /clusters.
+package main
+
+import (
+	"context"
+
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/lambdaserve"
+	"github.com/excloud/k8sapi/internal/wiring"
+)
+
+func main() {
+	app, err := wiring.Load(context.Background(), "KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL")
+	if err != nil {
+		wiring.Fatal(err)
+	}
+	renderer, err := bundle.NewRenderer()
+	if err != nil {
+		wiring.Fatal(err)
+	}
+	srv := app.Server()
+	srv.Founder = app.Founding(renderer)
+	lambdaserve.Start(srv.Handler("CreateClusterFunction"))
+}

@@ -1,0 +1,164 @@
+// Package wiring builds a function's dependencies once per cold start, from
+// configuration to use cases, so each functions/<name>/main.go is a few
+// lines. Nothing here runs per request.
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/compute"
+	"github.com/excloud/k8sapi/internal/config"
+	"github.com/excloud/k8sapi/internal/dns"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// Data keys stay unwrapped in a warm container for at most this long and
+// this many uses (see internal/envelope's Cache).
+const (
+	dataKeyMaxAge  = 5 * time.Minute
+	dataKeyMaxUses = 1000
+	dataKeyEntries = 256
+)
+
+// platformTimeout bounds each call to the compute and DNS APIs.
+const platformTimeout = 20 * time.Second
+
+// App is one function's process-wide state.
+type App struct {
+	Config   config.Config
+	Log      *slog.Logger
+	AWS      aws.Config
+	Store    *store.Store
+	draining atomic.Bool
+}
+
+// Load reads configuration, connects the pool (lazily: no connection is made
+// until the first query) and starts watching for SIGTERM (draining).
+func Load(ctx context.Context, required ...string) (*App, error) {
+	cfg, err := config.FromEnv()
+	if err == nil {
+		err = cfg.Require(required...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.SlogLevel()}))
+	slog.SetDefault(log)
+	awsCfg, err := config.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var secrets config.SecretGetter
+	if cfg.DatabaseURL == "" {
+		secrets = secretsmanager.NewFromConfig(awsCfg)
+	}
+	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := store.Open(ctx, dsn, nil)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool)}
+	a.watchSIGTERM()
+	return a, nil
+}
+
+// watchSIGTERM marks the function draining when the runtime asks it to stop,
+// so /health answers 418 and a load balancer stops sending.
+func (a *App) watchSIGTERM() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	go func() {
+		<-ch
+		a.draining.Store(true)
+		a.Log.Info("draining")
+	}()
+}
+
+// Server returns an api.Server with what every function shares.
+func (a *App) Server() *api.Server {
+	return &api.Server{
+		Auth:     &auth.Authenticator{Tokens: a.Store},
+		Draining: a.draining.Load,
+		Log:      a.Log,
+	}
+}
+
+// KMS returns the KMS client.
+func (a *App) KMS() *kms.Client { return kms.NewFromConfig(a.AWS) }
+
+// Envelope returns the envelope sealer with a warm-container data key cache.
+func (a *App) Envelope() *envelope.Envelope {
+	return envelope.New(a.KMS(), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+}
+
+// Artifacts are the bundle's download sources: upstream defaults with the
+// configured mirrors and versions.
+func (a *App) Artifacts() bundle.Artifacts {
+	art := bundle.DefaultArtifacts()
+	m := a.Config.Artifacts
+	art.KubeDownloadBase, art.EtcdDownloadBase, art.HelmDownloadBase = m.KubeDownloadBase, m.EtcdDownloadBase, m.HelmDownloadBase
+	art.CiliumChart, art.ImageRegistry, art.EtcdVersion = m.CiliumChart, m.ImageRegistry, a.Config.EtcdVersion
+	return art
+}
+
+// Founding returns the founding use case.
+func (a *App) Founding(r *bundle.Renderer) *founding.Service {
+	hc := &http.Client{Timeout: platformTimeout}
+	return &founding.Service{
+		Store: a.Store, Envelope: a.Envelope(), Renderer: r, Log: a.Log,
+		Compute: compute.NewHTTP(a.Config.ComputeAPIURL, hc),
+		DNS:     dns.NewHTTP(a.Config.DNSAPIURL, hc),
+		Settings: founding.Settings{
+			BaseDNSDomain: a.Config.BaseDNSDomain, BootstrapBaseURL: a.Config.BootstrapBaseURL,
+			KubernetesVersion: a.Config.KubernetesVersion, KMSKeyID: a.Config.KMSKeyID,
+			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
+			ClusterDomain: founding.DefaultClusterDomain,
+		},
+	}
+}
+
+// NodeBootstrap returns the bundle use case.
+func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
+	return &nodebootstrap.Service{Store: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Artifacts(), Log: a.Log}
+}
+
+// HealthChecks are the deep health check's pings: Postgres and KMS.
+func (a *App) HealthChecks() []api.Check {
+	kmsClient := a.KMS()
+	keyID := a.Config.KMSKeyID
+	return []api.Check{
+		{Name: "postgres", Ping: a.Store.Ping},
+		{Name: "kms", Ping: func(ctx context.Context) error {
+			_, err := kmsClient.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: &keyID})
+			return err
+		}},
+	}
+}
+
+// Fatal logs why a cold start failed and exits non-zero, which Lambda
+// reports as an init error.
+func Fatal(err error) {
+	slog.Error("cold start failed", "error", err.Error())
+	os.Exit(1)
+}
