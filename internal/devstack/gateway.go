@@ -1,0 +1,251 @@
+package devstack
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// MaxRequestBody is API Gateway's own payload limit. The gateway enforces
+// only this; the 64 KiB API limit is the functions' to enforce, so local
+// requests reach them exactly as in AWS.
+const MaxRequestBody = 10 << 20
+
+// Invoker runs one invocation of a function (a *Runner in the local stack).
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+var _ Invoker = (*Runner)(nil)
+
+// Gateway is a local API Gateway HTTP API (payload format 2.0): it routes
+// requests by template.yaml's HttpApi events, turns each into an
+// events.APIGatewayV2HTTPRequest, invokes the function and turns its
+// response back into HTTP.
+type Gateway struct {
+	router    *router
+	functions map[string]Invoker // by logical id
+	log       *slog.Logger
+}
+
+// NewGateway routes t's HttpApi events to functions (keyed by logical id).
+func NewGateway(t *Template, functions map[string]Invoker, log *slog.Logger) (*Gateway, error) {
+	for _, f := range t.Functions {
+		if len(f.Routes) > 0 && functions[f.LogicalID] == nil {
+			return nil, fmt.Errorf("gateway: no invoker for %s", f.LogicalID)
+		}
+	}
+	return &Gateway{router: newRouter(t), functions: functions, log: log}, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	requestID := newRequestID()
+	w.Header().Set("Apigw-Requestid", requestID)
+	fn, route, params, ok := g.router.match(r.Method, r.URL.Path)
+	if !ok {
+		writeGatewayError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeGatewayError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds 10 MB")
+			return
+		}
+		writeGatewayError(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
+		return
+	}
+	event := toEvent(r, route, params, body, requestID)
+	payload, err := json.Marshal(event)
+	if err != nil {
+		writeGatewayError(w, http.StatusInternalServerError, "internal", "encoding the event failed")
+		return
+	}
+	start := time.Now()
+	out, err := g.functions[fn].Invoke(r.Context(), payload)
+	if err != nil {
+		g.log.Warn("gateway: invocation failed", "function", fn, "route", route.Key(), "err", err)
+		writeGatewayError(w, http.StatusBadGateway, "bad_gateway", badGatewayMessage(fn, err))
+		return
+	}
+	resp, err := fromResponse(out)
+	if err != nil {
+		g.log.Warn("gateway: invalid function response", "function", fn, "err", err)
+		writeGatewayError(w, http.StatusBadGateway, "bad_gateway", fn+" returned an invalid response")
+		return
+	}
+	g.log.Debug("gateway", "route", route.Key(), "path", r.URL.Path, "function", fn, "status", resp.StatusCode, "took", time.Since(start))
+	writeResponse(w, resp)
+}
+
+// badGatewayMessage says what went wrong without passing on what the
+// function said (its error text is for its logs, as in AWS).
+func badGatewayMessage(fn string, err error) string {
+	var fe *FunctionError
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return fn + " timed out"
+	case errors.Is(err, ErrCrashed):
+		return fn + " crashed"
+	case errors.As(err, &fe):
+		return fn + " failed with an unhandled error"
+	default:
+		return fn + " could not be invoked"
+	}
+}
+
+// toEvent builds the payload format 2.0 event API Gateway would send.
+func toEvent(r *http.Request, route Route, params map[string]string, body []byte, requestID string) events.APIGatewayV2HTTPRequest {
+	now := time.Now()
+	headers := map[string]string{}
+	var cookies []string
+	for name, vals := range r.Header {
+		lname := strings.ToLower(name)
+		if lname == "cookie" {
+			// Payload 2.0 moves cookies out of the headers into their own list.
+			for _, v := range vals {
+				for _, c := range strings.Split(v, ";") {
+					if c = strings.TrimSpace(c); c != "" {
+						cookies = append(cookies, c)
+					}
+				}
+			}
+			continue
+		}
+		headers[lname] = strings.Join(vals, ",")
+	}
+	headers["host"] = r.Host
+	sourceIP, _, _ := net.SplitHostPort(r.RemoteAddr)
+	headers["x-forwarded-for"] = sourceIP
+	headers["x-forwarded-proto"] = "http"
+
+	var query map[string]string
+	if q := r.URL.Query(); len(q) > 0 {
+		query = make(map[string]string, len(q))
+		for k, vs := range q {
+			query[k] = strings.Join(vs, ",") // payload 2.0 joins repeated keys with commas
+		}
+	}
+	if len(params) == 0 {
+		params = nil
+	}
+	ev := events.APIGatewayV2HTTPRequest{
+		Version:               "2.0",
+		RouteKey:              route.Key(),
+		RawPath:               r.URL.EscapedPath(),
+		RawQueryString:        r.URL.RawQuery,
+		Cookies:               cookies,
+		Headers:               headers,
+		QueryStringParameters: query,
+		PathParameters:        params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:     route.Key(),
+			AccountID:    localAccountID,
+			Stage:        "$default",
+			RequestID:    requestID,
+			APIID:        "local",
+			DomainName:   r.Host,
+			DomainPrefix: strings.Split(r.Host, ".")[0],
+			Time:         now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:    now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method:    r.Method,
+				Path:      r.URL.Path,
+				Protocol:  r.Proto,
+				SourceIP:  sourceIP,
+				UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(body) > 0 {
+		if utf8.Valid(body) {
+			ev.Body = string(body)
+		} else {
+			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	return ev
+}
+
+// fromResponse interprets a function's payload as API Gateway does for
+// payload 2.0: an object with statusCode is a structured response; any
+// other valid JSON is the body of a 200 application/json response.
+func fromResponse(payload []byte) (events.APIGatewayV2HTTPResponse, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &probe); err == nil {
+		if _, ok := probe["statusCode"]; ok {
+			var resp events.APIGatewayV2HTTPResponse
+			if err := json.Unmarshal(payload, &resp); err != nil {
+				return resp, fmt.Errorf("decoding the response: %w", err)
+			}
+			if resp.StatusCode < 100 || resp.StatusCode > 599 {
+				return resp, fmt.Errorf("status code %d out of range", resp.StatusCode)
+			}
+			return resp, nil
+		}
+	}
+	if !json.Valid(payload) {
+		return events.APIGatewayV2HTTPResponse{}, errors.New("the response is not JSON")
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusOK,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(payload),
+	}, nil
+}
+
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(resp.Body)
+		if err != nil {
+			writeGatewayError(w, http.StatusBadGateway, "bad_gateway", "the function's base64 body does not decode")
+			return
+		}
+		body = b
+	}
+	h := w.Header()
+	for _, k := range sortedKeys(resp.MultiValueHeaders) {
+		for _, v := range resp.MultiValueHeaders[k] {
+			h.Add(k, v)
+		}
+	}
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	for _, c := range resp.Cookies {
+		h.Add("Set-Cookie", c)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// writeGatewayError answers in the project's error shape.
+func writeGatewayError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]map[string]string{"error": {"code": code, "message": msg}})
+}

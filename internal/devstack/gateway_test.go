@@ -1,0 +1,241 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	fixtureOnce sync.Once
+	fixtureBin  string
+	fixtureErr  error
+)
+
+// fixtureBinary builds testdata/fn, a real lambdaserve bootstrap, once.
+func fixtureBinary(t *testing.T) string {
+	t.Helper()
+	fixtureOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "k8sapi-fn-")
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		fixtureBin = filepath.Join(dir, "bootstrap")
+		out, err := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", fixtureBin, "./testdata/fn").CombinedOutput()
+		if err != nil {
+			fixtureErr = errors.New(string(out))
+		}
+	})
+	if fixtureErr != nil {
+		t.Fatalf("building the test function: %v", fixtureErr)
+	}
+	return fixtureBin
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+
+// startEcho serves testdata/template.yaml through a Gateway and a Runner
+// running the fixture binary.
+func startEcho(t *testing.T, env map[string]string) (*httptest.Server, *Runner) {
+	t.Helper()
+	tmpl, err := LoadTemplate("testdata/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := tmpl.Function("EchoFunction")
+	log := testLogger(t)
+	r, err := NewRunner(FunctionSpec{Function: fn, Binary: fixtureBinary(t), Env: env}, log, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	gw, err := NewGateway(tmpl, map[string]Invoker{"EchoFunction": r}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	return srv, r
+}
+
+type echoed struct {
+	Method, Path, Query, Header, Env string
+	Body                             []byte
+	RequestID                        string `json:"request_id"`
+	Started                          int64
+}
+
+func do(t *testing.T, method, url string, body []byte, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func echo(t *testing.T, base string) echoed {
+	t.Helper()
+	resp, b := do(t, "GET", base+"/echo/x", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("echo: %d %s", resp.StatusCode, b)
+	}
+	var e echoed
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("echo body %s: %v", b, err)
+	}
+	return e
+}
+
+func wantGatewayError(t *testing.T, resp *http.Response, body []byte, status int, code string) {
+	t.Helper()
+	var e struct{ Error struct{ Code, Message string } }
+	if resp.StatusCode != status || json.Unmarshal(body, &e) != nil || e.Error.Code != code || e.Error.Message == "" {
+		t.Fatalf("got %d %s, want %d with code %q", resp.StatusCode, body, status, code)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("content type %q", ct)
+	}
+}
+
+// A request travels gateway → v2 event → Runtime API → real binary and back,
+// with query, headers, body, cookies, the template's environment and a
+// request id intact.
+func TestGatewayRoundTrip(t *testing.T) {
+	srv, _ := startEcho(t, nil)
+	resp, b := do(t, "POST", srv.URL+"/echo/thing?y=1&y=2", []byte(`{"a":1}`), "X-Test", "yes")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	var e echoed
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Method != "POST" || e.Path != "/echo/thing" || e.Query != "y=1&y=2" || e.Header != "yes" || string(e.Body) != `{"a":1}` {
+		t.Fatalf("echoed %+v", e)
+	}
+	if e.Env != "hello" {
+		t.Fatalf("TEST_ENV %q: the template's !Ref to a parameter should resolve to its default", e.Env)
+	}
+	if e.RequestID == "" || resp.Header.Get("Apigw-Requestid") == "" {
+		t.Fatalf("request ids: function saw %q, gateway sent %q", e.RequestID, resp.Header.Get("Apigw-Requestid"))
+	}
+	if c := resp.Header.Values("Set-Cookie"); strings.Join(c, ";") != "a=1;b=2" {
+		t.Fatalf("cookies %q", c)
+	}
+
+	// Binary bodies travel base64 both ways and arrive as bytes.
+	in := []byte{0x00, 0xff, 0x10}
+	_, b = do(t, "PUT", srv.URL+"/echo/bin", in)
+	if err := json.Unmarshal(b, &e); err != nil || !bytes.Equal(e.Body, in) {
+		t.Fatalf("binary request body: %v %x", err, e.Body)
+	}
+	resp, b = do(t, "GET", srv.URL+"/binary", nil)
+	if resp.StatusCode != 200 || !bytes.Equal(b, []byte{0xff, 0x00, 0xfe}) {
+		t.Fatalf("binary response %d %x", resp.StatusCode, b)
+	}
+}
+
+func TestGatewayUnroutable(t *testing.T) {
+	srv, _ := startEcho(t, nil)
+	resp, b := do(t, "GET", srv.URL+"/nope", nil)
+	wantGatewayError(t, resp, b, 404, "not_found")
+	resp, b = do(t, "DELETE", srv.URL+"/crash", nil) // the path exists, the method does not
+	wantGatewayError(t, resp, b, 404, "not_found")
+}
+
+// A crash answers 502 and the next request runs in a fresh process.
+func TestGatewayCrashThenRecovery(t *testing.T) {
+	srv, _ := startEcho(t, nil)
+	before := echo(t, srv.URL)
+	if again := echo(t, srv.URL); again.Started != before.Started {
+		t.Fatal("the process was not kept warm between invocations")
+	}
+	resp, b := do(t, "GET", srv.URL+"/crash", nil)
+	wantGatewayError(t, resp, b, 502, "bad_gateway")
+	if after := echo(t, srv.URL); after.Started == before.Started {
+		t.Fatal("expected a restarted process after the crash")
+	}
+}
+
+// A function past its template Timeout (2 s here) answers 502, is killed, and
+// the next request works.
+func TestGatewayTimeoutThenRecovery(t *testing.T) {
+	srv, _ := startEcho(t, nil)
+	start := time.Now()
+	resp, b := do(t, "GET", srv.URL+"/hang", nil)
+	wantGatewayError(t, resp, b, 502, "bad_gateway")
+	if took := time.Since(start); took < 2*time.Second || took > 10*time.Second {
+		t.Fatalf("timeout took %s, want about 2 s", took)
+	}
+	if !strings.Contains(string(b), "timed out") {
+		t.Fatalf("message %s", b)
+	}
+	echo(t, srv.URL)
+}
+
+func TestGatewayRefusesBodiesOverTenMB(t *testing.T) {
+	srv, _ := startEcho(t, nil)
+	resp, b := do(t, "POST", srv.URL+"/echo/big", bytes.Repeat([]byte("a"), MaxRequestBody+1))
+	wantGatewayError(t, resp, b, 413, "payload_too_large")
+	echo(t, srv.URL)
+}
+
+// A function that cannot start reports a crash, not a hang.
+func TestRunnerInitFailure(t *testing.T) {
+	_, r := startEcho(t, map[string]string{"FAIL_INIT": "1"})
+	_, err := r.Invoke(context.Background(), []byte(`{}`))
+	if !errors.Is(err, ErrCrashed) {
+		t.Fatalf("got %v, want ErrCrashed", err)
+	}
+}
+
+// The Runtime API answers an unknown invocation id as Lambda does.
+func TestRuntimeAPIRejectsUnknownInvocation(t *testing.T) {
+	_, r := startEcho(t, nil)
+	resp, err := http.Post("http://"+r.Addr()+"/2018-06-01/runtime/invocation/nope/response", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestFromResponse(t *testing.T) {
+	resp, err := fromResponse([]byte(`{"hello":"world"}`))
+	if err != nil || resp.StatusCode != 200 || resp.Body != `{"hello":"world"}` {
+		t.Fatalf("bare JSON: %+v %v", resp, err)
+	}
+	for _, bad := range []string{`not json`, `{"statusCode":99}`, `{"statusCode":"x"}`} {
+		if _, err := fromResponse([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}

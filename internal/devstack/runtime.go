@@ -1,0 +1,365 @@
+package devstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Runtime API paths and headers, as the Lambda service serves them to a
+// custom runtime (docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html).
+const (
+	runtimeAPIVersion   = "/2018-06-01"
+	hdrRequestID        = "Lambda-Runtime-Aws-Request-Id"
+	hdrDeadline         = "Lambda-Runtime-Deadline-Ms"
+	hdrFunctionARN      = "Lambda-Runtime-Invoked-Function-Arn"
+	hdrTraceID          = "Lambda-Runtime-Trace-Id"
+	maxResponsePayload  = 6 << 20 // Lambda's synchronous response limit
+	localAccountID      = "123456789012"
+	startupGraceForInit = 10 * time.Second // Lambda's init phase limit
+)
+
+// Errors an invocation can end with, besides the function's own error.
+var (
+	ErrTimeout = errors.New("function timed out")
+	ErrCrashed = errors.New("function process exited")
+)
+
+// FunctionError is an error the function reported through the Runtime API
+// (its handler returned an error, or its init failed).
+type FunctionError struct {
+	Function     string
+	ErrorType    string `json:"errorType"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+func (e *FunctionError) Error() string {
+	return fmt.Sprintf("%s: %s: %s", e.Function, e.ErrorType, e.ErrorMessage)
+}
+
+// FunctionSpec is what it takes to run one function locally.
+type FunctionSpec struct {
+	Function Function
+	Binary   string            // host build of the function's bootstrap
+	Env      map[string]string // overrides on top of Function.Env
+}
+
+// Runner runs one function's bootstrap binary against its own local Runtime
+// API, like one warm Lambda execution environment: one invocation in flight,
+// the process started on demand and restarted after it dies or times out.
+type Runner struct {
+	spec FunctionSpec
+	log  *slog.Logger
+	out  io.Writer // the function's stdout/stderr
+
+	srv  *http.Server
+	addr string
+
+	invokeMu sync.Mutex       // one invocation in flight, like one container
+	next     chan *invocation // handed to the runtime's GET .../next
+
+	mu        sync.Mutex // guards the fields below
+	proc      *process
+	pending   map[string]*invocation
+	initError *FunctionError // last init error the runtime reported
+}
+
+type invocation struct {
+	id      string
+	payload []byte
+	timeout time.Duration // the deadline runs from when the runtime takes it
+	done    chan result   // buffered 1: the first answer wins
+}
+
+type result struct {
+	payload []byte
+	err     error
+}
+
+// NewRunner starts the function's Runtime API on a free loopback port. The
+// process itself starts with Start or on the first Invoke.
+func NewRunner(spec FunctionSpec, log *slog.Logger, out io.Writer) (*Runner, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("runtime API for %s: %w", spec.Function.LogicalID, err)
+	}
+	r := &Runner{
+		spec: spec, log: log, out: out,
+		addr:    l.Addr().String(),
+		next:    make(chan *invocation),
+		pending: map[string]*invocation{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+runtimeAPIVersion+"/runtime/invocation/next", r.handleNext)
+	mux.HandleFunc("POST "+runtimeAPIVersion+"/runtime/invocation/{id}/response", r.handleResponse)
+	mux.HandleFunc("POST "+runtimeAPIVersion+"/runtime/invocation/{id}/error", r.handleError)
+	mux.HandleFunc("POST "+runtimeAPIVersion+"/runtime/init/error", r.handleInitError)
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.srv.Serve(l) }()
+	return r, nil
+}
+
+// Addr is the AWS_LAMBDA_RUNTIME_API value of this function.
+func (r *Runner) Addr() string { return r.addr }
+
+// Start starts the function process if it is not running (a warm start for
+// the first request).
+func (r *Runner) Start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.startLocked()
+}
+
+func (r *Runner) startLocked() error {
+	if r.proc != nil && !r.proc.exited() {
+		return nil
+	}
+	r.initError = nil
+	cmd := exec.Command(r.spec.Binary)
+	cmd.Dir = filepath.Dir(r.spec.Binary) // LAMBDA_TASK_ROOT, as in Lambda
+	cmd.Env = r.environ()
+	p, err := startProcess(r.spec.Function.LogicalID, cmd, r.out, syscall.SIGKILL)
+	if err != nil {
+		return err
+	}
+	r.proc = p
+	r.log.Debug("runtime: started function process", "function", r.spec.Function.LogicalID, "pid", cmd.Process.Pid)
+	return nil
+}
+
+// environ is the process environment: a clean one, as in Lambda (nothing
+// leaks from the developer's shell), made of the reserved Lambda variables,
+// the template's variables and the overrides.
+func (r *Runner) environ() []string {
+	f := r.spec.Function
+	env := map[string]string{
+		"PATH":                            "/usr/local/bin:/usr/bin:/bin",
+		"TZ":                              ":UTC",
+		"LANG":                            "C.UTF-8",
+		"AWS_LAMBDA_RUNTIME_API":          r.addr,
+		"AWS_LAMBDA_FUNCTION_NAME":        f.LogicalID,
+		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(f.MemorySize),
+		"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + f.LogicalID,
+		"AWS_LAMBDA_LOG_STREAM_NAME":      "local",
+		"AWS_EXECUTION_ENV":               "AWS_Lambda_provided.al2023",
+		"AWS_REGION":                      LocalRegion,
+		"AWS_DEFAULT_REGION":              LocalRegion,
+		"LAMBDA_TASK_ROOT":                filepath.Dir(r.spec.Binary),
+		"_HANDLER":                        "bootstrap",
+	}
+	for k, v := range f.Env {
+		env[k] = v
+	}
+	for k, v := range r.spec.Env {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Invoke runs one invocation with payload (an event) and returns the
+// function's response payload. Errors: *FunctionError, ErrTimeout (the
+// process is killed), ErrCrashed (the process died), or ctx's error.
+// Invocations are serialized.
+func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	r.invokeMu.Lock()
+	defer r.invokeMu.Unlock()
+
+	r.mu.Lock()
+	if err := r.startLocked(); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	proc := r.proc
+	timeout := r.spec.Function.Timeout
+	inv := &invocation{id: newRequestID(), payload: payload, timeout: timeout, done: make(chan result, 1)}
+	r.pending[inv.id] = inv
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.pending, inv.id)
+		r.mu.Unlock()
+	}()
+
+	// A cold process may spend up to the init limit before it asks for work;
+	// the function's timeout runs from the moment it takes the invocation.
+	timer := time.NewTimer(timeout + startupGraceForInit)
+	defer timer.Stop()
+	select {
+	case r.next <- inv:
+		timer.Reset(timeout)
+	case <-proc.done:
+		return nil, r.crashError(proc)
+	case <-timer.C:
+		r.kill(proc, "did not ask for an invocation in time")
+		return nil, fmt.Errorf("%w: %s did not take the invocation within %s", ErrTimeout, r.spec.Function.LogicalID, timeout+startupGraceForInit)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case res := <-inv.done:
+		return res.payload, res.err
+	case <-proc.done:
+		return nil, r.crashError(proc)
+	case <-timer.C:
+		r.kill(proc, "timed out")
+		return nil, fmt.Errorf("%w: %s after %s", ErrTimeout, r.spec.Function.LogicalID, timeout)
+	case <-ctx.Done():
+		// The caller left; the function may be mid-write. Like Lambda, a
+		// half-done invocation is not resumed: recycle the process.
+		r.kill(proc, "caller went away")
+		return nil, ctx.Err()
+	}
+}
+
+func (r *Runner) crashError(p *process) error {
+	r.mu.Lock()
+	initErr := r.initError
+	r.mu.Unlock()
+	if initErr != nil {
+		return fmt.Errorf("%w during init: %w", ErrCrashed, initErr)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrCrashed, r.spec.Function.LogicalID, p.err)
+}
+
+func (r *Runner) kill(p *process, why string) {
+	r.log.Warn("runtime: killing function process", "function", r.spec.Function.LogicalID, "why", why)
+	p.stop(syscall.SIGKILL, time.Second)
+}
+
+// Close stops the process and the Runtime API.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	p := r.proc
+	r.mu.Unlock()
+	if p != nil {
+		// Lambda gives a runtime no shutdown hook without extensions: SIGTERM
+		// then SIGKILL, as the service does on scale-in.
+		p.stop(syscall.SIGTERM, 2*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = r.srv.Shutdown(ctx)
+}
+
+func (r *Runner) handleNext(w http.ResponseWriter, req *http.Request) {
+	select {
+	case inv := <-r.next:
+		h := w.Header()
+		h.Set(hdrRequestID, inv.id)
+		h.Set(hdrDeadline, strconv.FormatInt(time.Now().Add(inv.timeout).UnixMilli(), 10))
+		h.Set(hdrFunctionARN, fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", LocalRegion, localAccountID, r.spec.Function.LogicalID))
+		h.Set(hdrTraceID, "Root=1-"+strconv.FormatInt(time.Now().Unix(), 16)+"-"+newRequestID()[:24]+";Sampled=0")
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(inv.payload)
+	case <-req.Context().Done():
+		// The runtime hung up (its process died or is being stopped).
+	}
+}
+
+// pendingInvocation answers a bad id as Lambda does (400 InvalidRequestID).
+func (r *Runner) pendingInvocation(w http.ResponseWriter, req *http.Request) (*invocation, bool) {
+	r.mu.Lock()
+	inv, ok := r.pending[req.PathValue("id")]
+	r.mu.Unlock()
+	if !ok {
+		writeRuntimeError(w, http.StatusBadRequest, "InvalidRequestID", "no invocation in flight with this id")
+	}
+	return inv, ok
+}
+
+func (r *Runner) handleResponse(w http.ResponseWriter, req *http.Request) {
+	inv, ok := r.pendingInvocation(w, req)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxResponsePayload+1))
+	if err != nil {
+		writeRuntimeError(w, http.StatusBadRequest, "InvalidRequest", "reading the response: "+err.Error())
+		return
+	}
+	if len(body) > maxResponsePayload {
+		deliver(inv, result{err: &FunctionError{Function: r.spec.Function.LogicalID, ErrorType: "Function.ResponseSizeTooLarge", ErrorMessage: "response payload exceeds 6 MB"}})
+		writeRuntimeError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", "response payload exceeds 6 MB")
+		return
+	}
+	deliver(inv, result{payload: body})
+	writeAccepted(w)
+}
+
+func (r *Runner) handleError(w http.ResponseWriter, req *http.Request) {
+	inv, ok := r.pendingInvocation(w, req)
+	if !ok {
+		return
+	}
+	deliver(inv, result{err: r.readFunctionError(req)})
+	writeAccepted(w)
+}
+
+func (r *Runner) handleInitError(w http.ResponseWriter, req *http.Request) {
+	fe := r.readFunctionError(req)
+	r.mu.Lock()
+	r.initError = fe
+	r.mu.Unlock()
+	r.log.Warn("runtime: function init failed", "function", r.spec.Function.LogicalID, "error", fe.ErrorMessage)
+	writeAccepted(w)
+}
+
+func (r *Runner) readFunctionError(req *http.Request) *FunctionError {
+	fe := &FunctionError{Function: r.spec.Function.LogicalID}
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if err := json.Unmarshal(body, fe); err != nil || (fe.ErrorType == "" && fe.ErrorMessage == "") {
+		fe.ErrorType = req.Header.Get("Lambda-Runtime-Function-Error-Type")
+		fe.ErrorMessage = string(body)
+	}
+	return fe
+}
+
+func deliver(inv *invocation, res result) {
+	select {
+	case inv.done <- res:
+	default: // already answered; the first answer wins, as in Lambda
+	}
+}
+
+func writeAccepted(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write([]byte(`{"status":"OK"}`))
+}
+
+func writeRuntimeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"errorType": typ, "errorMessage": msg})
+}
+
+// newRequestID returns a random UUID-shaped id, like Lambda's request ids.
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -1,0 +1,95 @@
+package devstack
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/config"
+)
+
+// The project's template: the functions, their code, and their routes are
+// what ARCHITECTURE.md lists, and every variable internal/config reads is
+// declared for every function (so `sam local --env-vars` can set it).
+func TestProjectTemplate(t *testing.T) {
+	tmpl, err := LoadTemplate("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"ClustersFunction":      {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}"},
+		"CreateClusterFunction": {"POST /clusters"},
+		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}"},
+		"HealthFunction":        {"GET /health"},
+	}
+	if len(tmpl.Functions) != len(want) {
+		t.Fatalf("%d functions, want %d", len(tmpl.Functions), len(want))
+	}
+	for _, f := range tmpl.Functions {
+		var keys []string
+		for _, r := range f.Routes {
+			keys = append(keys, r.Key())
+		}
+		if !slices.Equal(keys, want[f.LogicalID]) {
+			t.Errorf("%s routes %v, want %v", f.LogicalID, keys, want[f.LogicalID])
+		}
+		if !strings.HasPrefix(f.CodeURI, "functions/") {
+			t.Errorf("%s CodeUri %q", f.LogicalID, f.CodeURI)
+		}
+		if f.Timeout <= 0 || f.Timeout > 30*time.Second {
+			t.Errorf("%s timeout %s: the HTTP API integration limit is 30 s", f.LogicalID, f.Timeout)
+		}
+		for _, v := range config.Variables() {
+			if _, ok := f.Env[v]; !ok {
+				t.Errorf("%s does not declare %s", f.LogicalID, v)
+			}
+		}
+	}
+	h, _ := tmpl.Function("HealthFunction")
+	if h.Env["BASE_DNS_DOMAIN"] != "k8s.excloud.co.in" || h.Env["KMS_KEY_ID"] != "" {
+		t.Errorf("env resolution: BASE_DNS_DOMAIN=%q (parameter default) KMS_KEY_ID=%q (resource: unresolvable)", h.Env["BASE_DNS_DOMAIN"], h.Env["KMS_KEY_ID"])
+	}
+}
+
+func TestTemplateResolution(t *testing.T) {
+	tmpl, err := LoadTemplate("testdata/template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := tmpl.Function("EchoFunction")
+	if !ok || f.Timeout != 2*time.Second || f.Env["TEST_ENV"] != "hello" || f.Env["FROM_RESOURCE"] != "" {
+		t.Fatalf("%+v", f)
+	}
+}
+
+func TestRouterPrefersTheMostSpecificRoute(t *testing.T) {
+	tmpl := &Template{Functions: []Function{
+		{LogicalID: "A", Routes: []Route{{"GET", "/clusters"}, {"GET", "/clusters/{id}"}, {"ANY", "/echo/{x}"}, {"GET", "/echo/fixed"}}},
+		{LogicalID: "B", Routes: []Route{{"ANY", "/files/{path+}"}, {"DELETE", "/clusters/{id}"}}},
+	}}
+	r := newRouter(tmpl)
+	for _, tc := range []struct{ method, path, fn, key, params string }{
+		{"GET", "/clusters", "A", "GET /clusters", ""},
+		{"GET", "/clusters/", "A", "GET /clusters", ""},
+		{"GET", "/clusters/7", "A", "GET /clusters/{id}", "id=7"},
+		{"DELETE", "/clusters/7", "B", "DELETE /clusters/{id}", "id=7"},
+		{"GET", "/echo/fixed", "A", "GET /echo/fixed", ""},
+		{"POST", "/echo/fixed", "A", "ANY /echo/{x}", "x=fixed"},
+		{"GET", "/files/a/b/c", "B", "ANY /files/{path+}", "path=a/b/c"},
+	} {
+		fn, route, params, ok := r.match(tc.method, tc.path)
+		var got []string
+		for k, v := range params {
+			got = append(got, k+"="+v)
+		}
+		if !ok || fn != tc.fn || route.Key() != tc.key || strings.Join(got, ",") != tc.params {
+			t.Errorf("%s %s: got %v %s %s %v", tc.method, tc.path, ok, fn, route.Key(), got)
+		}
+	}
+	for _, miss := range [][2]string{{"PUT", "/clusters"}, {"GET", "/clusters/7/x"}, {"GET", "/files"}, {"GET", "/"}} {
+		if _, _, _, ok := r.match(miss[0], miss[1]); ok {
+			t.Errorf("%s %s matched", miss[0], miss[1])
+		}
+	}
+}
