@@ -51,7 +51,10 @@ func testLogger(t *testing.T) *slog.Logger {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
 
 // startEcho serves testdata/template.yaml through a Gateway and a Runner
 // running the fixture binary.
@@ -114,7 +117,9 @@ func echo(t *testing.T, base string) echoed {
 
 func wantGatewayError(t *testing.T, resp *http.Response, body []byte, status int, code string) {
 	t.Helper()
-	var e struct{ Error struct{ Code, Message string } }
+	var e struct {
+		Error struct{ Code, Message string }
+	}
 	if resp.StatusCode != status || json.Unmarshal(body, &e) != nil || e.Error.Code != code || e.Error.Message == "" {
 		t.Fatalf("got %d %s, want %d with code %q", resp.StatusCode, body, status, code)
 	}
