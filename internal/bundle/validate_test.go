@@ -1,0 +1,576 @@
+package bundle
+
+import (
+	"crypto"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/excloud/k8sapi/internal/pki"
+)
+
+// realBundles renders every node of the test cluster from a PKI the pki
+// package issues now, so certificates can be verified for real.
+func realBundles(t *testing.T) (*clusterPKI, map[int64]*Bundle) {
+	t.Helper()
+	c, nodes := testCluster()
+	cp := issueClusterPKI(t, c, nodes, time.Now)
+	r := newTestRenderer(t)
+	out := map[int64]*Bundle{}
+	for _, n := range nodes {
+		b, err := r.Render(cp.input(c, nodes, n.VMID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n.VMID] = b
+	}
+	return cp, out
+}
+
+func mustFile(t *testing.T, b *Bundle, path string) string {
+	t.Helper()
+	f, ok := b.File(path)
+	if !ok {
+		t.Fatalf("bundle of %s has no %s", b.Metadata.NodeName, path)
+	}
+	return f.Content
+}
+
+func strictYAML(t *testing.T, name, doc string, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Errorf("%s does not strictly decode into %T: %v", name, into, err)
+	}
+}
+
+func TestManifestsDecodeStrictly(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			p := "/etc/kubernetes/manifests/" + c + ".yaml"
+			var pod corev1.Pod
+			strictYAML(t, p, mustFile(t, b, p), &pod)
+			if pod.Kind != "Pod" || pod.Name != c || pod.Namespace != "kube-system" || !pod.Spec.HostNetwork || len(pod.Spec.Containers) != 1 {
+				t.Errorf("%s: unexpected pod %s/%s kind %q", p, pod.Namespace, pod.Name, pod.Kind)
+			}
+			if img := pod.Spec.Containers[0].Image; img != "registry.k8s.io/"+c+":v1.35.4" {
+				t.Errorf("%s: image %q", p, img)
+			}
+		}
+
+		var ds appsv1.DaemonSet
+		strictYAML(t, "kube-proxy.yaml", mustFile(t, b, "/etc/exk8s/manifests/kube-proxy.yaml"), &ds)
+		if ds.Kind != "DaemonSet" || ds.Name != "kube-proxy" {
+			t.Errorf("kube-proxy.yaml: got %s %s", ds.Kind, ds.Name)
+		}
+
+		kinds := map[string]int{}
+		for i, doc := range strings.Split(mustFile(t, b, "/etc/exk8s/manifests/coredns.yaml"), "\n---\n") {
+			var meta struct{ Kind string }
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("coredns.yaml doc %d: %v", i, err)
+			}
+			kinds[meta.Kind]++
+			name := fmt.Sprintf("coredns.yaml doc %d (%s)", i, meta.Kind)
+			switch meta.Kind {
+			case "ServiceAccount":
+				strictYAML(t, name, doc, &corev1.ServiceAccount{})
+			case "ClusterRole":
+				strictYAML(t, name, doc, &rbacv1.ClusterRole{})
+			case "ClusterRoleBinding":
+				strictYAML(t, name, doc, &rbacv1.ClusterRoleBinding{})
+			case "ConfigMap":
+				var cm corev1.ConfigMap
+				strictYAML(t, name, doc, &cm)
+				if !strings.Contains(cm.Data["Corefile"], "kubernetes cluster.local in-addr.arpa") {
+					t.Errorf("Corefile does not serve the cluster domain:\n%s", cm.Data["Corefile"])
+				}
+			case "Service":
+				var svc corev1.Service
+				strictYAML(t, name, doc, &svc)
+				if svc.Spec.ClusterIP != "10.96.0.10" {
+					t.Errorf("kube-dns clusterIP %q, want 10.96.0.10", svc.Spec.ClusterIP)
+				}
+			case "Deployment":
+				var d appsv1.Deployment
+				strictYAML(t, name, doc, &d)
+				if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.k8s.io/coredns/coredns:v1.13.1" {
+					t.Errorf("coredns image %q", img)
+				}
+			default:
+				t.Errorf("%s: unexpected kind", name)
+			}
+		}
+		for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Service", "Deployment"} {
+			if kinds[k] != 1 {
+				t.Errorf("coredns.yaml has %d %s documents, want 1", kinds[k], k)
+			}
+		}
+
+		var kc kubeletv1beta1.KubeletConfiguration
+		strictYAML(t, "kubelet config", mustFile(t, b, "/var/lib/kubelet/config.yaml"), &kc)
+		n := selfNode(t, b)
+		if kc.Address != n.IPv4 || kc.CgroupDriver != "systemd" || kc.TLSCertFile != "/etc/exk8s/pki/kubelet.pem" ||
+			kc.TLSPrivateKeyFile != "/etc/exk8s/pki/kubelet-key.pem" || kc.Authentication.X509.ClientCAFile != "/etc/exk8s/pki/ca.pem" ||
+			kc.Authentication.Webhook.Enabled == nil || !*kc.Authentication.Webhook.Enabled || kc.Authorization.Mode != "Webhook" ||
+			!slices.Equal(kc.ClusterDNS, []string{"10.96.0.10"}) {
+			t.Errorf("kubelet config of %s is not as intended: %+v", n.Name, kc)
+		}
+
+		var values map[string]any
+		if err := yaml.UnmarshalStrict([]byte(mustFile(t, b, "/etc/exk8s/config/cilium-values.yaml")), &values); err != nil {
+			t.Errorf("cilium values: %v", err)
+		}
+		if values["k8sServiceHost"] != n.IPv4 {
+			t.Errorf("cilium k8sServiceHost %v, want %s", values["k8sServiceHost"], n.IPv4)
+		}
+	}
+}
+
+func selfNode(t *testing.T, b *Bundle) Node {
+	t.Helper()
+	_, nodes := testCluster()
+	for _, n := range nodes {
+		if n.VMID == b.Metadata.VMID {
+			return n
+		}
+	}
+	t.Fatalf("no node %d", b.Metadata.VMID)
+	return Node{}
+}
+
+func TestConflistIsJSON(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		var conf struct {
+			CNIVersion string `json:"cniVersion"`
+			Name       string `json:"name"`
+			Plugins    []struct {
+				Type string `json:"type"`
+				IPAM struct {
+					Ranges [][]struct {
+						Subnet string `json:"subnet"`
+					} `json:"ranges"`
+				} `json:"ipam"`
+			} `json:"plugins"`
+		}
+		if err := json.Unmarshal([]byte(mustFile(t, b, "/etc/cni/net.d/10-exk8s.conflist")), &conf); err != nil {
+			t.Fatalf("conflist is not JSON: %v", err)
+		}
+		if conf.Plugins[0].Type != "bridge" || conf.Plugins[0].IPAM.Ranges[0][0].Subnet != "172.16.0.0/12" {
+			t.Errorf("conflist: %+v", conf)
+		}
+	}
+}
+
+// wantKubeconfigs: file stem → identity, CN, O, server.
+func wantKubeconfigs(n Node) map[string]struct {
+	cn, server string
+	orgs       []string
+} {
+	self := "https://" + n.IPv4 + ":6443"
+	return map[string]struct {
+		cn, server string
+		orgs       []string
+	}{
+		"admin":              {"cluster-admin", self, []string{"system:masters"}},
+		"kubelet":            {"system:node:" + n.Name, self, []string{"system:nodes"}},
+		"kube-proxy":         {"system:kube-proxy", self, []string{"system:node-proxier"}},
+		"controller-manager": {"system:kube-controller-manager", "https://127.0.0.1:6443", nil},
+		"scheduler":          {"system:kube-scheduler", "https://127.0.0.1:6443", nil},
+	}
+}
+
+func TestKubeconfigsLoadAndChain(t *testing.T) {
+	cp, bundles := realBundles(t)
+	for _, b := range bundles {
+		n := selfNode(t, b)
+		for stem, want := range wantKubeconfigs(n) {
+			p := KubeconfigPath(stem)
+			cfg, err := clientcmd.Load([]byte(mustFile(t, b, p)))
+			if err != nil {
+				t.Fatalf("%s: clientcmd.Load: %v", p, err)
+			}
+			if err := clientcmd.Validate(*cfg); err != nil {
+				t.Errorf("%s: invalid: %v", p, err)
+			}
+			ctx := cfg.Contexts[cfg.CurrentContext]
+			cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+			if cluster.Server != want.server {
+				t.Errorf("%s: server %q, want %q", p, cluster.Server, want.server)
+			}
+			if string(cluster.CertificateAuthorityData) != string(cp.trust.CAs[pki.ClusterCA].CertPEM) {
+				t.Errorf("%s: CA data is not the cluster CA", p)
+			}
+			cert, err := pki.ParseCert(user.ClientCertificateData)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: cp.caPool(pki.ClusterCA), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+				t.Errorf("%s: client cert does not chain to the cluster CA: %v", p, err)
+			}
+			if cert.Subject.CommonName != want.cn || !slices.Equal(cert.Subject.Organization, want.orgs) {
+				t.Errorf("%s: subject CN=%q O=%v, want CN=%q O=%v", p, cert.Subject.CommonName, cert.Subject.Organization, want.cn, want.orgs)
+			}
+			key, err := pki.ParseKey(user.ClientKeyData)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if !key.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(cert.PublicKey) {
+				t.Errorf("%s: client key does not match its certificate", p)
+			}
+		}
+	}
+}
+
+func TestCertsChainAndServe(t *testing.T) {
+	cp, bundles := realBundles(t)
+	type check struct {
+		name  pki.Name
+		ca    pki.Name
+		usage x509.ExtKeyUsage
+		cn    string
+		hosts []string // names and IPs the cert must serve
+	}
+	for _, b := range bundles {
+		n := selfNode(t, b)
+		checks := []check{
+			{pki.APIServer, pki.ClusterCA, x509.ExtKeyUsageServerAuth, n.Name, []string{
+				n.Name, "exk8s-7-2a.k8s.excloud.co.in", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+				"kubernetes.default.svc.cluster.local", "localhost", "127.0.0.1", "10.96.0.1", n.IPv4,
+			}},
+			{pki.EtcdPeer, pki.EtcdCA, x509.ExtKeyUsageServerAuth, n.Name, []string{n.Name, "localhost", "127.0.0.1", n.IPv4}},
+			{pki.EtcdPeer, pki.EtcdCA, x509.ExtKeyUsageClientAuth, n.Name, nil},
+			{pki.KubeletServing, pki.ClusterCA, x509.ExtKeyUsageServerAuth, n.Name, []string{n.Name, n.IPv4}},
+			{pki.APIServerEtcdClient, pki.EtcdCA, x509.ExtKeyUsageClientAuth, "kube-apiserver-etcd-client", nil},
+			{pki.APIServerKubeletClient, pki.ClusterCA, x509.ExtKeyUsageClientAuth, "kube-apiserver-kubelet-client", nil},
+			{pki.FrontProxyClient, pki.FrontProxyCA, x509.ExtKeyUsageClientAuth, "front-proxy-client", nil},
+		}
+		if n.PublicIPv4 != "" {
+			checks[0].hosts = append(checks[0].hosts, n.PublicIPv4)
+		}
+		for _, c := range checks {
+			cert, err := pki.ParseCert([]byte(mustFile(t, b, CertPath(c.name))))
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if cert.Subject.CommonName != c.cn {
+				t.Errorf("%s of %s: CN %q, want %q", c.name, n.Name, cert.Subject.CommonName, c.cn)
+			}
+			opts := x509.VerifyOptions{Roots: cp.caPool(c.ca), KeyUsages: []x509.ExtKeyUsage{c.usage}}
+			if _, err := cert.Verify(opts); err != nil {
+				t.Errorf("%s of %s does not chain to %s for %v: %v", c.name, n.Name, c.ca, c.usage, err)
+			}
+			for _, h := range c.hosts {
+				opts.DNSName = h
+				if _, err := cert.Verify(opts); err != nil {
+					t.Errorf("%s of %s does not serve %s: %v", c.name, n.Name, h, err)
+				}
+			}
+		}
+		// The bundle never trusts the wrong CA: each CA file is its own CA.
+		for _, ca := range requiredCAs {
+			if mustFile(t, b, CertPath(ca)) != string(cp.trust.CAs[ca].CertPEM) {
+				t.Errorf("%s in the bundle is not the cluster's %s", CertPath(ca), ca)
+			}
+		}
+	}
+}
+
+func TestScriptsPassBashAndShellcheck(t *testing.T) {
+	_, bundles := realBundles(t)
+	r := newTestRenderer(t)
+	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scripts := map[string]string{"bootstrap-userdata.sh": ud}
+	for _, f := range bundles[101].Files {
+		if strings.HasSuffix(f.Path, ".sh") {
+			scripts[filepath.Base(f.Path)] = f.Content
+		}
+	}
+	if len(scripts) != 4 {
+		t.Fatalf("want the shim and 3 scripts, got %d", len(scripts))
+	}
+	_, shellcheckErr := exec.LookPath("shellcheck")
+	for name, content := range scripts {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(content, "#!/usr/bin/env bash\n") {
+			t.Errorf("%s: no bash shebang", name)
+		}
+		if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", name, err, out)
+		}
+		if shellcheckErr == nil {
+			if out, err := exec.Command("shellcheck", "-s", "bash", p).CombinedOutput(); err != nil {
+				t.Errorf("shellcheck %s: %v\n%s", name, err, out)
+			}
+		}
+	}
+	if shellcheckErr != nil {
+		t.Skip("shellcheck not installed: bash -n checked only")
+	}
+}
+
+func TestOnlyLowestOrdinalIsInitial(t *testing.T) {
+	_, bundles := realBundles(t)
+	for vm, b := range bundles {
+		env := mustFile(t, b, "/etc/exk8s/config/cluster.env")
+		want := vm == 101 // ordinal 1
+		if b.Metadata.IsInitialControlPlane != want || strings.Contains(env, "IS_INITIAL_CONTROL_PLANE=true\n") != want {
+			t.Errorf("VM %d: initial=%v, want %v", vm, b.Metadata.IsInitialControlPlane, want)
+		}
+	}
+	// Ordinals decide, not list order nor VM id.
+	c, nodes := testCluster()
+	nodes[1].Ordinal = 9 // VM 101 is no longer the lowest; VM 102 (ordinal 2) is.
+	cp := issueClusterPKI(t, c, nodes, time.Now)
+	b, err := newTestRenderer(t).Render(cp.input(c, nodes, 102))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Metadata.IsInitialControlPlane {
+		t.Error("lowest ordinal (VM 102) is not the initial control plane")
+	}
+	if !strings.HasPrefix(b.Metadata.EtcdInitialCluster, "cp-2.cluster-42.internal=") {
+		t.Errorf("etcd initial cluster not ordered by ordinal: %s", b.Metadata.EtcdInitialCluster)
+	}
+}
+
+func TestNoForeignPrivateKeys(t *testing.T) {
+	cp, bundles := realBundles(t)
+	for vm, b := range bundles {
+		var all strings.Builder
+		for _, f := range b.Files {
+			all.WriteString(f.Content)
+		}
+		joined := all.String()
+		for other, ids := range cp.identities {
+			if other == vm {
+				continue
+			}
+			for name, kp := range ids {
+				if strings.Contains(joined, string(kp.KeyPEM)) {
+					t.Errorf("bundle of VM %d carries VM %d's %s key", vm, other, name)
+				}
+			}
+		}
+		for name, ca := range cp.trust.CAs {
+			key, err := pki.EncodeKey(ca.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(joined, string(key)) {
+				t.Errorf("bundle of VM %d carries the %s key", vm, name)
+			}
+		}
+	}
+}
+
+func TestModes(t *testing.T) {
+	_, bundles := realBundles(t)
+	b := bundles[101]
+	for _, f := range b.Files {
+		var want os.FileMode
+		switch {
+		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"):
+			want = 0o600
+		case strings.HasSuffix(f.Path, ".sh"):
+			want = 0o755
+		default:
+			want = 0o644
+		}
+		if f.Mode != want {
+			t.Errorf("%s: mode %04o, want %04o", f.Path, f.Mode, want)
+		}
+		if strings.Contains(f.Content, "PRIVATE KEY") && f.Mode != 0o600 {
+			t.Errorf("%s holds a private key but has mode %04o", f.Path, f.Mode)
+		}
+	}
+	resp := b.Response()
+	if resp.FileModes["/etc/exk8s/pki/apiserver-key.pem"] != "0600" || resp.FileModes["/usr/local/bin/exk8s-bootstrap-control-plane.sh"] != "0755" ||
+		resp.FileModes["/etc/exk8s/config/cluster.env"] != "0644" {
+		t.Errorf("wire modes wrong: %v", resp.FileModes)
+	}
+	if len(resp.Files) != len(b.Files) || len(resp.FileModes) != len(b.Files) {
+		t.Errorf("response has %d files, %d modes, bundle %d", len(resp.Files), len(resp.FileModes), len(b.Files))
+	}
+	if !slices.IsSortedFunc(b.Files, func(x, y File) int { return strings.Compare(x.Path, y.Path) }) {
+		t.Error("files are not sorted by path")
+	}
+}
+
+// flags returns the "--flag=value" arguments of a rendered command.
+func flags(content string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`--([a-z0-9-]+)(?:=([^\s\\]*))?`).FindAllStringSubmatch(content, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+func TestAPIServerWiring(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		n := selfNode(t, b)
+		content := mustFile(t, b, "/etc/kubernetes/manifests/kube-apiserver.yaml")
+		if strings.Contains(content, "admin.pem") || strings.Contains(content, "admin-key.pem") {
+			t.Errorf("kube-apiserver manifest references the admin cert")
+		}
+		got := flags(content)
+		want := map[string]string{
+			"advertise-address":                  n.IPv4,
+			"bind-address":                       "0.0.0.0",
+			"secure-port":                        "6443",
+			"etcd-cafile":                        "/etc/exk8s/pki/etcd-ca.pem",
+			"etcd-certfile":                      "/etc/exk8s/pki/apiserver-etcd-client.pem",
+			"etcd-keyfile":                       "/etc/exk8s/pki/apiserver-etcd-client-key.pem",
+			"etcd-servers":                       "https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.13:2379",
+			"client-ca-file":                     "/etc/exk8s/pki/ca.pem",
+			"kubelet-certificate-authority":      "/etc/exk8s/pki/ca.pem",
+			"kubelet-client-certificate":         "/etc/exk8s/pki/apiserver-kubelet-client.pem",
+			"kubelet-client-key":                 "/etc/exk8s/pki/apiserver-kubelet-client-key.pem",
+			"proxy-client-cert-file":             "/etc/exk8s/pki/front-proxy-client.pem",
+			"proxy-client-key-file":              "/etc/exk8s/pki/front-proxy-client-key.pem",
+			"requestheader-client-ca-file":       "/etc/exk8s/pki/front-proxy-ca.pem",
+			"requestheader-allowed-names":        "front-proxy-client",
+			"requestheader-username-headers":     "X-Remote-User",
+			"requestheader-group-headers":        "X-Remote-Group",
+			"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+			"authorization-mode":                 "Node,RBAC",
+			"enable-admission-plugins":           "NodeRestriction",
+			"service-account-issuer":             "https://exk8s-7-2a.k8s.excloud.co.in:6443",
+			"service-account-key-file":           "/etc/exk8s/pki/service-account.pem",
+			"service-account-signing-key-file":   "/etc/exk8s/pki/service-account-key.pem",
+			"service-cluster-ip-range":           "10.96.0.0/12",
+			"tls-cert-file":                      "/etc/exk8s/pki/apiserver.pem",
+			"tls-private-key-file":               "/etc/exk8s/pki/apiserver-key.pem",
+			"allow-privileged":                   "true",
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s kube-apiserver --%s=%q, want %q", n.Name, k, got[k], v)
+			}
+		}
+
+		cm := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-controller-manager.yaml"))
+		for k, v := range map[string]string{
+			"kubeconfig":                       "/etc/exk8s/kubeconfig/controller-manager.kubeconfig",
+			"authentication-kubeconfig":        "/etc/exk8s/kubeconfig/controller-manager.kubeconfig",
+			"authorization-kubeconfig":         "/etc/exk8s/kubeconfig/controller-manager.kubeconfig",
+			"bind-address":                     "127.0.0.1",
+			"leader-elect":                     "true",
+			"cluster-name":                     "exk8s-7-2a",
+			"cluster-cidr":                     "172.16.0.0/12",
+			"root-ca-file":                     "/etc/exk8s/pki/ca.pem",
+			"service-account-private-key-file": "/etc/exk8s/pki/service-account-key.pem",
+			"use-service-account-credentials":  "true",
+		} {
+			if cm[k] != v {
+				t.Errorf("%s kube-controller-manager --%s=%q, want %q", n.Name, k, cm[k], v)
+			}
+		}
+		sch := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-scheduler.yaml"))
+		for k, v := range map[string]string{
+			"kubeconfig": "/etc/exk8s/kubeconfig/scheduler.kubeconfig", "bind-address": "127.0.0.1", "leader-elect": "true",
+		} {
+			if sch[k] != v {
+				t.Errorf("%s kube-scheduler --%s=%q, want %q", n.Name, k, sch[k], v)
+			}
+		}
+	}
+}
+
+func TestEtcdUnit(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		n := selfNode(t, b)
+		got := flags(mustFile(t, b, "/etc/systemd/system/etcd.service"))
+		for k, v := range map[string]string{
+			"name":                        n.Name,
+			"data-dir":                    "/var/lib/etcd",
+			"listen-client-urls":          "https://" + n.IPv4 + ":2379,https://127.0.0.1:2379",
+			"advertise-client-urls":       "https://" + n.IPv4 + ":2379",
+			"listen-peer-urls":            "https://" + n.IPv4 + ":2380",
+			"initial-advertise-peer-urls": "https://" + n.IPv4 + ":2380",
+			"initial-cluster":             "cp-1.cluster-42.internal=https://10.0.0.11:2380,cp-2.cluster-42.internal=https://10.0.0.12:2380,cp-3.cluster-42.internal=https://10.0.0.13:2380",
+			"trusted-ca-file":             "/etc/exk8s/pki/etcd-ca.pem",
+			"peer-trusted-ca-file":        "/etc/exk8s/pki/etcd-ca.pem",
+			"cert-file":                   "/etc/exk8s/pki/etcd-peer.pem",
+			"key-file":                    "/etc/exk8s/pki/etcd-peer-key.pem",
+			"peer-cert-file":              "/etc/exk8s/pki/etcd-peer.pem",
+			"peer-key-file":               "/etc/exk8s/pki/etcd-peer-key.pem",
+			"client-cert-auth":            "",
+			"peer-client-cert-auth":       "",
+		} {
+			if w, ok := got[k]; !ok || w != v {
+				t.Errorf("%s etcd --%s=%q, want %q", n.Name, k, w, v)
+			}
+		}
+		if b.Metadata.EtcdInitialCluster != got["initial-cluster"] {
+			t.Errorf("metadata etcd initial cluster %q differs from the unit's", b.Metadata.EtcdInitialCluster)
+		}
+	}
+}
+
+// TestReferencedPathsExist: every /etc/exk8s file a rendered file names is
+// in the bundle (catches a template typo the type system cannot).
+func TestReferencedPathsExist(t *testing.T) {
+	_, bundles := realBundles(t)
+	b := bundles[101]
+	re := regexp.MustCompile(`/etc/exk8s/[a-z0-9./-]+\.(pem|kubeconfig|env|yaml|sha256)`)
+	for _, f := range b.Files {
+		for _, ref := range re.FindAllString(f.Content, -1) {
+			if _, ok := b.File(ref); !ok {
+				t.Errorf("%s references %s, which the bundle does not contain", f.Path, ref)
+			}
+		}
+	}
+}
+
+func TestEveryTemplateIsUsed(t *testing.T) {
+	r := newTestRenderer(t)
+	used := map[string]bool{"bootstrap-userdata.sh": true}
+	c, nodes := testCluster()
+	cp := issueClusterPKI(t, c, nodes, time.Now)
+	in := cp.input(c, nodes, 101)
+	view, _, err := newView(&in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts() {
+		for _, s := range p.files(view) {
+			if s.template != "" {
+				used[s.template] = true
+			}
+		}
+	}
+	for _, tmpl := range r.tmpl.Templates() {
+		if tmpl.Name() != "bundle" && !used[tmpl.Name()] {
+			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
+		}
+	}
+	if len(used) != 17 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256", len(used))
+	}
+}
