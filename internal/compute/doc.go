@@ -9,8 +9,7 @@
 //
 // In: a base URL ($COMPUTE_API_URL, locally $SIM_URL/compute), an
 // *http.Client, and per call a context carrying the operator's token
-// (platformauth.WithToken) and optionally a request id
-// (platformhttp.WithRequestID).
+// (platformauth.WithToken) and, if any, the request id (internal/requestid).
 // Out: ids and read-backs; errors are *APIError when the platform answered
 // non-2xx (IsNotFound for 404) and wrapped transport errors otherwise.
 // DeleteInstance and DeleteSecurityGroup are idempotent: 404 is success, so

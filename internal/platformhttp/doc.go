@@ -4,7 +4,9 @@
 //
 // In: a service name (for error text), a base URL, an *http.Client, and per
 // call a context carrying the operator's token (internal/platformauth) and,
-// optionally, a request id (WithRequestID).
+// if any,
+// the id of the request being served (internal/requestid), which is sent as
+// X-Request-Id.
 // Out: JSON-decoded responses, or an error that is either an *APIError (the
 // platform answered with a non-2xx status) or a wrapped transport error (the
 // platform was not reached or its answer could not be read). IsNotFound tells

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/platformauth"
+	"github.com/excloud/k8sapi/internal/requestid"
 )
 
 // DefaultTimeout bounds one platform call when the caller supplies no
@@ -57,20 +58,6 @@ func (e *APIError) Error() string {
 func IsNotFound(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
-}
-
-type requestIDKey struct{}
-
-// WithRequestID returns a context whose platform calls carry id in the
-// X-Request-Id header.
-func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// RequestID returns the id set by WithRequestID, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
 }
 
 // Client makes JSON requests to one platform service.
@@ -131,7 +118,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if id := RequestID(ctx); id != "" {
+	if id := requestid.From(ctx); id != "" {
 		req.Header.Set(RequestIDHeader, id)
 	}
 

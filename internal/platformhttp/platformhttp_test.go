@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/platformauth"
+	"github.com/excloud/k8sapi/internal/requestid"
 )
 
 func authed() context.Context {
@@ -29,7 +30,7 @@ func TestDoSendsTokenRequestIDAndJSON(t *testing.T) {
 	defer srv.Close()
 
 	c := New("compute", srv.URL+"/compute/", srv.Client())
-	ctx := WithRequestID(authed(), "rid-1")
+	ctx := requestid.With(authed(), "rid-1")
 	var out struct{ ID int64 }
 	if err := c.Do(ctx, http.MethodPost, Path("/v1/x/{name}", "name", "a/b"), map[string]int{"n": 1}, &out); err != nil {
 		t.Fatal(err)
