@@ -4,8 +4,7 @@
 //
 // In: a service name (for error text), a base URL, an *http.Client, and per
 // call a context carrying the operator's token (internal/platformauth) and,
-// if any,
-// the id of the request being served (internal/requestid), which is sent as
+// if any, the id of the request being served (internal/requestid), sent as
 // X-Request-Id.
 // Out: JSON-decoded responses, or an error that is either an *APIError (the
 // platform answered with a non-2xx status) or a wrapped transport error (the
