@@ -104,9 +104,9 @@ const fixtureFile = "testdata/fixtures.json"
 var fixtureClock = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type fixtures struct {
-	CACerts    map[pki.Name]string                    `json:"ca_certs"`
-	SAKey      string                                 `json:"service_account_key"`
-	SAPub      string                                 `json:"service_account_pub"`
+	CACerts    map[pki.Name]string                   `json:"ca_certs"`
+	SAKey      string                                `json:"service_account_key"`
+	SAPub      string                                `json:"service_account_pub"`
 	Identities map[int64]map[pki.Name]fixtureKeyPair `json:"identities"`
 }
 
