@@ -82,15 +82,13 @@ BUNDLE="$WORK/bundle.json"
 log "fetching the bundle of VM ${NODE_ID} from ${BOOTSTRAP_BASE_URL}"
 retry 120 5 get "$BUNDLE" "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}" \
   -H "@$WORK/imds.header" -H "@$WORK/auth.header" || die "cannot fetch the bootstrap bundle"
-jq -e '(.files | type == "object") and ((.file_modes // {}) | type == "object")' "$BUNDLE" >/dev/null ||
-  die "bundle is not a JSON object with files"
+jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
+  "$BUNDLE" >/dev/null || die "bundle is not a JSON object of files"
 
-# write_file PATH: write one bundle file atomically with its mode.
+# write_file MODE PATH: write one bundle file atomically with its mode.
 write_file() {
-  local path=$1 mode dest tmp
+  local mode=$1 path=$2 dest tmp
   [[ "$path" == /* && "$path" != *..* ]] || die "refusing unsafe path in bundle: ${path}"
-  jq -e --arg p "$path" '.files[$p] | type == "string"' "$BUNDLE" >/dev/null || die "bundle has no content for ${path}"
-  mode="$(jq -r --arg p "$path" '.file_modes[$p] // "0644"' "$BUNDLE")"
   [[ "$mode" =~ ^0?[0-7]{3}$ ]] || die "bad mode ${mode} for ${path}"
   dest="${ROOT}${path}"
   mkdir -p "$(dirname "$dest")"
@@ -100,12 +98,13 @@ write_file() {
   mv -f "$tmp" "$dest"
 }
 
-jq -r '.files | keys[]' "$BUNDLE" >"$WORK/paths"
+# One "<mode> <path>" line per file; files without a mode get 0644.
+jq -r '(.file_modes // {}) as $modes | .files | keys[] | "\($modes[.] // "0644") \(.)"' "$BUNDLE" >"$WORK/files"
 count=0
-while IFS= read -r path; do
-  write_file "$path"
+while read -r mode path; do
+  write_file "$mode" "$path"
   count=$((count + 1))
-done <"$WORK/paths"
+done <"$WORK/files"
 log "wrote ${count} files under ${ROOT:-/}"
 
 if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
