@@ -6,57 +6,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/excloud/k8sapi/migrations"
+	"github.com/excloud/k8sapi/internal/dbmigrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/tern/v2/migrate"
 )
 
-// migrationSet is one embedded set of migrations with its own tern version
-// table, so the sets advance independently (production applies only k8sapi).
-type migrationSet struct {
-	versionTable string
-	files        func() fs.FS
-	devOnly      bool
-}
-
-// migrationSets is the truth of what ApplyMigrations applies, in order. The
-// platform stand-ins go first: in production those tables exist before us.
-var migrationSets = []migrationSet{
-	{versionTable: "schema_version_platformdev", files: migrations.PlatformDev, devOnly: true},
-	{versionTable: "schema_version_k8sapi", files: migrations.K8sapi},
-}
-
 // ApplyMigrations applies k8sapi's migrations to the database at dsn, and the
-// dev-only platform stand-ins too when includePlatformDev is set. It is
-// idempotent: applied migrations are recorded in each set's version table.
+// dev-only platform stand-ins too when includePlatformDev is set (see
+// internal/dbmigrate, which production links without this package).
 func ApplyMigrations(ctx context.Context, dsn string, includePlatformDev bool) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("connecting to apply migrations: %w", err)
-	}
-	defer conn.Close(context.Background())
-	for _, set := range migrationSets {
-		if set.devOnly && !includePlatformDev {
-			continue
-		}
-		m, err := migrate.NewMigrator(ctx, conn, set.versionTable)
-		if err != nil {
-			return fmt.Errorf("preparing migrations (%s): %w", set.versionTable, err)
-		}
-		if err := m.LoadMigrations(set.files()); err != nil {
-			return fmt.Errorf("loading migrations (%s): %w", set.versionTable, err)
-		}
-		if err := m.Migrate(ctx); err != nil {
-			return fmt.Errorf("applying migrations (%s): %w", set.versionTable, err)
-		}
-	}
-	return nil
+	return dbmigrate.Apply(ctx, dsn, includePlatformDev)
 }
 
 // UniqueDatabaseName returns prefix_<16 hex chars>, a valid unquoted

@@ -252,9 +252,8 @@ func (r *Runner) Close() {
 	p := r.proc
 	r.mu.Unlock()
 	if p != nil {
-		// Lambda gives a runtime no shutdown hook without extensions: SIGTERM
-		// then SIGKILL, as the service does on scale-in.
-		p.stop(syscall.SIGTERM, 2*time.Second)
+		// As Lambda does on shutdown: SIGTERM, a short grace, then SIGKILL.
+		p.stop(syscall.SIGTERM, 500*time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -3,8 +3,8 @@ package devstack
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"

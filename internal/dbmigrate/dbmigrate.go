@@ -1,0 +1,58 @@
+// Package dbmigrate applies the embedded SQL migrations with tern. It is
+// small on purpose: production (cmd/k8sapi-migrate) links it without any
+// of the local-only machinery in internal/devstack.
+//
+// In: a DSN and whether to include the dev-only platform stand-ins. Out: the
+// database at the latest version of each set, each set tracked in its own
+// tern version table so the sets advance independently.
+package dbmigrate
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/excloud/k8sapi/migrations"
+)
+
+type set struct {
+	versionTable string
+	files        func() fs.FS
+	devOnly      bool
+}
+
+// sets is the truth of what Apply applies, in order. The platform stand-ins
+// go first: in production those tables exist before ours.
+var sets = []set{
+	{versionTable: "schema_version_platformdev", files: migrations.PlatformDev, devOnly: true},
+	{versionTable: "schema_version_k8sapi", files: migrations.K8sapi},
+}
+
+// Apply applies k8sapi's migrations to the database at dsn, and the dev-only
+// platform stand-ins too when includePlatformDev is set. Idempotent.
+func Apply(ctx context.Context, dsn string, includePlatformDev bool) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connecting to apply migrations: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range sets {
+		if s.devOnly && !includePlatformDev {
+			continue
+		}
+		m, err := migrate.NewMigrator(ctx, conn, s.versionTable)
+		if err != nil {
+			return fmt.Errorf("preparing migrations (%s): %w", s.versionTable, err)
+		}
+		if err := m.LoadMigrations(s.files()); err != nil {
+			return fmt.Errorf("loading migrations (%s): %w", s.versionTable, err)
+		}
+		if err := m.Migrate(ctx); err != nil {
+			return fmt.Errorf("applying migrations (%s): %w", s.versionTable, err)
+		}
+	}
+	return nil
+}

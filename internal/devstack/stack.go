@@ -1,0 +1,337 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/excloud/k8sapi/internal/simulator"
+)
+
+// Names of the local stack's resources.
+const (
+	LocalDatabase  = "k8sapi_local"
+	LocalSecret    = "k8sapi/local/db"
+	localTokenTTL  = 30 * 24 * time.Hour
+	StackEnvFile   = "stack.env"
+	defaultAPIPort = 3000 // the port `sam local start-api` uses
+)
+
+// Options configure Run.
+type Options struct {
+	Root        string       // module root: template.yaml, functions/, .local/
+	Port        int          // gateway port on 127.0.0.1; 0 means 3000
+	Log         *slog.Logger // the stack's own log
+	Out         io.Writer    // the summary
+	FunctionOut io.Writer    // the functions' stdout and stderr
+}
+
+// Stack is what Run has started, for the summary and .local/stack.env.
+type Stack struct {
+	APIURL, DatabaseURL, SimURL, AWSEndpointURL, KMSKeyID, DBSecretARN string
+	DevToken, DevTokenOrg2                                             string
+}
+
+// Env is the stack as KEY=VALUE pairs, in a fixed order.
+func (s Stack) Env() [][2]string {
+	return [][2]string{
+		{"API_URL", s.APIURL},
+		{"DATABASE_URL", s.DatabaseURL},
+		{"SIM_URL", s.SimURL},
+		{"AWS_ENDPOINT_URL", s.AWSEndpointURL},
+		{"AWS_REGION", LocalRegion},
+		{"AWS_ACCESS_KEY_ID", LocalAccessKey},
+		{"AWS_SECRET_ACCESS_KEY", LocalSecretKey},
+		{"KMS_KEY_ID", s.KMSKeyID},
+		{"DB_SECRET_ARN", s.DBSecretARN},
+		{"DEV_TOKEN", s.DevToken},
+		{"DEV_TOKEN_ORG2", s.DevTokenOrg2},
+	}
+}
+
+// cleanup is a stack of stop functions run in reverse order.
+type cleanup struct {
+	mu    sync.Mutex
+	funcs []func()
+}
+
+func (c *cleanup) add(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.funcs = append(c.funcs, f)
+}
+
+func (c *cleanup) run() {
+	c.mu.Lock()
+	funcs := c.funcs
+	c.funcs = nil
+	c.mu.Unlock()
+	for i := len(funcs) - 1; i >= 0; i-- {
+		funcs[i]()
+	}
+}
+
+// Run starts the whole local stack and serves until ctx ends, then stops
+// everything it started. It returns early with the first error, having
+// stopped what it had started.
+func Run(ctx context.Context, opt Options) error {
+	if opt.Port == 0 {
+		opt.Port = defaultAPIPort
+	}
+	log := opt.Log
+	local := filepath.Join(opt.Root, ".local")
+	var stops cleanup
+	defer stops.run()
+
+	tmpl, err := LoadTemplate(filepath.Join(opt.Root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	// Take the gateway's port first: if it is busy, fail before any work.
+	apiAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opt.Port))
+	apiListener, err := net.Listen("tcp", apiAddr)
+	if err != nil {
+		return fmt.Errorf("gateway port %d is busy (another make local?): %w", opt.Port, err)
+	}
+	defer apiListener.Close()
+	apiURL := "http://" + apiAddr
+
+	// The slow parts run side by side: compiling, PostgreSQL, moto. The
+	// first failure cancels the others, so a missing dependency is reported
+	// at once rather than after a compile.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
+	var (
+		wg                  sync.WaitGroup
+		bins                map[string]string
+		serverDSN, endpoint string
+		buildErr, pgErr     error
+		motoErr             error
+	)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		log.Info("building functions (host bootstrap binaries)")
+		if bins, buildErr = BuildFunctions(startCtx, opt.Root, tmpl, filepath.Join(local, "bin")); buildErr != nil {
+			cancelStart()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		var stop func()
+		if serverDSN, stop, pgErr = EnsurePostgres(startCtx, filepath.Join(local, "pg"), log); pgErr != nil {
+			cancelStart()
+			return
+		}
+		stops.add(stop)
+	}()
+	go func() {
+		defer wg.Done()
+		var stop func()
+		if endpoint, stop, motoErr = StartMoto(startCtx, filepath.Join(local, "moto"), log); motoErr != nil {
+			cancelStart()
+			return
+		}
+		stops.add(stop)
+	}()
+	wg.Wait()
+	// A missing dependency is the most useful thing to say; say it first.
+	if err := firstError(pgErr, motoErr, buildErr); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil // stopped while starting
+	}
+
+	dsn, err := CreateDatabase(ctx, serverDSN, LocalDatabase)
+	if err != nil {
+		return err
+	}
+	if err := ApplyMigrations(ctx, dsn, true); err != nil {
+		return err
+	}
+	awsCfg := AWSConfig(endpoint)
+	keyID, err := CreateKMSKey(ctx, awsCfg, LocalKeyAlias)
+	if err != nil {
+		return err
+	}
+	secret, err := DBSecretFromDSN(dsn)
+	if err != nil {
+		return err
+	}
+	secretARN, err := PutDBSecret(ctx, awsCfg, LocalSecret, secret)
+	if err != nil {
+		return err
+	}
+
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connecting the simulator: %w", err)
+	}
+	stops.add(pool.Close)
+	simURL, stopSim, err := startSimulator(pool, log)
+	if err != nil {
+		return err
+	}
+	stops.add(stopSim)
+
+	st := Stack{APIURL: apiURL, DatabaseURL: dsn, SimURL: simURL, AWSEndpointURL: endpoint, KMSKeyID: keyID, DBSecretARN: secretARN}
+	if st.DevToken, err = simulator.IssuePrincipalToken(ctx, pool, 1, simulator.ScopePrincipal, localTokenTTL); err != nil {
+		return fmt.Errorf("seeding the org 1 token: %w", err)
+	}
+	if st.DevTokenOrg2, err = simulator.IssuePrincipalToken(ctx, pool, 2, simulator.ScopePrincipal, localTokenTTL); err != nil {
+		return fmt.Errorf("seeding the org 2 token: %w", err)
+	}
+
+	overrides := FunctionOverrides(st)
+	invokers := map[string]Invoker{}
+	for _, f := range tmpl.Functions {
+		r, err := NewRunner(FunctionSpec{Function: f, Binary: bins[f.LogicalID], Env: overrides}, log, NewPrefixWriter(opt.FunctionOut, f.LogicalID+" | "))
+		if err != nil {
+			return err
+		}
+		stops.add(r.Close)
+		if err := r.Start(); err != nil { // warm: the first request pays no process start
+			return err
+		}
+		invokers[f.LogicalID] = r
+	}
+	gw, err := NewGateway(tmpl, invokers, log)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(apiListener) }()
+	stops.add(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+
+	envPath := filepath.Join(local, StackEnvFile)
+	if err := writeStackEnv(envPath, st); err != nil {
+		return err
+	}
+	stops.add(func() { _ = os.Remove(envPath) }) // a stopped stack must not look running
+	printSummary(opt.Out, st, tmpl, envPath)
+
+	<-ctx.Done()
+	log.Info("stopping the local stack")
+	return nil
+}
+
+// FunctionOverrides is the environment the local stack gives every function
+// on top of template.yaml's (what `sam local --env-vars` would carry).
+func FunctionOverrides(st Stack) map[string]string {
+	return map[string]string{
+		"DATABASE_URL":          st.DatabaseURL,
+		"DB_SECRET_ARN":         st.DBSecretARN,
+		"KMS_KEY_ID":            st.KMSKeyID,
+		"AWS_ENDPOINT_URL":      st.AWSEndpointURL,
+		"AWS_REGION":            LocalRegion,
+		"AWS_DEFAULT_REGION":    LocalRegion,
+		"AWS_ACCESS_KEY_ID":     LocalAccessKey,
+		"AWS_SECRET_ACCESS_KEY": LocalSecretKey,
+		"COMPUTE_API_URL":       st.SimURL + "/compute",
+		"DNS_API_URL":           st.SimURL + "/dns",
+		"BOOTSTRAP_BASE_URL":    st.APIURL,
+	}
+}
+
+// startSimulator serves the platform simulator on a free loopback port.
+func startSimulator(pool *pgxpool.Pool, log *slog.Logger) (url string, stop func(), err error) {
+	sim, err := simulator.New(simulator.Config{DB: pool, Logger: log.With("component", "simulator")})
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("simulator: %w", err)
+	}
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+func writeStackEnv(path string, st Stack) error {
+	var b strings.Builder
+	b.WriteString("# Written by make local while the stack runs; removed when it stops.\n")
+	for _, kv := range st.Env() {
+		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	// 0600: it holds bearer tokens.
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadStackEnv reads a stack.env file into a map.
+func ReadStackEnv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env, nil
+}
+
+func printSummary(w io.Writer, st Stack, t *Template, envPath string) {
+	fmt.Fprintf(w, "\nk8sapi local stack is up (Ctrl-C stops everything)\n\n")
+	fmt.Fprintf(w, "  API          %s\n", st.APIURL)
+	for _, f := range t.Functions {
+		for _, r := range f.Routes {
+			fmt.Fprintf(w, "                 %-40s -> %s\n", r.Key(), f.LogicalID)
+		}
+	}
+	fmt.Fprintf(w, "  simulator    %s  (Excloud compute, DNS, IMDS: SIMULATED)\n", st.SimURL)
+	fmt.Fprintf(w, "  postgres     %s\n", st.DatabaseURL)
+	fmt.Fprintf(w, "  moto (AWS)   %s  KMS key %s\n", st.AWSEndpointURL, st.KMSKeyID)
+	fmt.Fprintf(w, "  DEV_TOKEN    %s  (org 1)\n", st.DevToken)
+	fmt.Fprintf(w, "  DEV_TOKEN_ORG2 %s  (org 2)\n\n", st.DevTokenOrg2)
+	fmt.Fprintf(w, "  try: curl -s %s/health\n", st.APIURL)
+	fmt.Fprintf(w, "  scripts: . %s\n\n", envPath)
+}
+
+func firstError(errs ...error) error {
+	var missing *MissingDependencyError
+	for _, err := range errs {
+		if errors.As(err, &missing) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
