@@ -25,7 +25,8 @@ type Proc struct {
 }
 
 // Start runs argv inside namespace ns (ip netns exec, which execs the
-// program, so the pid is the component's own) with its output in logPath.
+// program, so the pid is the component's own), or in the harness's own
+// namespace when ns is empty, with its output in logPath.
 // The process gets its own process group and is killed if the harness dies.
 func Start(name, ns, dir, logPath string, env, argv []string) (*Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -33,7 +34,14 @@ func Start(name, ns, dir, logPath string, env, argv []string) (*Proc, error) {
 		return nil, err
 	}
 	fmt.Fprintf(logf, "### %s: %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	if len(argv) == 0 {
+		_ = logf.Close()
+		return nil, fmt.Errorf("starting %s: empty command", name)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if ns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	}
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -1,0 +1,435 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/excloud/k8sapi/e2e/harness"
+)
+
+// Paths the bundle renders (the contract with internal/bundle).
+const (
+	etcdUnitPath      = "/etc/systemd/system/etcd.service"
+	staticPodDir      = "/etc/kubernetes/manifests"
+	kubeconfigDir     = "/etc/exk8s/kubeconfig"
+	pkiDir            = "/etc/exk8s/pki"
+	addonManifestsDir = "/etc/exk8s/manifests"
+)
+
+// node is one control-plane VM turned into a host of its own.
+type node struct {
+	n      int // 1-based
+	vmID   int64
+	addr   netip.Prefix
+	ns     string
+	root   string // the node's "/"
+	name   string // node name (etcd --name, kubelet identity)
+	etcd   harness.Command
+	static map[string]harness.Command // kube-apiserver, kube-controller-manager, kube-scheduler
+}
+
+func (n *node) ip() string           { return n.addr.Addr().String() }
+func (n *node) path(p string) string { return harness.RerootPath(n.root, p) }
+func (n *node) label(c string) string {
+	return fmt.Sprintf("n%d/%s", n.n, c)
+}
+
+func (n *node) read(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(n.path(p))
+	if err != nil {
+		t.Fatalf("node %d: the bundle did not write %s: %v", n.n, p, err)
+	}
+	return b
+}
+
+// TestBundlesBootControlPlane is the proof of issue 5: found a three-node
+// cluster through the API, run each VM's userdata shim against the
+// simulator's IMDS, and boot the real components from exactly the rendered
+// flags, each node in a network namespace of its own.
+func TestBundlesBootControlPlane(t *testing.T) {
+	requireRoot(t)
+	started := time.Now()
+	r := harness.NewRun(t, e2eDir, "cp")
+
+	// 1. The local stack and a founded cluster.
+	st := startStack(t, r)
+	cl := foundCluster(t, st, 3)
+	t.Logf("founded %s (%s): VMs %v in %s", cl.Name, cl.ControlPlaneDNSName, cl.ControlPlaneVMIDs, time.Since(started).Round(time.Millisecond))
+	vms := loadVMs(t, st, cl.ControlPlaneVMIDs)
+
+	// 2. One host per VM, carrying the address the simulator gave it.
+	var addrs []netip.Prefix
+	for _, vm := range vms {
+		addrs = append(addrs, vm.addr)
+	}
+	network, err := harness.NewNetwork(r.ID, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetNetwork(network)
+	dial := harness.Dialer(network.Switch)
+
+	// 3. Each VM's rendered shim writes its bundle under the node's root.
+	nodes := make([]*node, len(vms))
+	for i, vm := range vms {
+		nd := &node{n: i + 1, vmID: vm.id, addr: vm.addr, ns: network.Nodes[i].NS, root: filepath.Join(r.WorkDir, fmt.Sprintf("node-%d", i+1)), static: map[string]harness.Command{}}
+		runShim(t, r, st, nd, vm.userdata)
+		parseNode(t, nd)
+		nodes[i] = nd
+	}
+	t.Logf("bundles written for %d nodes at %s", len(nodes), time.Since(started).Round(time.Millisecond))
+
+	// 4. The real components, flags as rendered, only paths re-rooted.
+	bootStart := time.Now()
+	for _, nd := range nodes {
+		startComponent(t, r, nd, "etcd", nd.etcd)
+	}
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		for _, nd := range nodes {
+			startComponent(t, r, nd, c, nd.static[c])
+		}
+	}
+
+	// 5. The assertions, each with a deadline.
+	n1 := nodes[0]
+	etcdTLS, err := harness.MutualTLS(n1.path(pkiDir+"/etcd-ca.pem"), n1.path(pkiDir+"/apiserver-etcd-client.pem"), n1.path(pkiDir+"/apiserver-etcd-client-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdServers, ok := n1.static["kube-apiserver"].Flag("etcd-servers")
+	if !ok {
+		t.Fatal("kube-apiserver.yaml renders no --etcd-servers")
+	}
+	eventually(t, r, "3 healthy etcd members over mutual TLS", labels(nodes, "etcd"), 3*time.Minute, func(ctx context.Context) (string, error) {
+		cli, err := harness.EtcdClient(strings.Split(etcdServers, ","), etcdTLS, dial)
+		if err != nil {
+			return "", err
+		}
+		defer cli.Close()
+		return harness.EtcdHealth(ctx, cli, len(nodes))
+	})
+
+	adminKubeconfig := n1.read(t, kubeconfigDir+"/admin.kubeconfig")
+	admins := make([]*rest.Config, len(nodes))
+	for i, nd := range nodes {
+		cfg, err := harness.KubeConfig(adminKubeconfig, "https://"+nd.ip()+":6443", dial, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admins[i] = cfg
+	}
+	for i, nd := range nodes {
+		eventually(t, r, fmt.Sprintf("kube-apiserver on node %d (%s) /readyz", nd.n, nd.ip()), []string{nd.label("kube-apiserver")}, 4*time.Minute, func(ctx context.Context) (string, error) {
+			return "ok", harness.Readyz(ctx, admins[i])
+		})
+	}
+	t.Logf("etcd and all API servers ready %s after start", time.Since(bootStart).Round(time.Millisecond))
+	admin := kubernetes.NewForConfigOrDie(admins[0])
+
+	for _, lease := range []string{"kube-controller-manager", "kube-scheduler"} {
+		eventually(t, r, "leader lease kube-system/"+lease, labels(nodes, lease), 3*time.Minute, func(ctx context.Context) (string, error) {
+			l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, lease, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+				return "", fmt.Errorf("lease has no holder")
+			}
+			if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > time.Minute {
+				return "", fmt.Errorf("lease held by %s is not being renewed", *l.Spec.HolderIdentity)
+			}
+			return "held by " + *l.Spec.HolderIdentity, nil
+		})
+	}
+
+	t.Run("kubelet identity is confined to its own Node", func(t *testing.T) {
+		checkNodeIdentity(t, r, nodes, dial)
+	})
+	t.Run("service account token from TokenRequest is accepted", func(t *testing.T) {
+		checkServiceAccountToken(t, admin, nodes, adminKubeconfig, dial)
+	})
+	t.Run("addon manifests pass server-side dry-run apply", func(t *testing.T) {
+		for _, m := range []string{"kube-proxy.yaml", "coredns.yaml"} {
+			manifest := n1.read(t, addonManifestsDir+"/"+m)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			objs, err := harness.DryRunApply(ctx, admins[0], manifest)
+			cancel()
+			if err != nil {
+				r.Suspect(n1.label("kube-apiserver"))
+				t.Errorf("%s: %v", m, err)
+				continue
+			}
+			t.Logf("%s accepted: %s", m, strings.Join(objs, ", "))
+		}
+	})
+	t.Run("kubeconfig from POST /clusters works through the DNS name", func(t *testing.T) {
+		checkFoundingKubeconfig(t, cl, n1, dial)
+	})
+	t.Logf("proof finished %s after the components started (%s in all)", time.Since(bootStart).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+}
+
+func labels(nodes []*node, component string) []string {
+	var out []string
+	for _, nd := range nodes {
+		out = append(out, nd.label(component))
+	}
+	return out
+}
+
+// eventually retries check until it succeeds or timeout passes; a component
+// that dies ends the wait at once. On failure the suspects' logs are shown.
+func eventually(t *testing.T, r *harness.Run, what string, suspects []string, timeout time.Duration, check func(context.Context) (string, error)) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	var last error
+	for {
+		if err := r.Dead(); err != nil {
+			for _, s := range suspects {
+				r.Suspect(s)
+			}
+			t.Fatalf("%s: %v (last check: %v)", what, err, last)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		summary, err := check(ctx)
+		cancel()
+		if err == nil {
+			t.Logf("%s: %s (%s)", what, summary, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		last = err
+		if time.Now().After(deadline) {
+			for _, s := range suspects {
+				r.Suspect(s)
+			}
+			t.Fatalf("%s: not true after %s: %v", what, timeout, last)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// parseNode reads the rendered etcd unit and static pod manifests.
+func parseNode(t *testing.T, nd *node) {
+	t.Helper()
+	cmd, err := harness.ParseUnit(string(nd.read(t, etcdUnitPath)))
+	if err != nil {
+		t.Fatalf("node %d: %s: %v", nd.n, etcdUnitPath, err)
+	}
+	env := append([]string(nil), cmd.Env...)
+	for _, f := range cmd.EnvFiles {
+		optional := strings.HasPrefix(f, "-")
+		b, err := os.ReadFile(nd.path(strings.TrimPrefix(f, "-")))
+		if err != nil {
+			if optional {
+				continue
+			}
+			t.Fatalf("node %d: EnvironmentFile %s: %v", nd.n, f, err)
+		}
+		fileEnv, err := harness.ParseEnvFile(string(b))
+		if err != nil {
+			t.Fatalf("node %d: %s: %v", nd.n, f, err)
+		}
+		env = append(fileEnv, env...)
+	}
+	if cmd.Argv, err = harness.ExpandEnv(cmd.Argv, env); err != nil {
+		t.Fatalf("node %d: %s: %v", nd.n, etcdUnitPath, err)
+	}
+	cmd.Env = env
+	nd.etcd = cmd
+	name, ok := cmd.Flag("name")
+	if !ok {
+		t.Fatalf("node %d: etcd.service has no --name", nd.n)
+	}
+	nd.name = name
+	if adv, _ := cmd.Flag("advertise-client-urls"); !strings.Contains(adv, "//"+nd.ip()+":") {
+		t.Fatalf("node %d: etcd advertises %q, but the VM's address is %s", nd.n, adv, nd.ip())
+	}
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		p := staticPodDir + "/" + c + ".yaml"
+		pc, err := harness.ParsePodManifest(string(nd.read(t, p)))
+		if err != nil {
+			t.Fatalf("node %d: %s: %v", nd.n, p, err)
+		}
+		if pc.Program() != c {
+			t.Fatalf("node %d: %s runs %q", nd.n, p, pc.Program())
+		}
+		nd.static[c] = pc
+	}
+}
+
+// startComponent starts one rendered command inside the node's namespace:
+// the built binary for its program, its rendered flags with host paths
+// moved under the node's root, its rendered environment.
+func startComponent(t *testing.T, r *harness.Run, nd *node, name string, cmd harness.Command) {
+	t.Helper()
+	argv := cmd.Reroot(nd.root)
+	argv[0] = bin(cmd.Program())
+	env := append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, cmd.RerootEnv(nd.root, cmd.Env)...)
+	// Folders a package or the VM image would have made.
+	for _, d := range []string{"/var/lib/etcd", "/var/log/kubernetes", "/var/run/kubernetes"} {
+		if err := os.MkdirAll(nd.path(d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(r.LogDir, fmt.Sprintf("n%d_%s.argv", nd.n, name)), []byte(strings.Join(argv, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Start(nd.label(name), nd.ns, nd.root, env, argv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkNodeIdentity: node 1's kubelet identity creates and updates its own
+// Node and may not modify node 2's (Node authorizer + NodeRestriction).
+func checkNodeIdentity(t *testing.T, r *harness.Run, nodes []*node, dial harness.DialFunc) {
+	kubelet := func(nd *node) *kubernetes.Clientset {
+		cfg, err := harness.KubeConfig(nd.read(t, kubeconfigDir+"/kubelet.kubeconfig"), "", dial, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	n1, n2 := nodes[0], nodes[1]
+	k1, k2 := kubelet(n1), kubelet(n2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mk := func(nd *node) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nd.name}, Status: corev1.NodeStatus{
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nd.ip()}},
+		}}
+	}
+	if _, err := k1.CoreV1().Nodes().Create(ctx, mk(n1), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.Suspect(n1.label("kube-apiserver"))
+		t.Fatalf("node 1's kubelet identity cannot create its own Node %s: %v", n1.name, err)
+	}
+	own, err := k1.CoreV1().Nodes().Get(ctx, n1.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node 1's kubelet identity cannot read its own Node: %v", err)
+	}
+	if own.Annotations == nil {
+		own.Annotations = map[string]string{}
+	}
+	own.Annotations["e2e.exk8s.io/probe"] = "updated-by-self"
+	if _, err := k1.CoreV1().Nodes().Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node 1's kubelet identity cannot update its own Node: %v", err)
+	}
+	own, err = k1.CoreV1().Nodes().Get(ctx, n1.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "E2EProbe", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := k1.CoreV1().Nodes().UpdateStatus(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node 1's kubelet identity cannot update its own Node status: %v", err)
+	}
+	t.Logf("node 1 (%s) created and updated its own Node", n1.name)
+
+	// Node 2 registers itself, then node 1 tries to touch it.
+	if _, err := k2.CoreV1().Nodes().Create(ctx, mk(n2), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("node 2's kubelet identity cannot create its own Node %s: %v", n2.name, err)
+	}
+	other, err := k1.CoreV1().Nodes().Get(ctx, n2.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node 1 cannot read node 2's Node (kubelets may read nodes): %v", err)
+	}
+	other.Annotations = map[string]string{"e2e.exk8s.io/probe": "updated-by-node-1"}
+	_, err = k1.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("node 1 updating node 2's Node: want 403 Forbidden, got %v", err)
+	}
+	t.Logf("node 1 updating node 2: %v", err)
+	err = k1.CoreV1().Nodes().Delete(ctx, n2.name, metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("node 1 deleting node 2's Node: want 403 Forbidden, got %v", err)
+	}
+	_, err = k1.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "not-" + n1.name}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("node 1 creating another Node: want 403 Forbidden, got %v", err)
+	}
+}
+
+// checkServiceAccountToken: a token issued through TokenRequest on node 1
+// is accepted by TokenReview and by another API server (node 2), which
+// answers 200 or 403 for it, never 401.
+func checkServiceAccountToken(t *testing.T, admin *kubernetes.Clientset, nodes []*node, adminKubeconfig []byte, dial harness.DialFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ns, sa = "default", "exk8s-e2e-probe"
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating service account: %v", err)
+	}
+	exp := int64(600)
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest: %v", err)
+	}
+	token := tr.Status.Token
+	rev, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenReview: %v", err)
+	}
+	want := "system:serviceaccount:" + ns + ":" + sa
+	if !rev.Status.Authenticated || rev.Status.User.Username != want {
+		t.Fatalf("TokenReview: authenticated=%v user=%q error=%q; want %s", rev.Status.Authenticated, rev.Status.User.Username, rev.Status.Error, want)
+	}
+	// The bearer token alone, against another API server.
+	base, err := harness.KubeConfig(adminKubeconfig, "https://"+nodes[len(nodes)-1].ip()+":6443", dial, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(base)
+	cfg.BearerToken = token
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	_, err = cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		t.Logf("service account token: TokenReview says %s; listing pods on node %d answered 200", want, len(nodes))
+	case apierrors.IsForbidden(err):
+		t.Logf("service account token: TokenReview says %s; listing pods on node %d answered 403 (authenticated, not authorized): %v", want, len(nodes), err)
+	default:
+		t.Fatalf("request with the service account token: want 200 or 403, got %v", err)
+	}
+}
+
+// checkFoundingKubeconfig: the kubeconfig POST /clusters returned reaches
+// node 1 once its control-plane DNS name is pointed there.
+func checkFoundingKubeconfig(t *testing.T, cl clusterResponse, n1 *node, dial harness.DialFunc) {
+	resolve := map[string]string{cl.ControlPlaneDNSName + ":6443": n1.ip() + ":6443"}
+	cfg, err := harness.KubeConfig([]byte(cl.Kubeconfig), "", dial, resolve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://" + cl.ControlPlaneDNSName + ":6443"; cfg.Host != want {
+		t.Errorf("founding kubeconfig server is %q, want %q", cfg.Host, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := harness.Readyz(ctx, cfg); err != nil {
+		t.Fatalf("founding kubeconfig against node 1 as %s: %v", cl.ControlPlaneDNSName, err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	nsl, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("founding kubeconfig: listing namespaces: %v", err)
+	}
+	var names []string
+	for _, n := range nsl.Items {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	t.Logf("founding kubeconfig via %s -> %s: namespaces %v", cl.ControlPlaneDNSName, n1.ip(), names)
+}

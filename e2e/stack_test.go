@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/excloud/k8sapi/e2e/harness"
+)
+
+// stack is the running local stack (cmd/k8sapi-local) as its stack.env says.
+type stack struct {
+	env map[string]string
+}
+
+func (s stack) get(t *testing.T, key string) string {
+	t.Helper()
+	v := s.env[key]
+	if v == "" {
+		t.Fatalf("stack.env has no %s", key)
+	}
+	return v
+}
+
+// repoRoot is the product module's folder (this module's parent).
+func repoRoot() string { return filepath.Dir(e2eDir) }
+
+// startStack builds and starts the product's local stack in the host
+// namespace (it is the API and the platform simulator; the VMs reach it
+// only through the shim, which runs on the host) and waits for stack.env.
+func startStack(t *testing.T, r *harness.Run) stack {
+	t.Helper()
+	start := time.Now()
+	exe := filepath.Join(binDir, "k8sapi-local")
+	build := exec.Command("go", "build", "-o", exe, "./cmd/k8sapi-local")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/k8sapi-local: %v\n%s", err, out)
+	}
+	stateDir := filepath.Join(r.WorkDir, "stack")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(stateDir, "stack.env")
+	args, err := stackArgs(exe, stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Start("stack", "", repoRoot(), os.Environ(), append([]string{exe}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Suspect("stack")
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if done, err := p.Exited(); done {
+			t.Fatalf("the local stack exited before it was ready: %v", err)
+		}
+		if env, err := readEnvFile(envFile); err == nil && env["API_URL"] != "" {
+			resp, err := http.Get(env["API_URL"] + "/health")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					t.Logf("local stack ready in %s: API %s, simulator %s", time.Since(start).Round(time.Millisecond), env["API_URL"], env["SIM_URL"])
+					return stack{env: env}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the local stack was not ready in 3 minutes")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// stackArgs asks the stack for a private state folder and a free port, so a
+// developer's own `make local` keeps running beside the proof.
+func stackArgs(exe, stateDir string) ([]string, error) {
+	help, _ := exec.Command(exe, "-h").CombinedOutput()
+	var args []string
+	for _, f := range []struct{ flag, value string }{
+		{"-state-dir", stateDir},
+		{"-addr", "127.0.0.1:0"},
+	} {
+		if !bytes.Contains(help, []byte(f.flag+" ")) && !bytes.Contains(help, []byte(f.flag+"\n")) {
+			return nil, fmt.Errorf("cmd/k8sapi-local has no %s flag (its -h says: %s)", f.flag, strings.TrimSpace(string(help)))
+		}
+		args = append(args, f.flag+"="+f.value)
+	}
+	return args, nil
+}
+
+func readEnvFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	kvs, err := harness.ParseEnvFile(string(b))
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env, nil
+}
+
+// clusterResponse is the part of POST /clusters' 201 body the proof uses.
+type clusterResponse struct {
+	ClusterID           int64   `json:"cluster_id"`
+	Name                string  `json:"name"`
+	Kubeconfig          string  `json:"kubeconfig"`
+	ControlPlaneVMIDs   []int64 `json:"control_plane_vm_ids"`
+	ControlPlaneDNSName string  `json:"control_plane_dns_name"`
+}
+
+func foundCluster(t *testing.T, st stack, count int) clusterResponse {
+	t.Helper()
+	body := fmt.Sprintf(`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":%d}`, count)
+	req, err := http.NewRequest(http.MethodPost, st.get(t, "API_URL")+"/clusters", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
+	req.Header.Set("Content-Type", "application/json")
+	c := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("POST /clusters: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /clusters: %d %s", resp.StatusCode, raw)
+	}
+	var cl clusterResponse
+	if err := json.Unmarshal(raw, &cl); err != nil {
+		t.Fatalf("POST /clusters body: %v", err)
+	}
+	if len(cl.ControlPlaneVMIDs) != count || cl.Kubeconfig == "" || cl.ControlPlaneDNSName == "" {
+		t.Fatalf("POST /clusters: want %d VMs, a kubeconfig and a DNS name; got %s", count, raw)
+	}
+	return cl
+}
+
+// vm is what the platform recorded for one control-plane VM.
+type vm struct {
+	id       int64
+	addr     netip.Prefix
+	userdata string
+}
+
+// loadVMs reads each VM's userdata and primary address from the dev
+// platform tables (what computeapi would hand the hypervisor).
+func loadVMs(t *testing.T, st stack, ids []int64) []vm {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, st.get(t, "DATABASE_URL"))
+	if err != nil {
+		t.Fatalf("connecting to the stack's database: %v", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `
+SELECT v.id, v.userdata, i.ipv4, s.cidr_ipv4
+FROM vms v
+JOIN interfaces i ON i.vm_id = v.id AND i.is_primary
+JOIN subnets s ON s.id = v.subnet_id
+WHERE v.id = ANY($1) AND v.deleted_at IS NULL`, ids)
+	if err != nil {
+		t.Fatalf("reading VMs: %v", err)
+	}
+	var out []vm
+	for rows.Next() {
+		var v vm
+		var ip, cidr string
+		if err := rows.Scan(&v.id, &v.userdata, &ip, &cidr); err != nil {
+			t.Fatal(err)
+		}
+		subnet, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			t.Fatalf("VM %d subnet %q: %v", v.id, cidr, err)
+		}
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			t.Fatalf("VM %d address %q: %v", v.id, ip, err)
+		}
+		v.addr = netip.PrefixFrom(a, subnet.Bits())
+		if strings.TrimSpace(v.userdata) == "" {
+			t.Fatalf("VM %d has no userdata", v.id)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(ids) {
+		t.Fatalf("found %d of VMs %v in the platform tables", len(out), ids)
+	}
+	order := map[int64]int{}
+	for i, id := range ids {
+		order[id] = i
+	}
+	sort.Slice(out, func(i, j int) bool { return order[out[i].id] < order[out[j].id] })
+	return out
+}
+
+// runShim runs the VM's rendered userdata, unchanged, as cloud-init would,
+// with the knobs the shim offers for this: the simulator's IMDS for that VM,
+// the node's root folder, and no host setup (no packages, no systemd).
+func runShim(t *testing.T, r *harness.Run, st stack, nd *node, userdata string) {
+	t.Helper()
+	if err := os.MkdirAll(nd.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(r.WorkDir, fmt.Sprintf("userdata-%d.sh", nd.vmID))
+	if err := os.WriteFile(script, []byte(userdata), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(r.LogDir, fmt.Sprintf("n%d_userdata.log", nd.n))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Env = append(os.Environ(),
+		"EXC_IMDS_BASE_URL="+st.get(t, "SIM_URL")+fmt.Sprintf("/imds/%d", nd.vmID),
+		"EXK8S_ROOT="+nd.root,
+		"EXK8S_SKIP_HOST_SETUP=1",
+	)
+	out, err := cmd.CombinedOutput()
+	_ = os.WriteFile(logPath, out, 0o644)
+	if err != nil {
+		t.Fatalf("node %d (VM %d): userdata shim failed: %v\n%s", nd.n, nd.vmID, err, harness.TailFile(logPath, 30))
+	}
+}
