@@ -58,7 +58,7 @@ func TestEtcdInNamespace(t *testing.T) {
 		"--peer-cert-file=" + filepath.Join(pki, "member.pem"),
 		"--peer-key-file=" + filepath.Join(pki, "member-key.pem"),
 	}
-	if _, err := r.Start("n1/etcd", node.NS, root, nil, argv); err != nil {
+	if _, err := r.Start("n1/etcd", harness.Host{NS: node.NS, Hostname: "n1"}, root, nil, argv); err != nil {
 		t.Fatal(err)
 	}
 	r.Suspect("n1/etcd")

@@ -1,17 +1,18 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,32 +45,36 @@ func repoRoot() string { return filepath.Dir(e2eDir) }
 func startStack(t *testing.T, r *harness.Run) stack {
 	t.Helper()
 	start := time.Now()
-	exe := filepath.Join(binDir, "k8sapi-local")
-	build := exec.Command("go", "build", "-o", exe, "./cmd/k8sapi-local")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/k8sapi-local: %v\n%s", err, out)
+	// E2E_STACK_BIN names a prebuilt stack binary (debugging the stack itself).
+	exe := os.Getenv("E2E_STACK_BIN")
+	if exe == "" {
+		exe = filepath.Join(binDir, "k8sapi-local")
+		build := exec.Command("go", "build", "-o", exe, "./cmd/k8sapi-local")
+		build.Dir = repoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building cmd/k8sapi-local: %v\n%s", err, out)
+		}
 	}
-	stateDir := filepath.Join(r.WorkDir, "stack")
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	envFile := filepath.Join(stateDir, "stack.env")
-	args, err := stackArgs(exe, stateDir)
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.Start("stack", "", repoRoot(), os.Environ(), append([]string{exe}, args...))
+	// The stack keeps its state in the repository's .local/ and announces
+	// itself in .local/stack.env; ours is the one naming our port.
+	envFile := filepath.Join(repoRoot(), ".local", "stack.env")
+	apiURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	args := []string{"-port", strconv.Itoa(port)}
+	p, err := r.Start("stack", harness.Host{}, repoRoot(), os.Environ(), append([]string{exe}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Suspect("stack")
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		if done, err := p.Exited(); done {
+			r.Suspect("stack")
 			t.Fatalf("the local stack exited before it was ready: %v", err)
 		}
-		if env, err := readEnvFile(envFile); err == nil && env["API_URL"] != "" {
+		if env, err := readEnvFile(envFile); err == nil && env["API_URL"] == apiURL {
 			resp, err := http.Get(env["API_URL"] + "/health")
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -81,27 +86,22 @@ func startStack(t *testing.T, r *harness.Run) stack {
 			}
 		}
 		if time.Now().After(deadline) {
+			r.Suspect("stack")
 			t.Fatal("the local stack was not ready in 3 minutes")
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
-// stackArgs asks the stack for a private state folder and a free port, so a
-// developer's own `make local` keeps running beside the proof.
-func stackArgs(exe, stateDir string) ([]string, error) {
-	help, _ := exec.Command(exe, "-h").CombinedOutput()
-	var args []string
-	for _, f := range []struct{ flag, value string }{
-		{"-state-dir", stateDir},
-		{"-addr", "127.0.0.1:0"},
-	} {
-		if !bytes.Contains(help, []byte(f.flag+" ")) && !bytes.Contains(help, []byte(f.flag+"\n")) {
-			return nil, fmt.Errorf("cmd/k8sapi-local has no %s flag (its -h says: %s)", f.flag, strings.TrimSpace(string(help)))
-		}
-		args = append(args, f.flag+"="+f.value)
+// freePort returns a loopback port that was free a moment ago, so a
+// developer's own `make local` (port 3000) keeps running beside the proof.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
 	}
-	return args, nil
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func readEnvFile(path string) (map[string]string, error) {
@@ -130,8 +130,15 @@ type clusterResponse struct {
 	ControlPlaneDNSName string  `json:"control_plane_dns_name"`
 }
 
-func foundCluster(t *testing.T, st stack, count int) clusterResponse {
+func foundCluster(t *testing.T, r *harness.Run, st stack, count int) clusterResponse {
 	t.Helper()
+	// Any failure here is the stack's: its log tail is the one to show.
+	r.Suspect("stack")
+	defer func() {
+		if !t.Failed() {
+			r.Unsuspect("stack")
+		}
+	}()
 	body := fmt.Sprintf(`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":%d}`, count)
 	req, err := http.NewRequest(http.MethodPost, st.get(t, "API_URL")+"/clusters", strings.NewReader(body))
 	if err != nil {
@@ -153,10 +160,34 @@ func foundCluster(t *testing.T, st stack, count int) clusterResponse {
 	if err := json.Unmarshal(raw, &cl); err != nil {
 		t.Fatalf("POST /clusters body: %v", err)
 	}
+	t.Cleanup(func() { deleteCluster(t, st, cl.ClusterID) })
 	if len(cl.ControlPlaneVMIDs) != count || cl.Kubeconfig == "" || cl.ControlPlaneDNSName == "" {
 		t.Fatalf("POST /clusters: want %d VMs, a kubeconfig and a DNS name; got %s", count, raw)
 	}
 	return cl
+}
+
+// deleteCluster removes the founded cluster (its VMs free their addresses
+// in a database that outlives the run).
+func deleteCluster(t *testing.T, st stack, id int64) {
+	req, err := http.NewRequest(http.MethodDelete, fmt.Sprintf("%s/clusters/%d", st.env["API_URL"], id), nil)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+st.env["DEV_TOKEN"])
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Errorf("DELETE /clusters/%d: %v", id, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Errorf("DELETE /clusters/%d: %d %s", id, resp.StatusCode, body)
+		return
+	}
+	t.Logf("deleted cluster %d", id)
 }
 
 // vm is what the platform recorded for one control-plane VM.
@@ -245,6 +276,7 @@ func runShim(t *testing.T, r *harness.Run, st stack, nd *node, userdata string) 
 	out, err := cmd.CombinedOutput()
 	_ = os.WriteFile(logPath, out, 0o644)
 	if err != nil {
+		r.Suspect("stack")
 		t.Fatalf("node %d (VM %d): userdata shim failed: %v\n%s", nd.n, nd.vmID, err, harness.TailFile(logPath, 30))
 	}
 }

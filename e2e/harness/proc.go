@@ -24,11 +24,18 @@ type Proc struct {
 	waitErr error
 }
 
-// Start runs argv inside namespace ns (ip netns exec, which execs the
-// program, so the pid is the component's own), or in the harness's own
-// namespace when ns is empty, with its output in logPath.
-// The process gets its own process group and is killed if the harness dies.
-func Start(name, ns, dir, logPath string, env, argv []string) (*Proc, error) {
+// Host says where a process runs: a network namespace (empty: the
+// harness's own) and, inside one, a hostname of its own (a UTS namespace),
+// as on a VM.
+type Host struct {
+	NS       string
+	Hostname string
+}
+
+// Start runs argv on host (ip netns exec and unshare exec the program, so
+// the pid is the component's own) with its output in logPath. The process
+// gets its own process group and is killed if the harness dies.
+func Start(name string, host Host, dir, logPath string, env, argv []string) (*Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -38,10 +45,14 @@ func Start(name, ns, dir, logPath string, env, argv []string) (*Proc, error) {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting %s: empty command", name)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if ns != "" {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	full := argv
+	if host.Hostname != "" {
+		full = append([]string{"unshare", "--uts", "--", "sh", "-c", `hostname "$0" && exec "$@"`, host.Hostname}, full...)
 	}
+	if host.NS != "" {
+		full = append([]string{"ip", "netns", "exec", host.NS}, full...)
+	}
+	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -97,16 +98,16 @@ func (r *Run) SetNetwork(n *Network) {
 	r.mu.Unlock()
 }
 
-// Start runs a component inside node namespace ns; its log is
-// LogDir/<name>.log with "/" in name replaced by "_".
-func (r *Run) Start(name, ns, dir string, env, argv []string) (*Proc, error) {
+// Start runs a component on host; its log is LogDir/<name>.log with "/"
+// in name replaced by "_".
+func (r *Run) Start(name string, host Host, dir string, env, argv []string) (*Proc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
 		return nil, fmt.Errorf("run %s is torn down", r.ID)
 	}
 	logPath := filepath.Join(r.LogDir, fileName(name)+".log")
-	p, err := Start(name, ns, dir, logPath, env, argv)
+	p, err := Start(name, host, dir, logPath, env, argv)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +129,13 @@ func fileName(name string) string {
 func (r *Run) Suspect(name string) {
 	r.mu.Lock()
 	r.suspects[name] = true
+	r.mu.Unlock()
+}
+
+// Unsuspect withdraws a mark set by Suspect.
+func (r *Run) Unsuspect(name string) {
+	r.mu.Lock()
+	delete(r.suspects, name)
 	r.mu.Unlock()
 }
 
@@ -166,8 +174,10 @@ func (r *Run) printTails(t testing.TB) {
 	}
 }
 
-// Teardown stops every process (SIGTERM, StopGrace, SIGKILL, all at once)
-// and deletes the namespaces. It is safe to call more than once and
+// Teardown stops every process (SIGTERM, StopGrace, SIGKILL) in the
+// reverse of the order they were started, one kind of component at a time
+// (the schedulers of every node together, then the controller managers,
+// ... etcd, the stack), and deletes the namespaces. It is safe to call more than once and
 // returns what it did.
 func (r *Run) Teardown() []string {
 	r.mu.Lock()
@@ -179,20 +189,24 @@ func (r *Run) Teardown() []string {
 	r.mu.Unlock()
 
 	var lines []string
-	var wg sync.WaitGroup
-	var lmu sync.Mutex
-	for _, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := p.Stop(StopGrace)
-			lmu.Lock()
-			lines = append(lines, fmt.Sprintf("stopped %s in %s", p.Name, d.Round(time.Millisecond)))
-			lmu.Unlock()
-		}()
+	for _, wave := range stopWaves(procs) {
+		var wg sync.WaitGroup
+		var lmu sync.Mutex
+		var waveLines []string
+		for _, p := range wave {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d := p.Stop(StopGrace)
+				lmu.Lock()
+				waveLines = append(waveLines, fmt.Sprintf("stopped %s in %s", p.Name, d.Round(time.Millisecond)))
+				lmu.Unlock()
+			}()
+		}
+		wg.Wait()
+		sort.Strings(waveLines)
+		lines = append(lines, waveLines...)
 	}
-	wg.Wait()
-	sort.Strings(lines)
 	if n != nil {
 		if err := n.Delete(); err != nil {
 			lines = append(lines, "deleting namespaces: "+err.Error())
@@ -204,4 +218,23 @@ func (r *Run) Teardown() []string {
 	delete(live, r)
 	liveMu.Unlock()
 	return lines
+}
+
+// stopWaves groups processes for stopping: reverse start order, one wave per
+// component kind (the part of the name after the last "/").
+func stopWaves(procs []*Proc) [][]*Proc {
+	var waves [][]*Proc
+	index := map[string]int{}
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		kind := p.Name[strings.LastIndex(p.Name, "/")+1:]
+		w, ok := index[kind]
+		if !ok {
+			w = len(waves)
+			index[kind] = w
+			waves = append(waves, nil)
+		}
+		waves[w] = append(waves[w], p)
+	}
+	return waves
 }

@@ -68,7 +68,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 
 	// 1. The local stack and a founded cluster.
 	st := startStack(t, r)
-	cl := foundCluster(t, st, 3)
+	cl := foundCluster(t, r, st, 3)
 	t.Logf("founded %s (%s): VMs %v in %s", cl.Name, cl.ControlPlaneDNSName, cl.ControlPlaneVMIDs, time.Since(started).Round(time.Millisecond))
 	vms := loadVMs(t, st, cl.ControlPlaneVMIDs)
 
@@ -153,7 +153,11 @@ func TestBundlesBootControlPlane(t *testing.T) {
 			if l.Spec.RenewTime == nil || time.Since(l.Spec.RenewTime.Time) > time.Minute {
 				return "", fmt.Errorf("lease held by %s is not being renewed", *l.Spec.HolderIdentity)
 			}
-			return "held by " + *l.Spec.HolderIdentity, nil
+			holder := *l.Spec.HolderIdentity
+			if !heldByNode(holder, nodes) {
+				return "", fmt.Errorf("lease held by %q, which names none of the nodes", holder)
+			}
+			return "held by " + holder, nil
 		})
 	}
 
@@ -181,6 +185,17 @@ func TestBundlesBootControlPlane(t *testing.T) {
 		checkFoundingKubeconfig(t, cl, n1, dial)
 	})
 	t.Logf("proof finished %s after the components started (%s in all)", time.Since(bootStart).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+}
+
+// heldByNode says whether a leader-election identity (hostname_uuid) names
+// one of the nodes: each component runs with its node's hostname.
+func heldByNode(holder string, nodes []*node) bool {
+	for _, nd := range nodes {
+		if strings.HasPrefix(holder, nd.name+"_") {
+			return true
+		}
+	}
+	return false
 }
 
 func labels(nodes []*node, component string) []string {
@@ -289,7 +304,7 @@ func startComponent(t *testing.T, r *harness.Run, nd *node, name string, cmd har
 	if err := os.WriteFile(filepath.Join(r.LogDir, fmt.Sprintf("n%d_%s.argv", nd.n, name)), []byte(strings.Join(argv, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Start(nd.label(name), nd.ns, nd.root, env, argv); err != nil {
+	if _, err := r.Start(nd.label(name), harness.Host{NS: nd.ns, Hostname: nd.name}, nd.root, env, argv); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -297,6 +312,7 @@ func startComponent(t *testing.T, r *harness.Run, nd *node, name string, cmd har
 // checkNodeIdentity: node 1's kubelet identity creates and updates its own
 // Node and may not modify node 2's (Node authorizer + NodeRestriction).
 func checkNodeIdentity(t *testing.T, r *harness.Run, nodes []*node, dial harness.DialFunc) {
+	r.Suspect(nodes[0].label("kube-apiserver"))
 	kubelet := func(nd *node) *kubernetes.Clientset {
 		cfg, err := harness.KubeConfig(nd.read(t, kubeconfigDir+"/kubelet.kubeconfig"), "", dial, nil)
 		if err != nil {
@@ -314,7 +330,6 @@ func checkNodeIdentity(t *testing.T, r *harness.Run, nodes []*node, dial harness
 		}}
 	}
 	if _, err := k1.CoreV1().Nodes().Create(ctx, mk(n1), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		r.Suspect(n1.label("kube-apiserver"))
 		t.Fatalf("node 1's kubelet identity cannot create its own Node %s: %v", n1.name, err)
 	}
 	own, err := k1.CoreV1().Nodes().Get(ctx, n1.name, metav1.GetOptions{})
@@ -342,9 +357,13 @@ func checkNodeIdentity(t *testing.T, r *harness.Run, nodes []*node, dial harness
 	if _, err := k2.CoreV1().Nodes().Create(ctx, mk(n2), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("node 2's kubelet identity cannot create its own Node %s: %v", n2.name, err)
 	}
-	other, err := k1.CoreV1().Nodes().Get(ctx, n2.name, metav1.GetOptions{})
+	other, err := k2.CoreV1().Nodes().Get(ctx, n2.name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("node 1 cannot read node 2's Node (kubelets may read nodes): %v", err)
+		t.Fatalf("node 2's kubelet identity cannot read its own Node: %v", err)
+	}
+	// The Node authorizer (AuthorizeNodeWithSelectors, on in this release) lets a node read only its own Node.
+	if _, err := k1.CoreV1().Nodes().Get(ctx, n2.name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("node 1 reading node 2's Node: want 403 Forbidden, got %v", err)
 	}
 	other.Annotations = map[string]string{"e2e.exk8s.io/probe": "updated-by-node-1"}
 	_, err = k1.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{})
