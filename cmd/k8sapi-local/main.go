@@ -3,6 +3,7 @@
 //
 //	k8sapi-local [-port 3000]
 //	k8sapi-local invoke [-env-vars env.local.json] FUNCTION EVENT_FILE
+//	k8sapi-local functions    (one "LogicalId CodeUri" line per function)
 package main
 
 import (
@@ -25,9 +26,12 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "invoke" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "invoke":
 		err = invoke(ctx, log, os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "functions":
+		err = listFunctions()
+	default:
 		port := flag.Int("port", 3000, "gateway port on 127.0.0.1")
 		flag.Parse()
 		err = devstack.Run(ctx, devstack.Options{Root: ".", Port: *port, Log: log, Out: os.Stdout, FunctionOut: os.Stderr})
@@ -37,6 +41,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "k8sapi-local:", err)
 		os.Exit(1)
 	}
+}
+
+// listFunctions prints template.yaml's functions for scripts (.ci/check-lambda-builds).
+func listFunctions() error {
+	t, err := devstack.LoadTemplate("template.yaml")
+	if err != nil {
+		return err
+	}
+	for _, f := range t.Functions {
+		fmt.Println(f.LogicalID, f.CodeURI)
+	}
+	return nil
 }
 
 func invoke(ctx context.Context, log *slog.Logger, args []string) error {
