@@ -24,6 +24,12 @@ func BuildFunctions(ctx context.Context, root string, t *Template, binDir string
 	if len(fns) == 0 {
 		return nil, fmt.Errorf("no function named %s in the template", strings.Join(only, ", "))
 	}
+	// Absolute: each function runs with its own directory as working
+	// directory (LAMBDA_TASK_ROOT), where a relative path would not resolve.
+	binDir, err := filepath.Abs(binDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return nil, err
 	}

@@ -178,8 +178,9 @@ func (r *Runner) environ() []string {
 
 // Invoke runs one invocation with payload (an event) and returns the
 // function's response payload. Errors: *FunctionError, ErrTimeout (the
-// process is killed), ErrCrashed (the process died), or ctx's error.
-// Invocations are serialized.
+// process is killed), ErrCrashed (the process died), or ctx's error while
+// waiting for the process to take the invocation. Invocations are
+// serialized.
 func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	r.invokeMu.Lock()
 	defer r.invokeMu.Unlock()
@@ -215,19 +216,23 @@ func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	// Once the function has the invocation it runs to completion or to its
+	// timeout, even if the caller has gone, as in Lambda: ctx no longer
+	// counts, and the next invocation waits for this one.
 	select {
 	case res := <-inv.done:
 		return res.payload, res.err
 	case <-proc.done:
+		// The process may have answered just before it exited.
+		select {
+		case res := <-inv.done:
+			return res.payload, res.err
+		default:
+		}
 		return nil, r.crashError(proc)
 	case <-timer.C:
 		r.kill(proc, "timed out")
 		return nil, fmt.Errorf("%w: %s after %s", ErrTimeout, r.spec.Function.LogicalID, timeout)
-	case <-ctx.Done():
-		// The caller left; the function may be mid-write. Like Lambda, a
-		// half-done invocation is not resumed: recycle the process.
-		r.kill(proc, "caller went away")
-		return nil, ctx.Err()
 	}
 }
 

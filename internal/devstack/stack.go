@@ -31,7 +31,9 @@ const (
 
 // Options configure Run.
 type Options struct {
-	Root        string       // module root: template.yaml, functions/, .local/
+	Root        string       // module root: template.yaml, functions/
+	LocalDir    string       // scratch (binaries, throwaway Postgres, stack.env); "" means Root/.local
+	Database    string       // database on the server; "" means k8sapi_local
 	Port        int          // gateway port on 127.0.0.1; 0 means 3000
 	Log         *slog.Logger // the stack's own log
 	Out         io.Writer    // the summary
@@ -86,12 +88,20 @@ func (c *cleanup) run() {
 // Run starts the whole local stack and serves until ctx ends, then stops
 // everything it started. It returns early with the first error, having
 // stopped what it had started.
-func Run(ctx context.Context, opt Options) error {
+func Run(ctx context.Context, opt Options) error { return run(ctx, opt, nil) }
+
+func run(ctx context.Context, opt Options, ready func(Stack)) error {
 	if opt.Port == 0 {
 		opt.Port = defaultAPIPort
 	}
+	if opt.Database == "" {
+		opt.Database = LocalDatabase
+	}
+	local := opt.LocalDir
+	if local == "" {
+		local = filepath.Join(opt.Root, ".local")
+	}
 	log := opt.Log
-	local := filepath.Join(opt.Root, ".local")
 	var stops cleanup
 	defer stops.run()
 
@@ -155,7 +165,7 @@ func Run(ctx context.Context, opt Options) error {
 		return nil // stopped while starting
 	}
 
-	dsn, err := CreateDatabase(ctx, serverDSN, LocalDatabase)
+	dsn, err := CreateDatabase(ctx, serverDSN, opt.Database)
 	if err != nil {
 		return err
 	}
@@ -226,6 +236,9 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	stops.add(func() { _ = os.Remove(envPath) }) // a stopped stack must not look running
 	printSummary(opt.Out, st, tmpl, envPath)
+	if ready != nil {
+		ready(st)
+	}
 
 	<-ctx.Done()
 	log.Info("stopping the local stack")
