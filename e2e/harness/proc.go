@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,7 +58,7 @@ func Start(name string, host Host, dir, logPath string, env, argv []string) (*Pr
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startOnSpawner(cmd); err != nil {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -139,4 +140,33 @@ func TailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Pdeathsig fires when the *thread* that forked the child exits, not the
+// process. Dialer ends threads on purpose (a thread moved into a node's
+// namespace is never reused), so children are forked from one goroutine
+// locked to a thread that lives as long as the harness.
+var (
+	spawnOnce sync.Once
+	spawnReq  chan spawnJob
+)
+
+type spawnJob struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startOnSpawner(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnReq = make(chan spawnJob)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread is the children's parent
+			for j := range spawnReq {
+				j.done <- j.cmd.Start()
+			}
+		}()
+	})
+	j := spawnJob{cmd: cmd, done: make(chan error, 1)}
+	spawnReq <- j
+	return <-j.done
 }
