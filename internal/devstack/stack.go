@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,8 @@ const (
 	LocalSecret    = "k8sapi/local/db"
 	localTokenTTL  = 30 * 24 * time.Hour
 	StackEnvFile   = "stack.env"
-	defaultAPIPort = 3000 // the port `sam local start-api` uses
+	SAMEnvFile     = "env.json" // the same overrides as a `sam local --env-vars` file
+	defaultAPIPort = 3000       // the port `sam local start-api` uses
 )
 
 // Options configure Run.
@@ -234,7 +236,11 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 	if err := writeStackEnv(envPath, st); err != nil {
 		return err
 	}
-	stops.add(func() { _ = os.Remove(envPath) }) // a stopped stack must not look running
+	samEnvPath := filepath.Join(local, SAMEnvFile)
+	if err := writeSAMEnv(samEnvPath, FunctionOverrides(st)); err != nil {
+		return err
+	}
+	stops.add(func() { _ = os.Remove(envPath); _ = os.Remove(samEnvPath) }) // a stopped stack must not look running
 	printSummary(opt.Out, st, tmpl, envPath)
 	if ready != nil {
 		ready(st)
@@ -298,6 +304,19 @@ func writeStackEnv(path string, st Stack) error {
 	return nil
 }
 
+// writeSAMEnv writes overrides in the --env-vars format of sam local, where
+// "Parameters" applies to every function.
+func writeSAMEnv(path string, overrides map[string]string) error {
+	b, err := json.MarshalIndent(map[string]map[string]string{"Parameters": overrides}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
 // ReadStackEnv reads a stack.env file into a map.
 func ReadStackEnv(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
@@ -331,7 +350,8 @@ func printSummary(w io.Writer, st Stack, t *Template, envPath string) {
 	fmt.Fprintf(w, "  DEV_TOKEN    %s  (org 1)\n", st.DevToken)
 	fmt.Fprintf(w, "  DEV_TOKEN_ORG2 %s  (org 2)\n\n", st.DevTokenOrg2)
 	fmt.Fprintf(w, "  try: curl -s %s/health\n", st.APIURL)
-	fmt.Fprintf(w, "  scripts: . %s\n\n", envPath)
+	fmt.Fprintf(w, "  scripts: . %s\n", envPath)
+	fmt.Fprintf(w, "  sam local: --env-vars %s\n\n", filepath.Join(filepath.Dir(envPath), SAMEnvFile))
 }
 
 func firstError(errs ...error) error {

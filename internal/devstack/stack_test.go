@@ -73,6 +73,10 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	if code, _ := get("/clusters", "not-a-token"); code != 401 {
 		t.Fatalf("/clusters with a bad token: %d, want 401", code)
 	}
+	var samEnv map[string]map[string]string
+	if b, err := os.ReadFile(filepath.Join(local, SAMEnvFile)); err != nil || json.Unmarshal(b, &samEnv) != nil || samEnv["Parameters"]["DATABASE_URL"] != st.DatabaseURL {
+		t.Fatalf("%s: %v %v", SAMEnvFile, samEnv, err)
+	}
 	env, err := ReadStackEnv(filepath.Join(local, StackEnvFile))
 	if err != nil || env["API_URL"] != st.APIURL || env["DEV_TOKEN_ORG2"] != st.DevTokenOrg2 || env["KMS_KEY_ID"] == "" {
 		t.Fatalf("stack.env: %v %v", env, err)
@@ -87,8 +91,10 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("stack did not stop in 30 s")
 	}
-	if _, err := os.Stat(filepath.Join(local, StackEnvFile)); !os.IsNotExist(err) {
-		t.Fatal("stack.env left behind")
+	for _, f := range []string{StackEnvFile, SAMEnvFile} {
+		if _, err := os.Stat(filepath.Join(local, f)); !os.IsNotExist(err) {
+			t.Fatalf("%s left behind", f)
+		}
 	}
 	if err := httpAnswers(context.Background(), st.APIURL+"/health"); err == nil {
 		t.Fatal("the gateway still answers")
