@@ -35,12 +35,11 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store") // the body holds an admin key
 	w.Header().Set("Location", "/clusters/"+strconv.FormatInt(res.ClusterID, 10))
-	status := http.StatusCreated
+	// A replay answers exactly as the first call did, marked as a replay.
 	if res.Replayed {
-		status = http.StatusOK
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, status, res)
+	writeJSON(w, http.StatusCreated, res)
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
