@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -169,4 +171,26 @@ func startOnSpawner(cmd *exec.Cmd) error {
 	j := spawnJob{cmd: cmd, done: make(chan error, 1)}
 	spawnReq <- j
 	return <-j.done
+}
+
+// errorLine matches the lines that say why a component failed: cobra's
+// "Error:", klog's E/F lines, etcd's JSON error levels, Go panics.
+var errorLine = regexp.MustCompile(`^(Error:|error:|[EF]\d{4} |panic:|fatal error:)|"level":"(error|fatal|panic)"`)
+
+// ErrorLines returns the first n lines of a log that say why it failed.
+func ErrorLines(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() && len(out) < n {
+		if errorLine.MatchString(sc.Text()) {
+			out = append(out, sc.Text())
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -30,6 +30,9 @@ type Run struct {
 	procs    []*Proc
 	suspects map[string]bool
 	stopped  bool
+
+	teardownOnce  sync.Once
+	teardownLines []string
 }
 
 var (
@@ -170,6 +173,9 @@ func (r *Run) printTails(t testing.TB) {
 		if !done && !r.suspects[p.Name] {
 			continue
 		}
+		if errs := ErrorLines(p.LogPath, 5); errs != "" {
+			t.Logf("---- first error lines of %s ----\n%s", p.Name, errs)
+		}
 		t.Logf("---- last 40 lines of %s (%s) ----\n%s", p.Name, p.LogPath, p.Tail(40))
 	}
 }
@@ -177,9 +183,16 @@ func (r *Run) printTails(t testing.TB) {
 // Teardown stops every process (SIGTERM, StopGrace, SIGKILL) in the
 // reverse of the order they were started, one kind of component at a time
 // (the schedulers of every node together, then the controller managers,
-// ... etcd, the stack), and deletes the namespaces. It is safe to call more than once and
-// returns what it did.
+// ... etcd, the stack), and deletes the namespaces. It is safe to call
+// more than once, also concurrently, and returns what it did.
 func (r *Run) Teardown() []string {
+	// A second caller (the interrupt handler during t.Cleanup) waits for
+	// the first to finish instead of exiting under it.
+	r.teardownOnce.Do(func() { r.teardownLines = r.teardown() })
+	return r.teardownLines
+}
+
+func (r *Run) teardown() []string {
 	r.mu.Lock()
 	r.stopped = true
 	procs := r.procs

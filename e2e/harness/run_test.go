@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,5 +23,22 @@ func TestStopWaves(t *testing.T) {
 	want := []string{"n1/kube-scheduler", "n2/kube-apiserver n1/kube-apiserver", "n2/etcd n1/etcd", "stack"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("waves = %q, want %q", got, want)
+	}
+}
+
+func TestErrorLines(t *testing.T) {
+	p := t.TempDir() + "/x.log"
+	log := "I0101 fine\nError: unknown flag: --bogus\nUsage:\n  --x\n" +
+		`{"level":"info","msg":"ok"}` + "\n" + `{"level":"fatal","msg":"boom"}` + "\nE0101 12:00:00 bad\n"
+	if err := os.WriteFile(p, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := ErrorLines(p, 2)
+	want := "Error: unknown flag: --bogus\n" + `{"level":"fatal","msg":"boom"}`
+	if got != want {
+		t.Errorf("got %q want %q", got, want)
+	}
+	if tail := TailFile(p, 1); tail != "E0101 12:00:00 bad" {
+		t.Errorf("tail = %q", tail)
 	}
 }
