@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/smithy-go"
 )
 
 // KMS is the part of the KMS API we call.
@@ -109,9 +110,8 @@ func (e *Envelope) OpenDataKey(ctx context.Context, scope Scope, wrapped []byte)
 		EncryptionContext: scope.kmsContext(),
 	})
 	if err != nil {
-		var invalid *types.InvalidCiphertextException
-		if errors.As(err, &invalid) {
-			return nil, fmt.Errorf("unwrapping data key: %w", ErrOpen)
+		if refused(err) {
+			return nil, fmt.Errorf("unwrapping data key: %w: %w", ErrOpen, err)
 		}
 		return nil, fmt.Errorf("unwrapping data key: %w", err)
 	}
@@ -166,4 +166,23 @@ func (k *DataKey) Open(p Purpose, sealed []byte) ([]byte, error) {
 		return nil, ErrOpen
 	}
 	return plain, nil
+}
+
+// refused reports whether KMS answered that this ciphertext does not open
+// here (tampered, wrong context, another key, no permission): a 500 for the
+// caller, not an outage. Throttling and server faults are outages, not
+// tampering.
+func refused(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode() {
+	case "ThrottlingException", "KMSInternalException", "DependencyTimeoutException", "KeyUnavailableException":
+		return false
+	}
+	// KMS answered and did not blame itself: the request (this ciphertext,
+	// context or permission) is what is wrong. Real KMS says
+	// InvalidCiphertextException; moto says AccessDeniedException.
+	return apiErr.ErrorFault() != smithy.FaultServer
 }
