@@ -66,5 +66,7 @@ build_module() {
 build_module etcd "$etcd_ldflags" etcd
 build_module kube "$kube_ldflags" kube-apiserver kube-controller-manager kube-scheduler
 
-"$bin_dir/etcd" --version | head -1
+# Whole outputs captured first: `| head` would SIGPIPE the binary under pipefail.
+etcd_version="$("$bin_dir/etcd" --version)"
+echo "${etcd_version%%$'\n'*}"
 "$bin_dir/kube-apiserver" --version
