@@ -2,23 +2,16 @@
 package main
 
 import (
-	"context"
-
+	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/bundle"
-	"github.com/excloud/k8sapi/internal/lambdaserve"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
 func main() {
-	app, err := wiring.Load(context.Background(), "KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL")
-	if err != nil {
-		wiring.Fatal(err)
-	}
-	renderer, err := bundle.NewRenderer()
-	if err != nil {
-		wiring.Fatal(err)
-	}
-	srv := app.Server()
-	srv.Founder = app.Founding(renderer)
-	lambdaserve.Start(srv.Handler("CreateClusterFunction"))
+	required := []string{"KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL"}
+	wiring.Serve("CreateClusterFunction", required, func(app *wiring.App, srv *api.Server) error {
+		r, err := bundle.NewRenderer()
+		srv.Founder = app.Founding(r)
+		return err
+	})
 }

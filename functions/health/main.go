@@ -3,18 +3,13 @@
 package main
 
 import (
-	"context"
-
-	"github.com/excloud/k8sapi/internal/lambdaserve"
+	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
 func main() {
-	app, err := wiring.Load(context.Background())
-	if err != nil {
-		wiring.Fatal(err)
-	}
-	srv := app.Server()
-	srv.Checks = app.HealthChecks()
-	lambdaserve.Start(srv.Handler("HealthFunction"))
+	wiring.Serve("HealthFunction", nil, func(app *wiring.App, srv *api.Server) error {
+		srv.Checks = app.HealthChecks()
+		return nil
+	})
 }

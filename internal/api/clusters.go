@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/founding"
 )
 
@@ -57,14 +58,8 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
-	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id, err := parseID("id", r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, r, err)
+	org, id, ok := s.orgAndClusterID(w, r)
+	if !ok {
 		return
 	}
 	c, err := s.Clusters.Get(r.Context(), org, id)
@@ -76,14 +71,8 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
-	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id, err := parseID("id", r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, r, err)
+	org, id, ok := s.orgAndClusterID(w, r)
+	if !ok {
 		return
 	}
 	c, err := s.Clusters.Delete(r.Context(), org, bearerToken(r), id)
@@ -92,6 +81,20 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+// orgAndClusterID authenticates the caller and parses {id}; on failure it
+// has already answered.
+func (s *Server) orgAndClusterID(w http.ResponseWriter, r *http.Request) (auth.Principal, int64, bool) {
+	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	if err == nil {
+		var id int64
+		if id, err = parseID("id", r.PathValue("id")); err == nil {
+			return org, id, true
+		}
+	}
+	s.writeError(w, r, err)
+	return auth.Principal{}, 0, false
 }
 
 // bearerToken passes the caller's token on to the platform APIs, which act
@@ -113,7 +116,10 @@ func ParseID(raw string) (int64, bool) {
 		}
 	}
 	id, err := strconv.ParseInt(raw, 10, 64)
-	return id, err == nil && id > 0
+	if err != nil || id <= 0 {
+		return 0, false // fail closed: ParseInt answers MaxInt64 on overflow
+	}
+	return id, true
 }
 
 func parseID(field, raw string) (int64, error) {

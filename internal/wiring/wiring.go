@@ -26,6 +26,8 @@ import (
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/lambdaserve"
+	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/store"
 )
@@ -74,7 +76,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := store.Open(ctx, dsn, nil)
+	pool, err := store.Open(ctx, dsn, metrics.QueryTracer{})
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +103,9 @@ func (a *App) Server() *api.Server {
 		Auth:     &auth.Authenticator{Tokens: a.Store},
 		Draining: a.draining.Load,
 		Log:      a.Log,
+		// A local and benchmark switch, deliberately not a template.yaml
+		// parameter: the access log carries the counts in every deployment.
+		DebugCounters: os.Getenv(metrics.DebugEnv) == "1",
 	}
 }
 
@@ -109,7 +114,7 @@ func (a *App) KMS() *kms.Client { return kms.NewFromConfig(a.AWS) }
 
 // Envelope returns the envelope sealer with a warm-container data key cache.
 func (a *App) Envelope() *envelope.Envelope {
-	return envelope.New(a.KMS(), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+	return envelope.New(metrics.CountKMS(a.KMS()), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
 }
 
 // Artifacts are the bundle's download sources: upstream defaults with the
@@ -154,6 +159,21 @@ func (a *App) HealthChecks() []api.Check {
 			return err
 		}},
 	}
+}
+
+// Serve is a function's whole main: load the App (failing the cold start
+// if a required variable is missing), let configure set the function's use
+// cases on its Server, and serve function's routes for the Lambda runtime.
+func Serve(function string, required []string, configure func(*App, *api.Server) error) {
+	app, err := Load(context.Background(), required...)
+	if err != nil {
+		Fatal(err)
+	}
+	srv := app.Server()
+	if err := configure(app, srv); err != nil {
+		Fatal(err)
+	}
+	lambdaserve.Start(srv.Handler(function))
 }
 
 // Fatal logs why a cold start failed and exits non-zero, which Lambda
