@@ -1,0 +1,72 @@
+package founding
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/pki"
+)
+
+func decode(t *testing.T, body string) Request {
+	t.Helper()
+	var r Request
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestValidateAppliesDefaults(t *testing.T) {
+	s, err := decode(t, `{"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ControlPlaneCount != 1 || s.ZoneID != 1 || s.KeyAlgorithm != pki.ECDSAP256 || s.AllocatePublicIPv4 || len(s.SecurityGroupIDs) != 0 {
+		t.Errorf("defaults: %+v", s)
+	}
+}
+
+func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
+	_, err := decode(t, `{"control_plane_count":4,"control_plane_image_id":0,"control_plane_instance_type":"E2 Medium",
+		"zone_id":-1,"security_group_ids":[5,5,0,1,2,3],"root_volume_size_gib":4096,"ssh_pubkey":"x","key_algorithm":"rsa-1024"}`).Validate()
+	e, ok := apperr.As(err)
+	if !ok || e.Kind != apperr.Invalid {
+		t.Fatalf("err = %v", err)
+	}
+	want := "control_plane_count: must be 1 to 3; " +
+		"control_plane_image_id: must be a positive integer; " +
+		"control_plane_instance_type: must be lowercase letters, digits, '.' and '-', at most 64 characters; " +
+		"zone_id: must be a positive integer; " +
+		"subnet_id: is required; " +
+		"security_group_ids: must hold at most 5 ids; " +
+		"security_group_ids[1]: is a duplicate; " +
+		"security_group_ids[2]: must be a positive integer; " +
+		"ssh_pubkey: must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*); " +
+		"root_volume_size_gib: must be 10 to 2048; " +
+		`key_algorithm: must be "ecdsa-p256" or "rsa-2048"`
+	if e.Message != want {
+		t.Errorf("message:\n got %s\nwant %s", e.Message, want)
+	}
+}
+
+func TestFingerprintFollowsTheNormalizedRequest(t *testing.T) {
+	a, _ := decode(t, `{"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
+	b, _ := decode(t, `{"control_plane_count":1,"zone_id":1,"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
+	c, _ := decode(t, `{"control_plane_count":2,"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Error("explicit defaults changed the fingerprint")
+	}
+	if a.Fingerprint() == c.Fingerprint() {
+		t.Error("a different count kept the fingerprint")
+	}
+}
+
+func TestNames(t *testing.T) {
+	if got := clusterName(7, 42); got != "exk8s-7-2a" {
+		t.Errorf("clusterName = %s", got)
+	}
+	if got := nodeName(1, 42); got != "cp-1.cluster-42.internal" {
+		t.Errorf("nodeName = %s", got)
+	}
+}
