@@ -13,6 +13,7 @@ import (
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/requestid"
 )
 
@@ -60,6 +61,9 @@ type Server struct {
 	Checks   []Check
 	Draining func() bool
 	Log      *slog.Logger
+	// DebugCounters sends each request's DB round trips and KMS calls as
+	// response headers (internal/metrics); the access log always has them.
+	DebugCounters bool
 }
 
 // Handler serves the routes of one function (its template.yaml logical id).
@@ -105,7 +109,7 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 func (s *Server) observe(route string, next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
-		ctx := req.Context()
+		ctx, w := metrics.Begin(req.Context(), w, s.DebugCounters)
 		id := requestid.From(ctx)
 		if id == "" {
 			id = newRequestID()
@@ -122,8 +126,9 @@ func (s *Server) observe(route string, next http.HandlerFunc) http.Handler {
 					s.writeError(rec, req, fmt.Errorf("panic: %v", p))
 				}
 			}
-			s.logger().InfoContext(ctx, "request", "request_id", id, "route", route,
-				"status", rec.status, "latency_ms", float64(time.Since(start).Microseconds())/1000)
+			s.logger().InfoContext(ctx, "request", append([]any{"request_id", id, "route", route,
+				"status", rec.status, "latency_ms", float64(time.Since(start).Microseconds()) / 1000},
+				metrics.LogAttrs(ctx)...)...)
 		}()
 		next(rec, req)
 	})

@@ -1,0 +1,156 @@
+// Package metrics counts what one request costs in round trips: database
+// queries (a pgx QueryTracer) and KMS calls (a KMS middleware), into a
+// request-scoped Counters carried by the context.
+//
+// In: a context from Middleware (or WithCounters). Out: the counts, as
+// structured log fields (LogAttrs) on the access-log line and, only when
+// debug headers are enabled (K8SAPI_DEBUG_COUNTERS=1, the local stack sets
+// it), as the response headers X-Debug-DB-Round-Trips and X-Debug-KMS-Calls.
+// The benchmark's load driver (cmd/k8sapi-bench) reads the headers.
+//
+// What is counted: every query, exec and transaction statement pgx sends
+// (BEGIN and COMMIT are statements too), and every KMS GenerateDataKey and
+// Decrypt. Not counted: the pool's liveness ping on a connection idle for
+// over a second, and connection set-up.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/jackc/pgx/v5"
+)
+
+// Response headers carrying the counts when debug headers are enabled.
+const (
+	HeaderDBRoundTrips = "X-Debug-DB-Round-Trips"
+	HeaderKMSCalls     = "X-Debug-KMS-Calls"
+)
+
+// DebugEnv is the environment switch for the debug headers.
+const DebugEnv = "K8SAPI_DEBUG_COUNTERS"
+
+// Counters are one request's counts; safe for concurrent use.
+type Counters struct {
+	db, kms atomic.Int64
+}
+
+// DBRoundTrips reports the database statements sent so far.
+func (c *Counters) DBRoundTrips() int64 { return c.db.Load() }
+
+// KMSCalls reports the KMS requests made so far.
+func (c *Counters) KMSCalls() int64 { return c.kms.Load() }
+
+type ctxKey struct{}
+
+// WithCounters returns ctx carrying fresh Counters.
+func WithCounters(ctx context.Context) (context.Context, *Counters) {
+	c := &Counters{}
+	return context.WithValue(ctx, ctxKey{}, c), c
+}
+
+// From returns the request's Counters, or nil outside a counted request.
+func From(ctx context.Context) *Counters {
+	c, _ := ctx.Value(ctxKey{}).(*Counters)
+	return c
+}
+
+// LogAttrs are the counts as access-log fields; none outside a counted request.
+func LogAttrs(ctx context.Context) []any {
+	c := From(ctx)
+	if c == nil {
+		return nil
+	}
+	return []any{"db_round_trips", c.DBRoundTrips(), "kms_calls", c.KMSCalls()}
+}
+
+// QueryTracer counts each statement into the context's Counters.
+type QueryTracer struct{}
+
+var _ pgx.QueryTracer = QueryTracer{}
+
+// TraceQueryStart counts one round trip.
+func (QueryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if c := From(ctx); c != nil {
+		c.db.Add(1)
+	}
+	return ctx
+}
+
+// TraceQueryEnd does nothing.
+func (QueryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// KMS is the part of the KMS API the envelope calls (envelope.KMS).
+type KMS interface {
+	GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error)
+	Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func(*kms.Options)) (*kms.DecryptOutput, error)
+}
+
+// CountKMS wraps a KMS client so each call counts into the context's Counters.
+func CountKMS(next KMS) KMS { return countingKMS{next} }
+
+type countingKMS struct{ next KMS }
+
+func (k countingKMS) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	count(ctx)
+	return k.next.GenerateDataKey(ctx, in, opts...)
+}
+
+func (k countingKMS) Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	count(ctx)
+	return k.next.Decrypt(ctx, in, opts...)
+}
+
+func count(ctx context.Context) {
+	if c := From(ctx); c != nil {
+		c.kms.Add(1)
+	}
+}
+
+// Begin starts counting one request: ctx carries fresh Counters and, with
+// debugHeaders, the returned writer sends the counts as response headers,
+// set when the handler writes its status (after its queries and KMS calls).
+func Begin(ctx context.Context, w http.ResponseWriter, debugHeaders bool) (context.Context, http.ResponseWriter) {
+	ctx, c := WithCounters(ctx)
+	if debugHeaders {
+		w = &headerWriter{ResponseWriter: w, c: c}
+	}
+	return ctx, w
+}
+
+// Middleware is Begin as an http.Handler wrapper.
+func Middleware(next http.Handler, debugHeaders bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, w := Begin(r.Context(), w, debugHeaders)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+type headerWriter struct {
+	http.ResponseWriter
+	c           *Counters
+	wroteHeader bool
+}
+
+func (w *headerWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.wroteHeader = true
+		h := w.Header()
+		h.Set(HeaderDBRoundTrips, strconv.FormatInt(w.c.DBRoundTrips(), 10))
+		h.Set(HeaderKMSCalls, strconv.FormatInt(w.c.KMSCalls(), 10))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *headerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

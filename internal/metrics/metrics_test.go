@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/jackc/pgx/v5"
+)
+
+type fakeKMS struct{}
+
+func (fakeKMS) GenerateDataKey(context.Context, *kms.GenerateDataKeyInput, ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	return &kms.GenerateDataKeyOutput{}, nil
+}
+
+func (fakeKMS) Decrypt(context.Context, *kms.DecryptInput, ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	return &kms.DecryptOutput{}, nil
+}
+
+// handler makes three statements and two KMS calls, then answers.
+func handler(t *testing.T) http.Handler {
+	k := CountKMS(fakeKMS{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		for range 3 {
+			QueryTracer{}.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{})
+		}
+		if _, err := k.GenerateDataKey(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Decrypt(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := LogAttrs(ctx); len(got) != 4 || got[1] != int64(3) || got[3] != int64(2) {
+			t.Errorf("LogAttrs = %v, want db_round_trips 3, kms_calls 2", got)
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+}
+
+func TestHeadersOnlyWhenEnabled(t *testing.T) {
+	for _, debug := range []bool{true, false} {
+		rec := httptest.NewRecorder()
+		Middleware(handler(t), debug).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		db, kmsCalls := rec.Header().Get(HeaderDBRoundTrips), rec.Header().Get(HeaderKMSCalls)
+		if debug && (db != "3" || kmsCalls != "2") {
+			t.Errorf("debug headers = %q, %q; want 3, 2", db, kmsCalls)
+		}
+		if !debug && (db != "" || kmsCalls != "") {
+			t.Errorf("headers sent without debug: %q, %q", db, kmsCalls)
+		}
+	}
+}
+
+func TestOutsideARequestNothingCounts(t *testing.T) {
+	ctx := context.Background()
+	QueryTracer{}.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{})
+	if _, err := CountKMS(fakeKMS{}).Decrypt(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if From(ctx) != nil || LogAttrs(ctx) != nil {
+		t.Error("counters outside a counted request")
+	}
+}
+
+// TestCountersAreRequestScoped: two requests in one process never see
+// each other's counts (a warm container, or tests, may overlap them).
+func TestCountersAreRequestScoped(t *testing.T) {
+	a, ca := WithCounters(context.Background())
+	b, cb := WithCounters(context.Background())
+	QueryTracer{}.TraceQueryStart(a, nil, pgx.TraceQueryStartData{})
+	QueryTracer{}.TraceQueryStart(a, nil, pgx.TraceQueryStartData{})
+	QueryTracer{}.TraceQueryStart(b, nil, pgx.TraceQueryStartData{})
+	if ca.DBRoundTrips() != 2 || cb.DBRoundTrips() != 1 {
+		t.Errorf("got %d and %d, want 2 and 1", ca.DBRoundTrips(), cb.DBRoundTrips())
+	}
+}
