@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
@@ -266,6 +267,8 @@ func FunctionOverrides(st Stack) map[string]string {
 		"COMPUTE_API_URL":       st.SimURL + "/compute",
 		"DNS_API_URL":           st.SimURL + "/dns",
 		"BOOTSTRAP_BASE_URL":    st.APIURL,
+		// Each response says its DB round trips and KMS calls (internal/metrics).
+		metrics.DebugEnv: "1",
 	}
 }
 
