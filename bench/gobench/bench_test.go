@@ -1,0 +1,181 @@
+package gobench
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+var algorithms = []pki.Algorithm{pki.ECDSAP256, pki.RSA2048}
+
+// fakeKMS hands out data keys in process: the benchmarks measure CPU, not KMS.
+type fakeKMS struct{ plain []byte }
+
+func newFakeKMS() *fakeKMS {
+	p := make([]byte, 32)
+	_, _ = rand.Read(p)
+	return &fakeKMS{plain: p}
+}
+
+func (k *fakeKMS) GenerateDataKey(context.Context, *kms.GenerateDataKeyInput, ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	return &kms.GenerateDataKeyOutput{Plaintext: append([]byte(nil), k.plain...), CiphertextBlob: []byte("wrapped")}, nil
+}
+
+func (k *fakeKMS) Decrypt(context.Context, *kms.DecryptInput, ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	return &kms.DecryptOutput{Plaintext: append([]byte(nil), k.plain...)}, nil
+}
+
+type topologies struct{ topo store.Topology }
+
+func (t topologies) TopologyForVM(context.Context, int64) (store.Topology, error) { return t.topo, nil }
+
+// founded seals a 3-node cluster's trust and node keys like founding does and
+// returns the stored topology as the database would hand it back for vm 101.
+func founded(b *testing.B, alg pki.Algorithm, env *envelope.Envelope) store.Topology {
+	b.Helper()
+	ctx := context.Background()
+	c := store.Cluster{ID: 42, OrgID: 7, Name: "exk8s-7-2a", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
+		Status: store.StatusActive, KeyAlgorithm: string(alg), KubernetesVersion: "v1.35.4",
+		ClusterDomain: "cluster.local", ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", ControlPlaneCount: 3}
+	is := pki.Issuer{Algorithm: alg}
+	trust, err := is.NewTrust()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dk, err := env.NewDataKey(ctx, keyring.Scope(&c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.WrappedDataKey, c.KMSKeyID = dk.Wrapped, dk.KeyID
+	if err := keyring.SealTrust(dk, trust, &c); err != nil {
+		b.Fatal(err)
+	}
+	svc, _, err := bundle.ServiceIPs(c.ServiceCIDR)
+	if err != nil {
+		b.Fatal(err)
+	}
+	topo := store.Topology{Cluster: c}
+	for i, ip := range []string{"10.0.0.11", "10.0.0.12", "10.0.0.13"} {
+		n := store.Node{VMID: int64(101 + i), Ordinal: i + 1, Name: []string{"cp-1.cluster-42.internal", "cp-2.cluster-42.internal", "cp-3.cluster-42.internal"}[i], IPv4: ip}
+		facts := pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, IPv4: ip, ServiceIP: svc}
+		etcd, err := is.Issue(trust, pki.EtcdPeer, facts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		apiserver, err := is.Issue(trust, pki.APIServer, facts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n.EtcdCert, n.APIServerCert = string(etcd.CertPEM), string(apiserver.CertPEM)
+		if i == 0 { // only the asking node's sealed keys are loaded
+			if n.EtcdKeySealed, err = keyring.SealNodeKey(dk, keyring.PurposeEtcdPeer, n.VMID, etcd.KeyPEM); err != nil {
+				b.Fatal(err)
+			}
+			if n.APIServerKeySealed, err = keyring.SealNodeKey(dk, keyring.PurposeAPIServer, n.VMID, apiserver.KeyPEM); err != nil {
+				b.Fatal(err)
+			}
+		}
+		topo.Nodes = append(topo.Nodes, n)
+	}
+	return topo
+}
+
+// BenchmarkBundle is one bundle fetch after auth and the topology query, on
+// a warm container (the data key cached, as in the load test): open the
+// sealed CA and node keys, mint every fetch-phase client certificate fresh
+// (pki.Issuer.IssuePhase) and render every template (bundle.Renderer.Render).
+func BenchmarkBundle(b *testing.B) {
+	r, err := bundle.NewRenderer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, alg := range algorithms {
+		b.Run("alg="+string(alg), func(b *testing.B) {
+			env := envelope.New(newFakeKMS(), "bench", envelope.NewCache(time.Hour, 1<<30, 16))
+			svc := &nodebootstrap.Service{Store: topologies{founded(b, alg, env)}, Envelope: env, Renderer: r, Artifacts: bundle.DefaultArtifacts()}
+			vm := auth.BootstrapVM{VMID: 101, OrgID: 7}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := svc.Bundle(ctx, vm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFoundTrust is the crypto of founding a 3-node cluster: the three
+// CAs and the service-account key (NewTrust), then each node's etcd peer and
+// API server serving certificates. Sealing is excluded.
+func BenchmarkFoundTrust(b *testing.B) {
+	nodes := []pki.Node{
+		{Name: "cp-1.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.11"},
+		{Name: "cp-2.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.12"},
+		{Name: "cp-3.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.13"},
+	}
+	for _, alg := range algorithms {
+		b.Run("alg="+string(alg), func(b *testing.B) {
+			is := pki.Issuer{Algorithm: alg}
+			b.ReportAllocs()
+			for b.Loop() {
+				t, err := is.NewTrust()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, n := range nodes {
+					for _, name := range pki.Names(pki.PhaseFounding) {
+						if _, err := is.Issue(t, name, n); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSealOpen seals and opens one private key PEM of the algorithm
+// under a cluster data key (AES-256-GCM, no KMS call).
+func BenchmarkSealOpen(b *testing.B) {
+	for _, alg := range algorithms {
+		b.Run("alg="+string(alg), func(b *testing.B) {
+			env := envelope.New(newFakeKMS(), "bench", nil)
+			dk, err := env.NewDataKey(context.Background(), envelope.Scope{OrgID: 7, ClusterID: 42})
+			if err != nil {
+				b.Fatal(err)
+			}
+			key, err := pki.GenerateKey(alg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keyPEM, err := pki.EncodeKey(key)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := envelope.Purpose{Name: "apiserver-key", VMID: 101}
+			b.SetBytes(int64(len(keyPEM)))
+			b.ReportAllocs()
+			for b.Loop() {
+				sealed, err := dk.Seal(p, keyPEM)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := dk.Open(p, sealed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
