@@ -13,6 +13,8 @@ type Route struct {
 // Routes is the one table of every route k8sapi serves.
 var Routes = []Route{
 	{"HealthFunction", http.MethodGet, "/health", (*Server).health},
+	{"HealthFunction", http.MethodGet, "/openapi.json", (*Server).openAPI},
+	{"HealthFunction", http.MethodGet, "/docs", (*Server).docs},
 	{"CreateClusterFunction", http.MethodPost, "/clusters", (*Server).createCluster},
 	{"ClustersFunction", http.MethodGet, "/clusters", (*Server).listClusters},
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster},

@@ -21,7 +21,7 @@ func TestProjectTemplate(t *testing.T) {
 		"ClustersFunction":      {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}"},
 		"CreateClusterFunction": {"POST /clusters"},
 		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}"},
-		"HealthFunction":        {"GET /health"},
+		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},
 	}
 	if len(tmpl.Functions) != len(want) {
 		t.Fatalf("%d functions, want %d", len(tmpl.Functions), len(want))

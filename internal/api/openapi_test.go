@@ -1,0 +1,356 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/apidocs"
+	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/pki"
+)
+
+// The document is valid OpenAPI 3.1, checked by the reference validator.
+func TestOpenAPIValidates(t *testing.T) {
+	bin, err := exec.LookPath("openapi-spec-validator")
+	if err != nil {
+		t.Skip("openapi-spec-validator is not installed (pip install openapi-spec-validator); the document was not validated")
+	}
+	out, err := exec.Command(bin, "--schema", "3.1", "../apidocs/openapi.json").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("openapi-spec-validator: %v\n%s", err, out)
+	}
+}
+
+// Every route of the code is in the document and nothing else is.
+func TestOpenAPICoversEveryRoute(t *testing.T) {
+	var code, doc []string
+	for _, r := range Routes {
+		code = append(code, r.Method+" "+r.Path)
+	}
+	for _, o := range apidocstest.Operations() {
+		doc = append(doc, o.Key())
+		if o.Op["operationId"] == nil || o.Op["summary"] == nil || o.Op["security"] == nil {
+			t.Errorf("%s: needs operationId, summary and security", o.Key())
+		}
+	}
+	slices.Sort(code)
+	if !slices.Equal(code, doc) {
+		t.Fatalf("api.Routes %v\nopenapi.json %v", code, doc)
+	}
+}
+
+// The validator of the tests implements every keyword the document uses.
+func TestOpenAPIUsesOnlyCheckedKeywords(t *testing.T) {
+	if bad := apidocstest.UnsupportedKeywords(); len(bad) > 0 {
+		t.Fatalf("keywords the contract tests would ignore:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+func prop(t *testing.T, schema, field string) map[string]any {
+	t.Helper()
+	p, ok := apidocstest.Schema(schema)["properties"].(map[string]any)[field].(map[string]any)
+	if !ok {
+		t.Fatalf("%s.%s is not in the document", schema, field)
+	}
+	return p
+}
+
+func numberOf(t *testing.T, m map[string]any, key string) int {
+	t.Helper()
+	n, ok := m[key].(json.Number)
+	if !ok {
+		t.Fatalf("%v has no %s", m, key)
+	}
+	i, err := n.Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(i)
+}
+
+// The limits and defaults of the document are the validator's: equal to
+// founding's constants, and the boundaries accept and refuse as documented.
+func TestOpenAPILimitsMatchTheCode(t *testing.T) {
+	const req = "CreateClusterRequest"
+	for _, c := range []struct {
+		field, key string
+		want       int
+	}{
+		{"control_plane_count", "minimum", 1},
+		{"control_plane_count", "maximum", founding.MaxControlPlaneCount},
+		{"security_group_ids", "maxItems", founding.MaxSecurityGroups},
+		{"root_volume_size_gib", "minimum", founding.MinRootVolumeGiB},
+		{"root_volume_size_gib", "maximum", founding.MaxRootVolumeGiB},
+		{"ssh_pubkey", "maxLength", founding.MaxSSHPubkeyBytes},
+		{"control_plane_instance_type", "maxLength", founding.MaxInstanceTypeLen},
+	} {
+		if got := numberOf(t, prop(t, req, c.field), c.key); got != c.want {
+			t.Errorf("%s.%s = %d in the document, %d in the code", c.field, c.key, got, c.want)
+		}
+	}
+	create, _ := apidocstest.Find("POST", "/clusters")
+	body := create.Op["requestBody"].(map[string]any)
+	if got := numberOf(t, body, "x-max-body-bytes"); got != MaxBodyBytes {
+		t.Errorf("x-max-body-bytes = %d, MaxBodyBytes = %d", got, MaxBodyBytes)
+	}
+	key := apidocstest.Resolve(apidocstest.Doc["components"].(map[string]any)["parameters"].(map[string]any)["IdempotencyKey"])
+	if got := numberOf(t, key["schema"].(map[string]any), "maxLength"); got != maxIdempotencyKeyLen {
+		t.Errorf("Idempotency-Key maxLength = %d, code %d", got, maxIdempotencyKeyLen)
+	}
+	var algs []string
+	for _, a := range prop(t, req, "key_algorithm")["enum"].([]any) {
+		algs = append(algs, a.(string))
+		if _, err := pki.ParseAlgorithm(a.(string)); err != nil {
+			t.Errorf("documented key_algorithm %v is refused: %v", a, err)
+		}
+	}
+	if !slices.Equal(algs, []string{string(pki.ECDSAP256), string(pki.RSA2048)}) {
+		t.Errorf("key_algorithm enum %v", algs)
+	}
+	if p := prop(t, req, "control_plane_instance_type")["pattern"]; p != `^[a-z0-9][a-z0-9.\-]*$` {
+		t.Errorf("instance type pattern %v", p)
+	}
+
+	// Defaults: the spec of the smallest valid request.
+	minimal := `{"control_plane_image_id":1,"control_plane_instance_type":"c1.large","subnet_id":1}`
+	spec := mustValidate(t, minimal)
+	defaults := map[string]any{
+		"control_plane_count": spec.ControlPlaneCount, "zone_id": spec.ZoneID, "key_algorithm": string(spec.KeyAlgorithm),
+		"allocate_public_ipv4": spec.AllocatePublicIPv4, "ssh_pubkey": spec.SSHPubkey, "security_group_ids": spec.SecurityGroupIDs,
+	}
+	for field, want := range defaults {
+		got, _ := json.Marshal(prop(t, req, field)["default"])
+		w, _ := json.Marshal(want)
+		if string(got) != string(w) {
+			t.Errorf("%s default = %s in the document, %s in the code", field, got, w)
+		}
+	}
+	var required []string
+	for _, r := range apidocstest.Schema(req)["required"].([]any) {
+		required = append(required, r.(string))
+	}
+	if !slices.Equal(required, []string{"control_plane_image_id", "control_plane_instance_type", "subnet_id"}) {
+		t.Errorf("required %v", required)
+	}
+
+	// Boundaries: what the document accepts the code accepts, one step past
+	// it both refuse.
+	schema := apidocstest.Schema(req)
+	with := func(field string, v any) string {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(minimal), &m)
+		m[field] = v
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	ids := func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = i + 1
+		}
+		return s
+	}
+	key256 := "ssh-ed25519 " + strings.Repeat("A", founding.MaxSSHPubkeyBytes-len("ssh-ed25519 "))
+	for _, c := range []struct {
+		field     string
+		ok, wrong any
+	}{
+		{"control_plane_count", founding.MaxControlPlaneCount, founding.MaxControlPlaneCount + 1},
+		{"control_plane_count", 1, 0},
+		{"root_volume_size_gib", founding.MinRootVolumeGiB, founding.MinRootVolumeGiB - 1},
+		{"root_volume_size_gib", founding.MaxRootVolumeGiB, founding.MaxRootVolumeGiB + 1},
+		{"security_group_ids", ids(founding.MaxSecurityGroups), ids(founding.MaxSecurityGroups + 1)},
+		{"security_group_ids", []int{1, 2}, []int{2, 2}},
+		{"control_plane_instance_type", strings.Repeat("a", founding.MaxInstanceTypeLen), strings.Repeat("a", founding.MaxInstanceTypeLen+1)},
+		{"control_plane_instance_type", "e2.medium", "E2.medium"},
+		{"ssh_pubkey", key256, key256 + "A"},
+		{"zone_id", 1, 0},
+		{"subnet_id", 1, 0},
+		{"control_plane_image_id", 1, -1},
+		{"key_algorithm", "rsa-2048", "rsa-4096"},
+	} {
+		good, bad := with(c.field, c.ok), with(c.field, c.wrong)
+		if errs := apidocstest.ValidateJSON(schema, []byte(good)); len(errs) > 0 {
+			t.Errorf("document refuses %s: %v", good[:min(len(good), 120)], errs)
+		}
+		mustValidate(t, good)
+		if errs := apidocstest.ValidateJSON(schema, []byte(bad)); len(errs) == 0 {
+			t.Errorf("document accepts %s", bad[:min(len(bad), 120)])
+		}
+		var r founding.Request
+		_ = json.Unmarshal([]byte(bad), &r)
+		if _, err := r.Validate(); err == nil {
+			t.Errorf("code accepts %s", bad[:min(len(bad), 120)])
+		}
+	}
+	// The example is a valid request.
+	ex := body["content"].(map[string]any)["application/json"].(map[string]any)["example"]
+	if errs := apidocstest.Validate(schema, roundTrip(t, ex)); len(errs) > 0 {
+		t.Errorf("example: %v", errs)
+	}
+	b, _ := json.Marshal(ex)
+	mustValidate(t, string(b))
+}
+
+func roundTrip(t *testing.T, v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustValidate(t *testing.T, body string) founding.Spec {
+	t.Helper()
+	var r founding.Request
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("%.120s: %v", body, err)
+	}
+	s, err := r.Validate()
+	if err != nil {
+		t.Fatalf("code refuses %.120s: %v", body, err)
+	}
+	return s
+}
+
+// Every error code the code can answer is in the document, under a status
+// that its kind maps to; and the document lists no code the code never uses.
+func TestOpenAPIErrorCodesMatchTheCode(t *testing.T) {
+	kinds := map[string]apperr.Kind{
+		"Internal": apperr.Internal, "Invalid": apperr.Invalid, "Unauthenticated": apperr.Unauthenticated,
+		"Forbidden": apperr.Forbidden, "NotFound": apperr.NotFound, "Conflict": apperr.Conflict,
+		"TooLarge": apperr.TooLarge, "Unavailable": apperr.Unavailable, "BadGateway": apperr.BadGateway,
+	}
+	if len(kinds) != len(statusOf) {
+		t.Fatalf("apperr kinds changed: update this test (%d kinds, %d statuses)", len(kinds), len(statusOf))
+	}
+	// status -> codes the document lists under it, over every operation.
+	documented := map[string]map[string]bool{}
+	for _, o := range apidocstest.Operations() {
+		for status, r := range o.Op["responses"].(map[string]any) {
+			for _, c := range asAny(apidocstest.Resolve(r)["x-error-codes"]) {
+				if documented[status] == nil {
+					documented[status] = map[string]bool{}
+				}
+				documented[status][c.(string)] = true
+			}
+		}
+	}
+	enum := map[string]bool{}
+	for _, c := range prop(t, "Error", "error")["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
+		enum[c.(string)] = true
+	}
+	call := regexp.MustCompile(`apperr\.(?:New|Wrap)\(apperr\.(\w+),\s*"([a-z_]+)"`)
+	used := map[string]bool{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			strings.Contains(path, "simulator") || strings.Contains(path, "devstack") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			kind, ok := kinds[m[1]]
+			if !ok {
+				t.Errorf("%s: unknown kind %s", path, m[1])
+				continue
+			}
+			status := fmt.Sprint(statusOf[kind])
+			used[m[2]] = true
+			if !documented[status][m[2]] {
+				t.Errorf("%s: code %q (%d) is not documented under any %s response", path, m[2], statusOf[kind], status)
+			}
+			if !enum[m[2]] {
+				t.Errorf("%s: code %q is not in the Error schema's enum", path, m[2])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range enum {
+		if !used[c] {
+			t.Errorf("the document lists code %q that no code answers", c)
+		}
+	}
+	for status, codes := range documented {
+		for c := range codes {
+			if !enum[c] {
+				t.Errorf("%s lists %q, not in the Error enum", status, c)
+			}
+		}
+	}
+}
+
+func asAny(v any) []any { l, _ := v.([]any); return l }
+
+// GET /openapi.json serves the document; GET /docs a page that embeds it and
+// its renderer, references nothing outside itself, and may fetch nothing.
+func TestDocsRoutes(t *testing.T) {
+	h := (&Server{}).Handler("HealthFunction")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+	if rec.Code != 200 || rec.Body.String() != string(apidocs.OpenAPI) || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /openapi.json = %d %s", rec.Code, rec.Header())
+	}
+	if ok, err := apidocstest.Check("GET", "/openapi.json", rec.Code, rec.Header(), rec.Body.Bytes()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/docs", nil))
+	page := rec.Body.String()
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") || rec.Header().Get("X-Request-Id") == "" {
+		t.Fatalf("GET /docs = %d %s", rec.Code, rec.Header())
+	}
+	if ok, err := apidocstest.Check("GET", "/docs", rec.Code, rec.Header(), rec.Body.Bytes()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	csp := rec.Header().Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "connect-src 'none'", "script-src 'sha256-", "style-src 'sha256-"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if regexp.MustCompile(`(?i)<(script|link|img|iframe)[^>]*\s(src|href)=`).MatchString(page) {
+		t.Error("the page loads an asset")
+	}
+	if strings.Contains(page, "//cdn") || strings.Contains(page, "fetch(") || strings.Contains(page, "XMLHttpRequest") {
+		t.Error("the page fetches something")
+	}
+	// The embedded document is the document.
+	m := regexp.MustCompile(`(?s)<script type="application/json" id="openapi">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no embedded document")
+	}
+	var embedded, served any
+	if err := json.Unmarshal([]byte(m[1]), &embedded); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(apidocs.OpenAPI, &served)
+	a, _ := json.Marshal(embedded)
+	b, _ := json.Marshal(served)
+	if string(a) != string(b) {
+		t.Error("the page embeds a different document")
+	}
+}
