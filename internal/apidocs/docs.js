@@ -43,7 +43,7 @@
     add("min length", s.minLength); add("max length", s.maxLength);
     add("max items", s.maxItems);
     if (s.uniqueItems) out.push("unique");
-    add("pattern", s.pattern);
+    if (s.pattern !== undefined) out.push("pattern <code>" + esc(s.pattern) + "</code>");
     if (s.type === "array" && s.items) {
       var it = resolve(s.items);
       if (it && it !== s.items) { /* a named schema: its own limits are in Schemas */ }

@@ -5,16 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
@@ -39,7 +42,27 @@ type stack struct {
 	api      *httptest.Server
 	envelope *envelope.Envelope
 	founder  *founding.Service
+	server   *api.Server      // every function's handlers: server.Handler(logical id)
+	logs     *lockedBuffer    // what the handlers and use cases logged, at debug level
 	tokens   map[int64]string // a live principal token per org
+}
+
+// lockedBuffer collects log lines from concurrent requests.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newStack(t *testing.T) *stack {
@@ -73,9 +96,10 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, tokens: map[int64]string{}}
+	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, tokens: map[int64]string{}, logs: &lockedBuffer{}}
+	log := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s.founder = &founding.Service{
-		Store: st, Envelope: env, Renderer: renderer,
+		Store: st, Envelope: env, Renderer: renderer, Log: log,
 		Compute: compute.NewHTTP(simSrv.URL+"/compute", simSrv.Client()),
 		DNS:     dns.NewHTTP(simSrv.URL+"/dns", simSrv.Client()),
 		Settings: founding.Settings{
@@ -89,8 +113,10 @@ func newStack(t *testing.T) *stack {
 		Auth:     &auth.Authenticator{Tokens: st},
 		Founder:  s.founder,
 		Clusters: s.founder,
-		Bundles:  &nodebootstrap.Service{Store: st, Envelope: env, Renderer: renderer, Artifacts: bundle.DefaultArtifacts()},
+		Bundles:  &nodebootstrap.Service{Store: st, Envelope: env, Renderer: renderer, Artifacts: bundle.DefaultArtifacts(), Log: log},
+		Log:      log,
 	}
+	s.server = srv
 	mux := http.NewServeMux()
 	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
 		h := srv.Handler(fn)
@@ -166,6 +192,10 @@ func do(t *testing.T, method, url string, body string, headers map[string]string
 	b, _ := io.ReadAll(resp.Body)
 	if bytes.Contains(b, []byte("PRIVATE KEY")) && !strings.Contains(url, "/bootstrap/") && method != http.MethodPost {
 		t.Fatalf("%s %s leaked key material", method, url)
+	}
+	// Every response of a documented route holds to the OpenAPI document.
+	if _, err := apidocstest.Check(method, url, resp.StatusCode, resp.Header, b); err != nil {
+		t.Errorf("contract: %v", err)
 	}
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

@@ -237,7 +237,9 @@ func validate(schema any, v any, at string, errs *[]error) {
 	if s == nil {
 		return
 	}
-	bad := func(format string, args ...any) { *errs = append(*errs, fmt.Errorf("%s: "+format, append([]any{at}, args...)...)) }
+	bad := func(format string, args ...any) {
+		*errs = append(*errs, fmt.Errorf("%s: "+format, append([]any{at}, args...)...))
+	}
 	if t, ok := s["type"]; ok {
 		var types []any
 		if list, ok := t.([]any); ok {
