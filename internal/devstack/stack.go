@@ -210,12 +210,14 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 
 	overrides := FunctionOverrides(st)
 	invokers := map[string]Invoker{}
+	var runners []*Runner
+	stops.add(func() { closeAll(runners) })
 	for _, f := range tmpl.Functions {
 		r, err := NewRunner(FunctionSpec{Function: f, Binary: bins[f.LogicalID], Env: overrides}, log, NewPrefixWriter(opt.FunctionOut, f.LogicalID+" | "))
 		if err != nil {
 			return err
 		}
-		stops.add(r.Close)
+		runners = append(runners, r)
 		if err := r.Start(); err != nil { // warm: the first request pays no process start
 			return err
 		}
@@ -355,6 +357,15 @@ func printSummary(w io.Writer, st Stack, t *Template, envPath string) {
 	fmt.Fprintf(w, "  try: curl -s %s/health\n", st.APIURL)
 	fmt.Fprintf(w, "  scripts: . %s\n", envPath)
 	fmt.Fprintf(w, "  sam local: --env-vars %s\n\n", filepath.Join(filepath.Dir(envPath), SAMEnvFile))
+}
+
+// closeAll stops the functions side by side: each may take its grace period.
+func closeAll(runners []*Runner) {
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(r.Close)
+	}
+	wg.Wait()
 }
 
 func firstError(errs ...error) error {
