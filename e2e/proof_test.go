@@ -89,6 +89,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	for i, vm := range vms {
 		nd := &node{n: i + 1, vmID: vm.id, addr: vm.addr, ns: network.Nodes[i].NS, root: filepath.Join(r.WorkDir, fmt.Sprintf("node-%d", i+1)), static: map[string]harness.Command{}}
 		runShim(t, r, st, nd, vm.userdata)
+		checkKeyModes(t, nd)
 		parseNode(t, nd)
 		nodes[i] = nd
 	}
@@ -233,6 +234,27 @@ func eventually(t *testing.T, r *harness.Run, what string, suspects []string, ti
 			t.Fatalf("%s: not true after %s: %v", what, timeout, last)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// checkKeyModes: the shim wrote every private key and kubeconfig 0600, as
+// the bundle's modes say.
+func checkKeyModes(t *testing.T, nd *node) {
+	t.Helper()
+	keys, _ := filepath.Glob(nd.path(pkiDir + "/*-key.pem"))
+	kubeconfigs, _ := filepath.Glob(nd.path(kubeconfigDir + "/*.kubeconfig"))
+	if len(keys) == 0 || len(kubeconfigs) == 0 {
+		t.Fatalf("node %d: the bundle wrote %d private keys and %d kubeconfigs", nd.n, len(keys), len(kubeconfigs))
+	}
+	for _, f := range append(keys, kubeconfigs...) {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			rel, _ := filepath.Rel(nd.root, f)
+			t.Errorf("node %d: /%s has mode %04o, want 0600", nd.n, rel, st.Mode().Perm())
+		}
 	}
 }
 
