@@ -54,5 +54,17 @@ test: lint
 #	The end-to-end proof (real etcd and Kubernetes) hooks in here:
 #	$(MAKE) e2e
 
-.PHONY: local invoke migrate lint test \
+## fuzz: each fuzz target for FUZZTIME (default 60s), one line of executions each
+## (make test runs only the checked-in seeds under testdata/fuzz)
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./internal/api:FuzzParseID ./internal/api:FuzzCreateClusterBody \
+	./internal/lambdaserve:FuzzHandler ./internal/envelope:FuzzOpen
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		out=$$($(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "$$fn: $$(echo "$$out" | grep -o 'elapsed: .*execs: [0-9]* ([0-9]*/sec)' | tail -1)"; \
+	done
+
+.PHONY: local invoke migrate lint test fuzz \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction

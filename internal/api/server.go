@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
@@ -78,10 +80,20 @@ func (s *Server) Handler(function string) http.Handler {
 		mux.Handle(route, s.observe(route, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))
 	}
 	// Anything else: a JSON 404 (or 405), never Go's text page.
-	mux.Handle("/", s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
+	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, apperr.New(apperr.NotFound, "not_found", "no such route"))
-	}))
-	return mux
+	})
+	mux.Handle("/", unmatched)
+	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
+	// redirect to its cleaned form; no route of ours has such a path, so it
+	// is an unknown route, answered as JSON like any other.
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !cleanPath(req.URL.EscapedPath()) {
+			unmatched.ServeHTTP(w, req)
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
 }
 
 // statusRecorder remembers the status for the access log.
@@ -132,6 +144,18 @@ func (s *Server) observe(route string, next http.HandlerFunc) http.Handler {
 		}()
 		next(rec, req)
 	})
+}
+
+// cleanPath reports whether p is already what ServeMux would clean it to.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 func (s *Server) logger() *slog.Logger {

@@ -6,13 +6,13 @@ package lambdaserve
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 	"github.com/excloud/k8sapi/internal/requestid"
 )
 
@@ -21,8 +21,47 @@ func Start(h http.Handler) { lambda.Start(Handler(h)) }
 
 // Handler adapts h to the Lambda handler signature for API Gateway v2
 // events. Exposed so tests can drive the adapter without a runtime.
+//
+// It always answers: an event that is no valid HTTP request (a method
+// net/http refuses, a body flagged base64 that is not) is a JSON 400, where
+// the proxy library would fail the invocation (API Gateway's bare 500).
 func Handler(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return httpadapter.NewV2(WithRequestID(h)).ProxyWithContext
+	h = WithRequestID(h)
+	var accessor core.RequestAccessorV2 // what httpadapter.NewV2 embeds
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		req, err := accessor.EventToRequestWithContext(ctx, ev)
+		id := idFrom(ctx)
+		if id == "" {
+			id = ev.RequestContext.RequestID
+		}
+		if err != nil {
+			return errorResponse(id, http.StatusBadRequest, "invalid_request", "the request could not be read"), nil
+		}
+		w := core.NewProxyResponseWriterV2()
+		h.ServeHTTP(w, req)
+		resp, err := w.GetProxyResponse()
+		if err != nil {
+			return errorResponse(id, http.StatusInternalServerError, "internal", "internal error"), nil
+		}
+		return resp, nil
+	}
+}
+
+// errorResponse is the API's JSON error shape, for the answers given before
+// or after the handler runs.
+func errorResponse(requestID string, status int, code, msg string) events.APIGatewayV2HTTPResponse {
+	type detail struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+	body, _ := json.Marshal(struct {
+		Error detail `json:"error"`
+	}{detail{code, msg, requestID}})
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status, Body: string(body) + "\n",
+		Headers: map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
+	}
 }
 
 // WithRequestID puts the request id into the request's context: Lambda's

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/pki"
+)
+
+// FuzzParseID: the path id parser never panics, and accepts exactly the
+// canonical decimal form of a positive int64.
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"1", "42", "9223372036854775807", "9223372036854775808", "0", "-1", "+1", "01",
+		"1.5", "1e3", " 1", "1 ", "abc", "", "1%2F..%2F2", "../1", "1;2", "\x00", "1\x00", "１", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		id, ok := ParseID(raw)
+		if !ok {
+			if id != 0 {
+				t.Fatalf("ParseID(%q) refused but returned %d", raw, id)
+			}
+			return
+		}
+		if id <= 0 || strconv.FormatInt(id, 10) != raw {
+			t.Fatalf("ParseID(%q) = %d: not the canonical form of a positive id", raw, id)
+		}
+		if _, err := parseID("id", raw); err != nil {
+			t.Fatalf("parseID disagrees with ParseID on %q", raw)
+		}
+	})
+}
+
+// FuzzCreateClusterBody runs the create-cluster body through the handler's
+// decoder and the founding validator: never a panic, every refusal a 400 or
+// 413 apperr, and every accepted Spec within the limits.
+func FuzzCreateClusterBody(f *testing.F) {
+	for _, s := range []string{
+		`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`,
+		`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3,"zone_id":2,"security_group_ids":[1,2,3],"allocate_public_ipv4":true,"ssh_pubkey":"ssh-ed25519 AAAA x","root_volume_size_gib":20,"key_algorithm":"rsa-2048"}`,
+		`{"control_plane_count":4}`, `{"control_plane_image_id":-1}`, `{"security_group_ids":[1,1]}`,
+		`{"org_id":2}`, `{"control_plane_image_id":"one"}`, `{`, `{} {}`, ``, `null`, `[]`, `"x"`,
+		`{"control_plane_image_id":1e400}`, `{"control_plane_count":1.5}`, `{"ssh_pubkey":"ssh-rsa a\nb"}`,
+		`{"control_plane_instance_type":"E2"}`, `{"root_volume_size_gib":9223372036854775808}`,
+		`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"key_algorithm":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/clusters", bytes.NewReader(body))
+		req.Body = http.MaxBytesReader(rec, req.Body, MaxBodyBytes)
+		var r founding.Request
+		if err := decodeJSON(req, &r); err != nil {
+			e, ok := apperr.As(err)
+			if !ok || (e.Kind != apperr.Invalid && e.Kind != apperr.TooLarge) || e.Message == "" {
+				t.Fatalf("decode error %v is not a 400/413 apperr", err)
+			}
+			return
+		}
+		spec, err := r.Validate()
+		if err != nil {
+			if e, ok := apperr.As(err); !ok || e.Kind != apperr.Invalid || e.Message == "" {
+				t.Fatalf("validation error %v is not a 400 apperr", err)
+			}
+			return
+		}
+		checkSpec(t, spec)
+	})
+}
+
+func checkSpec(t *testing.T, s founding.Spec) {
+	t.Helper()
+	fail := func(what string) { t.Fatalf("accepted spec breaks a limit (%s): %+v", what, s) }
+	if s.ControlPlaneCount < 1 || s.ControlPlaneCount > founding.MaxControlPlaneCount {
+		fail("control_plane_count")
+	}
+	if s.ControlPlaneImageID <= 0 || s.ZoneID <= 0 || s.SubnetID <= 0 {
+		fail("ids")
+	}
+	it := s.ControlPlaneInstanceType
+	if it == "" || len(it) > founding.MaxInstanceTypeLen || strings.Trim(it, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" ||
+		it[0] == '.' || it[0] == '-' {
+		fail("control_plane_instance_type")
+	}
+	if len(s.SecurityGroupIDs) > founding.MaxSecurityGroups {
+		fail("security_group_ids count")
+	}
+	seen := map[int64]bool{}
+	for _, id := range s.SecurityGroupIDs {
+		if id <= 0 || seen[id] {
+			fail("security_group_ids")
+		}
+		seen[id] = true
+	}
+	if len(s.SSHPubkey) > founding.MaxSSHPubkeyBytes || strings.ContainsAny(s.SSHPubkey, "\r\n") {
+		fail("ssh_pubkey")
+	}
+	if s.RootVolumeSizeGiB != 0 && (s.RootVolumeSizeGiB < founding.MinRootVolumeGiB || s.RootVolumeSizeGiB > founding.MaxRootVolumeGiB) {
+		fail("root_volume_size_gib")
+	}
+	if _, err := pki.ParseAlgorithm(string(s.KeyAlgorithm)); err != nil || s.KeyAlgorithm == "" {
+		fail("key_algorithm")
+	}
+}
+
+// TestUncleanPathsAnswerJSON404: ServeMux would redirect these; every
+// function answers them as unknown routes, in JSON.
+func TestUncleanPathsAnswerJSON404(t *testing.T) {
+	s := &Server{}
+	for _, fn := range []string{"ClustersFunction", "GetBundleFunction", "CreateClusterFunction", "HealthFunction"} {
+		h := s.Handler(fn)
+		for _, p := range []string{"/clusters/../1", "/clusters//1", "/clusters/./1", "//clusters", "/bootstrap/control-plane/../1",
+			"/bootstrap/control-plane//1", "/bootstrap/control-plane/./1", "/health/..", "/health/."} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.URL.Path = p
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"code":"not_found"`) || rec.Header().Get("Location") != "" {
+				t.Errorf("%s %s = %d %q (Location %q)", fn, p, rec.Code, rec.Body, rec.Header().Get("Location"))
+			}
+		}
+	}
+}

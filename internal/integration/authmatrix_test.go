@@ -1,0 +1,229 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/simulator"
+)
+
+// noRedirect sees exactly what a function answered: a redirect would be
+// followed (with the Authorization header) by the default client.
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// authCase is one row of the matrix: a request to one function's own
+// handler (as Lambda runs it) and the exact answer.
+type authCase struct {
+	name, method, path string
+	headers            map[string]string
+	body               string
+	status             int
+	code               string // the JSON error code; "" for a success
+}
+
+// TestAuthMatrixEveryRoute sends every hostile caller to every route, each
+// function's handler on its own server, and checks the exact status, the
+// JSON error code, and that no answer carries key material or a token.
+func TestAuthMatrixEveryRoute(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	one := `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`
+	c1 := s.found(1, threeNodes) // org 1's cluster, read and attacked
+	c1del := s.found(1, one)     // org 1's cluster the valid DELETE removes
+	c2 := s.found(2, one)        // org 2's cluster
+	vm1, vm2 := c1.ControlPlaneVMIDs[0], c1.ControlPlaneVMIDs[1]
+	imds1, access1 := s.vmCredentials(vm1)
+	imdsOrg2, accessOrg2 := s.vmCredentials(c2.ControlPlaneVMIDs[0])
+
+	issue := func(org int64, scope string, ttl time.Duration) string {
+		tok, err := simulator.IssuePrincipalToken(ctx, s.pool, org, scope, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	valid, validOrg2 := s.token(1), s.token(2)
+	expired := issue(1, "principal", -time.Minute)
+	wrongScope := issue(1, "api-key", time.Hour)
+	revoked := issue(1, "principal", time.Hour)
+	if _, err := s.pool.Exec(ctx, `UPDATE principal_tokens SET revoked_at = now() WHERE hash = $1`, simulator.HashToken(revoked)); err != nil {
+		t.Fatal(err)
+	}
+	expiredIMDS, err := simulator.IssueIMDSToken(ctx, s.pool, vm1, -time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{valid, validOrg2, expired, wrongScope, revoked, imds1, access1, imdsOrg2, accessOrg2, expiredIMDS}
+
+	// The callers every principal route must refuse.
+	refused := []struct {
+		name, authorization string
+		status              int
+		code                string
+	}{
+		{"no token", "", 401, "unauthenticated"},
+		{"basic scheme", "Basic dXNlcjpwYXNz", 401, "unauthenticated"},
+		{"bearer without token", "Bearer", 401, "unauthenticated"},
+		{"bearer blank", "Bearer   ", 401, "unauthenticated"},
+		{"token scheme", "Token " + valid, 401, "unauthenticated"},
+		{"no scheme", valid, 401, "unauthenticated"},
+		{"token with junk", "Bearer " + valid + " x", 401, "unauthenticated"},
+		{"oversized token", "Bearer " + strings.Repeat("a", 600), 401, "unauthenticated"},
+		{"unknown token", "Bearer forged-token", 401, "unauthenticated"},
+		{"expired", "Bearer " + expired, 401, "unauthenticated"},
+		{"revoked", "Bearer " + revoked, 401, "unauthenticated"},
+		{"wrong scope", "Bearer " + wrongScope, 403, "forbidden"},
+		{"IMDS session token as bearer", "Bearer " + imds1, 401, "unauthenticated"},
+		{"hash of a token as bearer", "Bearer " + simulator.HashToken(valid), 401, "unauthenticated"},
+	}
+	id1, idDel, id2 := itoa(c1.ClusterID), itoa(c1del.ClusterID), itoa(c2.ClusterID)
+	var cases []authCase
+	principalRoutes := []struct{ method, path, body string }{
+		{"POST", "/clusters", one},
+		{"GET", "/clusters", ""},
+		{"GET", "/clusters/" + id1, ""},
+		{"DELETE", "/clusters/" + id1, ""},
+	}
+	for _, r := range principalRoutes {
+		for _, c := range refused {
+			h := map[string]string{}
+			if c.authorization != "" {
+				h["Authorization"] = c.authorization
+			}
+			cases = append(cases, authCase{c.name, r.method, r.path, h, r.body, c.status, c.code})
+		}
+	}
+	bearer1, bearer2 := map[string]string{"Authorization": "Bearer " + valid}, map[string]string{"Authorization": "Bearer " + validOrg2}
+	cases = append(cases,
+		authCase{"valid create", "POST", "/clusters", bearer1, one, 201, ""},
+		authCase{"org_id in body", "POST", "/clusters", bearer2, `{"org_id":1,` + one[1:], 400, "invalid_field"},
+		authCase{"valid list", "GET", "/clusters", bearer1, "", 200, ""},
+		authCase{"valid get", "GET", "/clusters/" + id1, bearer1, "", 200, ""},
+		authCase{"wrong org get", "GET", "/clusters/" + id1, bearer2, "", 404, "not_found"},
+		authCase{"wrong org delete", "DELETE", "/clusters/" + id1, bearer2, "", 404, "not_found"},
+		authCase{"org 2 gets its own", "GET", "/clusters/" + id2, bearer2, "", 200, ""},
+		authCase{"org 1 gets org 2's", "GET", "/clusters/" + id2, bearer1, "", 404, "not_found"},
+		authCase{"no such cluster", "GET", "/clusters/987654321", bearer1, "", 404, "not_found"},
+		authCase{"valid delete", "DELETE", "/clusters/" + idDel, bearer1, "", 200, ""},
+	)
+	// Bad ids: refused as a 400 once authenticated, as a 401 before (the
+	// token is checked first, so an id never tells a stranger anything).
+	badIDs := []string{"0", "-1", "+1", "01", "1.5", "1e3", "abc", "99999999999999999999", "9223372036854775808",
+		"1%2F..%2F2", "..%2F1", "1;2", "%00", "1%00", "%201", "%EF%BC%91", "0x1"}
+	for _, method := range []string{"GET", "DELETE"} {
+		for _, id := range badIDs {
+			cases = append(cases,
+				authCase{"bad id " + id, method, "/clusters/" + id, bearer1, "", 400, "invalid_path"},
+				authCase{"bad id " + id + " no token", method, "/clusters/" + id, nil, "", 401, "unauthenticated"})
+		}
+		// Unclean paths are no route at all (never a redirect).
+		for _, p := range []string{"/clusters/../" + id1, "/clusters//" + id1, "/clusters/./" + id1, "/clusters/" + id1 + "/", "/clusters/" + id1 + "/.."} {
+			cases = append(cases, authCase{"unclean " + p, method, p, bearer1, "", 404, "not_found"})
+		}
+	}
+
+	// GET /bootstrap/control-plane/{vm_id}: what TestBundleProofs does not
+	// already try.
+	both := func(imds, authorization string) map[string]string {
+		h := map[string]string{}
+		if imds != "" {
+			h["X-exc-imds-token"] = imds
+		}
+		if authorization != "" {
+			h["Authorization"] = authorization
+		}
+		return h
+	}
+	bundlePath := "/bootstrap/control-plane/"
+	for _, c := range refused {
+		if c.authorization == "" {
+			continue
+		}
+		cases = append(cases, authCase{"bundle bearer: " + c.name, "GET", bundlePath + itoa(vm1), both(imds1, c.authorization), "", c.status, c.code})
+	}
+	cases = append(cases,
+		authCase{"bundle valid", "GET", bundlePath + itoa(vm1), both(imds1, "Bearer "+access1), "", 200, ""},
+		authCase{"bundle operator token with the VM's IMDS", "GET", bundlePath + itoa(vm1), both(imds1, "Bearer "+valid), "", 200, ""},
+		authCase{"bundle principal token as IMDS token", "GET", bundlePath + itoa(vm1), both(access1, "Bearer "+access1), "", 401, "unauthenticated"},
+		authCase{"bundle oversized IMDS token", "GET", bundlePath + itoa(vm1), both(strings.Repeat("i", 600), "Bearer "+access1), "", 401, "unauthenticated"},
+		authCase{"bundle expired IMDS", "GET", bundlePath + itoa(vm1), both(expiredIMDS, "Bearer "+access1), "", 401, "unauthenticated"},
+		authCase{"bundle IMDS of another VM", "GET", bundlePath + itoa(vm2), both(imds1, "Bearer "+access1), "", 403, "forbidden"},
+		authCase{"bundle IMDS of another org", "GET", bundlePath + itoa(vm1), both(imdsOrg2, "Bearer "+access1), "", 403, "forbidden"},
+		authCase{"bundle IMDS and bearer of another org", "GET", bundlePath + itoa(vm1), both(imdsOrg2, "Bearer "+accessOrg2), "", 403, "forbidden"},
+		authCase{"bundle no headers", "GET", bundlePath + itoa(vm1), nil, "", 401, "unauthenticated"},
+		authCase{"bundle no IMDS", "GET", bundlePath + itoa(vm1), both("", "Bearer "+access1), "", 401, "unauthenticated"},
+	)
+	for _, id := range badIDs {
+		cases = append(cases, authCase{"bundle bad vm_id " + id, "GET", bundlePath + id, both(imds1, "Bearer "+access1), "", 400, "invalid_path"})
+	}
+	for _, p := range []string{bundlePath + "../" + itoa(vm1), bundlePath + "/" + itoa(vm1), bundlePath + "./" + itoa(vm1), bundlePath + itoa(vm1) + "/"} {
+		cases = append(cases, authCase{"bundle unclean " + p, "GET", p, both(imds1, "Bearer "+access1), "", 404, "not_found"})
+	}
+
+	servers := map[string]string{}
+	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
+		srv := httptest.NewServer(s.server.Handler(fn))
+		t.Cleanup(srv.Close)
+		servers[fn] = srv.URL
+	}
+	function := func(method, path string) string {
+		switch {
+		case strings.HasPrefix(path, bundlePath):
+			return servers["GetBundleFunction"]
+		case method == "POST":
+			return servers["CreateClusterFunction"]
+		}
+		return servers["ClustersFunction"]
+	}
+	for _, c := range cases {
+		t.Run(c.method+" "+c.name, func(t *testing.T) {
+			req, err := http.NewRequest(c.method, function(c.method, c.path)+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range c.headers {
+				req.Header[k] = []string{v} // as sent, not canonicalised
+			}
+			resp, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+			if r.Status != c.status {
+				t.Fatalf("= %d %s, want %d", r.Status, r.Body, c.status)
+			}
+			if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if c.code != "" {
+				if got := r.errorCode(t); got != c.code {
+					t.Errorf("code %q, want %q", got, c.code)
+				}
+			}
+			keyed := c.status == 201 || (c.status == 200 && strings.HasPrefix(c.path, bundlePath))
+			if !keyed && strings.Contains(string(body), "PRIVATE KEY") {
+				t.Errorf("key material in %s", body)
+			}
+			for _, tok := range secrets {
+				if strings.Contains(string(body), tok) {
+					t.Errorf("a token came back in the body")
+				}
+			}
+		})
+	}
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 5)
+	// Nothing the refused callers sent founded or deleted anything: org 1
+	// has its two clusters plus the valid create, one of them deleted.
+	var active, deleted int
+	_ = s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'deleted') FROM kube_clusters WHERE org_id = 1`).Scan(&active, &deleted)
+	if active != 2 || deleted != 1 {
+		t.Errorf("org 1: %d active, %d deleted clusters, want 2 and 1", active, deleted)
+	}
+}
