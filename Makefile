@@ -39,7 +39,7 @@ invoke:
 migrate:
 	$(GO) run ./cmd/k8sapi-migrate $(if $(PLATFORM_DEV),-platform-dev)
 
-SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds
+SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh
 
 ## lint: go vet, cfn-lint, shellcheck
 lint:
@@ -51,8 +51,11 @@ lint:
 test: lint
 	$(GO) test -count=1 ./...
 	.ci/check-lambda-builds
-#	The end-to-end proof (real etcd and Kubernetes) hooks in here:
-#	$(MAKE) e2e
+	$(MAKE) e2e
+
+## e2e: the end-to-end proof: rendered bundles boot real etcd + Kubernetes on 3 nodes (root; e2e/README.md)
+e2e:
+	cd e2e && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s), one line of executions each
 ## (make test runs only the checked-in seeds under testdata/fuzz)
@@ -66,5 +69,5 @@ fuzz:
 		echo "$$fn: $$(echo "$$out" | grep -o 'elapsed: .*execs: [0-9]* ([0-9]*/sec)' | tail -1)"; \
 	done
 
-.PHONY: local invoke migrate lint test fuzz \
+.PHONY: local invoke migrate lint test e2e fuzz \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction
