@@ -39,6 +39,9 @@ func EnsurePostgres(ctx context.Context, dir string, log *slog.Logger) (dsn stri
 		log.Debug("postgres: using the server on 127.0.0.1:5432")
 		return DefaultLocalPostgres, func() {}, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return "", nil, err // cancelled: the pings failed for that, not for want of a server
+	}
 	return startThrowawayPostgres(ctx, dir, log)
 }
 
@@ -114,12 +117,22 @@ func startThrowawayPostgres(ctx context.Context, dir string, log *slog.Logger) (
 	}
 	data := filepath.Join(dir, "data")
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
+		// initdb into a scratch folder renamed into place when complete, so
+		// an interrupted initdb never leaves a half cluster that a later run
+		// would take for a whole one.
 		log.Info("postgres: initialising a throwaway cluster", "dir", data)
+		scratch := data + ".initdb"
+		_ = os.RemoveAll(scratch)
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
-			"-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+			"-D", scratch, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", nil, fmt.Errorf("initdb in %s (the postgres user must be able to reach this folder): %w\n%s", data, err, out)
+			_ = os.RemoveAll(scratch)
+			return "", nil, fmt.Errorf("initdb in %s (the postgres user must be able to reach this folder): %w\n%s", dir, err, out)
+		}
+		_ = os.RemoveAll(data)
+		if err := os.Rename(scratch, data); err != nil {
+			return "", nil, fmt.Errorf("placing the new cluster: %w", err)
 		}
 	}
 	port, err := freePort()
