@@ -168,21 +168,41 @@ func TestBundleRefusesInactiveCluster(t *testing.T) {
 	}
 }
 
+// TestTamperedSealedKeyFailsClosed flips one bit in every sealed column in
+// turn: the fetch is a 500 that says nothing, and the log names the cluster
+// and VM but holds no key.
 func TestTamperedSealedKeyFailsClosed(t *testing.T) {
-	for _, column := range []string{"ca_key_sealed", "service_account_key_sealed", "wrapped_data_key"} {
-		t.Run(column, func(t *testing.T) {
+	for _, c := range []struct{ table, column, where string }{
+		{"kube_clusters", "ca_key_sealed", "id = $1"},
+		{"kube_clusters", "etcd_ca_key_sealed", "id = $1"},
+		{"kube_clusters", "front_proxy_ca_key_sealed", "id = $1"},
+		{"kube_clusters", "service_account_key_sealed", "id = $1"},
+		{"kube_clusters", "wrapped_data_key", "id = $1"},
+		{"etcd_nodes", "key_sealed", "vm_id = $2"},
+		{"apiserver_nodes", "key_sealed", "vm_id = $2"},
+	} {
+		t.Run(c.table+"."+c.column, func(t *testing.T) {
 			s := newStack(t)
 			res := s.found(1, threeNodes)
 			vm := res.ControlPlaneVMIDs[0]
 			imds, access := s.vmCredentials(vm)
-			if _, err := s.pool.Exec(context.Background(), `UPDATE kube_clusters
-				SET `+column+` = overlay(`+column+` placing set_byte(substring(`+column+` from 20 for 1), 0, get_byte(substring(`+column+` from 20 for 1), 0) # 1) from 20)
-				WHERE id = $1`, res.ClusterID); err != nil {
-				t.Fatal(err)
+			col := c.column
+			tag, err := s.pool.Exec(context.Background(), `UPDATE `+c.table+`
+				SET `+col+` = overlay(`+col+` placing set_byte(substring(`+col+` from 20 for 1), 0, get_byte(substring(`+col+` from 20 for 1), 0) # 1) from 20)
+				WHERE `+c.where+` AND $1::bigint IS NOT NULL AND $2::bigint IS NOT NULL`, res.ClusterID, vm)
+			if err != nil || tag.RowsAffected() != 1 {
+				t.Fatalf("flipping a byte: %v (%d rows)", err, tag.RowsAffected())
 			}
 			r := s.fetchBundle(vm, imds, access)
 			if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
 				t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
+			}
+			logs := s.logs.String()
+			if !strings.Contains(logs, `"msg":"sealed key material does not open","cluster_id":`+itoa(res.ClusterID)+`,"vm_id":`+itoa(vm)) {
+				t.Errorf("the failure is not reported with its cluster and VM:\n%s", logs)
+			}
+			if strings.Contains(logs, "-----BEGIN") || strings.Contains(logs, "PRIVATE KEY") {
+				t.Errorf("the log holds key material")
 			}
 		})
 	}
