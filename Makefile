@@ -69,5 +69,11 @@ fuzz:
 		echo "$$fn: $$(echo "$$out" | grep -o 'elapsed: .*execs: [0-9]* ([0-9]*/sec)' | tail -1)"; \
 	done
 
-.PHONY: local invoke migrate lint test e2e fuzz \
+## bench: Go benchmarks (ECDSA vs RSA, benchstat), load on the local stack
+## (starts make local if it is not running), cold starts and sizes, kubeadm
+## side by side; prints one table of budgets and writes BENCHMARKS.md
+bench:
+	$(GO) run ./cmd/k8sapi-bench
+
+.PHONY: local invoke migrate lint test e2e fuzz bench \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction

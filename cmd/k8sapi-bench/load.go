@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/metrics"
+)
+
+// sample is one request as the client saw it, with the function's counts.
+type sample struct {
+	d            time.Duration
+	db, kms      int
+	haveCounters bool
+}
+
+// loadRow is one (route, concurrency) measurement.
+type loadRow struct {
+	what    string
+	conc, n int
+	errs    int
+	elapsed time.Duration
+	samples []sample
+}
+
+func (l *loadRow) pct(p float64) time.Duration {
+	if len(l.samples) == 0 {
+		return 0
+	}
+	ds := make([]time.Duration, len(l.samples))
+	for i, s := range l.samples {
+		ds[i] = s.d
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	i := int(p*float64(len(ds))+0.999999) - 1 // nearest rank
+	return ds[max(0, min(i, len(ds)-1))]
+}
+
+func (l *loadRow) throughput() float64 { return float64(len(l.samples)) / l.elapsed.Seconds() }
+
+// counts returns min, max and mean of one counter; ok false without headers.
+func (l *loadRow) counts(kms bool) (lo, hi int, mean float64, ok bool) {
+	lo = 1 << 30
+	n := 0
+	for _, s := range l.samples {
+		if !s.haveCounters {
+			continue
+		}
+		v := s.db
+		if kms {
+			v = s.kms
+		}
+		lo, hi, mean = min(lo, v), max(hi, v), mean+float64(v)
+		n++
+	}
+	if n == 0 {
+		return 0, 0, 0, false
+	}
+	return lo, hi, mean / float64(n), true
+}
+
+// client talks to the local gateway and simulator.
+type client struct {
+	st   stack
+	http *http.Client
+}
+
+func newClient(st stack) *client {
+	return &client{st: st, http: &http.Client{Timeout: 60 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 32, MaxConnsPerHost: 32}}}
+}
+
+func (c *client) do(method, url string, body []byte, hdr map[string]string) (*http.Response, []byte, sample, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, sample{}, err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	t := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, nil, sample{}, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s := sample{d: time.Since(t)}
+	if err != nil {
+		return nil, nil, s, err
+	}
+	db, e1 := strconv.Atoi(resp.Header.Get(metrics.HeaderDBRoundTrips))
+	k, e2 := strconv.Atoi(resp.Header.Get(metrics.HeaderKMSCalls))
+	s.db, s.kms, s.haveCounters = db, k, e1 == nil && e2 == nil
+	return resp, b, s, nil
+}
+
+type founded struct {
+	ClusterID int64   `json:"cluster_id"`
+	VMIDs     []int64 `json:"control_plane_vm_ids"`
+}
+
+// found POSTs /clusters for nodes control-plane nodes.
+func (c *client) found(subnet int64, nodes int, alg string) (founded, sample, error) {
+	body := fmt.Sprintf(`{"control_plane_count":%d,"control_plane_image_id":1,"control_plane_instance_type":"c1.large","subnet_id":%d,"key_algorithm":%q}`, nodes, subnet, alg)
+	resp, b, s, err := c.do("POST", c.st.get("API_URL")+"/clusters", []byte(body), map[string]string{
+		"Authorization": "Bearer " + c.st.get("DEV_TOKEN"), "Content-Type": "application/json"})
+	if err != nil {
+		return founded{}, s, err
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return founded{}, s, fmt.Errorf("POST /clusters: %d %s", resp.StatusCode, trim(b))
+	}
+	var f founded
+	return f, s, json.Unmarshal(b, &f)
+}
+
+func (c *client) deleteCluster(id int64) error {
+	resp, b, _, err := c.do("DELETE", fmt.Sprintf("%s/clusters/%d", c.st.get("API_URL"), id), nil,
+		map[string]string{"Authorization": "Bearer " + c.st.get("DEV_TOKEN")})
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("DELETE /clusters/%d: %d %s", id, resp.StatusCode, trim(b))
+	}
+	return nil
+}
+
+// imdsToken asks the simulator's IMDS for vm's session token (the VM's
+// first step; not part of any timing).
+func (c *client) imdsToken(vm int64) (string, error) {
+	resp, b, _, err := c.do("GET", fmt.Sprintf("%s/imds/%d/token", c.st.get("SIM_URL"), vm), nil, nil)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("imds token for vm %d: %d %s", vm, resp.StatusCode, trim(b))
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func (c *client) fetch(vm int64, imds string) (sample, error) {
+	resp, b, s, err := c.do("GET", fmt.Sprintf("%s/bootstrap/control-plane/%d", c.st.get("API_URL"), vm), nil,
+		map[string]string{"X-exc-imds-token": imds, "Authorization": "Bearer " + c.st.get("DEV_TOKEN")})
+	if err != nil {
+		return s, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("GET bundle of vm %d: %d %s", vm, resp.StatusCode, trim(b))
+	}
+	return s, nil
+}
+
+func trim(b []byte) string {
+	if len(b) > 300 {
+		b = b[:300]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// drive runs n calls of f with conc workers.
+func drive(what string, n, conc int, f func(i int) (sample, error)) *loadRow {
+	row := &loadRow{what: what, conc: conc, n: n}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				s, err := f(i)
+				mu.Lock()
+				if err != nil {
+					if row.errs == 0 {
+						log.Printf("%s: %v", what, err)
+					}
+					row.errs++
+				} else {
+					row.samples = append(row.samples, s)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	row.elapsed = time.Since(start)
+	return row
+}
+
+var levels = []int{1, 4, 8}
+
+type vmToken struct {
+	vm    int64
+	token string
+}
+
+func runLoad(o options, st stack, r *report) error {
+	c := newClient(st)
+	if _, _, s, err := c.do("GET", st.get("API_URL")+"/health", nil, nil); err != nil || !s.haveCounters {
+		r.notes = append(r.notes, "The running stack does not send the debug counters headers (start it with this tree's `make local`): DB and KMS counts are missing.")
+	}
+	// POST /clusters, 3 nodes; each level's clusters are deleted after it.
+	for _, conc := range levels {
+		var mu sync.Mutex
+		var ids []int64
+		row := drive("POST /clusters (3 nodes, ECDSA)", o.founds, conc, func(int) (sample, error) {
+			f, s, err := c.found(o.subnet, 3, "ecdsa-p256")
+			if err == nil {
+				mu.Lock()
+				ids = append(ids, f.ClusterID)
+				mu.Unlock()
+			}
+			return s, err
+		})
+		r.load = append(r.load, row)
+		for _, id := range ids {
+			if err := c.deleteCluster(id); err != nil {
+				log.Printf("cleanup: %v", err)
+			}
+		}
+	}
+
+	// GET bundle: two 3-node ECDSA clusters, every VM fetching in turn.
+	var vms []vmToken
+	var clusters []int64
+	defer func() {
+		for _, id := range clusters {
+			if err := c.deleteCluster(id); err != nil {
+				log.Printf("cleanup: %v", err)
+			}
+		}
+	}()
+	for range 2 {
+		f, _, err := c.found(o.subnet, 3, "ecdsa-p256")
+		if err != nil {
+			return err
+		}
+		clusters = append(clusters, f.ClusterID)
+		for _, vm := range f.VMIDs {
+			tok, err := c.imdsToken(vm)
+			if err != nil {
+				return err
+			}
+			vms = append(vms, vmToken{vm, tok})
+		}
+	}
+	// The first fetch of each VM: the first of a cluster unwraps its data
+	// key (cold cache), the others find it cached.
+	first := drive("GET bundle, first fetch of each VM", len(vms), 1, func(i int) (sample, error) {
+		return c.fetch(vms[i].vm, vms[i].token)
+	})
+	r.firstFetch = first
+	drive("warm-up", 20, 1, func(i int) (sample, error) { return c.fetch(vms[i%len(vms)].vm, vms[i%len(vms)].token) })
+	for _, conc := range levels {
+		r.load = append(r.load, drive("GET bundle (warm, ECDSA)", o.fetches, conc, func(i int) (sample, error) {
+			v := vms[i%len(vms)]
+			return c.fetch(v.vm, v.token)
+		}))
+	}
+	// RSA for contrast: one cluster, a few fetches at concurrency 1.
+	f, _, err := c.found(o.subnet, 1, "rsa-2048")
+	if err != nil {
+		return err
+	}
+	clusters = append(clusters, f.ClusterID)
+	tok, err := c.imdsToken(f.VMIDs[0])
+	if err != nil {
+		return err
+	}
+	if _, err := c.fetch(f.VMIDs[0], tok); err != nil { // warm its data key
+		return err
+	}
+	r.load = append(r.load, drive("GET bundle (warm, RSA-2048)", 10, 1, func(int) (sample, error) {
+		return c.fetch(f.VMIDs[0], tok)
+	}))
+	return nil
+}

@@ -1,0 +1,94 @@
+// Command k8sapi-bench is `make bench`: the Go benchmarks (benchstat,
+// ECDSA P-256 against RSA-2048), a load driver against the local stack,
+// cold starts of each function's bootstrap, and kubeadm's certs and
+// kubeconfig phases side by side with founding + one bundle here. It prints
+// one table and writes BENCHMARKS.md. A budget missed is a finding printed
+// as FAIL, never an error exit: only a step that cannot run fails the tool.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"time"
+)
+
+type options struct {
+	out        string
+	count      int
+	founds     int
+	fetches    int
+	starts     int
+	kubeadmRun int
+	subnet     int64
+	skipGo     bool
+	skipLoad   bool
+	skipCold   bool
+	skipKubead bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "report file")
+	flag.IntVar(&o.count, "count", 5, "go test -count for the Go benchmarks")
+	flag.IntVar(&o.founds, "founds", 20, "POST /clusters per concurrency level")
+	flag.IntVar(&o.fetches, "fetches", 200, "bundle fetches per concurrency level")
+	flag.IntVar(&o.starts, "starts", 20, "cold starts per function")
+	flag.IntVar(&o.kubeadmRun, "side-by-side-runs", 5, "runs of each side of the kubeadm comparison")
+	flag.Int64Var(&o.subnet, "subnet", 2, "simulator subnet the benchmark's clusters use (deleted after)")
+	flag.BoolVar(&o.skipGo, "skip-go", false, "skip the Go benchmarks")
+	flag.BoolVar(&o.skipLoad, "skip-load", false, "skip the load driver and the side-by-side")
+	flag.BoolVar(&o.skipCold, "skip-cold", false, "skip cold starts and sizes")
+	flag.BoolVar(&o.skipKubead, "skip-kubeadm", false, "skip kubeadm")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("bench: ")
+	if _, err := os.Stat("template.yaml"); err != nil {
+		log.Fatal("run from the module root (make bench)")
+	}
+	start := time.Now()
+	r := &report{machine: machineFacts(), started: start}
+
+	if !o.skipGo {
+		step("Go benchmarks", func() error { return runGoBench(o, r) })
+	}
+	if !o.skipCold || !o.skipLoad {
+		st, stop, err := ensureStack()
+		if err != nil {
+			log.Fatalf("local stack: %v", err)
+		}
+		r.stackNote = st.note
+		if !o.skipLoad {
+			step("load", func() error { return runLoad(o, st, r) })
+		}
+		if !o.skipCold {
+			step("cold starts", func() error { return runColdStarts(o, st, r) })
+		}
+		if !o.skipLoad && !o.skipKubead {
+			step("kubeadm side by side", func() error { return runSideBySide(o, st, r) })
+		}
+		stop()
+	}
+	r.elapsed = time.Since(start)
+	table := r.table()
+	fmt.Print(table)
+	if err := os.WriteFile(o.out, []byte(r.markdown()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("wrote %s in %s", o.out, r.elapsed.Round(time.Second))
+}
+
+// step runs one part; a part that cannot run is reported and the rest go on.
+func step(name string, f func() error) {
+	t := time.Now()
+	log.Printf("%s ...", name)
+	if err := f(); err != nil {
+		log.Printf("%s FAILED: %v", name, err)
+		failures = append(failures, fmt.Sprintf("%s: %v", name, err))
+		return
+	}
+	log.Printf("%s done in %s", name, time.Since(t).Round(100*time.Millisecond))
+}
+
+var failures []string
