@@ -1,0 +1,35 @@
+package faultinjection
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/devstack"
+)
+
+// pg is this package's own PostgreSQL server: tests stop and start it.
+var pg *devstack.PostgresServer
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "k8sapi-faults-pg-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	pg, err = devstack.StartPostgresServer(context.Background(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faultinjection: postgres:", err)
+		return 1
+	}
+	defer pg.Stop()
+	return m.Run()
+}

@@ -1,0 +1,287 @@
+package faultinjection
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/compute"
+	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/dns"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// gate holds one kind of call until the test lets it go: the test acts (stops
+// a server) while a founding or a fetch is known to be mid-way, with no
+// sleeps and no timing.
+type gate struct {
+	mu      sync.Mutex
+	n, on   int           // hold the on-th call (0: none)
+	arrived chan struct{} // closed when the held call arrives
+	release chan struct{} // closed by the test to let it go on
+}
+
+func (g *gate) holdOn(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n, g.on, g.arrived, g.release = 0, n, make(chan struct{}), make(chan struct{})
+}
+
+func (g *gate) pass() {
+	g.mu.Lock()
+	g.n++
+	hold := g.on != 0 && g.n == g.on
+	arrived, release := g.arrived, g.release
+	g.mu.Unlock()
+	if hold {
+		close(arrived)
+		<-release
+	}
+}
+
+// stack is k8sapi in-process over this package's Postgres and a moto of the
+// test's own, the simulator behind a gate on instance creates, and the
+// bundle's topology load behind another.
+type stack struct {
+	t          *testing.T
+	pool       *pgxpool.Pool // k8sapi's pool, never rebuilt
+	simPool    *pgxpool.Pool // the simulator's: another service, its own pool
+	sim        *simulator.Simulator
+	simURL     string
+	apiURL     string
+	stopMoto   func()
+	vmCreates  gate
+	topologies gate
+	logs       *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type gatedTopologies struct {
+	g     *gate
+	inner nodebootstrap.Topologies
+}
+
+func (g gatedTopologies) TopologyForVM(ctx context.Context, vmID int64) (store.Topology, error) {
+	g.g.pass()
+	return g.inner.TopologyForVM(ctx, vmID)
+}
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	ctx := context.Background()
+	if err := pg.Start(ctx); err != nil { // a previous test may have left it stopped
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	name := devstack.UniqueDatabaseName("k8sapi_faults")
+	dsn, err := devstack.CreateDatabase(ctx, pg.DSN(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := devstack.ApplyMigrations(ctx, dsn, true); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := store.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simPool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		simPool.Close()
+		if err := pg.Start(ctx); err == nil {
+			_ = devstack.DropDatabase(ctx, pg.DSN(), name)
+		}
+	})
+	s := &stack{t: t, pool: pool, simPool: simPool, logs: &lockedBuffer{}}
+	if s.sim, err = simulator.New(simulator.Config{DB: simPool}); err != nil {
+		t.Fatal(err)
+	}
+	simHandler := s.sim.Handler()
+	simSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathInstances {
+			s.vmCreates.pass()
+		}
+		simHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(simSrv.Close)
+	s.simURL = simSrv.URL
+
+	// A moto of this test's own: the test may stop it.
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	endpoint, stopMoto, err := devstack.StartMoto(ctx, "", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopMoto)
+	s.stopMoto = stopMoto
+	cfg := devstack.AWSConfig(endpoint)
+	cfg.RetryMaxAttempts = 1
+	keyID, err := devstack.CreateKMSKey(ctx, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := envelope.New(kms.NewFromConfig(cfg), keyID, nil)
+
+	log := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st := store.New(pool)
+	renderer, err := bundle.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	founder := &founding.Service{
+		Store: st, Envelope: env, Renderer: renderer, Log: log,
+		Compute: compute.NewHTTP(simSrv.URL+"/compute", simSrv.Client()),
+		DNS:     dns.NewHTTP(simSrv.URL+"/dns", simSrv.Client()),
+		Settings: founding.Settings{
+			BaseDNSDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
+			KubernetesVersion: "v1.35.4", KMSKeyID: keyID,
+			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
+		},
+	}
+	srv := &api.Server{
+		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: log,
+		Bundles: &nodebootstrap.Service{Store: gatedTopologies{&s.topologies, st}, Envelope: env, Renderer: renderer,
+			Artifacts: bundle.DefaultArtifacts(), Log: log},
+	}
+	mux := http.NewServeMux()
+	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
+		h := srv.Handler(fn)
+		for _, r := range api.Routes {
+			if r.Function == fn {
+				mux.Handle(r.Method+" "+r.Path, h)
+			}
+		}
+	}
+	apiSrv := httptest.NewServer(mux)
+	t.Cleanup(apiSrv.Close)
+	s.apiURL = apiSrv.URL
+	return s
+}
+
+type response struct {
+	status int
+	body   []byte
+}
+
+func (r response) code(t *testing.T) string {
+	t.Helper()
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
+		t.Fatalf("not a JSON error: %s", r.body)
+	}
+	if strings.Contains(string(r.body), "PRIVATE KEY") {
+		t.Fatalf("an error carried key material")
+	}
+	return e.Error.Code
+}
+
+func do(t *testing.T, method, url, body string, headers map[string]string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, b}
+}
+
+const threeNodes = `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3}`
+
+func (s *stack) bearer(org int64) map[string]string {
+	s.t.Helper()
+	tok, err := simulator.IssuePrincipalToken(context.Background(), s.pool, org, auth.PrincipalScope, time.Hour)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return map[string]string{"Authorization": "Bearer " + tok}
+}
+
+func (s *stack) create(org int64) response {
+	return do(s.t, http.MethodPost, s.apiURL+"/clusters", threeNodes, s.bearer(org))
+}
+
+// vmHeaders walks the simulator's IMDS like the userdata shim.
+func (s *stack) vmHeaders(vmID int64) map[string]string {
+	s.t.Helper()
+	base := s.simURL + "/imds/" + strconv.FormatInt(vmID, 10)
+	r := do(s.t, http.MethodGet, base+"/token", "", nil)
+	imds := strings.TrimSpace(string(r.body))
+	r = do(s.t, http.MethodGet, base+"/latest/identity/access-token", "", map[string]string{"X-exc-imds-token": imds})
+	var at struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(r.body, &at); err != nil || at.AccessToken == "" {
+		s.t.Fatalf("IMDS for vm %d: %s", vmID, r.body)
+	}
+	return map[string]string{"X-exc-imds-token": imds, "Authorization": "Bearer " + at.AccessToken}
+}
+
+func (s *stack) fetch(vmID int64, h map[string]string) response {
+	return do(s.t, http.MethodGet, s.apiURL+"/bootstrap/control-plane/"+strconv.FormatInt(vmID, 10), "", h)
+}
+
+// counts reads what exists: clusters, nodes, VMs ever created, live VMs.
+func (s *stack) counts() (clusters, nodes, created, live int) {
+	s.t.Helper()
+	ctx := context.Background()
+	for q, v := range map[string]*int{
+		`SELECT count(*) FROM kube_clusters`: &clusters, `SELECT count(*) FROM etcd_nodes`: &nodes, `SELECT count(*) FROM vms`: &created,
+	} {
+		if err := s.pool.QueryRow(ctx, q).Scan(v); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	l, err := s.sim.LiveInstances(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return clusters, nodes, created, len(l)
+}
