@@ -292,6 +292,13 @@ func TestConcurrentCreatesForOneOrg(t *testing.T) {
 	if len(seen) != n || names != n {
 		t.Errorf("%d distinct ids, %d distinct names, want %d", len(seen), names, n)
 	}
+	// Every cluster has its own VM and its own data key.
+	var vms, keys int
+	_ = s.pool.QueryRow(context.Background(), `SELECT count(DISTINCT vm_id) FROM etcd_nodes`).Scan(&vms)
+	_ = s.pool.QueryRow(context.Background(), `SELECT count(DISTINCT wrapped_data_key) FROM kube_clusters`).Scan(&keys)
+	if vms != n || keys != n {
+		t.Errorf("%d distinct VMs, %d distinct data keys, want %d", vms, keys, n)
+	}
 }
 
 func TestListGetDeleteAreOrgScoped(t *testing.T) {
