@@ -31,7 +31,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "report file")
-	flag.IntVar(&o.count, "count", 5, "go test -count for the Go benchmarks")
+	flag.IntVar(&o.count, "count", 6, "go test -count for the Go benchmarks (benchstat wants 6 for a confidence interval)")
 	flag.IntVar(&o.founds, "founds", 20, "POST /clusters per concurrency level")
 	flag.IntVar(&o.fetches, "fetches", 200, "bundle fetches per concurrency level")
 	flag.IntVar(&o.starts, "starts", 20, "cold starts per function")
@@ -71,6 +71,7 @@ func main() {
 		stop()
 	}
 	r.elapsed = time.Since(start)
+	r.machine.loadEnd = loadavg()
 	table := r.table()
 	fmt.Print(table)
 	if err := os.WriteFile(o.out, []byte(r.markdown()), 0o644); err != nil {

@@ -12,10 +12,23 @@ import (
 
 type machine struct {
 	cpu, cores, goVersion, osArch, kernel string
+	loadStart, loadEnd                    string // /proc/loadavg: other work on the machine skews every figure
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machineFacts() machine {
-	m := machine{cpu: "unknown", cores: fmt.Sprint(runtime.NumCPU()), osArch: runtime.GOOS + "/" + runtime.GOARCH}
+	m := machine{cpu: "unknown", cores: fmt.Sprint(runtime.NumCPU()), osArch: runtime.GOOS + "/" + runtime.GOARCH, loadStart: loadavg()}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -164,7 +177,8 @@ func (r *report) markdown() string {
 	p("# Benchmarks\n\n")
 	p("Written by `make bench` (cmd/k8sapi-bench) on %s in %s. Budgets come from issue 6; a FAIL is a finding to fix, not a test failure.\n\n",
 		r.started.UTC().Format("2006-01-02"), r.elapsed.Round(time.Second))
-	p("Machine: %s, %s cores, %s, %s, kernel %s.\n\n", r.machine.cpu, r.machine.cores, r.machine.osArch, r.machine.goVersion, r.machine.kernel)
+	p("Machine: %s, %s cores, %s, %s, kernel %s. Load average (1, 5, 15 min) at start %s, at end %s: other work on the machine skews every figure.\n\n",
+		r.machine.cpu, r.machine.cores, r.machine.osArch, r.machine.goVersion, r.machine.kernel, r.machine.loadStart, r.machine.loadEnd)
 
 	p("## Budgets\n\n| measure | result | budget | |\n|---|---|---|---|\n")
 	for _, x := range r.budgets() {
