@@ -130,3 +130,26 @@ func TestDatabaseDSNPrefersDatabaseURL(t *testing.T) {
 		t.Fatalf("got %q, %v", got, err)
 	}
 }
+
+func TestAWSFromLookup(t *testing.T) {
+	env := map[string]string{
+		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "SECRET",
+		"AWS_SESSION_TOKEN": "TOKEN", "AWS_ENDPOINT_URL": "http://127.0.0.1:5000",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := config.AWSFromLookup(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cfg.Credentials.Retrieve(t.Context())
+	if err != nil || creds.AccessKeyID != "AKID" || creds.SessionToken != "TOKEN" {
+		t.Errorf("credentials = %+v, %v", creds, err)
+	}
+	if cfg.Region != "eu-west-1" || cfg.BaseEndpoint == nil || *cfg.BaseEndpoint != "http://127.0.0.1:5000" {
+		t.Errorf("config = %s %v", cfg.Region, cfg.BaseEndpoint)
+	}
+	empty, err := config.AWSFromLookup(func(string) (string, bool) { return "", false })
+	if err != nil || empty.Credentials != nil || empty.BaseEndpoint != nil {
+		t.Errorf("empty environment: %+v, %v", empty, err)
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
@@ -21,12 +23,31 @@ type SecretGetter interface {
 
 var _ SecretGetter = (*secretsmanager.Client)(nil)
 
-// AWS loads the SDK configuration the standard way (AWS_REGION,
-// AWS_ENDPOINT_URL, the Lambda role's credentials).
-func AWS(ctx context.Context) (aws.Config, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("loading AWS configuration: %w", err)
+// AWS builds the SDK configuration from the Lambda environment: the region
+// (AWS_REGION), the execution role's credentials (AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, which Lambda, sam local and the
+// local stack all set) and an optional AWS_ENDPOINT_URL (moto locally).
+//
+// It does not use the SDK's config.LoadDefaultConfig on purpose: that
+// resolver links SSO, STS, IMDS and shared-file support a Lambda never uses,
+// about a fifth of each function binary, and reads files at cold start.
+func AWS(ctx context.Context) (aws.Config, error) { return AWSFromLookup(os.LookupEnv) }
+
+// AWSFromLookup is AWS reading the environment through lookup (tests).
+// Like the SDK's own loader it does not fail on missing settings: a
+// function that never calls AWS (health without ?deep=1) must still start,
+// and one that does gets a clear error from its first call.
+func AWSFromLookup(lookup func(string) (string, bool)) (aws.Config, error) {
+	get := func(name string) string { v, _ := lookup(name); return strings.TrimSpace(v) }
+	cfg := aws.Config{Region: get("AWS_REGION")}
+	if cfg.Region == "" {
+		cfg.Region = get("AWS_DEFAULT_REGION")
+	}
+	if id, secret := get("AWS_ACCESS_KEY_ID"), get("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
+		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, secret, get("AWS_SESSION_TOKEN")))
+	}
+	if ep := get("AWS_ENDPOINT_URL"); ep != "" {
+		cfg.BaseEndpoint = aws.String(ep)
 	}
 	return cfg, nil
 }
