@@ -3,10 +3,11 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/pki"
@@ -194,7 +195,7 @@ func (in *Input) validate() error {
 			bad(f.field, "must be a version, got %q", f.value)
 		}
 	}
-	for _, file := range sortedKeys(a.SHA256) {
+	for _, file := range slices.Sorted(maps.Keys(a.SHA256)) {
 		if !artifactRE.MatchString(file) || !sha256RE.MatchString(a.SHA256[file]) {
 			bad("artifacts.sha256["+file+"]", "must map a file name to a lowercase hex SHA-256")
 		}
@@ -218,13 +219,4 @@ func (in *Input) validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -164,7 +166,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
 	}
-	for _, f := range sortedKeys(in.Artifacts.SHA256) {
+	for _, f := range slices.Sorted(maps.Keys(in.Artifacts.SHA256)) {
 		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: in.Artifacts.SHA256[f]})
 	}
 	return v, &topo, nil

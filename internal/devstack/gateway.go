@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -219,7 +220,7 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 		body = b
 	}
 	h := w.Header()
-	for _, k := range sortedKeys(resp.MultiValueHeaders) {
+	for _, k := range slices.Sorted(maps.Keys(resp.MultiValueHeaders)) {
 		for _, v := range resp.MultiValueHeaders[k] {
 			h.Add(k, v)
 		}
@@ -232,15 +233,6 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // writeGatewayError answers in the project's error shape.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -62,17 +61,12 @@ type Envelope struct {
 	kms   KMS
 	keyID string
 	cache *Cache
-	calls atomic.Int64
 }
 
 // New returns an Envelope using keyID. cache may be nil (no caching).
 func New(client KMS, keyID string, cache *Cache) *Envelope {
 	return &Envelope{kms: client, keyID: keyID, cache: cache}
 }
-
-// KMSCalls reports how many KMS requests this Envelope has made (metrics and
-// benchmarks count them per request).
-func (e *Envelope) KMSCalls() int64 { return e.calls.Load() }
 
 // DataKey is an unwrapped cluster data key.
 type DataKey struct {
@@ -84,7 +78,6 @@ type DataKey struct {
 
 // NewDataKey asks KMS for a fresh data key for the cluster.
 func (e *Envelope) NewDataKey(ctx context.Context, scope Scope) (*DataKey, error) {
-	e.calls.Add(1)
 	out, err := e.kms.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{
 		KeyId:             aws.String(e.keyID),
 		KeySpec:           types.DataKeySpecAes256,
@@ -103,7 +96,6 @@ func (e *Envelope) OpenDataKey(ctx context.Context, scope Scope, wrapped []byte)
 	if k := e.cache.get(scope, wrapped); k != nil {
 		return k, nil
 	}
-	e.calls.Add(1)
 	out, err := e.kms.Decrypt(ctx, &kms.DecryptInput{
 		CiphertextBlob:    wrapped,
 		KeyId:             aws.String(e.keyID),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
 
@@ -95,8 +96,8 @@ func TestCacheBoundsKMSCalls(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	cache := envelope.NewCache(time.Minute, 3, 16)
 	cache.Now = func() time.Time { return now }
-	env := envelope.New(client, keyID, cache)
-	ctx := context.Background()
+	env := envelope.New(metrics.CountKMS(client), keyID, cache)
+	ctx, calls := metrics.WithCounters(context.Background())
 	scope := envelope.Scope{OrgID: 3, ClusterID: 9}
 	dk, err := env.NewDataKey(ctx, scope)
 	if err != nil {
@@ -108,20 +109,20 @@ func TestCacheBoundsKMSCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := env.KMSCalls()
+	base := calls.KMSCalls() // GenerateDataKey
 	open() // miss: Decrypt
 	open() // hit
 	open() // hit (third use)
-	if got := env.KMSCalls() - base; got != 1 {
+	if got := calls.KMSCalls() - base; got != 1 {
 		t.Fatalf("KMS calls after 3 opens = %d, want 1", got)
 	}
 	open() // use count exhausted: Decrypt again
-	if got := env.KMSCalls() - base; got != 2 {
+	if got := calls.KMSCalls() - base; got != 2 {
 		t.Fatalf("KMS calls after use limit = %d, want 2", got)
 	}
 	now = now.Add(2 * time.Minute)
 	open() // aged out
-	if got := env.KMSCalls() - base; got != 3 {
+	if got := calls.KMSCalls() - base; got != 3 {
 		t.Fatalf("KMS calls after max age = %d, want 3", got)
 	}
 	// A cached key never opens for another scope.

@@ -172,7 +172,7 @@ func newStack(t *testing.T) *stack {
 		DNS:     dns.NewHTTP(simSrv.URL+"/dns", simSrv.Client()),
 		Settings: founding.Settings{
 			BaseDNSDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
-			KubernetesVersion: "v1.35.4", KMSKeyID: keyID,
+			KubernetesVersion: "v1.35.4",
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
 		},
 	}

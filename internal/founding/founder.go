@@ -34,7 +34,6 @@ type Settings struct {
 	ServiceCIDR       string
 	PodCIDR           string
 	ClusterDomain     string
-	KMSKeyID          string
 }
 
 // DefaultNetworks are the seed's cluster networks.

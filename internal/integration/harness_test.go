@@ -104,7 +104,7 @@ func newStack(t *testing.T) *stack {
 		DNS:     dns.NewHTTP(simSrv.URL+"/dns", simSrv.Client()),
 		Settings: founding.Settings{
 			BaseDNSDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
-			KubernetesVersion: "v1.35.4", KMSKeyID: keyID,
+			KubernetesVersion: "v1.35.4",
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
 			ClusterDomain: founding.DefaultClusterDomain,
 		},

@@ -22,6 +22,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/excloud/k8sapi/internal/envelope"
 )
 
 // Response headers carrying the counts when debug headers are enabled.
@@ -83,11 +85,8 @@ func (QueryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 // TraceQueryEnd does nothing.
 func (QueryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// KMS is the part of the KMS API the envelope calls (envelope.KMS).
-type KMS interface {
-	GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error)
-	Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func(*kms.Options)) (*kms.DecryptOutput, error)
-}
+// KMS is the part of the KMS API the envelope calls.
+type KMS = envelope.KMS
 
 // CountKMS wraps a KMS client so each call counts into the context's Counters.
 func CountKMS(next KMS) KMS { return countingKMS{next} }

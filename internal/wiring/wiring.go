@@ -136,7 +136,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 		DNS:     dns.NewHTTP(a.Config.DNSAPIURL, hc),
 		Settings: founding.Settings{
 			BaseDNSDomain: a.Config.BaseDNSDomain, BootstrapBaseURL: a.Config.BootstrapBaseURL,
-			KubernetesVersion: a.Config.KubernetesVersion, KMSKeyID: a.Config.KMSKeyID,
+			KubernetesVersion: a.Config.KubernetesVersion,
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
 			ClusterDomain: founding.DefaultClusterDomain,
 		},
