@@ -110,9 +110,9 @@ func TestCacheBoundsKMSCalls(t *testing.T) {
 		}
 	}
 	base := calls.KMSCalls() // GenerateDataKey
-	open() // miss: Decrypt
-	open() // hit
-	open() // hit (third use)
+	open()                   // miss: Decrypt
+	open()                   // hit
+	open()                   // hit (third use)
 	if got := calls.KMSCalls() - base; got != 1 {
 		t.Fatalf("KMS calls after 3 opens = %d, want 1", got)
 	}

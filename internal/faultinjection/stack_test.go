@@ -173,7 +173,7 @@ func newStack(t *testing.T) *stack {
 		Settings: founding.Settings{
 			BaseDNSDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
 			KubernetesVersion: "v1.35.4",
-			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
+			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
 		},
 	}
 	srv := &api.Server{

@@ -65,31 +65,48 @@ func (s *Service) List(ctx context.Context, org auth.Principal) ([]ClusterView, 
 	if err != nil {
 		return nil, databaseError(err)
 	}
+	ids := make([]int64, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	nodes, err := s.Store.NodesOfClusters(ctx, ids)
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	byCluster := map[int64][]store.Node{}
+	for _, n := range nodes {
+		byCluster[n.ClusterID] = append(byCluster[n.ClusterID], n)
+	}
 	views := make([]ClusterView, 0, len(cs))
 	for _, c := range cs {
-		nodes, err := s.Store.ClusterNodes(ctx, c.ID)
-		if err != nil {
-			return nil, databaseError(err)
-		}
-		views = append(views, viewOf(c, nodes))
+		views = append(views, viewOf(c, byCluster[c.ID]))
 	}
 	return views, nil
 }
 
 // Get returns one of org's clusters; another org's is not found.
 func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (ClusterView, error) {
+	c, nodes, err := s.load(ctx, org, id)
+	if err != nil {
+		return ClusterView{}, err
+	}
+	return viewOf(c, nodes), nil
+}
+
+// load reads one of org's clusters and its nodes.
+func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store.Cluster, []store.Node, error) {
 	c, err := s.Store.Cluster(ctx, org.OrgID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return ClusterView{}, apperr.New(apperr.NotFound, "not_found", "no such cluster")
+		return c, nil, apperr.New(apperr.NotFound, "not_found", "no such cluster")
 	}
 	if err != nil {
-		return ClusterView{}, databaseError(err)
+		return c, nil, databaseError(err)
 	}
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	if err != nil {
-		return ClusterView{}, databaseError(err)
+		return c, nil, databaseError(err)
 	}
-	return viewOf(c, nodes), nil
+	return c, nodes, nil
 }
 
 // Delete removes the cluster's VMs, its security group (if founding made
@@ -97,22 +114,21 @@ func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (Cluste
 // retry: a failure leaves the cluster "deleting" and a second call carries
 // on; deleting a deleted cluster returns it unchanged.
 func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (ClusterView, error) {
-	view, err := s.Get(ctx, org, id)
-	if err != nil || view.Status == store.StatusDeleted {
-		return view, err
+	c, nodes, err := s.load(ctx, org, id)
+	if err != nil {
+		return ClusterView{}, err
+	}
+	if c.Status == store.StatusDeleted {
+		return viewOf(c, nodes), nil
 	}
 	ctx = platformauth.WithToken(ctx, bearer)
 	if err := s.Store.SetStatus(ctx, id, store.StatusDeleting); err != nil {
 		return ClusterView{}, databaseError(err)
 	}
-	for _, vmID := range view.ControlPlaneVMIDs {
-		if err := s.Compute.DeleteInstance(ctx, vmID); err != nil {
+	for _, n := range nodes {
+		if err := s.Compute.DeleteInstance(ctx, n.VMID); err != nil {
 			return ClusterView{}, computeError("deleting a control-plane VM", err)
 		}
-	}
-	c, err := s.Store.Cluster(ctx, org.OrgID, id)
-	if err != nil {
-		return ClusterView{}, databaseError(err)
 	}
 	if c.CreatedSecurityGroupID != nil {
 		if err := s.Compute.DeleteSecurityGroup(ctx, *c.CreatedSecurityGroupID); err != nil && !compute.IsNotFound(err) {

@@ -315,9 +315,23 @@ func TestListGetDeleteAreOrgScoped(t *testing.T) {
 	if r := do(t, http.MethodGet, s.api.URL+"/clusters", "", s.bearer(2)); !strings.Contains(string(r.Body), `"clusters":[]`) {
 		t.Errorf("org 2 list = %s", r.Body)
 	}
+	second := s.found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
 	r := do(t, http.MethodGet, s.api.URL+"/clusters", "", s.bearer(1))
-	if r.Status != 200 || !strings.Contains(string(r.Body), res.Name) {
-		t.Errorf("org 1 list = %d %s", r.Status, r.Body)
+	var list struct {
+		Clusters []struct {
+			ID  int64   `json:"cluster_id"`
+			VMs []int64 `json:"control_plane_vm_ids"`
+		} `json:"clusters"`
+	}
+	r.json(t, &list)
+	want := map[int64]string{res.ClusterID: fmt.Sprint(res.ControlPlaneVMIDs), second.ClusterID: fmt.Sprint(second.ControlPlaneVMIDs)}
+	if r.Status != 200 || len(list.Clusters) != 2 {
+		t.Fatalf("org 1 list = %d %s", r.Status, r.Body)
+	}
+	for _, c := range list.Clusters {
+		if fmt.Sprint(c.VMs) != want[c.ID] {
+			t.Errorf("cluster %d lists VMs %v, want %s", c.ID, c.VMs, want[c.ID])
+		}
 	}
 	for _, bad := range []string{"0", "-1", "abc", "99999999999999999999", "1.5"} {
 		if r := do(t, http.MethodGet, s.api.URL+"/clusters/"+bad, "", s.bearer(1)); r.Status != 400 {
@@ -329,9 +343,11 @@ func TestListGetDeleteAreOrgScoped(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"deleted"`) {
 		t.Fatalf("DELETE = %d %s", r.Status, r.Body)
 	}
+	// Only the other cluster's VM and record are left.
 	live, _ := s.sim.LiveInstances(context.Background())
-	if len(live) != 0 || len(s.sim.Records(baseDomain)) != 0 {
-		t.Errorf("after delete: %d live VMs, %d records", len(live), len(s.sim.Records(baseDomain)))
+	recs := s.sim.Records(baseDomain)
+	if len(live) != 1 || live[0].ID != second.ControlPlaneVMIDs[0] || len(recs) != 1 || recs[0].Name != second.ControlPlaneDNSName {
+		t.Errorf("after delete: live VMs %+v, records %+v", live, recs)
 	}
 	var wrapped []byte
 	_ = s.pool.QueryRow(context.Background(), `SELECT wrapped_data_key FROM kube_clusters WHERE id = $1`, res.ClusterID).Scan(&wrapped)

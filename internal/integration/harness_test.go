@@ -105,7 +105,7 @@ func newStack(t *testing.T) *stack {
 		Settings: founding.Settings{
 			BaseDNSDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
 			KubernetesVersion: "v1.35.4",
-			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
+			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
 			ClusterDomain: founding.DefaultClusterDomain,
 		},
 	}

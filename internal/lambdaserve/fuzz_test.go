@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
-		"testing"
+	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 

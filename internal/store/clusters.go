@@ -60,6 +60,7 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 // Node is one control-plane VM with both of its facets (etcd member and API
 // server) and its current addresses from the platform tables.
 type Node struct {
+	ClusterID          int64
 	VMID               int64
 	Ordinal            int
 	Name               string
@@ -112,12 +113,18 @@ func (s *Store) ClusterNodes(ctx context.Context, clusterID int64) ([]Node, erro
 	return s.nodes(ctx, `a.kube_cluster_id = $1`, clusterID, 0)
 }
 
+// NodesOfClusters returns the nodes of every cluster in ids, without sealed
+// keys, ordered by cluster and ordinal: one query for a whole listing.
+func (s *Store) NodesOfClusters(ctx context.Context, ids []int64) ([]Node, error) {
+	return s.nodes(ctx, `a.kube_cluster_id = ANY($1)`, ids, 0)
+}
+
 // nodes loads nodes matching where (over apiserver_nodes a); the sealed keys
 // are selected only for selfVMID, so a peer's private keys never leave the
 // database for another node's request.
-func (s *Store) nodes(ctx context.Context, where string, arg, selfVMID int64) ([]Node, error) {
+func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64) ([]Node, error) {
 	rows, _ := s.pool.Query(ctx, `
-		SELECT a.vm_id, a.ordinal, a.node_name, e.cert,
+		SELECT a.kube_cluster_id, a.vm_id, a.ordinal, a.node_name, e.cert,
 		       CASE WHEN a.vm_id = $2 THEN e.key_sealed END,
 		       a.cert,
 		       CASE WHEN a.vm_id = $2 THEN a.key_sealed END,
@@ -128,10 +135,10 @@ func (s *Store) nodes(ctx context.Context, where string, arg, selfVMID int64) ([
 			SELECT ipv4, ipv6, public_ipv4 FROM interfaces
 			WHERE vm_id = a.vm_id ORDER BY is_primary DESC, id LIMIT 1
 		) i ON true
-		WHERE `+where+` ORDER BY a.ordinal`, arg, selfVMID)
+		WHERE `+where+` ORDER BY a.kube_cluster_id, a.ordinal`, arg, selfVMID)
 	ns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
 		var n Node
-		err := r.Scan(&n.VMID, &n.Ordinal, &n.Name, &n.EtcdCert, &n.EtcdKeySealed,
+		err := r.Scan(&n.ClusterID, &n.VMID, &n.Ordinal, &n.Name, &n.EtcdCert, &n.EtcdKeySealed,
 			&n.APIServerCert, &n.APIServerKeySealed, &n.IPv4, &n.IPv6, &n.PublicIPv4)
 		return n, err
 	})

@@ -137,7 +137,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 		Settings: founding.Settings{
 			BaseDNSDomain: a.Config.BaseDNSDomain, BootstrapBaseURL: a.Config.BootstrapBaseURL,
 			KubernetesVersion: a.Config.KubernetesVersion,
-			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
+			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
 			ClusterDomain: founding.DefaultClusterDomain,
 		},
 	}
