@@ -69,7 +69,7 @@ func TestFunctionsDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forbidden := []string{"k8s.io/", "sigs.k8s.io/", "github.com/excloud/k8sapi/internal/devstack", "github.com/excloud/k8sapi/internal/simulator", "github.com/excloud/k8sapi/internal/testenv"}
+	forbidden := []string{"k8s.io/", "sigs.k8s.io/", "github.com/excloud/k8sapi/internal/devstack", "github.com/excloud/k8sapi/internal/simulator", "github.com/excloud/k8sapi/internal/testenv", "github.com/excloud/k8sapi/internal/stacktest"}
 	for _, f := range tmpl.Functions {
 		cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "./"+f.CodeURI)
 		cmd.Dir = projectRoot

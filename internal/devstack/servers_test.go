@@ -6,10 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // The throwaway path, forced: initdb and postgres as the postgres user in a
@@ -95,7 +96,7 @@ func TestMissingMoto(t *testing.T) {
 // stop kills the whole process group, grandchildren included.
 func TestProcessStopKillsTheGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
-	out := &lockedBuffer{}
+	out := &stacktest.LockedBuffer{}
 	p, err := startProcess("sh", cmd, out, syscall.SIGKILL)
 	if err != nil {
 		t.Fatal(err)
@@ -123,21 +124,4 @@ func alive(pid int) bool {
 	}
 	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

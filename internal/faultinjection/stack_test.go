@@ -16,16 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/devstack"
-	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
-	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -70,24 +67,7 @@ type stack struct {
 	stopMoto   func()
 	vmCreates  gate
 	topologies gate
-	logs       *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs       *stacktest.LockedBuffer
 }
 
 type gatedTopologies struct {
@@ -130,7 +110,7 @@ func newStack(t *testing.T) *stack {
 			_ = devstack.DropDatabase(ctx, pg.DSN(), name)
 		}
 	})
-	s := &stack{t: t, pool: pool, simPool: simPool, logs: &lockedBuffer{}}
+	s := &stack{t: t, pool: pool, simPool: simPool, logs: &stacktest.LockedBuffer{}}
 	if s.sim, err = simulator.New(simulator.Config{DB: simPool}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,37 +140,18 @@ func newStack(t *testing.T) *stack {
 	}
 	env := envelope.New(kms.NewFromConfig(cfg), keyID, nil)
 
-	log := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := store.New(pool)
-	renderer, err := bundle.NewRenderer()
+	in, err := stacktest.New(stacktest.Config{
+		Pool: pool, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
+		BaseDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
+		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		WrapTopologies: func(t nodebootstrap.Topologies) nodebootstrap.Topologies {
+			return gatedTopologies{&s.topologies, t}
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	founder := &founding.Service{
-		Store: st, Envelope: env, Renderer: renderer, Log: log,
-		Compute: compute.NewHTTP(simSrv.URL+"/compute", simSrv.Client()),
-		DNS:     dns.NewHTTP(simSrv.URL+"/dns", simSrv.Client()),
-		Settings: founding.Settings{
-			BaseDNSDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
-			KubernetesVersion: "v1.35.4",
-			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
-		},
-	}
-	srv := &api.Server{
-		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: log,
-		Bundles: &nodebootstrap.Service{Store: gatedTopologies{&s.topologies, st}, Envelope: env, Renderer: renderer,
-			Artifacts: bundle.DefaultArtifacts(), Log: log},
-	}
-	mux := http.NewServeMux()
-	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
-		h := srv.Handler(fn)
-		for _, r := range api.Routes {
-			if r.Function == fn {
-				mux.Handle(r.Method+" "+r.Path, h)
-			}
-		}
-	}
-	apiSrv := httptest.NewServer(mux)
+	apiSrv := httptest.NewServer(in.Handler)
 	t.Cleanup(apiSrv.Close)
 	s.apiURL = apiSrv.URL
 	return s

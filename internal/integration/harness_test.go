@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,13 +18,10 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/bundle"
-	"github.com/excloud/k8sapi/internal/compute"
-	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
-	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
@@ -42,27 +38,9 @@ type stack struct {
 	api      *httptest.Server
 	envelope *envelope.Envelope
 	founder  *founding.Service
-	server   *api.Server      // every function's handlers: server.Handler(logical id)
-	logs     *lockedBuffer    // what the handlers and use cases logged, at debug level
-	tokens   map[int64]string // a live principal token per org
-}
-
-// lockedBuffer collects log lines from concurrent requests.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	server   *api.Server             // every function's handlers: server.Handler(logical id)
+	logs     *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
+	tokens   map[int64]string        // a live principal token per org
 }
 
 func newStack(t *testing.T) *stack {
@@ -91,42 +69,17 @@ func newStack(t *testing.T) *stack {
 
 	kmsClient, keyID := testenv.KMSKey(t)
 	env := envelope.New(kmsClient, keyID, nil)
-	st := store.New(pool)
-	renderer, err := bundle.NewRenderer()
+	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, tokens: map[int64]string{}, logs: &stacktest.LockedBuffer{}}
+	in, err := stacktest.New(stacktest.Config{
+		Pool: pool, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
+		BaseDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
+		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, tokens: map[int64]string{}, logs: &lockedBuffer{}}
-	log := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s.founder = &founding.Service{
-		Store: st, Envelope: env, Renderer: renderer, Log: log,
-		Compute: compute.NewHTTP(simSrv.URL+"/compute", simSrv.Client()),
-		DNS:     dns.NewHTTP(simSrv.URL+"/dns", simSrv.Client()),
-		Settings: founding.Settings{
-			BaseDNSDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
-			KubernetesVersion: "v1.35.4",
-			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
-			ClusterDomain: founding.DefaultClusterDomain,
-		},
-	}
-	srv := &api.Server{
-		Auth:     &auth.Authenticator{Tokens: st},
-		Founder:  s.founder,
-		Clusters: s.founder,
-		Bundles:  &nodebootstrap.Service{Store: st, Envelope: env, Renderer: renderer, Artifacts: bundle.DefaultArtifacts(), Log: log},
-		Log:      log,
-	}
-	s.server = srv
-	mux := http.NewServeMux()
-	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
-		h := srv.Handler(fn)
-		for _, r := range api.Routes {
-			if r.Function == fn {
-				mux.Handle(r.Method+" "+r.Path, h)
-			}
-		}
-	}
-	s.api = httptest.NewServer(mux)
+	s.founder, s.server = in.Founder, in.Server
+	s.api = httptest.NewServer(in.Handler)
 	t.Cleanup(s.api.Close)
 	return s
 }

@@ -1,0 +1,108 @@
+// Package stacktest wires k8sapi's use cases and HTTP handlers in-process,
+// the way the functions' mains do, for tests that drive every route against
+// real parts (internal/integration, internal/faultinjection). Only tests
+// import it; no function links it.
+//
+// In: a pool, an envelope and the simulator's URL. Out: the founding
+// service, the api.Server and one handler serving every function's routes.
+package stacktest
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/compute"
+	"github.com/excloud/k8sapi/internal/dns"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// Config is what the in-process stack is built from.
+type Config struct {
+	Pool             *pgxpool.Pool // k8sapi's own pool
+	Envelope         *envelope.Envelope
+	SimURL           string       // the platform simulator (compute at /compute, DNS at /dns)
+	SimClient        *http.Client // nil: one with the platform clients' default timeout
+	BaseDomain       string
+	BootstrapBaseURL string
+	Log              *slog.Logger
+	// WrapTopologies, when set, wraps the store for bundle fetches, so a
+	// test can hold a fetch mid-way.
+	WrapTopologies func(nodebootstrap.Topologies) nodebootstrap.Topologies
+}
+
+// Stack is k8sapi in-process.
+type Stack struct {
+	Founder *founding.Service
+	Server  *api.Server
+	// Handler serves the routes of every function the stack has use cases
+	// for, each through its own function's handler, as the gateway does.
+	Handler http.Handler
+}
+
+// functions are the functions whose use cases New wires.
+var functions = []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"}
+
+// New builds the stack.
+func New(cfg Config) (*Stack, error) {
+	renderer, err := bundle.NewRenderer()
+	if err != nil {
+		return nil, err
+	}
+	st := store.New(cfg.Pool)
+	var topologies nodebootstrap.Topologies = st
+	if cfg.WrapTopologies != nil {
+		topologies = cfg.WrapTopologies(st)
+	}
+	founder := &founding.Service{
+		Store: st, Envelope: cfg.Envelope, Renderer: renderer, Log: cfg.Log,
+		Compute: compute.NewHTTP(cfg.SimURL+"/compute", cfg.SimClient),
+		DNS:     dns.NewHTTP(cfg.SimURL+"/dns", cfg.SimClient),
+		Settings: founding.Settings{
+			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: "v1.35.4",
+			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
+		},
+	}
+	srv := &api.Server{
+		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: cfg.Log,
+		Bundles: &nodebootstrap.Service{Store: topologies, Envelope: cfg.Envelope, Renderer: renderer,
+			Artifacts: bundle.DefaultArtifacts(), Log: cfg.Log},
+	}
+	mux := http.NewServeMux()
+	for _, fn := range functions {
+		h := srv.Handler(fn)
+		for _, r := range api.Routes {
+			if r.Function == fn {
+				mux.Handle(r.Method+" "+r.Path, h)
+			}
+		}
+	}
+	return &Stack{Founder: founder, Server: srv, Handler: mux}, nil
+}
+
+// LockedBuffer collects log lines written by concurrent requests.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
