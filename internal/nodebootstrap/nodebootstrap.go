@@ -89,18 +89,18 @@ func (s *Service) input(ctx context.Context, c *store.Cluster, nodes []store.Nod
 	}
 	ids := map[pki.Name]pki.KeyPair{}
 	for _, stored := range []struct {
-		name, purpose string
-		cert          string
+		name          pki.Name
+		purpose, cert string
 		sealed        []byte
 	}{
-		{string(pki.EtcdPeer), keyring.PurposeEtcdPeer, self.EtcdCert, self.EtcdKeySealed},
-		{string(pki.APIServer), keyring.PurposeAPIServer, self.APIServerCert, self.APIServerKeySealed},
+		{pki.EtcdPeer, keyring.PurposeEtcdPeer, self.EtcdCert, self.EtcdKeySealed},
+		{pki.APIServer, keyring.PurposeAPIServer, self.APIServerCert, self.APIServerKeySealed},
 	} {
 		key, err := keyring.OpenNodeKey(opened.DataKey, stored.purpose, self.VMID, stored.sealed)
 		if err != nil {
 			return bundle.Input{}, s.openError(ctx, c, self, err)
 		}
-		ids[pki.Name(stored.name)] = pki.KeyPair{CertPEM: []byte(stored.cert), KeyPEM: key}
+		ids[stored.name] = pki.KeyPair{CertPEM: []byte(stored.cert), KeyPEM: key}
 	}
 	serviceIP, _, err := bundle.ServiceIPs(c.ServiceCIDR)
 	if err != nil {
