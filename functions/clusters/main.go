@@ -4,15 +4,15 @@ package main
 
 import (
 	"github.com/excloud/k8sapi/internal/api"
-	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
 func main() {
 	required := []string{"KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL"}
 	wiring.Serve("ClustersFunction", required, func(app *wiring.App, srv *api.Server) error {
-		r, err := bundle.NewRenderer()
-		srv.Clusters = app.Founding(r)
-		return err
+		// Listing, reading and deleting render nothing: no templates to
+		// parse at cold start.
+		srv.Clusters = app.Founding(nil)
+		return nil
 	})
 }

@@ -49,7 +49,7 @@ type Service struct {
 	Envelope *envelope.Envelope
 	Compute  compute.Client
 	DNS      dns.Client
-	Renderer Renderer
+	Renderer Renderer // needed by Found only
 	Settings Settings
 	Now      func() time.Time
 	Log      *slog.Logger

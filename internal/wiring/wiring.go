@@ -127,7 +127,9 @@ func (a *App) Artifacts() bundle.Artifacts {
 	return art
 }
 
-// Founding returns the founding use case.
+// Founding returns the founding use case. r renders userdata and admin
+// kubeconfigs; it may be nil for a function that only lists, reads and
+// deletes clusters.
 func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 	hc := &http.Client{Timeout: platformTimeout}
 	return &founding.Service{
