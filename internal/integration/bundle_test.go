@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
@@ -168,20 +169,29 @@ func TestBundleRefusesInactiveCluster(t *testing.T) {
 	}
 }
 
-// TestTamperedSealedKeyFailsClosed flips one bit in every sealed column in
+// tamperTarget is one sealed value of a founded cluster: a column of
+// the cluster row, or one stored identity of its first node.
+type tamperTarget struct{ label, table, column, where string }
+
+func tamperTargets() []tamperTarget {
+	targets := []tamperTarget{}
+	for _, col := range []string{"ca_key_sealed", "etcd_ca_key_sealed", "front_proxy_ca_key_sealed",
+		"service_account_key_sealed", "wrapped_data_key"} {
+		targets = append(targets, tamperTarget{"kube_clusters." + col, "kube_clusters", col, "id = $1"})
+	}
+	for _, name := range pki.Names(pki.PhaseFounding) {
+		targets = append(targets, tamperTarget{"node_identities." + string(name), "node_identities", "key_sealed",
+			"name = '" + string(name) + "' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $2)"})
+	}
+	return targets
+}
+
+// TestTamperedSealedKeyFailsClosed flips one bit in every sealed value in
 // turn: the fetch is a 500 that says nothing, and the log names the cluster
 // and VM but holds no key.
 func TestTamperedSealedKeyFailsClosed(t *testing.T) {
-	for _, c := range []struct{ table, column, where string }{
-		{"kube_clusters", "ca_key_sealed", "id = $1"},
-		{"kube_clusters", "etcd_ca_key_sealed", "id = $1"},
-		{"kube_clusters", "front_proxy_ca_key_sealed", "id = $1"},
-		{"kube_clusters", "service_account_key_sealed", "id = $1"},
-		{"kube_clusters", "wrapped_data_key", "id = $1"},
-		{"etcd_nodes", "key_sealed", "vm_id = $2"},
-		{"apiserver_nodes", "key_sealed", "vm_id = $2"},
-	} {
-		t.Run(c.table+"."+c.column, func(t *testing.T) {
+	for _, c := range tamperTargets() {
+		t.Run(c.label, func(t *testing.T) {
 			s := newStack(t)
 			res := s.found(1, threeNodes)
 			vm := res.ControlPlaneVMIDs[0]
@@ -193,17 +203,7 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 			if err != nil || tag.RowsAffected() != 1 {
 				t.Fatalf("flipping a byte: %v (%d rows)", err, tag.RowsAffected())
 			}
-			r := s.fetchBundle(vm, imds, access)
-			if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
-				t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
-			}
-			logs := s.logs.String()
-			if !strings.Contains(logs, `"msg":"sealed key material does not open","cluster_id":`+itoa(res.ClusterID)+`,"vm_id":`+itoa(vm)) {
-				t.Errorf("the failure is not reported with its cluster and VM:\n%s", logs)
-			}
-			if strings.Contains(logs, "-----BEGIN") || strings.Contains(logs, "PRIVATE KEY") {
-				t.Errorf("the log holds key material")
-			}
+			assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
 		})
 	}
 	t.Run("node key", func(t *testing.T) {
@@ -213,14 +213,43 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 		imds, access := s.vmCredentials(vm)
 		// Move node 1's sealed key onto node 2's row: the additional data
 		// names the node, so it must not open there.
-		if _, err := s.pool.Exec(context.Background(), `UPDATE apiserver_nodes SET key_sealed =
-			(SELECT key_sealed FROM apiserver_nodes WHERE vm_id = $1) WHERE vm_id = $2`, res.ControlPlaneVMIDs[0], vm); err != nil {
+		if _, err := s.pool.Exec(context.Background(), `UPDATE node_identities SET key_sealed =
+			(SELECT i.key_sealed FROM node_identities i JOIN kube_nodes n ON n.id = i.node_id WHERE n.vm_id = $1 AND i.name = 'apiserver')
+			WHERE name = 'apiserver' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $2)`, res.ControlPlaneVMIDs[0], vm); err != nil {
 			t.Fatal(err)
 		}
-		if r := s.fetchBundle(vm, imds, access); r.Status != http.StatusInternalServerError {
-			t.Fatalf("= %d %s, want 500", r.Status, r.Body)
-		}
+		assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
 	})
+	t.Run("identity missing", func(t *testing.T) {
+		s := newStack(t)
+		res := s.found(1, threeNodes)
+		vm := res.ControlPlaneVMIDs[0]
+		imds, access := s.vmCredentials(vm)
+		// A stored identity the cert table names but the node lacks (a row
+		// deleted, or a stored cert added to the table without a backfill).
+		tag, err := s.pool.Exec(context.Background(), `DELETE FROM node_identities
+			WHERE name = 'etcd-peer' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $1)`, vm)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("deleting the identity: %v (%d rows)", err, tag.RowsAffected())
+		}
+		assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
+	})
+}
+
+// assertFailsClosed: a bare 500 internal, logged with cluster and VM, no key
+// in the log.
+func assertFailsClosed(t *testing.T, s *stack, clusterID, vm int64, r response) {
+	t.Helper()
+	if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
+		t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, `"msg":"sealed key material does not open","cluster_id":`+itoa(clusterID)+`,"vm_id":`+itoa(vm)) {
+		t.Errorf("the failure is not reported with its cluster and VM:\n%s", logs)
+	}
+	if strings.Contains(logs, "-----BEGIN") || strings.Contains(logs, "PRIVATE KEY") {
+		t.Errorf("the log holds key material")
+	}
 }
 
 func TestBundleResponseIsJSONWithMetadata(t *testing.T) {
