@@ -169,71 +169,65 @@ func TestBundleRefusesInactiveCluster(t *testing.T) {
 	}
 }
 
-// tamperTarget is one sealed value of a founded cluster: a column of
-// the cluster row, or one stored identity of its first node.
-type tamperTarget struct{ label, table, column, where string }
-
-func tamperTargets() []tamperTarget {
-	targets := []tamperTarget{}
-	for _, col := range []string{"ca_key_sealed", "etcd_ca_key_sealed", "front_proxy_ca_key_sealed",
-		"service_account_key_sealed", "wrapped_data_key"} {
-		targets = append(targets, tamperTarget{"kube_clusters." + col, "kube_clusters", col, "id = $1"})
-	}
-	for _, name := range pki.Names(pki.PhaseFounding) {
-		targets = append(targets, tamperTarget{"node_identities." + string(name), "node_identities", "key_sealed",
-			"name = '" + string(name) + "' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $2)"})
-	}
-	return targets
+// tampering is one way a founded cluster's sealed keys can be spoiled: sql
+// touches exactly one row, with $1 the cluster, $2 the VM that then fetches
+// (ControlPlaneVMIDs[vm]) and $3 the first VM.
+type tampering struct {
+	label string
+	vm    int
+	sql   string
 }
 
-// TestTamperedSealedKeyFailsClosed flips one bit in every sealed value in
-// turn: the fetch is a 500 that says nothing, and the log names the cluster
-// and VM but holds no key.
+// flipByte flips one bit of col in the rows of table matching where.
+func flipByte(table, col, where string) string {
+	return `UPDATE ` + table + ` SET ` + col + ` = overlay(` + col + ` placing set_byte(substring(` + col +
+		` from 20 for 1), 0, get_byte(substring(` + col + ` from 20 for 1), 0) # 1) from 20) WHERE ` + where
+}
+
+// identityOf selects node_identities' row of one stored identity of the VM in vm.
+func identityOf(name pki.Name, vm string) string {
+	return `name = '` + string(name) + `' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = ` + vm + `)`
+}
+
+func tamperings() []tampering {
+	// Every statement names all three parameters so Postgres can type them.
+	const all = ` AND $1::bigint IS NOT NULL AND $2::bigint IS NOT NULL AND $3::bigint IS NOT NULL`
+	var ts []tampering
+	for _, col := range []string{"ca_key_sealed", "etcd_ca_key_sealed", "front_proxy_ca_key_sealed",
+		"service_account_key_sealed", "wrapped_data_key"} {
+		ts = append(ts, tampering{"kube_clusters." + col, 0, flipByte("kube_clusters", col, "id = $1"+all)})
+	}
+	for _, name := range pki.Names(pki.PhaseFounding) {
+		ts = append(ts, tampering{"node_identities." + string(name), 0, flipByte("node_identities", "key_sealed", identityOf(name, "$2")+all)})
+	}
+	return append(ts,
+		// The first node's key on the second node's row: the additional
+		// data names the node, so it must not open there.
+		tampering{"node key moved", 1, `UPDATE node_identities SET key_sealed = (SELECT key_sealed FROM node_identities
+			WHERE ` + identityOf(pki.APIServer, "$3") + `) WHERE ` + identityOf(pki.APIServer, "$2") + all},
+		// A stored identity the cert table names but the node lacks (a row
+		// deleted, or a stored cert added to the table without a backfill).
+		tampering{"identity missing", 0, `DELETE FROM node_identities WHERE ` + identityOf(pki.EtcdPeer, "$2") + all},
+	)
+}
+
+// TestTamperedSealedKeyFailsClosed spoils every sealed value in turn: the
+// fetch is a 500 that says nothing, and the log names the cluster and VM but
+// holds no key.
 func TestTamperedSealedKeyFailsClosed(t *testing.T) {
-	for _, c := range tamperTargets() {
+	for _, c := range tamperings() {
 		t.Run(c.label, func(t *testing.T) {
 			s := newStack(t)
 			res := s.found(1, threeNodes)
-			vm := res.ControlPlaneVMIDs[0]
+			vm := res.ControlPlaneVMIDs[c.vm]
 			imds, access := s.vmCredentials(vm)
-			col := c.column
-			tag, err := s.pool.Exec(context.Background(), `UPDATE `+c.table+`
-				SET `+col+` = overlay(`+col+` placing set_byte(substring(`+col+` from 20 for 1), 0, get_byte(substring(`+col+` from 20 for 1), 0) # 1) from 20)
-				WHERE `+c.where+` AND $1::bigint IS NOT NULL AND $2::bigint IS NOT NULL`, res.ClusterID, vm)
+			tag, err := s.pool.Exec(context.Background(), c.sql, res.ClusterID, vm, res.ControlPlaneVMIDs[0])
 			if err != nil || tag.RowsAffected() != 1 {
-				t.Fatalf("flipping a byte: %v (%d rows)", err, tag.RowsAffected())
+				t.Fatalf("tampering: %v (%d rows)", err, tag.RowsAffected())
 			}
 			assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
 		})
 	}
-	t.Run("node key", func(t *testing.T) {
-		s := newStack(t)
-		res := s.found(1, threeNodes)
-		vm := res.ControlPlaneVMIDs[1]
-		imds, access := s.vmCredentials(vm)
-		// Move node 1's sealed key onto node 2's row: the additional data
-		// names the node, so it must not open there.
-		if _, err := s.pool.Exec(context.Background(), `UPDATE node_identities SET key_sealed =
-			(SELECT i.key_sealed FROM node_identities i JOIN kube_nodes n ON n.id = i.node_id WHERE n.vm_id = $1 AND i.name = 'apiserver')
-			WHERE name = 'apiserver' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $2)`, res.ControlPlaneVMIDs[0], vm); err != nil {
-			t.Fatal(err)
-		}
-		assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
-	})
-	t.Run("identity missing", func(t *testing.T) {
-		s := newStack(t)
-		res := s.found(1, threeNodes)
-		vm := res.ControlPlaneVMIDs[0]
-		imds, access := s.vmCredentials(vm)
-		// A stored identity the cert table names but the node lacks (a row
-		// deleted, or a stored cert added to the table without a backfill).
-		tag, err := s.pool.Exec(context.Background(), `DELETE FROM node_identities
-			WHERE name = 'etcd-peer' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $1)`, vm)
-		if err != nil || tag.RowsAffected() != 1 {
-			t.Fatalf("deleting the identity: %v (%d rows)", err, tag.RowsAffected())
-		}
-		assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
-	})
 }
 
 // assertFailsClosed: a bare 500 internal, logged with cluster and VM, no key
