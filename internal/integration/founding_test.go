@@ -349,18 +349,25 @@ func TestListGetDeleteAreOrgScoped(t *testing.T) {
 	if len(live) != 1 || live[0].ID != second.ControlPlaneVMIDs[0] || len(recs) != 1 || recs[0].Name != second.ControlPlaneDNSName {
 		t.Errorf("after delete: live VMs %+v, records %+v", live, recs)
 	}
+	assertShredded(t, s, res.ClusterID)
+	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(1)); r.Status != 200 {
+		t.Errorf("second DELETE = %d", r.Status)
+	}
+}
+
+// assertShredded: a deleted cluster keeps neither its wrapped data key nor
+// any node identity's sealed key.
+func assertShredded(t *testing.T, s *stack, clusterID int64) {
+	t.Helper()
 	var wrapped []byte
-	_ = s.pool.QueryRow(context.Background(), `SELECT wrapped_data_key FROM kube_clusters WHERE id = $1`, res.ClusterID).Scan(&wrapped)
+	_ = s.pool.QueryRow(context.Background(), `SELECT wrapped_data_key FROM kube_clusters WHERE id = $1`, clusterID).Scan(&wrapped)
 	if len(wrapped) != 0 {
 		t.Error("the data key survived deletion")
 	}
-	var identities, unshredded int
+	var identities, sealed int
 	_ = s.pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE length(i.key_sealed) > 0)
-		FROM node_identities i JOIN kube_nodes n ON n.id = i.node_id WHERE n.kube_cluster_id = $1`, res.ClusterID).Scan(&identities, &unshredded)
-	if identities == 0 || unshredded != 0 {
-		t.Errorf("after delete: %d of %d node identity keys still sealed", unshredded, identities)
-	}
-	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(1)); r.Status != 200 {
-		t.Errorf("second DELETE = %d", r.Status)
+		FROM node_identities i JOIN kube_nodes n ON n.id = i.node_id WHERE n.kube_cluster_id = $1`, clusterID).Scan(&identities, &sealed)
+	if identities == 0 || sealed != 0 {
+		t.Errorf("after delete: %d of %d node identity keys still sealed", sealed, identities)
 	}
 }
