@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/excloud/k8sapi/internal/apperr"
 )
 
 // MaxRequestBody is API Gateway's own payload limit. The gateway enforces
@@ -248,9 +250,8 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	_, _ = w.Write(body)
 }
 
-// writeGatewayError answers in the project's error shape.
+// writeGatewayError answers in the project's error shape. Like API
+// Gateway's own answers, it carries no request_id of the functions.
 func writeGatewayError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]map[string]string{"error": {"code": code, "message": msg}})
+	apperr.WriteJSON(w, status, code, msg, "")
 }
