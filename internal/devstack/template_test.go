@@ -85,6 +85,40 @@ func TestTemplateResolution(t *testing.T) {
 	}
 }
 
+// Short-form tags become references wherever YAML puts them, and only
+// tags do: a quoted "!Ref" is a literal.
+func TestShortFormIntrinsics(t *testing.T) {
+	tmpl, err := ParseTemplate([]byte(`
+Parameters:
+  P: {Type: String, Default: from-parameter}
+  N: {Type: Number, Default: 5}
+Resources:
+  F:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: fn
+      Environment:
+        Variables:
+          REF: !Ref P # a comment
+          REF_NUMBER: !Ref N
+          QUOTED: "!Ref P"
+          SUB: !Sub "${P}-x"
+          GETATT: !GetAtt Key.Arn
+          FLOW: {Inner: !Ref P}
+          LITERAL: plain # !Ref P
+          MISSING: !Ref Nope
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := tmpl.Function("F")
+	want := map[string]string{"REF": "from-parameter", "REF_NUMBER": "5", "QUOTED": "!Ref P", "SUB": "", "GETATT": "",
+		"FLOW": "", "LITERAL": "plain", "MISSING": ""}
+	if !reflect.DeepEqual(f.Env, want) {
+		t.Errorf("env %v\nwant %v", f.Env, want)
+	}
+}
+
 func TestRouterPrefersTheMostSpecificRoute(t *testing.T) {
 	tmpl := &Template{Functions: []Function{
 		{LogicalID: "A", Routes: []Route{{"GET", "/clusters"}, {"GET", "/clusters/{id}"}, {"ANY", "/echo/{x}"}, {"GET", "/echo/fixed"}}},
