@@ -22,10 +22,7 @@ import (
 // test, and it is never rebuilt.
 func TestPostgresStoppedDuringFounding(t *testing.T) {
 	s := newStack(t)
-	s.vmCreates.holdOn(2)
-	done := make(chan stacktest.Response)
-	go func() { done <- s.Create(1, stacktest.ThreeNodes) }()
-	<-s.vmCreates.arrived
+	done := s.createHeldAtVM(2)
 	pg.Stop()
 	if err := pg.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -58,10 +55,7 @@ func TestPostgresStoppedDuringFounding(t *testing.T) {
 // own database, and the delete would go through).
 func TestPostgresDownThroughoutFounding(t *testing.T) {
 	s := newStack(t)
-	s.vmCreates.holdOn(2)
-	done := make(chan stacktest.Response)
-	go func() { done <- s.Create(1, stacktest.ThreeNodes) }()
-	<-s.vmCreates.arrived
+	done := s.createHeldAtVM(2)
 	pg.Stop()
 	close(s.vmCreates.release)
 	r := <-done

@@ -149,6 +149,17 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
+// createHeldAtVM starts founding a three-node cluster for org 1 and returns
+// once its n-th VM create is held; the answer arrives on the channel after
+// the test closes s.vmCreates.release.
+func (s *stack) createHeldAtVM(n int) <-chan stacktest.Response {
+	s.vmCreates.holdOn(n)
+	done := make(chan stacktest.Response, 1)
+	go func() { done <- s.Create(1, stacktest.ThreeNodes) }()
+	<-s.vmCreates.arrived
+	return done
+}
+
 // counts reads what exists: clusters, nodes, VMs ever created, live VMs.
 func (s *stack) counts() (clusters, nodes, created, live int) {
 	s.t.Helper()

@@ -11,9 +11,9 @@ import (
 )
 
 // The operator's and the VM's journey over the real stack, every response
-// checked against the OpenAPI document by stacktest.Do: here the
-// test also proves the key responses were among those checked, and that
-// every error body quotes the response's X-Request-Id.
+// checked against the OpenAPI document by stacktest.Do: here the test also
+// proves the key responses were among those checked, and that every error
+// body quotes the response's X-Request-Id.
 func TestResponsesMatchTheContract(t *testing.T) {
 	s := newStack(t)
 	before := apidocstest.Checked()
