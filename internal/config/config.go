@@ -8,6 +8,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/excloud/k8sapi/internal/bundle"
 )
 
 // Config is the process configuration. Empty strings mean "not set" for
@@ -21,10 +23,12 @@ type Config struct {
 	BaseDNSDomain     string
 	BootstrapBaseURL  string
 	KubernetesVersion string
-	EtcdVersion       string
 	LogLevel          string // debug, info, warn or error; see SlogLevel
-	Artifacts         Artifacts
-	DB                DB
+	// Artifacts are where nodes download from, configurable for air-gapped
+	// installs. Their defaults are the bundle's (bundle.DefaultArtifacts),
+	// the one place upstream sources and versions are written.
+	Artifacts bundle.Artifacts
+	DB        DB
 }
 
 // DB shapes the connection pool (see DB.Pool for the typed values). Empty
@@ -38,15 +42,8 @@ type DB struct {
 	QueryExecMode    string // exec or simple_protocol: neither creates named prepared statements
 }
 
-// Artifacts are the download mirrors rendered into bundles, configurable for
-// air-gapped installs.
-type Artifacts struct {
-	KubeDownloadBase string
-	EtcdDownloadBase string
-	HelmDownloadBase string
-	CiliumChart      string
-	ImageRegistry    string
-}
+// upstream is where the artifact variables' defaults come from.
+var upstream = bundle.DefaultArtifacts()
 
 // variable is one environment variable: its default and where it lands.
 type variable struct {
@@ -68,13 +65,13 @@ var variables = []variable{
 	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checkDomain},
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
 	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
-	{"ETCD_VERSION", "v3.6.10", func(c *Config) *string { return &c.EtcdVersion }, checkVersion},
+	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
-	{"KUBE_DOWNLOAD_BASE", "https://dl.k8s.io", func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
-	{"ETCD_DOWNLOAD_BASE", "https://github.com/etcd-io/etcd/releases/download", func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, checkURL("http", "https")},
-	{"HELM_DOWNLOAD_BASE", "https://get.helm.sh", func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
-	{"CILIUM_CHART", "oci://quay.io/cilium/charts/cilium", func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
-	{"IMAGE_REGISTRY", "registry.k8s.io", func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
+	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
+	{"ETCD_DOWNLOAD_BASE", upstream.EtcdDownloadBase, func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, checkURL("http", "https")},
+	{"HELM_DOWNLOAD_BASE", upstream.HelmDownloadBase, func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
+	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
+	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
 	{"DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checkHost},
 	{"DB_IAM_AUTH", "false", func(c *Config) *string { return &c.DB.IAMAuth }, checkBool},
 	{"DB_MAX_CONNS", "", func(c *Config) *string { return &c.DB.MaxConns }, checkMaxConns},
@@ -99,7 +96,7 @@ func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
 // production, a map in tests). An empty value counts as unset, because SAM
 // declares every variable and leaves the unused ones empty.
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
-	var c Config
+	c := Config{Artifacts: bundle.DefaultArtifacts()} // versions no variable sets stay upstream's
 	var errs []error
 	for _, v := range variables {
 		val, _ := lookup(v.name)
