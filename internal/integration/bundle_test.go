@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
