@@ -20,4 +20,5 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster},
 	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster},
 	{"GetBundleFunction", http.MethodGet, "/bootstrap/control-plane/{vm_id}", (*Server).getBundle},
+	{"GetBundleFunction", http.MethodPost, "/bootstrap/control-plane/{vm_id}/status", (*Server).reportStatus},
 }
