@@ -61,28 +61,19 @@ func founded(b *testing.B, alg pki.Algorithm, env *envelope.Envelope) store.Topo
 	if err := keyring.SealTrust(dk, trust, &c); err != nil {
 		b.Fatal(err)
 	}
-	svc, _, err := bundle.ServiceIPs(c.ServiceCIDR)
-	if err != nil {
-		b.Fatal(err)
-	}
 	topo := store.Topology{Cluster: c}
 	for i, ip := range []string{"10.0.0.11", "10.0.0.12", "10.0.0.13"} {
 		n := store.Node{VMID: int64(101 + i), Ordinal: i + 1, Name: []string{"cp-1.cluster-42.internal", "cp-2.cluster-42.internal", "cp-3.cluster-42.internal"}[i], IPv4: ip}
-		facts := pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, IPv4: ip, ServiceIP: svc}
-		etcd, err := is.Issue(trust, pki.EtcdPeer, facts)
+		facts, err := keyring.NodeFacts(&c, n)
 		if err != nil {
 			b.Fatal(err)
 		}
-		apiserver, err := is.Issue(trust, pki.APIServer, facts)
+		issued, err := is.IssuePhase(trust, pki.PhaseFounding, facts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		n.EtcdCert, n.APIServerCert = string(etcd.CertPEM), string(apiserver.CertPEM)
-		if i == 0 { // only the asking node's sealed keys are loaded
-			if n.EtcdKeySealed, err = keyring.SealNodeKey(dk, keyring.PurposeEtcdPeer, n.VMID, etcd.KeyPEM); err != nil {
-				b.Fatal(err)
-			}
-			if n.APIServerKeySealed, err = keyring.SealNodeKey(dk, keyring.PurposeAPIServer, n.VMID, apiserver.KeyPEM); err != nil {
+		if i == 0 { // only the asking node's identities are loaded
+			if n.Identities, err = keyring.SealIdentities(dk, n.VMID, issued); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -36,7 +36,7 @@ func pkiNode(c Cluster, n Node) pki.Node {
 	if err != nil {
 		panic(err)
 	}
-	return pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, ServiceIP: svc}
+	return pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, ServiceIP: svc}
 }
 
 // clusterPKI is a cluster's trust plus every node's identities, issued by

@@ -34,6 +34,16 @@ var sets = []set{
 // Apply applies k8sapi's migrations to the database at dsn, and the dev-only
 // platform stand-ins too when includePlatformDev is set. Idempotent.
 func Apply(ctx context.Context, dsn string, includePlatformDev bool) error {
+	return ApplyK8sapiTo(ctx, dsn, includePlatformDev, latest)
+}
+
+// latest asks for every migration of a set.
+const latest = -1
+
+// ApplyK8sapiTo is Apply with k8sapi's set stopped at version (the platform
+// stand-ins, when included, still go to their latest): a database as an
+// earlier release left it, for the tests of the migrations that follow.
+func ApplyK8sapiTo(ctx context.Context, dsn string, includePlatformDev bool, version int32) error {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return fmt.Errorf("connecting to apply migrations: %w", err)
@@ -43,16 +53,31 @@ func Apply(ctx context.Context, dsn string, includePlatformDev bool) error {
 		if s.devOnly && !includePlatformDev {
 			continue
 		}
-		m, err := migrate.NewMigrator(ctx, conn, s.versionTable)
-		if err != nil {
-			return fmt.Errorf("preparing migrations (%s): %w", s.versionTable, err)
+		target := int32(latest)
+		if !s.devOnly {
+			target = version
 		}
-		if err := m.LoadMigrations(s.files()); err != nil {
-			return fmt.Errorf("loading migrations (%s): %w", s.versionTable, err)
+		if err := applySet(ctx, conn, s, target); err != nil {
+			return err
 		}
-		if err := m.Migrate(ctx); err != nil {
-			return fmt.Errorf("applying migrations (%s): %w", s.versionTable, err)
-		}
+	}
+	return nil
+}
+
+// applySet migrates one set to target (latest: its last migration).
+func applySet(ctx context.Context, conn *pgx.Conn, s set, target int32) error {
+	m, err := migrate.NewMigrator(ctx, conn, s.versionTable)
+	if err != nil {
+		return fmt.Errorf("preparing migrations (%s): %w", s.versionTable, err)
+	}
+	if err := m.LoadMigrations(s.files()); err != nil {
+		return fmt.Errorf("loading migrations (%s): %w", s.versionTable, err)
+	}
+	if target == latest {
+		target = int32(len(m.Migrations))
+	}
+	if err := m.MigrateTo(ctx, target); err != nil {
+		return fmt.Errorf("applying migrations (%s) to version %d: %w", s.versionTable, target, err)
 	}
 	return nil
 }

@@ -234,7 +234,7 @@ func (s *stack) counts() (clusters, nodes, created, live int) {
 	s.t.Helper()
 	ctx := context.Background()
 	for q, v := range map[string]*int{
-		`SELECT count(*) FROM kube_clusters`: &clusters, `SELECT count(*) FROM etcd_nodes`: &nodes, `SELECT count(*) FROM vms`: &created,
+		`SELECT count(*) FROM kube_clusters`: &clusters, `SELECT count(*) FROM kube_nodes`: &nodes, `SELECT count(*) FROM vms`: &created,
 	} {
 		if err := s.pool.QueryRow(ctx, q).Scan(v); err != nil {
 			s.t.Fatal(err)

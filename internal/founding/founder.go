@@ -239,18 +239,13 @@ func (s *Service) createVMs(ctx context.Context, f *founding) error {
 	return nil
 }
 
-// issueNodes reads back each VM's addresses, signs its etcd and API server
-// serving certs, seals their keys and writes the node rows.
+// issueNodes reads back each VM's addresses and writes its node row with
+// its stored identities.
 func (s *Service) issueNodes(ctx context.Context, f *founding) error {
 	addrs, err := f.tx.VMAddresses(ctx, f.vmIDs)
 	if err != nil {
 		return databaseError(err)
 	}
-	serviceIP, _, err := bundle.ServiceIPs(f.cluster.ServiceCIDR)
-	if err != nil {
-		return fmt.Errorf("service IP: %w", err)
-	}
-	is := s.issuer(f.spec.KeyAlgorithm)
 	for i, vmID := range f.vmIDs {
 		a, ok := addrs[vmID]
 		if !ok || a.IPv4 == "" {
@@ -258,30 +253,35 @@ func (s *Service) issueNodes(ctx context.Context, f *founding) error {
 		}
 		n := store.Node{VMID: vmID, Ordinal: i + 1, Name: nodeName(i+1, f.cluster.ID),
 			IPv4: a.IPv4, IPv6: a.IPv6, PublicIPv4: a.PublicIPv4}
-		facts := pki.Node{Name: n.Name, ControlPlaneDNSName: f.cluster.ControlPlaneDNSName,
-			IPv4: a.IPv4, IPv6: a.IPv6, PublicIPv4: a.PublicIPv4, ServiceIP: serviceIP}
-		etcd, err := is.Issue(f.trust, pki.EtcdPeer, facts)
-		if err != nil {
+		if err := s.insertNode(ctx, f, n); err != nil {
 			return err
 		}
-		apiserver, err := is.Issue(f.trust, pki.APIServer, facts)
-		if err != nil {
-			return err
-		}
-		n.EtcdCert, n.APIServerCert = string(etcd.CertPEM), string(apiserver.CertPEM)
-		if n.EtcdKeySealed, err = keyring.SealNodeKey(f.dataKey, keyring.PurposeEtcdPeer, vmID, etcd.KeyPEM); err != nil {
-			return err
-		}
-		if n.APIServerKeySealed, err = keyring.SealNodeKey(f.dataKey, keyring.PurposeAPIServer, vmID, apiserver.KeyPEM); err != nil {
-			return err
-		}
-		clear(etcd.KeyPEM)
-		clear(apiserver.KeyPEM)
-		if err := f.tx.InsertNode(ctx, f.cluster.ID, n); err != nil {
-			return databaseError(err)
-		}
-		n.EtcdKeySealed, n.APIServerKeySealed = nil, nil
 		f.nodes = append(f.nodes, n)
+	}
+	return nil
+}
+
+// insertNode issues node n's stored identities (the cert table's
+// PhaseFounding entries), seals their keys and writes the node. n is a copy:
+// the sealed keys are not kept past the insert.
+func (s *Service) insertNode(ctx context.Context, f *founding, n store.Node) error {
+	facts, err := keyring.NodeFacts(&f.cluster, n)
+	if err != nil {
+		return err
+	}
+	issued, err := s.issuer(f.spec.KeyAlgorithm).IssuePhase(f.trust, pki.PhaseFounding, facts)
+	if err != nil {
+		return err
+	}
+	n.Identities, err = keyring.SealIdentities(f.dataKey, n.VMID, issued)
+	for _, kp := range issued {
+		clear(kp.KeyPEM)
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.tx.InsertNode(ctx, f.cluster.ID, n); err != nil {
+		return databaseError(err)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/compute"
-	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
@@ -38,7 +37,7 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	}
 	opened, err := keyring.Open(ctx, s.Envelope, &c)
 	if err != nil {
-		return nil, openError(err)
+		return nil, keyring.OpenError(ctx, s.logger(), &c, 0, err)
 	}
 	kubeconfig, err := s.adminKubeconfig(opened.Trust, &c)
 	if err != nil {
@@ -47,16 +46,6 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	res := resultOf(viewOf(c, nodes), nodes, kubeconfig)
 	res.Replayed = true
 	return res, nil
-}
-
-// openError classifies a failure to rehydrate keys: KMS down is 503; keys
-// that do not open (tampered, moved) are an internal error whose cause is
-// logged by the caller, never shown.
-func openError(err error) error {
-	if errors.Is(err, envelope.ErrOpen) {
-		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
-	}
-	return kmsError(err)
 }
 
 // List returns org's clusters that are not deleted.

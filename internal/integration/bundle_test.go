@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
@@ -168,59 +169,81 @@ func TestBundleRefusesInactiveCluster(t *testing.T) {
 	}
 }
 
-// TestTamperedSealedKeyFailsClosed flips one bit in every sealed column in
-// turn: the fetch is a 500 that says nothing, and the log names the cluster
-// and VM but holds no key.
+// tampering is one way a founded cluster's sealed keys can be spoiled: sql
+// touches exactly one row, with $1 the cluster, $2 the VM that then fetches
+// (ControlPlaneVMIDs[vm]) and $3 the first VM.
+type tampering struct {
+	label string
+	vm    int
+	sql   string
+}
+
+// flipByte flips one bit of col in the rows of table matching where.
+func flipByte(table, col, where string) string {
+	return `UPDATE ` + table + ` SET ` + col + ` = overlay(` + col + ` placing set_byte(substring(` + col +
+		` from 20 for 1), 0, get_byte(substring(` + col + ` from 20 for 1), 0) # 1) from 20) WHERE ` + where
+}
+
+// identityOf selects node_identities' row of one stored identity of the VM in vm.
+func identityOf(name pki.Name, vm string) string {
+	return `name = '` + string(name) + `' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = ` + vm + `)`
+}
+
+func tamperings() []tampering {
+	// Every statement names all three parameters so Postgres can type them.
+	const all = ` AND $1::bigint IS NOT NULL AND $2::bigint IS NOT NULL AND $3::bigint IS NOT NULL`
+	var ts []tampering
+	for _, col := range []string{"ca_key_sealed", "etcd_ca_key_sealed", "front_proxy_ca_key_sealed",
+		"service_account_key_sealed", "wrapped_data_key"} {
+		ts = append(ts, tampering{"kube_clusters." + col, 0, flipByte("kube_clusters", col, "id = $1"+all)})
+	}
+	for _, name := range pki.Names(pki.PhaseFounding) {
+		ts = append(ts, tampering{"node_identities." + string(name), 0, flipByte("node_identities", "key_sealed", identityOf(name, "$2")+all)})
+	}
+	return append(ts,
+		// The first node's key on the second node's row: the additional
+		// data names the node, so it must not open there.
+		tampering{"node key moved", 1, `UPDATE node_identities SET key_sealed = (SELECT key_sealed FROM node_identities
+			WHERE ` + identityOf(pki.APIServer, "$3") + `) WHERE ` + identityOf(pki.APIServer, "$2") + all},
+		// A stored identity the cert table names but the node lacks (a row
+		// deleted, or a stored cert added to the table without a backfill).
+		tampering{"identity missing", 0, `DELETE FROM node_identities WHERE ` + identityOf(pki.EtcdPeer, "$2") + all},
+	)
+}
+
+// TestTamperedSealedKeyFailsClosed spoils every sealed value in turn: the
+// fetch is a 500 that says nothing, and the log names the cluster and VM but
+// holds no key.
 func TestTamperedSealedKeyFailsClosed(t *testing.T) {
-	for _, c := range []struct{ table, column, where string }{
-		{"kube_clusters", "ca_key_sealed", "id = $1"},
-		{"kube_clusters", "etcd_ca_key_sealed", "id = $1"},
-		{"kube_clusters", "front_proxy_ca_key_sealed", "id = $1"},
-		{"kube_clusters", "service_account_key_sealed", "id = $1"},
-		{"kube_clusters", "wrapped_data_key", "id = $1"},
-		{"etcd_nodes", "key_sealed", "vm_id = $2"},
-		{"apiserver_nodes", "key_sealed", "vm_id = $2"},
-	} {
-		t.Run(c.table+"."+c.column, func(t *testing.T) {
+	for _, c := range tamperings() {
+		t.Run(c.label, func(t *testing.T) {
 			s := newStack(t)
 			res := s.found(1, threeNodes)
-			vm := res.ControlPlaneVMIDs[0]
+			vm := res.ControlPlaneVMIDs[c.vm]
 			imds, access := s.vmCredentials(vm)
-			col := c.column
-			tag, err := s.pool.Exec(context.Background(), `UPDATE `+c.table+`
-				SET `+col+` = overlay(`+col+` placing set_byte(substring(`+col+` from 20 for 1), 0, get_byte(substring(`+col+` from 20 for 1), 0) # 1) from 20)
-				WHERE `+c.where+` AND $1::bigint IS NOT NULL AND $2::bigint IS NOT NULL`, res.ClusterID, vm)
+			tag, err := s.pool.Exec(context.Background(), c.sql, res.ClusterID, vm, res.ControlPlaneVMIDs[0])
 			if err != nil || tag.RowsAffected() != 1 {
-				t.Fatalf("flipping a byte: %v (%d rows)", err, tag.RowsAffected())
+				t.Fatalf("tampering: %v (%d rows)", err, tag.RowsAffected())
 			}
-			r := s.fetchBundle(vm, imds, access)
-			if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
-				t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
-			}
-			logs := s.logs.String()
-			if !strings.Contains(logs, `"msg":"sealed key material does not open","cluster_id":`+itoa(res.ClusterID)+`,"vm_id":`+itoa(vm)) {
-				t.Errorf("the failure is not reported with its cluster and VM:\n%s", logs)
-			}
-			if strings.Contains(logs, "-----BEGIN") || strings.Contains(logs, "PRIVATE KEY") {
-				t.Errorf("the log holds key material")
-			}
+			assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
 		})
 	}
-	t.Run("node key", func(t *testing.T) {
-		s := newStack(t)
-		res := s.found(1, threeNodes)
-		vm := res.ControlPlaneVMIDs[1]
-		imds, access := s.vmCredentials(vm)
-		// Move node 1's sealed key onto node 2's row: the additional data
-		// names the node, so it must not open there.
-		if _, err := s.pool.Exec(context.Background(), `UPDATE apiserver_nodes SET key_sealed =
-			(SELECT key_sealed FROM apiserver_nodes WHERE vm_id = $1) WHERE vm_id = $2`, res.ControlPlaneVMIDs[0], vm); err != nil {
-			t.Fatal(err)
-		}
-		if r := s.fetchBundle(vm, imds, access); r.Status != http.StatusInternalServerError {
-			t.Fatalf("= %d %s, want 500", r.Status, r.Body)
-		}
-	})
+}
+
+// assertFailsClosed: a bare 500 internal, logged with cluster and VM, no key
+// in the log.
+func assertFailsClosed(t *testing.T, s *stack, clusterID, vm int64, r response) {
+	t.Helper()
+	if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
+		t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, `"msg":"sealed key material does not open","cluster_id":`+itoa(clusterID)+`,"vm_id":`+itoa(vm)) {
+		t.Errorf("the failure is not reported with its cluster and VM:\n%s", logs)
+	}
+	if strings.Contains(logs, "-----BEGIN") || strings.Contains(logs, "PRIVATE KEY") {
+		t.Errorf("the log holds key material")
+	}
 }
 
 func TestBundleResponseIsJSONWithMetadata(t *testing.T) {

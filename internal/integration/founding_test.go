@@ -161,7 +161,7 @@ func assertNothingFounded(t *testing.T, s *stack) {
 	var clusters, nodes int
 	ctx := context.Background()
 	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM kube_clusters`).Scan(&clusters)
-	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM etcd_nodes`).Scan(&nodes)
+	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM kube_nodes`).Scan(&nodes)
 	live, err := s.sim.LiveInstances(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestConcurrentCreatesForOneOrg(t *testing.T) {
 	}
 	// Every cluster has its own VM and its own data key.
 	var vms, keys int
-	_ = s.pool.QueryRow(context.Background(), `SELECT count(DISTINCT vm_id) FROM etcd_nodes`).Scan(&vms)
+	_ = s.pool.QueryRow(context.Background(), `SELECT count(DISTINCT vm_id) FROM kube_nodes`).Scan(&vms)
 	_ = s.pool.QueryRow(context.Background(), `SELECT count(DISTINCT wrapped_data_key) FROM kube_clusters`).Scan(&keys)
 	if vms != n || keys != n {
 		t.Errorf("%d distinct VMs, %d distinct data keys, want %d", vms, keys, n)
@@ -349,12 +349,25 @@ func TestListGetDeleteAreOrgScoped(t *testing.T) {
 	if len(live) != 1 || live[0].ID != second.ControlPlaneVMIDs[0] || len(recs) != 1 || recs[0].Name != second.ControlPlaneDNSName {
 		t.Errorf("after delete: live VMs %+v, records %+v", live, recs)
 	}
+	assertShredded(t, s, res.ClusterID)
+	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(1)); r.Status != 200 {
+		t.Errorf("second DELETE = %d", r.Status)
+	}
+}
+
+// assertShredded: a deleted cluster keeps neither its wrapped data key nor
+// any node identity's sealed key.
+func assertShredded(t *testing.T, s *stack, clusterID int64) {
+	t.Helper()
 	var wrapped []byte
-	_ = s.pool.QueryRow(context.Background(), `SELECT wrapped_data_key FROM kube_clusters WHERE id = $1`, res.ClusterID).Scan(&wrapped)
+	_ = s.pool.QueryRow(context.Background(), `SELECT wrapped_data_key FROM kube_clusters WHERE id = $1`, clusterID).Scan(&wrapped)
 	if len(wrapped) != 0 {
 		t.Error("the data key survived deletion")
 	}
-	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(1)); r.Status != 200 {
-		t.Errorf("second DELETE = %d", r.Status)
+	var identities, sealed int
+	_ = s.pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE length(i.key_sealed) > 0)
+		FROM node_identities i JOIN kube_nodes n ON n.id = i.node_id WHERE n.kube_cluster_id = $1`, clusterID).Scan(&identities, &sealed)
+	if identities == 0 || sealed != 0 {
+		t.Errorf("after delete: %d of %d node identity keys still sealed", sealed, identities)
 	}
 }

@@ -57,7 +57,7 @@ func TestConcurrentBundleFetches(t *testing.T) {
 func nodeNameOf(t *testing.T, s *stack, vmID int64) string {
 	t.Helper()
 	var name string
-	if err := s.pool.QueryRow(context.Background(), `SELECT node_name FROM etcd_nodes WHERE vm_id = $1`, vmID).Scan(&name); err != nil {
+	if err := s.pool.QueryRow(context.Background(), `SELECT node_name FROM kube_nodes WHERE vm_id = $1`, vmID).Scan(&name); err != nil {
 		t.Fatal(err)
 	}
 	return name

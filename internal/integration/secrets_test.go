@@ -61,7 +61,8 @@ func TestNoSecretsAtRestOrInLogs(t *testing.T) {
 	for _, tok := range []string{expired, scoped} {
 		do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, map[string]string{"Authorization": "Bearer " + tok})
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE apiserver_nodes SET key_sealed = overlay(key_sealed placing '\x00'::bytea from 30) WHERE vm_id = $1`, c2.ControlPlaneVMIDs[0]); err != nil {
+	if _, err := s.pool.Exec(ctx, `UPDATE node_identities SET key_sealed = overlay(key_sealed placing '\x00'::bytea from 30)
+		WHERE name = 'apiserver' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $1)`, c2.ControlPlaneVMIDs[0]); err != nil {
 		t.Fatal(err)
 	}
 	imds, access := s.vmCredentials(c2.ControlPlaneVMIDs[0])

@@ -4,7 +4,8 @@
 //
 // In: a pki.Trust or a store.Cluster, an envelope data key. Out: sealed
 // columns, or a rehydrated pki.Trust. One table (sealedCAs) lists which
-// column holds which CA.
+// column holds which CA; a node's stored identities are not listed here at
+// all: they follow the cert table (pki.PhaseFounding), see identities.go.
 package keyring
 
 import (
@@ -16,12 +17,9 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// Purposes bound into each sealed value's additional data.
-const (
-	PurposeServiceAccount = "service-account-key"
-	PurposeEtcdPeer       = "etcd-peer-key"
-	PurposeAPIServer      = "apiserver-key"
-)
+// PurposeServiceAccount is bound into the sealed service-account key's
+// additional data; every other sealed key is named by keyPurpose.
+const PurposeServiceAccount = "service-account-key"
 
 // caColumns says where each CA's certificate and sealed key live on the row.
 type caColumns struct {
@@ -36,7 +34,14 @@ var sealedCAs = []caColumns{
 	{pki.FrontProxyCA, func(c *store.Cluster) *string { return &c.FrontProxyCACert }, func(c *store.Cluster) *[]byte { return &c.FrontProxyCAKeySealed }},
 }
 
-func caPurpose(name pki.Name) envelope.Purpose { return envelope.Purpose{Name: string(name) + "-key"} }
+// keyPurpose is what a sealed key's additional data names besides its
+// cluster: the cert table's entry and the VM (0 for a CA). The spelling
+// "<name>-key" is also what the per-column purposes of the first schema
+// were ("etcd-peer-key", "apiserver-key"), so keys sealed before node
+// identities became rows still open.
+func keyPurpose(name pki.Name, vmID int64) envelope.Purpose {
+	return envelope.Purpose{Name: string(name) + "-key", VMID: vmID}
+}
 
 // SealTrust seals t's CA keys and service-account key into c's columns.
 func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
@@ -46,7 +51,7 @@ func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 		if err != nil {
 			return fmt.Errorf("encoding %s key: %w", col.name, err)
 		}
-		sealed, err := dk.Seal(caPurpose(col.name), keyPEM)
+		sealed, err := dk.Seal(keyPurpose(col.name, 0), keyPEM)
 		clear(keyPEM)
 		if err != nil {
 			return fmt.Errorf("sealing %s key: %w", col.name, err)
@@ -67,24 +72,6 @@ func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 	}
 	c.ServiceAccountPub = string(saPub)
 	return nil
-}
-
-// SealNodeKey seals one node's serving key for purpose.
-func SealNodeKey(dk *envelope.DataKey, purpose string, vmID int64, keyPEM []byte) ([]byte, error) {
-	sealed, err := dk.Seal(envelope.Purpose{Name: purpose, VMID: vmID}, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("sealing %s of vm %d: %w", purpose, vmID, err)
-	}
-	return sealed, nil
-}
-
-// OpenNodeKey opens one node's serving key.
-func OpenNodeKey(dk *envelope.DataKey, purpose string, vmID int64, sealed []byte) ([]byte, error) {
-	plain, err := dk.Open(envelope.Purpose{Name: purpose, VMID: vmID}, sealed)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s of vm %d: %w", purpose, vmID, err)
-	}
-	return plain, nil
 }
 
 // Scope is the envelope scope of c.
@@ -108,7 +95,7 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 	}
 	t := &pki.Trust{CAs: map[pki.Name]*pki.CA{}}
 	for _, col := range sealedCAs {
-		keyPEM, err := dk.Open(caPurpose(col.name), *col.key(c))
+		keyPEM, err := dk.Open(keyPurpose(col.name, 0), *col.key(c))
 		if err != nil {
 			return nil, fmt.Errorf("opening %s key: %w", col.name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
@@ -81,49 +82,42 @@ func findNode(nodes []store.Node, vmID int64) (store.Node, bool) {
 	return store.Node{}, false
 }
 
-// input opens the keys and mints the identities of one fetch.
+// input opens the keys and mints the identities of one fetch: the node's
+// stored identities, opened, plus the fetch phase's, issued fresh.
 func (s *Service) input(ctx context.Context, c *store.Cluster, nodes []store.Node, self store.Node) (bundle.Input, error) {
 	opened, err := keyring.Open(ctx, s.Envelope, c)
 	if err != nil {
-		return bundle.Input{}, s.openError(ctx, c, self, err)
+		return bundle.Input{}, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
 	}
-	ids := map[pki.Name]pki.KeyPair{}
-	for _, stored := range []struct {
-		name          pki.Name
-		purpose, cert string
-		sealed        []byte
-	}{
-		{pki.EtcdPeer, keyring.PurposeEtcdPeer, self.EtcdCert, self.EtcdKeySealed},
-		{pki.APIServer, keyring.PurposeAPIServer, self.APIServerCert, self.APIServerKeySealed},
-	} {
-		key, err := keyring.OpenNodeKey(opened.DataKey, stored.purpose, self.VMID, stored.sealed)
-		if err != nil {
-			return bundle.Input{}, s.openError(ctx, c, self, err)
-		}
-		ids[stored.name] = pki.KeyPair{CertPEM: []byte(stored.cert), KeyPEM: key}
+	ids, err := keyring.OpenIdentities(opened.DataKey, self)
+	if err != nil {
+		return bundle.Input{}, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
 	}
-	serviceIP, _, err := bundle.ServiceIPs(c.ServiceCIDR)
+	facts, err := keyring.NodeFacts(c, self)
 	if err != nil {
 		return bundle.Input{}, err
 	}
-	facts := pki.Node{Name: self.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
-		IPv4: self.IPv4, IPv6: self.IPv6, PublicIPv4: self.PublicIPv4, ServiceIP: serviceIP}
 	minted, err := pki.Issuer{Algorithm: pki.Algorithm(c.KeyAlgorithm), Now: s.Now}.IssuePhase(opened.Trust, pki.PhaseFetch, facts)
 	if err != nil {
 		return bundle.Input{}, err
 	}
-	for name, kp := range minted {
-		ids[name] = kp
-	}
+	maps.Copy(ids, minted)
+	return bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids), nil
+}
+
+// bundleInput is the renderer's view of the stored topology and this
+// fetch's keys.
+func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifacts bundle.Artifacts,
+	saKey []byte, ids map[pki.Name]pki.KeyPair) bundle.Input {
 	in := bundle.Input{
 		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
 			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR},
 		SelfVMID:  self.VMID,
-		Artifacts: s.Artifacts,
+		Artifacts: artifacts,
 		CACerts: map[pki.Name][]byte{pki.ClusterCA: []byte(c.CACert), pki.EtcdCA: []byte(c.EtcdCACert),
 			pki.FrontProxyCA: []byte(c.FrontProxyCACert)},
-		ServiceAccountKeyPEM: opened.ServiceAccountKey,
+		ServiceAccountKeyPEM: saKey,
 		ServiceAccountPubPEM: []byte(c.ServiceAccountPub),
 		Identities:           ids,
 	}
@@ -131,17 +125,7 @@ func (s *Service) input(ctx context.Context, c *store.Cluster, nodes []store.Nod
 		in.Nodes = append(in.Nodes, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
 	}
-	return in, nil
-}
-
-// openError: KMS unreachable is 503; sealed keys that do not open are a
-// 500 whose event is logged with the cluster and VM, never the key.
-func (s *Service) openError(ctx context.Context, c *store.Cluster, self store.Node, err error) error {
-	if errors.Is(err, envelope.ErrOpen) {
-		s.logger().ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", self.VMID)
-		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
-	}
-	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable", err)
+	return in
 }
 
 func (s *Service) logger() *slog.Logger {

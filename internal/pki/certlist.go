@@ -56,6 +56,7 @@ const (
 type Node struct {
 	Name                string // cp-1.cluster-42.internal
 	ControlPlaneDNSName string // exk8s-7-2a.k8s.excloud.co.in
+	ClusterDomain       string // cluster.local: the cluster's own, a per-cluster fact
 	IPv4, IPv6          string
 	PublicIPv4          string
 	ServiceIP           net.IP // first IP of the service CIDR (the kubernetes Service)
@@ -135,14 +136,15 @@ func etcdSANs(n Node) ([]string, []net.IP) {
 }
 
 // apiserverSANs covers every real access path: the node's own name, the
-// shared control-plane name, the in-cluster service names, the first service
-// IP, the node's addresses and loopback.
+// shared control-plane name, the in-cluster service names (the last under
+// the cluster's own domain), the first service IP, the node's addresses and
+// loopback.
 func apiserverSANs(n Node) ([]string, []net.IP) {
-	dns := []string{
-		n.Name, n.ControlPlaneDNSName,
-		"kubernetes", "kubernetes.default", "kubernetes.default.svc",
-		"kubernetes.default.svc.cluster.local", "localhost",
+	dns := []string{n.Name, n.ControlPlaneDNSName, "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	if n.ClusterDomain != "" { // every cluster row has one; a bare "...svc." would be no name at all
+		dns = append(dns, "kubernetes.default.svc."+n.ClusterDomain)
 	}
+	dns = append(dns, "localhost")
 	extra := []net.IP{net.IPv4(127, 0, 0, 1)}
 	if n.ServiceIP != nil {
 		extra = append(extra, n.ServiceIP)

@@ -13,6 +13,7 @@ import (
 var testNode = Node{
 	Name:                "cp-1.cluster-42.internal",
 	ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
+	ClusterDomain:       "cluster.local",
 	IPv4:                "10.0.1.5",
 	PublicIPv4:          "203.0.113.9",
 	ServiceIP:           net.ParseIP("10.96.0.1"),
@@ -122,6 +123,25 @@ func TestAPIServerServesEveryAccessPath(t *testing.T) {
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{DNSName: "cp-2.cluster-42.internal", Roots: pool}); err == nil {
 		t.Error("apiserver cert must not serve another node's name")
+	}
+}
+
+// The in-cluster FQDN is under the cluster's own domain, not a fixed one.
+func TestAPIServerNamesTheClusterDomain(t *testing.T) {
+	is := Issuer{Algorithm: ECDSAP256}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testNode
+	n.ClusterDomain = "corp.example"
+	kp, err := is.Issue(trust, APIServer, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := ParseCert(kp.CertPEM)
+	if !slices.Contains(cert.DNSNames, "kubernetes.default.svc.corp.example") || slices.Contains(cert.DNSNames, "kubernetes.default.svc.cluster.local") {
+		t.Errorf("DNS SANs %v: want kubernetes.default.svc.corp.example and no cluster.local", cert.DNSNames)
 	}
 }
 

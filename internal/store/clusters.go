@@ -57,19 +57,27 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at`
 
-// Node is one control-plane VM with both of its facets (etcd member and API
-// server) and its current addresses from the platform tables.
+// Node is one control-plane node (a kube_nodes row) with its current
+// addresses from the platform tables.
 type Node struct {
-	ClusterID          int64
-	VMID               int64
-	Ordinal            int
-	Name               string
-	EtcdCert           string
-	EtcdKeySealed      []byte // only loaded for the node that asks
-	APIServerCert      string
-	APIServerKeySealed []byte // only loaded for the node that asks
-	IPv4, IPv6         string
-	PublicIPv4         string
+	ClusterID  int64
+	VMID       int64
+	Ordinal    int
+	Name       string
+	IPv4, IPv6 string
+	PublicIPv4 string
+	// Identities are the node's stored identities, by name. They are loaded
+	// only for the node that asks, so a peer's sealed keys never leave the
+	// database for another node's request.
+	Identities []Identity
+}
+
+// Identity is one stored node identity (a node_identities row): a
+// certificate and its sealed key, named by the cert table's pki.Name.
+type Identity struct {
+	Name      string
+	Cert      string
+	KeySealed []byte
 }
 
 func collectCluster(rows pgx.Rows) (Cluster, error) {
@@ -108,44 +116,56 @@ func (s *Store) ListClusters(ctx context.Context, orgID int64) ([]Cluster, error
 	return cs, nil
 }
 
-// ClusterNodes returns the cluster's nodes by ordinal, without sealed keys.
+// ClusterNodes returns the cluster's nodes by ordinal, without identities.
 func (s *Store) ClusterNodes(ctx context.Context, clusterID int64) ([]Node, error) {
-	return s.nodes(ctx, `a.kube_cluster_id = $1`, clusterID, 0)
+	return s.nodes(ctx, `n.kube_cluster_id = $1`, clusterID, 0)
 }
 
-// NodesOfClusters returns the nodes of every cluster in ids, without sealed
-// keys, ordered by cluster and ordinal: one query for a whole listing.
+// NodesOfClusters returns the nodes of every cluster in ids, without
+// identities, ordered by cluster and ordinal: one query for a whole listing.
 func (s *Store) NodesOfClusters(ctx context.Context, ids []int64) ([]Node, error) {
-	return s.nodes(ctx, `a.kube_cluster_id = ANY($1)`, ids, 0)
+	return s.nodes(ctx, `n.kube_cluster_id = ANY($1)`, ids, 0)
 }
 
-// nodes loads nodes matching where (over apiserver_nodes a); the sealed keys
-// are selected only for selfVMID, so a peer's private keys never leave the
-// database for another node's request.
+// nodes loads nodes matching where (over kube_nodes n), with the stored
+// identities of selfVMID only.
 func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64) ([]Node, error) {
 	rows, _ := s.pool.Query(ctx, `
-		SELECT a.kube_cluster_id, a.vm_id, a.ordinal, a.node_name, e.cert,
-		       CASE WHEN a.vm_id = $2 THEN e.key_sealed END,
-		       a.cert,
-		       CASE WHEN a.vm_id = $2 THEN a.key_sealed END,
-		       coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, '')
-		FROM apiserver_nodes a
-		JOIN etcd_nodes e ON e.kube_cluster_id = a.kube_cluster_id AND e.vm_id = a.vm_id
+		SELECT n.kube_cluster_id, n.vm_id, n.ordinal, n.node_name,
+		       coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, ''),
+		       ids.names, ids.certs, ids.keys
+		FROM kube_nodes n
 		LEFT JOIN LATERAL (
 			SELECT ipv4, ipv6, public_ipv4 FROM interfaces
-			WHERE vm_id = a.vm_id ORDER BY is_primary DESC, id LIMIT 1
+			WHERE vm_id = n.vm_id ORDER BY is_primary DESC, id LIMIT 1
 		) i ON true
-		WHERE `+where+` ORDER BY a.kube_cluster_id, a.ordinal`, arg, selfVMID)
-	ns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
-		var n Node
-		err := r.Scan(&n.ClusterID, &n.VMID, &n.Ordinal, &n.Name, &n.EtcdCert, &n.EtcdKeySealed,
-			&n.APIServerCert, &n.APIServerKeySealed, &n.IPv4, &n.IPv6, &n.PublicIPv4)
-		return n, err
-	})
+		LEFT JOIN LATERAL (
+			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
+			       array_agg(key_sealed ORDER BY name) AS keys
+			FROM node_identities WHERE node_id = n.id AND n.vm_id = $2
+		) ids ON true
+		WHERE `+where+` ORDER BY n.kube_cluster_id, n.ordinal`, arg, selfVMID)
+	ns, err := pgx.CollectRows(rows, scanNode)
 	if err != nil {
 		return nil, fmt.Errorf("loading nodes: %w", err)
 	}
 	return ns, nil
+}
+
+func scanNode(r pgx.CollectableRow) (Node, error) {
+	var (
+		n            Node
+		names, certs []string
+		keys         [][]byte
+	)
+	if err := r.Scan(&n.ClusterID, &n.VMID, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4,
+		&names, &certs, &keys); err != nil {
+		return n, err
+	}
+	for i := range names {
+		n.Identities = append(n.Identities, Identity{Name: names[i], Cert: certs[i], KeySealed: keys[i]})
+	}
+	return n, nil
 }
 
 // Topology is what a bundle fetch needs: the cluster and every peer.
@@ -156,15 +176,15 @@ type Topology struct {
 
 // TopologyForVM loads the cluster that vmID belongs to and all its
 // control-plane nodes in two round trips (cluster, then nodes). Only vmID's
-// own sealed keys are loaded.
+// own stored identities are loaded.
 func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters
-		WHERE id = (SELECT kube_cluster_id FROM apiserver_nodes WHERE vm_id = $1)`, vmID)
+		WHERE id = (SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1)`, vmID)
 	c, err := collectCluster(rows)
 	if err != nil {
 		return Topology{}, fmt.Errorf("loading cluster of vm %d: %w", vmID, notFound(err))
 	}
-	nodes, err := s.nodes(ctx, `a.kube_cluster_id = $1`, c.ID, vmID)
+	nodes, err := s.nodes(ctx, `n.kube_cluster_id = $1`, c.ID, vmID)
 	if err != nil {
 		return Topology{}, err
 	}
@@ -201,10 +221,9 @@ func (s *Store) DestroyKeys(ctx context.Context, clusterID int64) error {
 			status = 'deleted', updated_at = now() WHERE id = $1`, clusterID, empty); err != nil {
 			return fmt.Errorf("destroying cluster keys: %w", err)
 		}
-		for _, table := range []string{"etcd_nodes", "apiserver_nodes"} {
-			if _, err := tx.Exec(ctx, `UPDATE `+table+` SET key_sealed = $2 WHERE kube_cluster_id = $1`, clusterID, empty); err != nil {
-				return fmt.Errorf("destroying %s keys: %w", table, err)
-			}
+		if _, err := tx.Exec(ctx, `UPDATE node_identities SET key_sealed = $2
+			WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, empty); err != nil {
+			return fmt.Errorf("destroying node identity keys: %w", err)
 		}
 		return nil
 	})

@@ -98,18 +98,20 @@ func (f *FoundingTx) VMAddresses(ctx context.Context, vmIDs []int64) (map[int64]
 	return out, nil
 }
 
-// InsertNode writes both facets of one control-plane node.
+// InsertNode writes one control-plane node and its stored identities in
+// one statement.
 func (f *FoundingTx) InsertNode(ctx context.Context, clusterID int64, n Node) error {
-	batch := &pgx.Batch{}
-	for _, table := range []string{"etcd_nodes", "apiserver_nodes"} {
-		cert, key := n.EtcdCert, n.EtcdKeySealed
-		if table == "apiserver_nodes" {
-			cert, key = n.APIServerCert, n.APIServerKeySealed
-		}
-		batch.Queue(`INSERT INTO `+table+` (kube_cluster_id, vm_id, ordinal, node_name, cert, key_sealed)
-			VALUES ($1, $2, $3, $4, $5, $6)`, clusterID, n.VMID, n.Ordinal, n.Name, cert, key)
+	names, certs, keys := make([]string, len(n.Identities)), make([]string, len(n.Identities)), make([][]byte, len(n.Identities))
+	for i, id := range n.Identities {
+		names[i], certs[i], keys[i] = id.Name, id.Cert, id.KeySealed
 	}
-	if err := f.tx.SendBatch(ctx, batch).Close(); err != nil {
+	_, err := f.tx.Exec(ctx, `WITH node AS (
+			INSERT INTO kube_nodes (kube_cluster_id, vm_id, ordinal, node_name) VALUES ($1, $2, $3, $4) RETURNING id)
+		INSERT INTO node_identities (node_id, name, cert, key_sealed)
+		SELECT node.id, u.name, u.cert, u.key_sealed
+		FROM node, unnest($5::text[], $6::text[], $7::bytea[]) AS u (name, cert, key_sealed)`,
+		clusterID, n.VMID, n.Ordinal, n.Name, names, certs, keys)
+	if err != nil {
 		return fmt.Errorf("inserting node %d: %w", n.VMID, err)
 	}
 	return nil

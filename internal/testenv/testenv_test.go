@@ -21,7 +21,7 @@ func TestPostgresGivesFreshMigratedDatabases(t *testing.T) {
 	if _, err := connA.Exec(ctx, `INSERT INTO principal_tokens (hash, org_id, expires_at) VALUES ('x', 1, now())`); err != nil {
 		t.Fatalf("dev platform table missing: %v", err)
 	}
-	for _, table := range []string{"kube_clusters", "etcd_nodes", "apiserver_nodes", "principal_tokens", "imds_tokens", "vms", "interfaces"} {
+	for _, table := range []string{"kube_clusters", "kube_nodes", "node_identities", "principal_tokens", "imds_tokens", "vms", "interfaces"} {
 		var n int
 		if err := connect(t, b).QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 			t.Fatalf("table %s: %v", table, err)

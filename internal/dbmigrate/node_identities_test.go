@@ -1,0 +1,243 @@
+package dbmigrate_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/dbmigrate"
+	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/testenv"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// v1Node is a node as the first schema stored it: one row in etcd_nodes and
+// one in apiserver_nodes, each key sealed under its per-column purpose.
+type v1Node struct {
+	clusterID, vmID int64
+	ordinal         int
+	name            string
+	issued          map[pki.Name]pki.KeyPair
+	sealed          map[pki.Name][]byte
+}
+
+// The first schema's tables and the purposes its code sealed their keys
+// under, spelled out here as they were, not derived from today's code.
+var v1Tables = []struct {
+	table, purpose string
+	name           pki.Name
+}{
+	{"etcd_nodes", "etcd-peer-key", pki.EtcdPeer},
+	{"apiserver_nodes", "apiserver-key", pki.APIServer},
+}
+
+// A database holding clusters founded by the first schema migrates to the
+// latest: every node becomes one kube_nodes row, every facet one
+// node_identities row with the same cert and sealed bytes, the old tables
+// are gone, and each moved key opens through today's keyring (real KMS
+// over moto) and matches its certificate.
+func TestNodeIdentitiesMigrationMovesEveryNode(t *testing.T) {
+	ctx := context.Background()
+	dsn := emptyDatabase(t)
+	if err := dbmigrate.ApplyK8sapiTo(ctx, dsn, true, 1); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	kmsClient, keyID := testenv.KMSKey(t)
+	env := envelope.New(kmsClient, keyID, nil)
+
+	var nodes []v1Node
+	for _, count := range []int{3, 1} {
+		nodes = append(nodes, foundV1(t, pool, env, count)...)
+	}
+	if err := dbmigrate.Apply(ctx, dsn, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"etcd_nodes", "apiserver_nodes"} {
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil || exists {
+			t.Errorf("%s still exists after the migration (err %v)", table, err)
+		}
+	}
+	assertMovedRows(t, pool, nodes)
+	for _, n := range nodes {
+		assertOpens(t, store.New(pool), env, n)
+	}
+}
+
+func emptyDatabase(t *testing.T) string {
+	t.Helper()
+	server := testenv.Postgres(t) // a server we may create databases on
+	name := devstack.UniqueDatabaseName("k8sapi_v1")
+	dsn, err := devstack.CreateDatabase(context.Background(), server, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
+	return dsn
+}
+
+// foundV1 writes one cluster of count nodes as the first schema's code did:
+// the cluster row through the store's founding transaction, then both
+// facets of each node as its InsertNode wrote them.
+func foundV1(t *testing.T, pool *pgxpool.Pool, env *envelope.Envelope, count int) []v1Node {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := store.New(pool).BeginFounding(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	c, dk, trust := v1Cluster(t, tx, env, count)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []v1Node
+	for ordinal := 1; ordinal <= count; ordinal++ {
+		n := v1Node{clusterID: c.ID, vmID: c.ID*100 + int64(ordinal), ordinal: ordinal,
+			name: fmt.Sprintf("cp-%d.cluster-%d.internal", ordinal, c.ID), sealed: map[pki.Name][]byte{}}
+		facts := pki.Node{Name: n.name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain,
+			IPv4: fmt.Sprintf("10.0.0.%d", ordinal)}
+		if n.issued, err = (pki.Issuer{}).IssuePhase(trust, pki.PhaseFounding, facts); err != nil {
+			t.Fatal(err)
+		}
+		for _, v1 := range v1Tables {
+			if n.sealed[v1.name], err = dk.Seal(envelope.Purpose{Name: v1.purpose, VMID: n.vmID}, n.issued[v1.name].KeyPEM); err != nil {
+				t.Fatal(err)
+			}
+		}
+		insertV1Node(t, pool, n)
+		out = append(out, n)
+	}
+	return out
+}
+
+func v1Cluster(t *testing.T, tx *store.FoundingTx, env *envelope.Envelope, count int) (store.Cluster, *envelope.DataKey, *pki.Trust) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := tx.ReserveClusterID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("exk8s-7-%x", id)
+	c := store.Cluster{ID: id, OrgID: 7, ProjectID: 1, Name: name, ControlPlaneDNSName: name + ".k8s.example",
+		Status: store.StatusActive, KeyAlgorithm: string(pki.ECDSAP256), KubernetesVersion: "v1.35.4",
+		ClusterDomain: "cluster.local", ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", ControlPlaneCount: count,
+		SecurityGroupIDs: []int64{1}}
+	trust, err := (pki.Issuer{}).NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dk, err := env.NewDataKey(ctx, keyring.Scope(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WrappedDataKey, c.KMSKeyID = dk.Wrapped, dk.KeyID
+	if err := keyring.SealTrust(dk, trust, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.InsertCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	return c, dk, trust
+}
+
+// insertV1Node is the first schema's InsertNode: one row per facet.
+func insertV1Node(t *testing.T, pool *pgxpool.Pool, n v1Node) {
+	t.Helper()
+	for _, v1 := range v1Tables {
+		if _, err := pool.Exec(context.Background(), `INSERT INTO `+v1.table+`
+			(kube_cluster_id, vm_id, ordinal, node_name, cert, key_sealed) VALUES ($1, $2, $3, $4, $5, $6)`,
+			n.clusterID, n.vmID, n.ordinal, n.name, string(n.issued[v1.name].CertPEM), n.sealed[v1.name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func assertMovedRows(t *testing.T, pool *pgxpool.Pool, want []v1Node) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range want {
+		var clusterID int64
+		var ordinal int
+		var name string
+		if err := pool.QueryRow(ctx, `SELECT kube_cluster_id, ordinal, node_name FROM kube_nodes WHERE vm_id = $1`,
+			n.vmID).Scan(&clusterID, &ordinal, &name); err != nil {
+			t.Fatalf("vm %d: no kube_nodes row: %v", n.vmID, err)
+		}
+		if clusterID != n.clusterID || ordinal != n.ordinal || name != n.name {
+			t.Errorf("vm %d moved as (%d, %d, %q), want (%d, %d, %q)", n.vmID, clusterID, ordinal, name, n.clusterID, n.ordinal, n.name)
+		}
+		assertMovedIdentities(t, pool, n)
+	}
+	var count int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM kube_nodes`).Scan(&count); err != nil || count != len(want) {
+		t.Errorf("%d kube_nodes rows, want %d (err %v)", count, len(want), err)
+	}
+}
+
+func assertMovedIdentities(t *testing.T, pool *pgxpool.Pool, n v1Node) {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT i.name, i.cert, i.key_sealed FROM node_identities i
+		JOIN kube_nodes n ON n.id = i.node_id WHERE n.vm_id = $1 ORDER BY i.name`, n.vmID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []pki.Name
+	for rows.Next() {
+		var name, cert string
+		var sealed []byte
+		if err := rows.Scan(&name, &cert, &sealed); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, pki.Name(name))
+		if cert != string(n.issued[pki.Name(name)].CertPEM) || !bytes.Equal(sealed, n.sealed[pki.Name(name)]) {
+			t.Errorf("vm %d %s: cert or sealed key changed in the move", n.vmID, name)
+		}
+	}
+	// The names the migration wrote are exactly the cert table's stored
+	// identities, so today's code finds every one.
+	want := slices.Sorted(slices.Values(pki.Names(pki.PhaseFounding)))
+	if !slices.Equal(names, want) {
+		t.Errorf("vm %d identities %v, want the cert table's %v", n.vmID, names, want)
+	}
+}
+
+// assertOpens loads n as a bundle fetch does and opens its moved keys.
+func assertOpens(t *testing.T, s *store.Store, env *envelope.Envelope, n v1Node) {
+	t.Helper()
+	ctx := context.Background()
+	topo, err := s.TopologyForVM(ctx, n.vmID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := keyring.Open(ctx, env, &topo.Cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(topo.Nodes, func(m store.Node) bool { return m.VMID == n.vmID })
+	ids, err := keyring.OpenIdentities(opened.DataKey, topo.Nodes[i])
+	if err != nil {
+		t.Fatalf("vm %d: a moved key does not open: %v", n.vmID, err)
+	}
+	for name, kp := range ids {
+		if !bytes.Equal(kp.KeyPEM, n.issued[name].KeyPEM) {
+			t.Errorf("vm %d %s: opened key differs from the one sealed", n.vmID, name)
+		}
+		if _, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM); err != nil {
+			t.Errorf("vm %d %s: key does not match its cert: %v", n.vmID, name, err)
+		}
+	}
+}
