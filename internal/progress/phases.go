@@ -84,15 +84,24 @@ func rank(p Phase) int {
 	return slices.IndexFunc(phaseTable, func(s phaseSpec) bool { return s.phase == p })
 }
 
-// reportable lists the phases a VM may report, as they appear in errors.
-func reportable() []string {
-	var out []string
+// Reportable lists the phases a VM may report, in order.
+func Reportable() []Phase {
+	var out []Phase
 	for _, s := range phaseTable {
 		if s.by == byVM {
-			out = append(out, string(s.phase))
+			out = append(out, s.phase)
 		}
 	}
 	return out
+}
+
+// reportableList is Reportable as errors name it.
+func reportableList() string {
+	var out []string
+	for _, p := range Reportable() {
+		out = append(out, string(p))
+	}
+	return strings.Join(out, ", ")
 }
 
 // EnterableFrom lists the phases a node may be in for a report of to to
@@ -142,4 +151,5 @@ func all(phases []Phase, p Phase) bool {
 	return !slices.ContainsFunc(phases, func(q Phase) bool { return q != p })
 }
 
-func quoteList(items []string) string { return strings.Join(items, ", ") }
+// States lists every cluster state.
+func States() []State { return []State{StatePending, StateBootstrapping, StateReady, StateFailed} }

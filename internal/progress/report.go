@@ -31,9 +31,9 @@ func (r Report) Validate() (Phase, string, error) {
 	case r.Phase == nil:
 		errs = append(errs, "phase: is required")
 	case rank(Phase(*r.Phase)) < 0:
-		errs = append(errs, "phase: must be one of "+quoteList(reportable()))
+		errs = append(errs, "phase: must be one of "+reportableList())
 	case phaseTable[rank(Phase(*r.Phase))].by != byVM:
-		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+quoteList(reportable()))
+		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+reportableList())
 	default:
 		p = Phase(*r.Phase)
 	}
