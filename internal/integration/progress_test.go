@@ -282,3 +282,25 @@ func waitForLockWaiter(t *testing.T, s *stack) {
 	}
 	t.Fatal("the report never waited for the row")
 }
+
+// Recording bundle_fetched costs one statement on a node's first fetch
+// only: every later fetch sees in the topology that the node moved on.
+func TestBundleFetchRecordsItsPhaseOnce(t *testing.T) {
+	s := newStack(t)
+	s.server.DebugCounters = true
+	res := s.found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	var trips []string
+	for range 2 {
+		r := s.fetchBundle(vm.id, vm.imds, vm.access)
+		if r.Status != http.StatusOK {
+			t.Fatalf("bundle: %d %s", r.Status, r.Body)
+		}
+		trips = append(trips, r.Header.Get(metrics.HeaderDBRoundTrips))
+	}
+	// 2 token lookups + 2 topology (+ 1 phase record on the first).
+	if fmt.Sprint(trips) != "[5 4]" {
+		t.Errorf("round trips of a first and a second fetch: %v, want [5 4]", trips)
+	}
+	s.bootstrapOf(1, res.ClusterID).want(t, "bootstrapping", "bundle_fetched")
+}
