@@ -40,6 +40,8 @@ func TestResponsesMatchTheContract(t *testing.T) {
 	if b := s.FetchBundle(res.ControlPlaneVMIDs[0], imds, access); b.Status != http.StatusOK {
 		t.Fatalf("bundle = %d %s", b.Status, b.Body)
 	}
+	vm := vmProof{res.ControlPlaneVMIDs[0], imds, access}
+	s.mustReport(vm, `{"phase":"ready"}`, http.StatusNoContent)
 
 	// Errors, each quoting the request id.
 	errs := []stacktest.Response{
@@ -50,6 +52,8 @@ func TestResponsesMatchTheContract(t *testing.T) {
 		stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/0x1", "", auth),
 		s.FetchBundle(res.ControlPlaneVMIDs[1], imds, access),
 		s.FetchBundle(res.ControlPlaneVMIDs[0], "", access),
+		s.report(vm, `{"phase":"booting"}`),
+		s.report(vm, `{"phase":"etcd_started"}`),
 	}
 	// A cluster that is not active serves no bundle (409).
 	if _, err := s.pool.Exec(context.Background(), `UPDATE kube_clusters SET status = 'failed' WHERE id = $1`, res.ClusterID); err != nil {
@@ -75,6 +79,7 @@ func TestResponsesMatchTheContract(t *testing.T) {
 		"createCluster 201", "listClusters 200", "getCluster 200", "deleteCluster 200", "getBundle 200",
 		"createCluster 400", "createCluster 409", "createCluster 401", "getCluster 404", "getCluster 400",
 		"getBundle 403", "getBundle 401", "getBundle 409",
+		"reportBootstrapStatus 204", "reportBootstrapStatus 400", "reportBootstrapStatus 409",
 	} {
 		if after[key] <= before[key] {
 			t.Errorf("%s was not checked against the document", key)

@@ -12,6 +12,7 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
@@ -39,7 +40,9 @@ func newStack(t *testing.T) *stack {
 	t.Helper()
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
-	pool, err := store.Open(ctx, dsn, nil)
+	// The functions' tracer: a test that turns DebugCounters on reads each
+	// request's round trips from its headers.
+	pool, err := store.Open(ctx, dsn, metrics.QueryTracer{})
 	if err != nil {
 		t.Fatal(err)
 	}

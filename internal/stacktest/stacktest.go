@@ -26,6 +26,7 @@ import (
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -77,7 +78,8 @@ func New(cfg Config) (*Stack, error) {
 	}
 	srv := &api.Server{
 		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: cfg.Log,
-		Bundles: &nodebootstrap.Service{Store: topologies, Envelope: cfg.Envelope, Renderer: renderer,
+		Progress: &progress.Service{Store: st},
+		Bundles: &nodebootstrap.Service{Store: topologies, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
 			Artifacts: bundle.DefaultArtifacts(), Log: cfg.Log},
 	}
 	mux := http.NewServeMux()

@@ -66,6 +66,11 @@ type Node struct {
 	Name       string
 	IPv4, IPv6 string
 	PublicIPv4 string
+	// Phase is where the node's bootstrap stands (internal/progress), with
+	// the last report's message and when it was recorded.
+	Phase          string
+	PhaseMessage   string
+	PhaseUpdatedAt time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -133,6 +138,7 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 	rows, _ := s.pool.Query(ctx, `
 		SELECT n.kube_cluster_id, n.vm_id, n.ordinal, n.node_name,
 		       coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, ''),
+		       n.phase, n.message, n.updated_at,
 		       ids.names, ids.certs, ids.keys
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
@@ -159,7 +165,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		keys         [][]byte
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4,
-		&names, &certs, &keys); err != nil {
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys); err != nil {
 		return n, err
 	}
 	for i := range names {
