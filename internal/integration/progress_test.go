@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/excloud/k8sapi/internal/stacktest"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/metrics"
+	"github.com/excloud/k8sapi/internal/stacktest"
+	"github.com/jackc/pgx/v5"
 )
 
 type nodeBootstrap struct {
@@ -266,13 +267,19 @@ func TestReportRecheckedAgainstACommittedRace(t *testing.T) {
 }
 
 // waitForLockWaiter returns once some statement of the test's database
-// waits on a lock.
+// waits on a lock. It watches on a connection of its own: the stack's pool
+// is sized like a function's (two), and both are busy here.
 func waitForLockWaiter(t *testing.T, s *stack) {
 	t.Helper()
+	watcher, err := pgx.ConnectConfig(context.Background(), s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = watcher.Close(context.Background()) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var waiting int
-		if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		if err := watcher.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
