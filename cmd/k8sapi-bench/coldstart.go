@@ -60,17 +60,40 @@ func runColdStarts(o options, st stack, r *report) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-
-	// The fake Runtime API: the first GET .../next ends the init phase.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	rt, err := startFakeRuntimeAPI()
 	if err != nil {
 		return err
 	}
-	nextCh := make(chan time.Time, 1)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	defer rt.srv.Close()
+	for _, fn := range fns {
+		row, err := measureColdStart(o, st, rt, tmp, fn[0], fn[1])
+		if err != nil {
+			return err
+		}
+		r.cold = append(r.cold, row)
+	}
+	r.coldArch = runtime.GOOS + "/" + runtime.GOARCH
+	return nil
+}
+
+// fakeRuntimeAPI is just enough of the Lambda Runtime API to time an init:
+// the first GET .../next ends the init phase and is sent on next.
+type fakeRuntimeAPI struct {
+	srv  *http.Server
+	addr string
+	next chan time.Time
+}
+
+func startFakeRuntimeAPI() (*fakeRuntimeAPI, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rt := &fakeRuntimeAPI{addr: l.Addr().String(), next: make(chan time.Time, 1)}
+	rt.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodGet && req.URL.Path == "/2018-06-01/runtime/invocation/next" {
 			select {
-			case nextCh <- time.Now():
+			case rt.next <- time.Now():
 			default:
 			}
 			<-req.Context().Done() // no invocation: the process is killed next
@@ -78,43 +101,41 @@ func runColdStarts(o options, st stack, r *report) error {
 		}
 		w.WriteHeader(http.StatusAccepted) // init errors and the like
 	})}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
+	go func() { _ = rt.srv.Serve(l) }()
+	return rt, nil
+}
 
-	for _, fn := range fns {
-		id, dir := fn[0], fn[1]
-		row := coldRow{logicalID: id}
-		// Size: the Makefile's own sam build target (linux/arm64, stripped).
-		art := filepath.Join(tmp, "arm64", id)
-		if out, err := exec.Command("make", "--no-print-directory", "build-"+id, "ARTIFACTS_DIR="+art).CombinedOutput(); err != nil {
-			return fmt.Errorf("make build-%s: %w: %s", id, err, out)
-		}
-		fi, err := os.Stat(filepath.Join(art, "bootstrap"))
-		if err != nil {
-			return err
-		}
-		row.arm64Size = fi.Size()
-		// Init: the same flags for this machine's architecture, so it runs.
-		host := filepath.Join(tmp, "host", id, "bootstrap")
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -buildid=", "-o", host, "./functions/"+dir)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("host build of %s: %w: %s", id, err, out)
-		}
-		env := functionEnv(st, id, l.Addr().String())
-		for i := 0; i <= o.starts; i++ { // start 0 warms the page cache, not counted
-			d, err := coldStart(host, env, nextCh)
-			if err != nil {
-				return fmt.Errorf("%s: %w", id, err)
-			}
-			if i > 0 {
-				row.inits = append(row.inits, d)
-			}
-		}
-		r.cold = append(r.cold, row)
+// measureColdStart builds one function twice, for its size (the Makefile's
+// own sam build target: linux/arm64, stripped) and for this machine with
+// the same flags, then times o.starts inits after one uncounted start.
+func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp, id, dir string) (coldRow, error) {
+	row := coldRow{logicalID: id}
+	art := filepath.Join(tmp, "arm64", id)
+	if out, err := exec.Command("make", "--no-print-directory", "build-"+id, "ARTIFACTS_DIR="+art).CombinedOutput(); err != nil {
+		return row, fmt.Errorf("make build-%s: %w: %s", id, err, out)
 	}
-	r.coldArch = runtime.GOOS + "/" + runtime.GOARCH
-	return nil
+	fi, err := os.Stat(filepath.Join(art, "bootstrap"))
+	if err != nil {
+		return row, err
+	}
+	row.arm64Size = fi.Size()
+	host := filepath.Join(tmp, "host", id, "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -buildid=", "-o", host, "./functions/"+dir)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return row, fmt.Errorf("host build of %s: %w: %s", id, err, out)
+	}
+	env := functionEnv(st, id, rt.addr)
+	for i := 0; i <= o.starts; i++ { // start 0 warms the page cache, not counted
+		d, err := coldStart(host, env, rt.next)
+		if err != nil {
+			return row, fmt.Errorf("%s: %w", id, err)
+		}
+		if i > 0 {
+			row.inits = append(row.inits, d)
+		}
+	}
+	return row, nil
 }
 
 // functionEnv is what the local stack gives a function, against the fake

@@ -215,7 +215,15 @@ func runLoad(o options, st stack, r *report) error {
 	if _, _, s, err := c.do("GET", st.get("API_URL")+"/health", nil, nil); err != nil || !s.haveCounters {
 		r.notes = append(r.notes, "The running stack does not send the debug counters headers (start it with this tree's `make local`): DB and KMS counts are missing.")
 	}
-	// POST /clusters, 3 nodes; each level's clusters are deleted after it.
+	loadFoundings(o, c, r)
+	var clusters []int64
+	defer func() { deleteClusters(c, clusters) }()
+	return loadFetches(o, c, r, &clusters)
+}
+
+// loadFoundings drives POST /clusters (3 nodes) at each level; each
+// level's clusters are deleted after it.
+func loadFoundings(o options, c *client, r *report) {
 	for _, conc := range levels {
 		var mu sync.Mutex
 		var ids []int64
@@ -229,43 +237,35 @@ func runLoad(o options, st stack, r *report) error {
 			return s, err
 		})
 		r.load = append(r.load, row)
-		for _, id := range ids {
-			if err := c.deleteCluster(id); err != nil {
-				log.Printf("cleanup: %v", err)
-			}
+		deleteClusters(c, ids)
+	}
+}
+
+func deleteClusters(c *client, ids []int64) {
+	for _, id := range ids {
+		if err := c.deleteCluster(id); err != nil {
+			log.Printf("cleanup: %v", err)
 		}
 	}
+}
 
-	// GET bundle: two 3-node ECDSA clusters, every VM fetching in turn.
+// loadFetches drives bundle fetches: two 3-node ECDSA clusters, every VM
+// fetching in turn, then one RSA-2048 node for contrast. The clusters it
+// founds are appended to clusters for the caller to delete.
+func loadFetches(o options, c *client, r *report, clusters *[]int64) error {
 	var vms []vmToken
-	var clusters []int64
-	defer func() {
-		for _, id := range clusters {
-			if err := c.deleteCluster(id); err != nil {
-				log.Printf("cleanup: %v", err)
-			}
-		}
-	}()
 	for range 2 {
-		f, _, err := c.found(o.subnet, 3, "ecdsa-p256")
+		f, err := foundFetchers(o, c, 3, "ecdsa-p256", clusters)
 		if err != nil {
 			return err
 		}
-		clusters = append(clusters, f.ClusterID)
-		for _, vm := range f.VMIDs {
-			tok, err := c.imdsToken(vm)
-			if err != nil {
-				return err
-			}
-			vms = append(vms, vmToken{vm, tok})
-		}
+		vms = append(vms, f...)
 	}
 	// The first fetch of each VM: the first of a cluster unwraps its data
 	// key (cold cache), the others find it cached.
-	first := drive("GET bundle, first fetch of each VM", len(vms), 1, func(i int) (sample, error) {
+	r.firstFetch = drive("GET bundle, first fetch of each VM", len(vms), 1, func(i int) (sample, error) {
 		return c.fetch(vms[i].vm, vms[i].token)
 	})
-	r.firstFetch = first
 	drive("warm-up", 20, 1, func(i int) (sample, error) { return c.fetch(vms[i%len(vms)].vm, vms[i%len(vms)].token) })
 	for _, conc := range levels {
 		r.load = append(r.load, drive("GET bundle (warm, ECDSA)", o.fetches, conc, func(i int) (sample, error) {
@@ -273,21 +273,34 @@ func runLoad(o options, st stack, r *report) error {
 			return c.fetch(v.vm, v.token)
 		}))
 	}
-	// RSA for contrast: one cluster, a few fetches at concurrency 1.
-	f, _, err := c.found(o.subnet, 1, "rsa-2048")
+	rsa, err := foundFetchers(o, c, 1, "rsa-2048", clusters)
 	if err != nil {
 		return err
 	}
-	clusters = append(clusters, f.ClusterID)
-	tok, err := c.imdsToken(f.VMIDs[0])
-	if err != nil {
-		return err
-	}
-	if _, err := c.fetch(f.VMIDs[0], tok); err != nil { // warm its data key
+	if _, err := c.fetch(rsa[0].vm, rsa[0].token); err != nil { // warm its data key
 		return err
 	}
 	r.load = append(r.load, drive("GET bundle (warm, RSA-2048)", 10, 1, func(int) (sample, error) {
-		return c.fetch(f.VMIDs[0], tok)
+		return c.fetch(rsa[0].vm, rsa[0].token)
 	}))
 	return nil
+}
+
+// foundFetchers founds one cluster of n nodes and gives each VM's IMDS
+// session token.
+func foundFetchers(o options, c *client, n int, alg string, clusters *[]int64) ([]vmToken, error) {
+	f, _, err := c.found(o.subnet, n, alg)
+	if err != nil {
+		return nil, err
+	}
+	*clusters = append(*clusters, f.ClusterID)
+	var vms []vmToken
+	for _, vm := range f.VMIDs {
+		tok, err := c.imdsToken(vm)
+		if err != nil {
+			return nil, err
+		}
+		vms = append(vms, vmToken{vm, tok})
+	}
+	return vms, nil
 }

@@ -171,9 +171,21 @@ func (r *report) table() string {
 	return b.String()
 }
 
+// markdown is BENCHMARKS.md: the header and budgets, then one section per
+// part of the run, each left out when that part did not run.
 func (r *report) markdown() string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.findingsSection} {
+		section(p)
+	}
+	return b.String()
+}
+
+// printf appends to the document being written.
+type printf func(format string, a ...any)
+
+func (r *report) headerSection(p printf) {
 	p("# Benchmarks\n\n")
 	p("Written by `make bench` (cmd/k8sapi-bench) on %s in %s. Budgets come from issue 6; a FAIL is a finding to fix, not a test failure.\n\n",
 		r.started.UTC().Format("2006-01-02"), r.elapsed.Round(time.Second))
@@ -187,82 +199,96 @@ func (r *report) markdown() string {
 	for _, f := range failures {
 		p("\nNot run: %s\n", f)
 	}
+}
 
-	if len(r.goBench) > 0 {
-		p("\n## 1. Go benchmarks (CPU only)\n\n`go test -bench . -count N ./bench/gobench`, compared by algorithm with `benchstat -col /alg`. ")
-		p("`Bundle` is one fetch after auth and the topology query: open the sealed CA and node keys (data key cached), mint every fetch-phase client certificate fresh (`pki.Issuer.IssuePhase`) and render every template (`bundle.Renderer.Render`). ")
-		p("`FoundTrust` is `pki.Issuer.NewTrust` plus the etcd peer and API server serving certificates of 3 nodes, sealing excluded. `SealOpen` seals and opens one private key PEM under a cluster data key (AES-256-GCM, no KMS).\n\n")
-		p("| benchmark | ECDSA P-256 (median) | RSA-2048 (median) | RSA / ECDSA |\n|---|---|---|---|\n")
-		for _, name := range []string{"Bundle", "FoundTrust", "SealOpen"} {
-			g := r.goBench[name]
-			if g == nil {
-				continue
-			}
-			e, rs := median(g.nsPerOp["ecdsa-p256"]), median(g.nsPerOp["rsa-2048"])
-			p("| %s | %s | %s | %.1f× |\n", name, msf(e), msf(rs), rs/e)
-		}
-		p("\n```\n%s\n```\n", r.benchstat)
+func (r *report) goBenchSection(p printf) {
+	if len(r.goBench) == 0 {
+		return
 	}
+	p("\n## 1. Go benchmarks (CPU only)\n\n`go test -bench . -count N ./bench/gobench`, compared by algorithm with `benchstat -col /alg`. ")
+	p("`Bundle` is one fetch after auth and the topology query: open the sealed CA and node keys (data key cached), mint every fetch-phase client certificate fresh (`pki.Issuer.IssuePhase`) and render every template (`bundle.Renderer.Render`). ")
+	p("`FoundTrust` is `pki.Issuer.NewTrust` plus the etcd peer and API server serving certificates of 3 nodes, sealing excluded. `SealOpen` seals and opens one private key PEM under a cluster data key (AES-256-GCM, no KMS).\n\n")
+	p("| benchmark | ECDSA P-256 (median) | RSA-2048 (median) | RSA / ECDSA |\n|---|---|---|---|\n")
+	for _, name := range []string{"Bundle", "FoundTrust", "SealOpen"} {
+		g := r.goBench[name]
+		if g == nil {
+			continue
+		}
+		e, rs := median(g.nsPerOp["ecdsa-p256"]), median(g.nsPerOp["rsa-2048"])
+		p("| %s | %s | %s | %.1f× |\n", name, msf(e), msf(rs), rs/e)
+	}
+	p("\n```\n%s\n```\n", r.benchstat)
+}
 
-	if len(r.load) > 0 {
-		p("\n## 2. Load through the local gateway\n\n")
-		p("Real function binaries behind the local API Gateway and Runtime API (`make local`: %s), real PostgreSQL, moto for KMS, the simulator for compute. ", r.stackNote)
-		p("Counts come from the functions themselves (`internal/metrics`: a pgx tracer and a KMS middleware, sent as `X-Debug-DB-Round-Trips` / `X-Debug-KMS-Calls` with `K8SAPI_DEBUG_COUNTERS=1`, and always as `db_round_trips` / `kms_calls` on the access-log line).\n\n")
-		p("**The local gateway runs one warm process per function and serializes its invocations**, like one Lambda execution environment: concurrency 4 and 8 queue at the gateway, so throughput stays flat and latency grows with the queue. In AWS, concurrent requests get more containers (each with its own cold start and data-key cache).\n\n")
-		p("| request | concurrency | n | errors | req/s | p50 | p95 | p99 | DB round trips (min–max) | KMS calls (min–max) |\n|---|---|---|---|---|---|---|---|---|---|\n")
-		rows := append([]*loadRow{}, r.load...)
-		if r.firstFetch != nil {
-			rows = append(rows, r.firstFetch)
-		}
-		for _, l := range rows {
-			dlo, dhi, _, ok := l.counts(false)
-			klo, khi, _, _ := l.counts(true)
-			dbs, kmss := "—", "—"
-			if ok {
-				dbs, kmss = fmt.Sprintf("%d–%d", dlo, dhi), fmt.Sprintf("%d–%d", klo, khi)
-			}
-			p("| %s | %d | %d | %d | %.1f | %s | %s | %s | %s | %s |\n", l.what, l.conc, l.n, l.errs, l.throughput(), ms(l.pct(.5)), ms(l.pct(.95)), ms(l.pct(.99)), dbs, kmss)
-		}
-		p("\nA bundle fetch's DB round trips: 2 for the auth proofs (IMDS session token, principal token) and 2 for the topology (`store.TopologyForVM`: cluster, then nodes), plus 1 on a node's first fetch only (recording its `bundle_fetched` phase; the topology already says the node is further along on every later fetch). ")
-		p("Its KMS calls: one Decrypt of the cluster's data key on a cold container, none while the unwrapped data key is cached (`envelope.Cache`: at most 5 minutes and 1000 uses per key, as the AWS Encryption SDK's caching materials manager bounds it; the price is that a warm container holds a cluster's data key in memory for that long). ")
-		p("Each founding makes one KMS GenerateDataKey.\n")
+func (r *report) loadSection(p printf) {
+	if len(r.load) == 0 {
+		return
 	}
+	p("\n## 2. Load through the local gateway\n\n")
+	p("Real function binaries behind the local API Gateway and Runtime API (`make local`: %s), real PostgreSQL, moto for KMS, the simulator for compute. ", r.stackNote)
+	p("Counts come from the functions themselves (`internal/metrics`: a pgx tracer and a KMS middleware, sent as `X-Debug-DB-Round-Trips` / `X-Debug-KMS-Calls` with `K8SAPI_DEBUG_COUNTERS=1`, and always as `db_round_trips` / `kms_calls` on the access-log line).\n\n")
+	p("**The local gateway runs one warm process per function and serializes its invocations**, like one Lambda execution environment: concurrency 4 and 8 queue at the gateway, so throughput stays flat and latency grows with the queue. In AWS, concurrent requests get more containers (each with its own cold start and data-key cache).\n\n")
+	p("| request | concurrency | n | errors | req/s | p50 | p95 | p99 | DB round trips (min–max) | KMS calls (min–max) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	rows := append([]*loadRow{}, r.load...)
+	if r.firstFetch != nil {
+		rows = append(rows, r.firstFetch)
+	}
+	for _, l := range rows {
+		dlo, dhi, _, ok := l.counts(false)
+		klo, khi, _, _ := l.counts(true)
+		dbs, kmss := "—", "—"
+		if ok {
+			dbs, kmss = fmt.Sprintf("%d–%d", dlo, dhi), fmt.Sprintf("%d–%d", klo, khi)
+		}
+		p("| %s | %d | %d | %d | %.1f | %s | %s | %s | %s | %s |\n", l.what, l.conc, l.n, l.errs, l.throughput(), ms(l.pct(.5)), ms(l.pct(.95)), ms(l.pct(.99)), dbs, kmss)
+	}
+	p("\nA bundle fetch's DB round trips: 2 for the auth proofs (IMDS session token, principal token) and 2 for the topology (`store.TopologyForVM`: cluster, then nodes), plus 1 on a node's first fetch only (recording its `bundle_fetched` phase; the topology already says the node is further along on every later fetch). ")
+	p("Its KMS calls: one Decrypt of the cluster's data key on a cold container, none while the unwrapped data key is cached (`envelope.Cache`: at most 5 minutes and 1000 uses per key, as the AWS Encryption SDK's caching materials manager bounds it; the price is that a warm container holds a cluster's data key in memory for that long). ")
+	p("Each founding makes one KMS GenerateDataKey.\n")
+}
 
-	if len(r.cold) > 0 {
-		p("\n## 3. Cold start and binary size\n\n")
-		p("Init duration: from exec of each function's `bootstrap` to its first Runtime API `GET .../invocation/next` (a fake Runtime API in the bench tool), median of the starts after one uncounted start; built with the Lambda flags for this machine (%s) so it runs here. Size: the Makefile's `build-<LogicalId>` target (linux/arm64, static, stripped).\n\n", r.coldArch)
-		p("| function | init median | init min | init max | bootstrap size (linux/arm64) |\n|---|---|---|---|---|\n")
-		for _, c := range r.cold {
-			lo, hi := c.inits[0], c.inits[0]
-			for _, d := range c.inits {
-				lo, hi = min(lo, d), max(hi, d)
-			}
-			p("| %s | %s | %s | %s | %.1f MiB (%d bytes) |\n", c.logicalID, ms(c.median()), ms(lo), ms(hi), float64(c.arm64Size)/mib, c.arm64Size)
-		}
+func (r *report) coldSection(p printf) {
+	if len(r.cold) == 0 {
+		return
 	}
+	p("\n## 3. Cold start and binary size\n\n")
+	p("Init duration: from exec of each function's `bootstrap` to its first Runtime API `GET .../invocation/next` (a fake Runtime API in the bench tool), median of the starts after one uncounted start; built with the Lambda flags for this machine (%s) so it runs here. Size: the Makefile's `build-<LogicalId>` target (linux/arm64, static, stripped).\n\n", r.coldArch)
+	p("| function | init median | init min | init max | bootstrap size (linux/arm64) |\n|---|---|---|---|---|\n")
+	for _, c := range r.cold {
+		lo, hi := c.inits[0], c.inits[0]
+		for _, d := range c.inits {
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		p("| %s | %s | %s | %s | %.1f MiB (%d bytes) |\n", c.logicalID, ms(c.median()), ms(lo), ms(hi), float64(c.arm64Size)/mib, c.arm64Size)
+	}
+}
 
-	if len(r.side) > 0 {
-		p("\n## 4. Side by side with kubeadm\n\n")
-		p("kubeadm %s built from k8s.io/kubernetes in its own module (`bench/kubeadm`; build or relink this run: %s), running `kubeadm init phase certs all` then `kubeadm init phase kubeconfig all` for one node in a fresh temp dir (`certificatesDir` and `--kubeconfig-dir`; `encryptionAlgorithm` in ClusterConfiguration v1beta4), process start included. ", kubeadmVersion, r.kubeadmBuild.Round(100*time.Millisecond))
-		p("Here, in the same run, alternating with it: `POST /clusters` for one node plus that VM's one `GET /bootstrap/control-plane/{vm_id}` through the local gateway (the VM's IMDS token request to the simulator is not counted). Medians of the runs.\n\n")
-		p("| algorithm | kubeadm certs + kubeconfig | k8sapi founding + one bundle | kubeadm / k8sapi |\n|---|---|---|---|\n")
-		for _, s := range r.side {
-			k, o := medianD(s.kubeadm), medianD(s.ours)
-			p("| %s | %s | %s | %.1f× |\n", s.alg, ms(k), ms(o), float64(k)/float64(o))
-		}
-		p("\nkubeadm writes more than it signs fresh here (it also writes the etcd server and healthcheck certs and a super-admin kubeconfig); k8sapi's side also talks to Postgres, KMS (moto) and the compute simulator over HTTP. Both are the work a user waits for.\n")
+func (r *report) sideSection(p printf) {
+	if len(r.side) == 0 {
+		return
 	}
+	p("\n## 4. Side by side with kubeadm\n\n")
+	p("kubeadm %s built from k8s.io/kubernetes in its own module (`bench/kubeadm`; build or relink this run: %s), running `kubeadm init phase certs all` then `kubeadm init phase kubeconfig all` for one node in a fresh temp dir (`certificatesDir` and `--kubeconfig-dir`; `encryptionAlgorithm` in ClusterConfiguration v1beta4), process start included. ", kubeadmVersion, r.kubeadmBuild.Round(100*time.Millisecond))
+	p("Here, in the same run, alternating with it: `POST /clusters` for one node plus that VM's one `GET /bootstrap/control-plane/{vm_id}` through the local gateway (the VM's IMDS token request to the simulator is not counted). Medians of the runs.\n\n")
+	p("| algorithm | kubeadm certs + kubeconfig | k8sapi founding + one bundle | kubeadm / k8sapi |\n|---|---|---|---|\n")
+	for _, s := range r.side {
+		k, o := medianD(s.kubeadm), medianD(s.ours)
+		p("| %s | %s | %s | %.1f× |\n", s.alg, ms(k), ms(o), float64(k)/float64(o))
+	}
+	p("\nkubeadm writes more than it signs fresh here (it also writes the etcd server and healthcheck certs and a super-admin kubeconfig); k8sapi's side also talks to Postgres, KMS (moto) and the compute simulator over HTTP. Both are the work a user waits for.\n")
+}
 
-	if len(r.notes) > 0 || len(r.findings()) > 0 {
-		p("\n## Findings\n\n")
-		for _, f := range r.findings() {
-			p("- %s\n", f)
-		}
-		for _, n := range r.notes {
-			p("- %s\n", n)
-		}
+func (r *report) findingsSection(p printf) {
+	if len(r.notes) == 0 && len(r.findings()) == 0 {
+		return
 	}
-	return b.String()
+	p("\n## Findings\n\n")
+	for _, f := range r.findings() {
+		p("- %s\n", f)
+	}
+	for _, n := range r.notes {
+		p("- %s\n", n)
+	}
 }
 
 func (r *report) findings() []string {
