@@ -92,11 +92,10 @@ func LoadTemplate(path string) (*Template, error) {
 
 // ParseTemplate parses a SAM template.
 func ParseTemplate(b []byte) (*Template, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("parsing template: %w", err)
+	doc, err := LongForm(b)
+	if err != nil {
+		return nil, err
 	}
-	longFormIntrinsics(&doc)
 	var raw samTemplate
 	if err := doc.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("parsing template: %w", err)
@@ -176,6 +175,17 @@ func resolveValue(v any, params map[string]string) string {
 	return ""
 }
 
+// LongForm parses a CloudFormation template with every short-form
+// intrinsic in its long form (see longFormIntrinsics), ready to decode.
+func LongForm(b []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("parsing template: %w", err)
+	}
+	longFormIntrinsics(&doc)
+	return &doc, nil
+}
+
 // longFormIntrinsics rewrites every short-form intrinsic (a local tag such
 // as !Ref X or !GetAtt A.B) into its long form ({Ref: X}, {Fn::GetAtt:
 // A.B}), so decoding keeps the difference between a literal and a
@@ -193,7 +203,13 @@ func longFormIntrinsics(n *yaml.Node) {
 		key = "Ref"
 	}
 	value := *n
-	value.Tag = "" // the argument as written: a scalar, a list or a map
+	value.Tag = ""                                     // the argument as written: a scalar, a list or a map
+	if name == "GetAtt" && n.Kind == yaml.ScalarNode { // !GetAtt A.B is [A, B]
+		id, attr, _ := strings.Cut(n.Value, ".")
+		value = yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Value: id}, {Kind: yaml.ScalarNode, Value: attr},
+		}}
+	}
 	*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &value,
 	}}

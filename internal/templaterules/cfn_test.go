@@ -2,15 +2,15 @@ package templaterules
 
 import (
 	"os"
-	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/excloud/k8sapi/internal/devstack"
 )
 
 // cfnTemplate is template.yaml as generic values, with CloudFormation's
 // short-form tags in their long form (!Ref X is {"Ref": "X"}, !If [...] is
-// {"Fn::If": [...]}), so a reference never reads as a literal.
+// {"Fn::If": [...]}, by devstack.LongForm, the one reader of the template),
+// so a reference never reads as a literal.
 type cfnTemplate struct {
 	Parameters map[string]map[string]any
 	Conditions map[string]any
@@ -30,13 +30,13 @@ func loadTemplate(t *testing.T) *cfnTemplate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	doc, err := devstack.LongForm(b)
+	if err != nil {
 		t.Fatalf("template.yaml: %v", err)
 	}
-	root, ok := longForm(t, &doc).(map[string]any)
-	if !ok {
-		t.Fatal("template.yaml is not a mapping")
+	var root map[string]any
+	if err := doc.Decode(&root); err != nil {
+		t.Fatalf("template.yaml: %v", err)
 	}
 	tmpl := &cfnTemplate{Resources: map[string]resource{}, Parameters: map[string]map[string]any{}}
 	for name, p := range mapAt(root, "Parameters") {
@@ -52,53 +52,6 @@ func loadTemplate(t *testing.T) *cfnTemplate {
 		tmpl.Resources[id] = resource{Type: typ, Condition: cond, Properties: props}
 	}
 	return tmpl
-}
-
-// longForm converts a YAML node to plain values, tags to intrinsics.
-func longForm(t *testing.T, n *yaml.Node) any {
-	var v any
-	switch n.Kind {
-	case yaml.DocumentNode:
-		return longForm(t, n.Content[0])
-	case yaml.AliasNode:
-		t.Fatal("template.yaml: CloudFormation does not support YAML aliases")
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			m[n.Content[i].Value] = longForm(t, n.Content[i+1])
-		}
-		v = m
-	case yaml.SequenceNode:
-		s := make([]any, len(n.Content))
-		for i, c := range n.Content {
-			s[i] = longForm(t, c)
-		}
-		v = s
-	case yaml.ScalarNode:
-		plain := *n
-		if isIntrinsic(n.Tag) {
-			plain.Tag = "!!str"
-		}
-		if err := plain.Decode(&v); err != nil {
-			t.Fatalf("template.yaml line %d: %v", n.Line, err)
-		}
-	}
-	if !isIntrinsic(n.Tag) {
-		return v
-	}
-	name := strings.TrimPrefix(n.Tag, "!")
-	if name == "Ref" {
-		return map[string]any{"Ref": v}
-	}
-	if s, ok := v.(string); ok && name == "GetAtt" { // !GetAtt A.B is ["A", "B"]
-		a, b, _ := strings.Cut(s, ".")
-		v = []any{a, b}
-	}
-	return map[string]any{"Fn::" + name: v}
-}
-
-func isIntrinsic(tag string) bool {
-	return strings.HasPrefix(tag, "!") && !strings.HasPrefix(tag, "!!")
 }
 
 // mapAt walks nested mappings; a missing step is an empty map.
