@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -52,6 +53,27 @@ func TestProjectTemplate(t *testing.T) {
 	}
 }
 
+// template.yaml's parameter defaults are internal/config's defaults (which
+// take the artifacts' from internal/bundle): a deployment that sets nothing
+// runs what a local stack runs.
+func TestTemplateDefaultsAreConfigDefaults(t *testing.T) {
+	tmpl, err := LoadTemplate("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := tmpl.Function("HealthFunction")
+	for _, v := range []string{"KUBERNETES_VERSION", "ETCD_VERSION", "KUBE_DOWNLOAD_BASE", "IMAGE_REGISTRY"} {
+		if h.Env[v] == "" {
+			t.Errorf("template.yaml gives %s no default", v)
+		}
+	}
+	fromTemplate, _ := config.FromLookup(func(k string) (string, bool) { v, ok := h.Env[k]; return v, ok })
+	fromCode, _ := config.FromLookup(func(string) (string, bool) { return "", false })
+	if !reflect.DeepEqual(fromTemplate, fromCode) {
+		t.Errorf("template.yaml defaults %+v\nconfig defaults        %+v", fromTemplate, fromCode)
+	}
+}
+
 func TestTemplateResolution(t *testing.T) {
 	tmpl, err := LoadTemplate("testdata/template.yaml")
 	if err != nil {
@@ -60,6 +82,40 @@ func TestTemplateResolution(t *testing.T) {
 	f, ok := tmpl.Function("EchoFunction")
 	if !ok || f.Timeout != 2*time.Second || f.Env["TEST_ENV"] != "hello" || f.Env["FROM_RESOURCE"] != "" {
 		t.Fatalf("%+v", f)
+	}
+}
+
+// Short-form tags become references wherever YAML puts them, and only
+// tags do: a quoted "!Ref" is a literal.
+func TestShortFormIntrinsics(t *testing.T) {
+	tmpl, err := ParseTemplate([]byte(`
+Parameters:
+  P: {Type: String, Default: from-parameter}
+  N: {Type: Number, Default: 5}
+Resources:
+  F:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: fn
+      Environment:
+        Variables:
+          REF: !Ref P # a comment
+          REF_NUMBER: !Ref N
+          QUOTED: "!Ref P"
+          SUB: !Sub "${P}-x"
+          GETATT: !GetAtt Key.Arn
+          FLOW: {Inner: !Ref P}
+          LITERAL: plain # !Ref P
+          MISSING: !Ref Nope
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := tmpl.Function("F")
+	want := map[string]string{"REF": "from-parameter", "REF_NUMBER": "5", "QUOTED": "!Ref P", "SUB": "", "GETATT": "",
+		"FLOW": "", "LITERAL": "plain", "MISSING": ""}
+	if !reflect.DeepEqual(f.Env, want) {
+		t.Errorf("env %v\nwant %v", f.Env, want)
 	}
 }
 

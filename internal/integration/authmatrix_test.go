@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // noRedirect sees exactly what a function answered: a redirect would be
@@ -33,12 +34,12 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
 	one := `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`
-	c1 := s.found(1, threeNodes) // org 1's cluster, read and attacked
-	c1del := s.found(1, one)     // org 1's cluster the valid DELETE removes
-	c2 := s.found(2, one)        // org 2's cluster
+	c1 := s.Found(1, stacktest.ThreeNodes) // org 1's cluster, read and attacked
+	c1del := s.Found(1, one)               // org 1's cluster the valid DELETE removes
+	c2 := s.Found(2, one)                  // org 2's cluster
 	vm1, vm2 := c1.ControlPlaneVMIDs[0], c1.ControlPlaneVMIDs[1]
-	imds1, access1 := s.vmCredentials(vm1)
-	imdsOrg2, accessOrg2 := s.vmCredentials(c2.ControlPlaneVMIDs[0])
+	imds1, access1 := s.VMCredentials(vm1)
+	imdsOrg2, accessOrg2 := s.VMCredentials(c2.ControlPlaneVMIDs[0])
 
 	issue := func(org int64, scope string, ttl time.Duration) string {
 		tok, err := simulator.IssuePrincipalToken(ctx, s.pool, org, scope, ttl)
@@ -47,7 +48,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		}
 		return tok
 	}
-	valid, validOrg2 := s.token(1), s.token(2)
+	valid, validOrg2 := s.Token(1), s.Token(2)
 	expired := issue(1, "principal", -time.Minute)
 	wrongScope := issue(1, "api-key", time.Hour)
 	revoked := issue(1, "principal", time.Hour)
@@ -195,7 +196,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			r := response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+			r := stacktest.Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
 			if r.Status != c.status {
 				t.Fatalf("= %d %s, want %d", r.Status, r.Body, c.status)
 			}
@@ -203,7 +204,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 				t.Errorf("Content-Type %q", ct)
 			}
 			if c.code != "" {
-				if got := r.errorCode(t); got != c.code {
+				if got := r.ErrorCode(t); got != c.code {
 					t.Errorf("code %q, want %q", got, c.code)
 				}
 			}

@@ -4,26 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 type bundleBody struct {
-	ClusterID             int64             `json:"cluster_id"`
-	VMID                  int64             `json:"vm_id"`
-	NodeName              string            `json:"node_name"`
-	IsInitialControlPlane bool              `json:"is_initial_control_plane"`
-	EtcdInitialCluster    string            `json:"etcd_initial_cluster"`
-	Files                 map[string]string `json:"files"`
-	FileModes             map[string]string `json:"file_modes"`
+	ClusterID             int64              `json:"cluster_id"`
+	VMID                  int64              `json:"vm_id"`
+	NodeName              string             `json:"node_name"`
+	IsInitialControlPlane bool               `json:"is_initial_control_plane"`
+	EtcdInitialCluster    string             `json:"etcd_initial_cluster"`
+	SuggestedDNSRecords   []bundle.DNSRecord `json:"suggested_dns_records"`
+	Files                 map[string]string  `json:"files"`
+	FileModes             map[string]string  `json:"file_modes"`
 }
 
 func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 	wantFiles := []string{
 		"/etc/exk8s/pki/ca.pem", "/etc/exk8s/pki/etcd-ca.pem", "/etc/exk8s/pki/front-proxy-ca.pem",
 		"/etc/exk8s/pki/etcd-peer-key.pem", "/etc/exk8s/pki/apiserver-key.pem", "/etc/exk8s/pki/service-account-key.pem",
@@ -38,13 +42,13 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 	}
 	apiserverKeys := map[string]bool{}
 	for i, vmID := range res.ControlPlaneVMIDs {
-		imds, access := s.vmCredentials(vmID)
-		r := s.fetchBundle(vmID, imds, access)
+		imds, access := s.VMCredentials(vmID)
+		r := s.FetchBundle(vmID, imds, access)
 		if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("vm %d: %d %q %s", vmID, r.Status, r.Header.Get("Cache-Control"), r.Body)
 		}
 		var b bundleBody
-		r.json(t, &b)
+		r.JSON(t, &b)
 		for _, f := range wantFiles {
 			if b.Files[f] == "" {
 				t.Errorf("vm %d: missing %s", vmID, f)
@@ -60,6 +64,11 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 		if strings.Count(b.EtcdInitialCluster, "https://") != 3 {
 			t.Errorf("etcd initial cluster = %q", b.EtcdInitialCluster)
 		}
+		// One rule for the control-plane name: the bundle suggests what
+		// founding answered.
+		if !slices.Equal(b.SuggestedDNSRecords, res.SuggestedDNSRecords) {
+			t.Errorf("vm %d suggests %+v, founding suggested %+v", vmID, b.SuggestedDNSRecords, res.SuggestedDNSRecords)
+		}
 		// The stored serving key is the same on every fetch; a node never
 		// receives a CA key.
 		key := b.Files["/etc/exk8s/pki/apiserver-key.pem"]
@@ -67,9 +76,9 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 			t.Errorf("vm %d got another node's apiserver key", vmID)
 		}
 		apiserverKeys[key] = true
-		again := s.fetchBundle(vmID, imds, access)
+		again := s.FetchBundle(vmID, imds, access)
 		var b2 bundleBody
-		again.json(t, &b2)
+		again.JSON(t, &b2)
 		if b2.Files["/etc/exk8s/pki/apiserver-key.pem"] != key {
 			t.Errorf("vm %d: stored serving key changed between fetches", vmID)
 		}
@@ -81,11 +90,11 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 
 func TestBundleProofs(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
-	other := s.found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
+	res := s.Found(1, stacktest.ThreeNodes)
+	other := s.Found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
 	vm1, vm2 := res.ControlPlaneVMIDs[0], res.ControlPlaneVMIDs[1]
-	imds1, access1 := s.vmCredentials(vm1)
-	imdsOrg2, accessOrg2 := s.vmCredentials(other.ControlPlaneVMIDs[0])
+	imds1, access1 := s.VMCredentials(vm1)
+	imdsOrg2, accessOrg2 := s.VMCredentials(other.ControlPlaneVMIDs[0])
 	ctx := context.Background()
 	expiredIMDS, err := simulator.IssueIMDSToken(ctx, s.pool, vm1, -time.Minute)
 	if err != nil {
@@ -127,12 +136,12 @@ func TestBundleProofs(t *testing.T) {
 			if c.bearer != "" {
 				h["Authorization"] = "Bearer " + c.bearer
 			}
-			r := do(t, http.MethodGet, s.api.URL+"/bootstrap/control-plane/"+c.path, "", h)
+			r := stacktest.Do(t, http.MethodGet, s.api.URL+"/bootstrap/control-plane/"+c.path, "", h)
 			if r.Status != c.status {
 				t.Fatalf("= %d %s, want %d", r.Status, r.Body, c.status)
 			}
 			if c.status != 200 {
-				r.errorCode(t)
+				r.ErrorCode(t)
 				if strings.Contains(string(r.Body), "PRIVATE KEY") {
 					t.Fatal("an error carried key material")
 				}
@@ -149,21 +158,21 @@ func TestBundleForVMOutsideAnyCluster(t *testing.T) {
 		VALUES (1, 'stray', 1, 1, 1, 'e2.small') RETURNING id`).Scan(&vmID); err != nil {
 		t.Fatal(err)
 	}
-	imds, access := s.vmCredentials(vmID)
-	if r := s.fetchBundle(vmID, imds, access); r.Status != http.StatusNotFound {
+	imds, access := s.VMCredentials(vmID)
+	if r := s.FetchBundle(vmID, imds, access); r.Status != http.StatusNotFound {
 		t.Fatalf("= %d %s, want 404", r.Status, r.Body)
 	}
 }
 
 func TestBundleRefusesInactiveCluster(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 	vm := res.ControlPlaneVMIDs[0]
-	imds, access := s.vmCredentials(vm)
+	imds, access := s.VMCredentials(vm)
 	if _, err := s.pool.Exec(context.Background(), `UPDATE kube_clusters SET status = 'failed' WHERE id = $1`, res.ClusterID); err != nil {
 		t.Fatal(err)
 	}
-	if r := s.fetchBundle(vm, imds, access); r.Status != http.StatusConflict {
+	if r := s.FetchBundle(vm, imds, access); r.Status != http.StatusConflict {
 		t.Fatalf("= %d %s, want 409", r.Status, r.Body)
 	}
 }
@@ -183,9 +192,9 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 	} {
 		t.Run(c.table+"."+c.column, func(t *testing.T) {
 			s := newStack(t)
-			res := s.found(1, threeNodes)
+			res := s.Found(1, stacktest.ThreeNodes)
 			vm := res.ControlPlaneVMIDs[0]
-			imds, access := s.vmCredentials(vm)
+			imds, access := s.VMCredentials(vm)
 			col := c.column
 			tag, err := s.pool.Exec(context.Background(), `UPDATE `+c.table+`
 				SET `+col+` = overlay(`+col+` placing set_byte(substring(`+col+` from 20 for 1), 0, get_byte(substring(`+col+` from 20 for 1), 0) # 1) from 20)
@@ -193,8 +202,8 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 			if err != nil || tag.RowsAffected() != 1 {
 				t.Fatalf("flipping a byte: %v (%d rows)", err, tag.RowsAffected())
 			}
-			r := s.fetchBundle(vm, imds, access)
-			if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
+			r := s.FetchBundle(vm, imds, access)
+			if r.Status != http.StatusInternalServerError || r.ErrorCode(t) != "internal" {
 				t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
 			}
 			logs := s.logs.String()
@@ -208,16 +217,16 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 	}
 	t.Run("node key", func(t *testing.T) {
 		s := newStack(t)
-		res := s.found(1, threeNodes)
+		res := s.Found(1, stacktest.ThreeNodes)
 		vm := res.ControlPlaneVMIDs[1]
-		imds, access := s.vmCredentials(vm)
+		imds, access := s.VMCredentials(vm)
 		// Move node 1's sealed key onto node 2's row: the additional data
 		// names the node, so it must not open there.
 		if _, err := s.pool.Exec(context.Background(), `UPDATE apiserver_nodes SET key_sealed =
 			(SELECT key_sealed FROM apiserver_nodes WHERE vm_id = $1) WHERE vm_id = $2`, res.ControlPlaneVMIDs[0], vm); err != nil {
 			t.Fatal(err)
 		}
-		if r := s.fetchBundle(vm, imds, access); r.Status != http.StatusInternalServerError {
+		if r := s.FetchBundle(vm, imds, access); r.Status != http.StatusInternalServerError {
 			t.Fatalf("= %d %s, want 500", r.Status, r.Body)
 		}
 	})
@@ -225,11 +234,11 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 
 func TestBundleResponseIsJSONWithMetadata(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
-	imds, access := s.vmCredentials(res.ControlPlaneVMIDs[0])
-	r := s.fetchBundle(res.ControlPlaneVMIDs[0], imds, access)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	imds, access := s.VMCredentials(res.ControlPlaneVMIDs[0])
+	r := s.FetchBundle(res.ControlPlaneVMIDs[0], imds, access)
 	var m map[string]json.RawMessage
-	r.json(t, &m)
+	r.JSON(t, &m)
 	for _, k := range []string{"cluster_id", "vm_id", "node_name", "service_ip", "dns_service_ip", "apiserver_endpoint",
 		"etcd_initial_cluster", "suggested_dns_records", "is_initial_control_plane", "files", "file_modes"} {
 		if _, ok := m[k]; !ok {

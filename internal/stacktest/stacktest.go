@@ -4,7 +4,10 @@
 // import it; no function links it.
 //
 // In: a pool, an envelope and the simulator's URL. Out: the founding
-// service, the api.Server and one handler serving every function's routes.
+// service, the api.Server and one handler serving every function's routes;
+// and the requests both test packages make of it (client.go): Do, which
+// holds every answer to the OpenAPI document, and a Client that acts as an
+// org's operator and as a VM.
 package stacktest
 
 import (
