@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# exk8s-install-cluster-addons.sh: installs the cluster-wide addons (Cilium,
-# kube-proxy, CoreDNS) once, from the initial control-plane node only.
+# exk8s-install-cluster-addons.sh: installs the cluster-wide addons (the
+# control plane's own RBAC, kube-proxy, Cilium, CoreDNS) once, from the
+# initial control-plane node only.
 set -euo pipefail
 
 CLUSTER_ENV=/etc/exk8s/config/cluster.env
@@ -47,6 +48,7 @@ fi
 log "waiting for the API server to be ready"
 retry 120 5 readyz || die "API server not ready after 10 minutes"
 
+retry 5 10 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
 retry 5 10 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
 kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
 
