@@ -48,6 +48,7 @@ func parts() []part {
 		{"pki", pkiPart},
 		{"kubeconfigs", kubeconfigPart},
 		{"host-config", hostConfigPart},
+		{"containerd", containerdPart},
 		{"etcd", etcdPart},
 		{"kubelet", kubeletPart},
 		{"control-plane", controlPlanePart},
@@ -138,6 +139,10 @@ func hostConfigPart(v *view) []fileSpec {
 
 func etcdPart(v *view) []fileSpec {
 	return []fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}
+}
+
+func containerdPart(v *view) []fileSpec {
+	return []fileSpec{tmpl(unitDir+"/containerd.service", "containerd.service", modePublic, v)}
 }
 
 func kubeletPart(v *view) []fileSpec {

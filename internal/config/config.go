@@ -58,6 +58,9 @@ var variables = []variable{
 	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
 	{"ETCD_DOWNLOAD_BASE", upstream.EtcdDownloadBase, func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, checkURL("http", "https")},
 	{"HELM_DOWNLOAD_BASE", upstream.HelmDownloadBase, func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
+	{"CONTAINERD_DOWNLOAD_BASE", upstream.ContainerdDownloadBase, func(c *Config) *string { return &c.Artifacts.ContainerdDownloadBase }, checkURL("http", "https")},
+	{"RUNC_DOWNLOAD_BASE", upstream.RuncDownloadBase, func(c *Config) *string { return &c.Artifacts.RuncDownloadBase }, checkURL("http", "https")},
+	{"CNI_PLUGINS_DOWNLOAD_BASE", upstream.CNIPluginsDownloadBase, func(c *Config) *string { return &c.Artifacts.CNIPluginsDownloadBase }, checkURL("http", "https")},
 	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
 	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
 }
