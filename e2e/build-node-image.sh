@@ -58,7 +58,8 @@ customise() {
 want="$({
 	echo "$recipe_version $suite $mirror"
 	printf '%s\n' "${packages[@]}"
-	sha256sum "${BASH_SOURCE[0]}" "$here"/node-image/*
+	# Contents only: the digest must not depend on how the script was called.
+	cat "${BASH_SOURCE[0]}" "$here"/node-image/*
 } | sha256sum | cut -d' ' -f1)"
 
 if [[ -f "$stamp_file" && -d "$rootfs" && "$(cat "$stamp_file")" == "$want" ]]; then
