@@ -167,10 +167,11 @@ SYSCTL
 # configure_containerd: containerd's defaults with the kubelet's cgroup
 # driver (systemd), the sandbox (pause) image from IMAGE_REGISTRY, and
 # registry host configs under /etc/containerd/certs.d, where a mirror's
-# hosts.toml goes.
+# hosts.toml goes. Host-specific overrides go in /etc/containerd/conf.d/,
+# which containerd's default config imports, never into config.toml.
 configure_containerd() {
   local config=/etc/containerd/config.toml registry_host="${IMAGE_REGISTRY%%/*}"
-  mkdir -p /etc/containerd "/etc/containerd/certs.d/${registry_host}"
+  mkdir -p /etc/containerd/conf.d "/etc/containerd/certs.d/${registry_host}"
   /usr/local/bin/containerd config default >"$config"
   sed -i -E 's/SystemdCgroup = false/SystemdCgroup = true/' "$config"
   sed -i -E "s#^([[:space:]]*sandbox(_image)?[[:space:]]*=[[:space:]]*).*#\\1'${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}'#" "$config"
