@@ -11,11 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // MirrorVersions names what the mirror serves: the versions the cluster is
@@ -180,34 +177,6 @@ func addFile(tw *tar.Writer, src, name string) error {
 	}
 	_, err = io.Copy(tw, f)
 	return err
-}
-
-// ListenIn opens a TCP listener inside the named network namespace (on a
-// throwaway OS thread, as Dialer does); the socket stays there.
-func ListenIn(ns, addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			ch <- result{err: fmt.Errorf("opening netns %s: %w", ns, err)}
-			return
-		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		_ = unix.Close(fd)
-		if err != nil {
-			ch <- result{err: fmt.Errorf("entering netns %s: %w", ns, err)}
-			return
-		}
-		l, err := net.Listen("tcp", addr)
-		ch <- result{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
 }
 
 // ServeMirror serves dir over HTTP on l until l is closed.
