@@ -112,7 +112,8 @@ func writeSeed(root string, s Seed) error {
 // machineEnv is the harness's environment for systemd-nspawn.
 func machineEnv() []string {
 	return append(os.Environ(),
-		// No host systemd here: nspawn cannot ask one for a scope.
+		// The host's cgroups are v1 (hybrid, an empty cgroup2): the machine
+		// gets the v1 controllers, which bookworm's systemd boots on.
 		"SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0",
 	)
 }
