@@ -39,7 +39,8 @@ invoke:
 migrate:
 	$(GO) run ./cmd/k8sapi-migrate $(if $(PLATFORM_DEV),-platform-dev)
 
-SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh
+SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh e2e/build-node-image.sh \
+	e2e/node-image/cloud-init-standin
 
 ## lint: go vet, cfn-lint, shellcheck
 lint:
@@ -56,6 +57,10 @@ test: lint
 ## e2e: the end-to-end proof: rendered bundles boot real etcd + Kubernetes on 3 nodes (root; e2e/README.md)
 e2e:
 	cd e2e && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...
+
+## e2e-nodes: the node proof: every VM boots as a systemd machine (root, systemd-nspawn; e2e/README.md)
+e2e-nodes:
+	cd e2e && $(GO) vet -tags nodes ./... && $(GO) test -tags nodes -count=1 -timeout 60m -run '^TestNode' -v .
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s), one line of executions each
 ## (make test runs only the checked-in seeds under testdata/fuzz)
@@ -75,5 +80,5 @@ fuzz:
 bench:
 	$(GO) run ./cmd/k8sapi-bench
 
-.PHONY: local invoke migrate lint test e2e fuzz bench \
+.PHONY: local invoke migrate lint test e2e e2e-nodes fuzz bench \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction

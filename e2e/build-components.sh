@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
 # Builds the real control-plane components the end-to-end proof boots:
-#   etcd                     from go.etcd.io/etcd/server/v3 (etcdmain)
+#   etcd, etcdctl            from go.etcd.io/etcd/server/v3 (etcdmain) and
+#                            go.etcd.io/etcd/etcdctl/v3 (ctlv3)
+#   pause                    the project's own pod sandbox process
 #   kube-apiserver,
 #   kube-controller-manager,
-#   kube-scheduler           from k8s.io/kubernetes (cmd/<name>/app)
+#   kube-scheduler,
+#   kubelet, kube-proxy      from k8s.io/kubernetes (cmd/<name>/app)
+#   kubectl                  from k8s.io/kubectl (pkg/cmd)
+#   containerd, ctr,
+#   containerd-shim-runc-v2  from github.com/containerd/containerd/v2
+#   coredns                  from github.com/coredns/coredns (coremain)
+#   registry                 from github.com/distribution/distribution/v3
+#   runc                     github.com/opencontainers/runc (cgo, seccomp)
+#   bridge, host-local,
+#   loopback, portmap        github.com/containernetworking/plugins
+# runc's and the CNI plugins' commands live in their modules' own main
+# packages, which cannot be imported: those are built with `go install
+# module@version` straight from the module proxy.
 # into e2e/.work/bin/ (or $E2E_BIN_DIR). Each module under components/ pins
 # its versions; GOCACHE keeps a rebuild fast. A component whose inputs (its
 # module files, the Go version and the flags below) did not change since the
 # last build is not linked again, so a second run returns in about a second.
 #
 # Cold: several minutes on two cores. Warm cache: about two minutes.
+#
+# Usage: build-components.sh [control-plane|nodes]. control-plane (the
+# default, what `make e2e` boots) stops after etcd and the Kubernetes
+# commands; nodes also builds what a node machine downloads and the
+# registry and images serve.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,6 +45,10 @@ kube_ldflags="-s -w \
  -X k8s.io/client-go/pkg/version.gitMajor=1 \
  -X k8s.io/client-go/pkg/version.gitMinor=35"
 etcd_ldflags="-s -w"
+containerd_version="v2.2.9"
+containerd_ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=${containerd_version}"
+runc_version="v1.3.6"
+cni_version="v1.9.1"
 
 export CGO_ENABLED=0
 
@@ -63,10 +86,62 @@ build_module() {
 	echo "build-components: $name built in $((SECONDS - start))s"
 }
 
-build_module etcd "$etcd_ldflags" etcd
-build_module kube "$kube_ldflags" kube-apiserver kube-controller-manager kube-scheduler
+set_name="${1:-control-plane}"
+case "$set_name" in
+control-plane | nodes) ;;
+*)
+	echo "usage: $0 [control-plane|nodes]" >&2
+	exit 2
+	;;
+esac
 
-# Whole outputs captured first: `| head` would SIGPIPE the binary under pipefail.
-etcd_version="$("$bin_dir/etcd" --version)"
-echo "${etcd_version%%$'\n'*}"
-"$bin_dir/kube-apiserver" --version
+build_module etcd "$etcd_ldflags" etcd etcdctl
+build_module kube "$kube_ldflags" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+
+report_versions() {
+	# Whole outputs captured first: `| head` would SIGPIPE the binary under pipefail.
+	local etcd_version
+	etcd_version="$("$bin_dir/etcd" --version)"
+	echo "${etcd_version%%$'\n'*}"
+	"$bin_dir/kube-apiserver" --version
+}
+if [[ "$set_name" == control-plane ]]; then
+	report_versions
+	exit 0
+fi
+
+build_module pause "-s -w" pause
+build_module containerd "$containerd_ldflags" containerd containerd-shim-runc-v2 ctr
+build_module coredns "-s -w" coredns
+build_module registry "-s -w" registry
+
+# install_upstream NAME ENV PKG@VERSION...: go install each upstream
+# command into bin_dir, unless NAME's stamp (Go version, env, packages)
+# matches.
+install_upstream() {
+	local name="$1" env="$2" want have=""
+	shift 2
+	want="$({
+		go version
+		echo "$env $*"
+	} | sha256sum | cut -d' ' -f1)"
+	[[ -f "$bin_dir/.$name.stamp" ]] && have="$(cat "$bin_dir/.$name.stamp")"
+	if [[ "$want" == "$have" ]]; then
+		echo "build-components: $name up to date"
+		return 0
+	fi
+	echo "build-components: installing $name ($*)"
+	local start=$SECONDS
+	# shellcheck disable=SC2086 # env is a list of VAR=value words
+	env GOBIN="$bin_dir" $env go install -ldflags="-s -w" "$@"
+	echo "$want" >"$bin_dir/.$name.stamp"
+	echo "build-components: $name installed in $((SECONDS - start))s"
+}
+
+# runc's nsenter is C: cgo, and libseccomp for seccomp profiles.
+install_upstream runc "CGO_ENABLED=1 GOFLAGS=-tags=seccomp" "github.com/opencontainers/runc@${runc_version}"
+cni=github.com/containernetworking/plugins/plugins
+install_upstream cni-plugins "CGO_ENABLED=0" "$cni/main/bridge@${cni_version}" \
+	"$cni/ipam/host-local@${cni_version}" "$cni/main/loopback@${cni_version}" "$cni/meta/portmap@${cni_version}"
+
+report_versions

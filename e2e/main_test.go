@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,22 +44,42 @@ func run(m *testing.M) int {
 	} else if len(removed) > 0 {
 		fmt.Fprintf(os.Stderr, "e2e: removed stale namespaces %v\n", removed)
 	}
-	start := time.Now()
-	build := exec.Command("bash", filepath.Join(e2eDir, "build-components.sh"))
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	build.Env = append(os.Environ(), "E2E_BIN_DIR="+binDir)
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: building components: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "e2e: components ready in %s\n", time.Since(start).Round(time.Second))
 	return m.Run()
 }
 
+// requireRoot skips where the proof cannot run and builds the control-plane
+// components (once per test binary) where it can.
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if skipWhy != "" {
 		t.Skip(skipWhy)
+	}
+	requireComponents(t, "control-plane")
+}
+
+var (
+	buildMu   sync.Mutex
+	builtSets = map[string]error{}
+)
+
+// requireComponents runs build-components.sh for a set (control-plane or
+// nodes) once per test binary; a failed build fails every test needing it.
+func requireComponents(t *testing.T, set string) {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	err, done := builtSets[set]
+	if !done {
+		start := time.Now()
+		build := exec.Command("bash", filepath.Join(e2eDir, "build-components.sh"), set)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		build.Env = append(os.Environ(), "E2E_BIN_DIR="+binDir)
+		err = build.Run()
+		builtSets[set] = err
+		fmt.Fprintf(os.Stderr, "e2e: %s components ready in %s\n", set, time.Since(start).Round(time.Second))
+	}
+	if err != nil {
+		t.Fatalf("e2e: building the %s components: %v", set, err)
 	}
 }
 

@@ -207,43 +207,60 @@ func ip(args ...string) error {
 
 // Dialer returns a DialContext whose connections are made inside the named
 // network namespace: each dial runs on an OS thread moved into that
-// namespace, and the socket stays there for its life. The thread is never
-// handed back to the Go scheduler (the goroutine exits locked, so the
-// runtime discards it), so no other code runs in the namespace.
+// namespace (inNamespace), and the socket stays there for its life.
 func Dialer(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type result struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-			fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				ch <- result{err: fmt.Errorf("opening netns %s: %w", ns, err)}
-				return
-			}
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			_ = unix.Close(fd)
-			if err != nil {
-				ch <- result{err: fmt.Errorf("entering netns %s: %w", ns, err)}
-				return
-			}
+		ch := inNamespace(ns, func() (net.Conn, error) {
 			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			ch <- result{c, err}
-		}()
+			return d.DialContext(ctx, network, addr)
+		})
 		select {
 		case r := <-ch:
-			return r.c, r.err
+			return r.v, r.err
 		case <-ctx.Done():
 			go func() {
-				if r := <-ch; r.c != nil {
-					_ = r.c.Close()
+				if r := <-ch; r.v != nil {
+					_ = r.v.Close()
 				}
 			}()
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// ListenIn opens a TCP listener inside the named network namespace; the
+// socket stays there.
+func ListenIn(ns, addr string) (net.Listener, error) {
+	r := <-inNamespace(ns, func() (net.Listener, error) { return net.Listen("tcp", addr) })
+	return r.v, r.err
+}
+
+type nsResult[T any] struct {
+	v   T
+	err error
+}
+
+// inNamespace runs f on an OS thread moved into the named network
+// namespace. The thread is never handed back to the Go scheduler (the
+// goroutine exits locked, so the runtime discards it), so no other code
+// runs in the namespace; sockets f opens stay there.
+func inNamespace[T any](ns string, f func() (T, error)) <-chan nsResult[T] {
+	ch := make(chan nsResult[T], 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- nsResult[T]{err: fmt.Errorf("opening netns %s: %w", ns, err)}
+			return
+		}
+		err = unix.Setns(fd, unix.CLONE_NEWNET)
+		_ = unix.Close(fd)
+		if err != nil {
+			ch <- nsResult[T]{err: fmt.Errorf("entering netns %s: %w", ns, err)}
+			return
+		}
+		v, err := f()
+		ch <- nsResult[T]{v, err}
+	}()
+	return ch
 }

@@ -30,6 +30,8 @@ type Run struct {
 	procs    []*Proc
 	suspects map[string]bool
 	stopped  bool
+	machines []*Machine
+	cleanups []func() error // run at teardown, last added first
 
 	teardownOnce  sync.Once
 	teardownLines []string
@@ -199,9 +201,16 @@ func (r *Run) teardown() []string {
 	r.procs = nil
 	n := r.Net
 	r.Net = nil
+	machines, cleanups := r.machines, r.cleanups
+	r.machines, r.cleanups = nil, nil
 	r.mu.Unlock()
 
-	var lines []string
+	lines := stopMachines(machines)
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		if err := cleanups[i](); err != nil {
+			lines = append(lines, err.Error())
+		}
+	}
 	for _, wave := range stopWaves(procs) {
 		var wg sync.WaitGroup
 		var lmu sync.Mutex
@@ -250,4 +259,36 @@ func stopWaves(procs []*Proc) [][]*Proc {
 		waves[w] = append(waves[w], p)
 	}
 	return waves
+}
+
+// registerMachine records a booted machine so teardown stops it.
+func (r *Run) registerMachine(m *Machine) {
+	r.mu.Lock()
+	r.machines = append(r.machines, m)
+	r.mu.Unlock()
+}
+
+// atTeardown runs f at teardown, after the machines stopped and before the
+// processes do (unmounting a machine's root, for instance).
+func (r *Run) atTeardown(f func() error) {
+	r.mu.Lock()
+	r.cleanups = append(r.cleanups, f)
+	r.mu.Unlock()
+}
+
+// stopMachines stops every machine at once, each bounded by
+// MachineStopGrace, and says how long each took.
+func stopMachines(machines []*Machine) []string {
+	lines := make([]string, len(machines))
+	var wg sync.WaitGroup
+	for i, m := range machines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := m.Stop(MachineStopGrace)
+			lines[i] = fmt.Sprintf("stopped machine %s in %s", m.Name, d.Round(time.Millisecond))
+		}()
+	}
+	wg.Wait()
+	return lines
 }

@@ -42,11 +42,20 @@ type Artifacts struct {
 	EtcdVersion      string
 	HelmDownloadBase string // <base>/helm-<v>-linux-<arch>.tar.gz (+ .sha256sum)
 	HelmVersion      string
-	CiliumChart      string
-	CiliumVersion    string
-	ImageRegistry    string // control-plane, kube-proxy, CoreDNS and pause images
-	CoreDNSVersion   string
-	PauseVersion     string
+	// The container runtime comes from release artifacts, never the
+	// distribution: Debian 12's containerd 1.6 is outside what Kubernetes
+	// 1.35 supports (2.2.0+, 2.1.5+, 1.7.28+).
+	ContainerdDownloadBase string // <base>/<v>/containerd-<v without "v">-linux-<arch>.tar.gz (+ .sha256sum)
+	ContainerdVersion      string
+	RuncDownloadBase       string // <base>/<v>/runc.<arch> (+ runc.sha256sum)
+	RuncVersion            string
+	CNIPluginsDownloadBase string // <base>/<v>/cni-plugins-linux-<arch>-<v>.tgz (+ .sha256)
+	CNIPluginsVersion      string
+	CiliumChart            string
+	CiliumVersion          string
+	ImageRegistry          string // control-plane, kube-proxy, CoreDNS and pause images
+	CoreDNSVersion         string
+	PauseVersion           string
 	// SHA256 pins digests by artifact file name (kubelet-v1.35.4-linux-amd64,
 	// etcd-v3.6.10-linux-amd64.tar.gz, helm-v3.19.2-linux-arm64.tar.gz).
 	// Rendered into /etc/exk8s/config/artifacts.sha256; artifacts not pinned
@@ -57,16 +66,22 @@ type Artifacts struct {
 // DefaultArtifacts returns the upstream sources and versions.
 func DefaultArtifacts() Artifacts {
 	return Artifacts{
-		KubeDownloadBase: "https://dl.k8s.io",
-		EtcdDownloadBase: "https://github.com/etcd-io/etcd/releases/download",
-		EtcdVersion:      "v3.6.10",
-		HelmDownloadBase: "https://get.helm.sh",
-		HelmVersion:      "v3.19.2",
-		CiliumChart:      "oci://quay.io/cilium/charts/cilium",
-		CiliumVersion:    "1.19.2",
-		ImageRegistry:    "registry.k8s.io",
-		CoreDNSVersion:   "v1.13.1",
-		PauseVersion:     "3.10.1",
+		KubeDownloadBase:       "https://dl.k8s.io",
+		EtcdDownloadBase:       "https://github.com/etcd-io/etcd/releases/download",
+		EtcdVersion:            "v3.6.10",
+		HelmDownloadBase:       "https://get.helm.sh",
+		HelmVersion:            "v3.19.2",
+		ContainerdDownloadBase: "https://github.com/containerd/containerd/releases/download",
+		ContainerdVersion:      "v2.2.9",
+		RuncDownloadBase:       "https://github.com/opencontainers/runc/releases/download",
+		RuncVersion:            "v1.3.6",
+		CNIPluginsDownloadBase: "https://github.com/containernetworking/plugins/releases/download",
+		CNIPluginsVersion:      "v1.9.1",
+		CiliumChart:            "oci://quay.io/cilium/charts/cilium",
+		CiliumVersion:          "1.19.2",
+		ImageRegistry:          "registry.k8s.io",
+		CoreDNSVersion:         "v1.13.1",
+		PauseVersion:           "3.10.1",
 	}
 }
 
@@ -158,10 +173,17 @@ func artifactRules(a Artifacts) []validation.Rule {
 		rule("artifacts.kube_download_base", isDownloadURL(a.KubeDownloadBase), got("must be an http(s) URL", a.KubeDownloadBase)),
 		rule("artifacts.etcd_download_base", isDownloadURL(a.EtcdDownloadBase), got("must be an http(s) URL", a.EtcdDownloadBase)),
 		rule("artifacts.helm_download_base", isDownloadURL(a.HelmDownloadBase), got("must be an http(s) URL", a.HelmDownloadBase)),
+		rule("artifacts.containerd_download_base", isDownloadURL(a.ContainerdDownloadBase), got("must be an http(s) URL", a.ContainerdDownloadBase)),
+		rule("artifacts.runc_download_base", isDownloadURL(a.RuncDownloadBase), got("must be an http(s) URL", a.RuncDownloadBase)),
+		rule("artifacts.cni_plugins_download_base", isDownloadURL(a.CNIPluginsDownloadBase), got("must be an http(s) URL", a.CNIPluginsDownloadBase)),
 		rule("artifacts.cilium_chart", tokenRE.MatchString(a.CiliumChart), got(referenceRule, a.CiliumChart)),
 		rule("artifacts.image_registry", tokenRE.MatchString(a.ImageRegistry), got(referenceRule, a.ImageRegistry)),
 		rule("artifacts.etcd_version", artifactVersionRE.MatchString(a.EtcdVersion), got("must be a version", a.EtcdVersion)),
 		rule("artifacts.helm_version", artifactVersionRE.MatchString(a.HelmVersion), got("must be a version", a.HelmVersion)),
+		rule("artifacts.containerd_version", versionRE.MatchString(a.ContainerdVersion) && strings.HasPrefix(a.ContainerdVersion, "v"),
+			got("must look like v2.2.9", a.ContainerdVersion)),
+		rule("artifacts.runc_version", artifactVersionRE.MatchString(a.RuncVersion), got("must be a version", a.RuncVersion)),
+		rule("artifacts.cni_plugins_version", artifactVersionRE.MatchString(a.CNIPluginsVersion), got("must be a version", a.CNIPluginsVersion)),
 		rule("artifacts.cilium_version", artifactVersionRE.MatchString(a.CiliumVersion), got("must be a version", a.CiliumVersion)),
 		rule("artifacts.coredns_version", artifactVersionRE.MatchString(a.CoreDNSVersion), got("must be a version", a.CoreDNSVersion)),
 		rule("artifacts.pause_version", artifactVersionRE.MatchString(a.PauseVersion), got("must be a version", a.PauseVersion)),

@@ -48,6 +48,7 @@ func parts() []part {
 		{"pki", pkiPart},
 		{"kubeconfigs", kubeconfigPart},
 		{"host-config", hostConfigPart},
+		{"containerd", containerdPart},
 		{"etcd", etcdPart},
 		{"kubelet", kubeletPart},
 		{"control-plane", controlPlanePart},
@@ -140,6 +141,10 @@ func etcdPart(v *view) []fileSpec {
 	return []fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}
 }
 
+func containerdPart(v *view) []fileSpec {
+	return []fileSpec{tmpl(unitDir+"/containerd.service", "containerd.service", modePublic, v)}
+}
+
 func kubeletPart(v *view) []fileSpec {
 	return []fileSpec{
 		tmpl(unitDir+"/kubelet.service", "kubelet.service", modePublic, v),
@@ -164,6 +169,7 @@ func networkPart(v *view) []fileSpec {
 
 func addonPart(v *view) []fileSpec {
 	return []fileSpec{
+		tmpl(addonDir+"/control-plane-rbac.yaml", "control-plane-rbac.yaml", modePublic, v),
 		tmpl(addonDir+"/kube-proxy.yaml", "kube-proxy.yaml", modePublic, v),
 		tmpl(addonDir+"/coredns.yaml", "coredns.yaml", modePublic, v),
 	}

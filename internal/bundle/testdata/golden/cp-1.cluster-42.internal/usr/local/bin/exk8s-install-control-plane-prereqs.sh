@@ -2,6 +2,7 @@
 # exk8s-install-control-plane-prereqs.sh [all|helm]
 #
 # Prepares a control-plane host: OS packages, kernel settings, containerd,
+# runc and the CNI plugins from their release artifacts (configured here),
 # and the kubelet, kubectl, etcd and helm binaries. Every download is checked
 # against a SHA-256 before it is installed: the digest pinned in
 # /etc/exk8s/config/artifacts.sha256 if there is one, else the digest
@@ -36,6 +37,12 @@ set +a
 : "${ETCD_DOWNLOAD_BASE:?ETCD_DOWNLOAD_BASE missing from cluster.env}"
 : "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
 : "${HELM_DOWNLOAD_BASE:?HELM_DOWNLOAD_BASE missing from cluster.env}"
+: "${CONTAINERD_VERSION:?CONTAINERD_VERSION missing from cluster.env}"
+: "${CONTAINERD_DOWNLOAD_BASE:?CONTAINERD_DOWNLOAD_BASE missing from cluster.env}"
+: "${RUNC_VERSION:?RUNC_VERSION missing from cluster.env}"
+: "${RUNC_DOWNLOAD_BASE:?RUNC_DOWNLOAD_BASE missing from cluster.env}"
+: "${CNI_PLUGINS_VERSION:?CNI_PLUGINS_VERSION missing from cluster.env}"
+: "${CNI_PLUGINS_DOWNLOAD_BASE:?CNI_PLUGINS_DOWNLOAD_BASE missing from cluster.env}"
 : "${IMAGE_REGISTRY:?IMAGE_REGISTRY missing from cluster.env}"
 : "${PAUSE_VERSION:?PAUSE_VERSION missing from cluster.env}"
 
@@ -94,12 +101,44 @@ download_verified() {
   log "verified ${file} (sha256 ${got})"
 }
 
+# host_tools: command and the Debian package that brings it, for the tools
+# the kubelet, kube-proxy and these scripts run on the host.
+host_tools=(conntrack:conntrack curl:curl ebtables:ebtables ethtool:ethtool ip:iproute2
+  iptables:iptables jq:jq socat:socat update-ca-certificates:ca-certificates)
+
+# install_packages installs the host tools that are missing, so an image
+# that already has them (an air-gapped one) never needs a package mirror.
 install_packages() {
-  command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install containerd, CNI plugins, conntrack, socat, iptables, curl by other means"
+  local tool missing=()
+  for tool in "${host_tools[@]}"; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "host tools present; no packages to install"
+    return 0
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install ${missing[*]} by other means"
   export DEBIAN_FRONTEND=noninteractive
   retry 5 10 apt-get update -y || die "apt-get update failed"
-  retry 5 10 apt-get install -y ca-certificates conntrack containerd containernetworking-plugins \
-    curl ebtables ethtool iproute2 iptables jq socat || die "apt-get install failed"
+  retry 5 10 apt-get install -y "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+}
+
+install_container_runtime() {
+  local file url tmp
+  tmp="$(mktemp -d)"
+  file="containerd-${CONTAINERD_VERSION#v}-linux-${ARCH}.tar.gz"
+  url="${CONTAINERD_DOWNLOAD_BASE%/}/${CONTAINERD_VERSION}/${file}"
+  download_verified "$url" "$file" "${url}.sha256sum" "${tmp}/${file}"
+  tar -xzf "${tmp}/${file}" -C /usr/local bin/
+  url="${RUNC_DOWNLOAD_BASE%/}/${RUNC_VERSION}/runc.${ARCH}"
+  download_verified "$url" "runc-${RUNC_VERSION}-linux-${ARCH}" "${RUNC_DOWNLOAD_BASE%/}/${RUNC_VERSION}/runc.sha256sum" "${tmp}/runc"
+  install -m 0755 "${tmp}/runc" /usr/local/sbin/runc
+  file="cni-plugins-linux-${ARCH}-${CNI_PLUGINS_VERSION}.tgz"
+  url="${CNI_PLUGINS_DOWNLOAD_BASE%/}/${CNI_PLUGINS_VERSION}/${file}"
+  download_verified "$url" "$file" "${url}.sha256" "${tmp}/${file}"
+  mkdir -p /opt/cni/bin
+  tar -xzf "${tmp}/${file}" -C /opt/cni/bin
+  rm -rf "$tmp"
 }
 
 configure_kernel() {
@@ -117,16 +156,28 @@ SYSCTL
   sysctl --system >/dev/null || log "sysctl --system reported errors"
 }
 
+# configure_containerd: containerd's defaults with the kubelet's cgroup
+# driver (systemd), the sandbox (pause) image from IMAGE_REGISTRY, and
+# registry host configs under /etc/containerd/certs.d, where a mirror's
+# hosts.toml goes. Host-specific overrides go in /etc/containerd/conf.d/,
+# which containerd's default config imports, never into config.toml.
 configure_containerd() {
-  mkdir -p /etc/containerd
-  containerd config default >/etc/containerd/config.toml
-  sed -i -E 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
-  # The sandbox (pause) image comes from the configured registry too.
-  sed -i -E "s#^([[:space:]]*sandbox(_image)?[[:space:]]*=[[:space:]]*).*#\\1\"${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}\"#" /etc/containerd/config.toml
-  if [[ ! -e /opt/cni/bin && -d /usr/lib/cni ]]; then
-    mkdir -p /opt/cni
-    ln -sfn /usr/lib/cni /opt/cni/bin
-  fi
+  local config=/etc/containerd/config.toml registry_host="${IMAGE_REGISTRY%%/*}"
+  mkdir -p /etc/containerd/conf.d "/etc/containerd/certs.d/${registry_host}"
+  /usr/local/bin/containerd config default >"$config"
+  sed -i -E 's/SystemdCgroup = false/SystemdCgroup = true/' "$config"
+  sed -i -E "s#^([[:space:]]*sandbox(_image)?[[:space:]]*=[[:space:]]*).*#\\1'${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}'#" "$config"
+  sed -i -E "s#^([[:space:]]*config_path[[:space:]]*=[[:space:]]*)''#\\1'/etc/containerd/certs.d'#" "$config"
+  grep -q "SystemdCgroup = true" "$config" || die "containerd config: no SystemdCgroup setting to turn on"
+  grep -q "${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}" "$config" || die "containerd config: no sandbox image setting"
+  cat >"/etc/containerd/certs.d/${registry_host}/hosts.toml" <<HOSTS
+server = "https://${registry_host}"
+
+[host."https://${registry_host}"]
+  capabilities = ["pull", "resolve"]
+HOSTS
+  systemctl daemon-reload
+  systemctl enable containerd >/dev/null 2>&1 || true
   systemctl restart containerd || log "containerd restart failed; the bootstrap script retries"
 }
 
@@ -180,6 +231,8 @@ main() {
       install_packages
       step "configuring the kernel"
       configure_kernel
+      step "installing containerd, runc and the CNI plugins"
+      install_container_runtime
       step "configuring containerd"
       configure_containerd
       make_dirs

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds the node image the node proof boots with systemd-nspawn: a Debian
+# bookworm root filesystem made by debootstrap, holding what a cloud image
+# holds (systemd as init, dbus, a shell, curl, jq, iptables, iproute2,
+# conntrack, ...) and no Kubernetes: every Kubernetes piece reaches the node
+# the way it reaches a VM, through its userdata and the bundle's scripts.
+#
+# bookworm, not trixie: trixie's systemd (257) refuses to boot on cgroup v1,
+# and the machines this runs on are cgroup v1 hosts.
+#
+# Output: e2e/.work/node-image/rootfs (or $E2E_NODE_IMAGE_DIR/rootfs), with a
+# stamp file holding the digest of the recipe below. The image is rebuilt
+# only when the recipe changes (package list, suite, recipe version, or this
+# script's customisation steps): a second run returns at once.
+#
+# Cold: about three minutes on two cores (debootstrap fetches and unpacks).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+image_dir="${E2E_NODE_IMAGE_DIR:-$here/.work/node-image}"
+rootfs="$image_dir/rootfs"
+stamp_file="$image_dir/stamp"
+
+# Bump to force a rebuild with nothing else changed (for instance to take
+# Debian's latest security updates).
+recipe_version=1
+suite=bookworm
+mirror="${E2E_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# What a Debian cloud image brings that a node bring-up relies on.
+packages=(
+	systemd systemd-sysv systemd-resolved dbus libpam-systemd
+	bash coreutils util-linux mount procps kmod less
+	ca-certificates curl jq
+	iproute2 iptables ebtables conntrack ethtool socat iputils-ping
+	libseccomp2 tar gzip
+)
+
+# customise ROOTFS: what the image holds beyond its packages.
+customise() {
+	local root="$1"
+	# minbase writes no /etc/hosts; containerd's CRI refuses a sandbox
+	# without one, and every cloud image has it.
+	printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+	# Each node makes its own machine id on first boot, as a cloud VM does.
+	: >"$root/etc/machine-id"
+	rm -f "$root/var/lib/dbus/machine-id"
+	# No console login in a test machine: a getty on nspawn's read-only
+	# console would only fail and mark the machine degraded.
+	chroot "$root" systemctl mask console-getty.service getty@tty1.service >/dev/null 2>&1
+	install -D -m 0755 "$here/node-image/cloud-init-standin" "$root/usr/lib/cloud-init-standin/run"
+	install -D -m 0644 "$here/node-image/cloud-init-standin.service" \
+		"$root/etc/systemd/system/cloud-init-standin.service"
+	chroot "$root" systemctl enable cloud-init-standin.service >/dev/null 2>&1
+	chroot "$root" apt-get clean
+	rm -rf "$root/var/lib/apt/lists/"*
+}
+
+want="$({
+	echo "$recipe_version $suite $mirror"
+	printf '%s\n' "${packages[@]}"
+	# Contents only: the digest must not depend on how the script was called.
+	cat "${BASH_SOURCE[0]}" "$here"/node-image/*
+} | sha256sum | cut -d' ' -f1)"
+
+if [[ -f "$stamp_file" && -d "$rootfs" && "$(cat "$stamp_file")" == "$want" ]]; then
+	echo "build-node-image: up to date ($rootfs)"
+	exit 0
+fi
+
+for tool in debootstrap systemd-nspawn; do
+	command -v "$tool" >/dev/null || {
+		echo "build-node-image: $tool not found: apt-get install -y debootstrap systemd-container" >&2
+		exit 1
+	}
+done
+
+# Built beside the old image and swapped in whole, so an interrupted build
+# never leaves a half image behind a current stamp.
+mkdir -p "$image_dir"
+staging="$(mktemp -d "$image_dir/build.XXXXXX")"
+trap 'rm -rf "$staging"' EXIT
+start=$SECONDS
+echo "build-node-image: debootstrap $suite (${#packages[@]} packages)"
+include="$(
+	IFS=,
+	echo "${packages[*]}"
+)"
+debootstrap --variant=minbase --include="$include" "$suite" "$staging/rootfs" "$mirror" \
+	>"$staging/debootstrap.log" 2>&1 || {
+	tail -n 30 "$staging/debootstrap.log" >&2
+	echo "build-node-image: debootstrap failed" >&2
+	exit 1
+}
+
+customise "$staging/rootfs"
+echo "$want" >"$staging/stamp"
+rm -rf "$rootfs" "$stamp_file"
+mv "$staging/rootfs" "$rootfs"
+mv "$staging/stamp" "$stamp_file"
+echo "build-node-image: built in $((SECONDS - start))s ($rootfs)"

@@ -1,0 +1,270 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MachineStopGrace is how long a machine gets to power off after the
+// harness asks; then its PID 1 is killed, which ends every process in the
+// machine's PID namespace (containerd shims and pods included). A machine
+// shutting down with pods running can hang, so the stop is always bounded.
+const MachineStopGrace = 20 * time.Second
+
+// SystemCallFilter is what containerd, runc and the kubelet need beyond
+// systemd-nspawn's default allow list (measured on these machines).
+const SystemCallFilter = "@system-service @mount @privileged add_key keyctl bpf"
+
+// Seed is what a cloud gives a VM at boot: the cloud-init NoCloud seed the
+// node image's cloud-init stand-in reads.
+type Seed struct {
+	InstanceID string
+	Hostname   string
+	UserData   []byte
+	// Env is exported to the userdata (the proof names the IMDS endpoint as
+	// seen from the node network with it).
+	Env map[string]string
+}
+
+// Machine is one node booted as a systemd machine: systemd-nspawn running
+// real systemd as PID 1 on an overlay of the node image, inside the node's
+// network namespace.
+type Machine struct {
+	Name   string
+	NS     string
+	Root   string // the overlay's merged view: the machine's /
+	dir    string // upper and work folders of the overlay
+	proc   *Proc
+	logDir string
+}
+
+// BootMachine mounts an overlay of image (the image stays untouched, each
+// machine writes to its own upper folder), writes the seed and boots it
+// with systemd-nspawn inside namespace ns. dir holds the overlay's folders;
+// the console log goes to logDir/<name>_console.log.
+func BootMachine(r *Run, name, image, ns, dir string, seed Seed) (*Machine, error) {
+	m := &Machine{Name: name, NS: ns, Root: filepath.Join(dir, "root"), dir: dir, logDir: r.LogDir}
+	if err := m.mountOverlay(image); err != nil {
+		return nil, err
+	}
+	r.atTeardown(m.unmount)
+	if err := writeSeed(m.Root, seed); err != nil {
+		return nil, fmt.Errorf("writing the seed of %s: %w", name, err)
+	}
+	p, err := r.Start(name+"/console", Host{}, dir, machineEnv(), m.nspawnArgv())
+	if err != nil {
+		return nil, err
+	}
+	m.proc = p
+	r.registerMachine(m)
+	return m, nil
+}
+
+func (m *Machine) mountOverlay(image string) error {
+	upper, work := filepath.Join(m.dir, "upper"), filepath.Join(m.dir, "work")
+	for _, d := range []string{upper, work, m.Root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", image, upper, work)
+	if out, err := exec.Command("mount", "-t", "overlay", "overlay", "-o", opts, m.Root).CombinedOutput(); err != nil {
+		return fmt.Errorf("mounting the root of %s: %w: %s", m.Name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func (m *Machine) unmount() error {
+	if out, err := exec.Command("umount", "-l", m.Root).CombinedOutput(); err != nil {
+		return fmt.Errorf("unmounting the root of %s: %w: %s", m.Name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func writeSeed(root string, s Seed) error {
+	dir := filepath.Join(root, "var/lib/cloud/seed/nocloud")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	meta := fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", s.InstanceID, s.Hostname)
+	var env strings.Builder
+	for k, v := range s.Env {
+		fmt.Fprintf(&env, "%s=%s\n", k, strconv.Quote(v))
+	}
+	files := map[string][]byte{"meta-data": []byte(meta), "user-data": s.UserData, "environment": []byte(env.String())}
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// machineEnv is the harness's environment for systemd-nspawn.
+func machineEnv() []string {
+	return append(os.Environ(),
+		// The host's cgroups are v1 (hybrid, an empty cgroup2): the machine
+		// gets the v1 controllers, which bookworm's systemd boots on.
+		"SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0",
+	)
+}
+
+func (m *Machine) nspawnArgv() []string {
+	return []string{"systemd-nspawn",
+		"--quiet",
+		"--directory=" + m.Root,
+		"--machine=" + m.Name,
+		"--boot",
+		// There is no host systemd (nor machined) to register with.
+		"--register=no", "--keep-unit",
+		"--network-namespace-path=/run/netns/" + m.NS,
+		// The kubelet exits without a kernel log device.
+		"--bind=/dev/kmsg",
+		"--system-call-filter=" + SystemCallFilter,
+		"--capability=all",
+		// The node's resolv.conf is its own business (systemd-resolved).
+		"--resolv-conf=off",
+		"--timezone=off",
+		"--link-journal=no",
+		"--console=passive",
+	}
+}
+
+// Leader returns the host pid of the machine's PID 1 (systemd), the
+// child of systemd-nspawn.
+func (m *Machine) Leader() (int, error) {
+	if done, err := m.proc.Exited(); done {
+		return 0, fmt.Errorf("machine %s is not running (systemd-nspawn exited: %v)", m.Name, err)
+	}
+	pid := m.proc.Pid()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0, fmt.Errorf("finding the PID 1 of %s: %w", m.Name, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("machine %s has no PID 1 yet", m.Name)
+	}
+	return strconv.Atoi(f[0])
+}
+
+// Exec runs argv inside the machine (all of its namespaces) and returns
+// its combined output.
+func (m *Machine) Exec(ctx context.Context, argv ...string) ([]byte, error) {
+	leader, err := m.Leader()
+	if err != nil {
+		return nil, err
+	}
+	full := append([]string{"nsenter", "--target", strconv.Itoa(leader),
+		"--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--root", "--wd", "--"}, argv...)
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("%s on %s: %w: %s", strings.Join(argv, " "), m.Name, err, lastLines(string(out), 5))
+	}
+	return out, nil
+}
+
+// SystemState returns `systemctl is-system-running` inside the machine:
+// initializing, starting, running, degraded, ...
+func (m *Machine) SystemState(ctx context.Context) (string, error) {
+	out, err := m.Exec(ctx, "systemctl", "is-system-running")
+	state := strings.TrimSpace(string(out))
+	// is-system-running exits non-zero for every state but "running".
+	if state != "" && !strings.Contains(state, "\n") && !strings.Contains(state, "Failed") {
+		return state, nil
+	}
+	return "", err
+}
+
+// Exited reports whether systemd-nspawn has ended (the machine is down).
+func (m *Machine) Exited() (bool, error) { return m.proc.Exited() }
+
+// Stop asks the machine to power off (SIGTERM to systemd-nspawn, which
+// tells the machine's systemd to halt) and, after grace, kills its PID 1.
+// It returns how long it took.
+func (m *Machine) Stop(grace time.Duration) time.Duration {
+	start := time.Now()
+	if done, _ := m.proc.Exited(); done {
+		return 0
+	}
+	leader, leaderErr := m.Leader()
+	_ = syscall.Kill(m.proc.Pid(), syscall.SIGTERM)
+	if m.waitExit(grace) {
+		return time.Since(start)
+	}
+	if leaderErr == nil {
+		_ = syscall.Kill(leader, syscall.SIGKILL)
+	}
+	if !m.waitExit(10 * time.Second) {
+		m.proc.Stop(0)
+	}
+	return time.Since(start)
+}
+
+func (m *Machine) waitExit(d time.Duration) bool {
+	select {
+	case <-m.proc.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// WaitSystemRunning polls the machine's system state until it is running
+// or degraded (then it lists the failed units), the machine exits, or ctx
+// ends.
+func (m *Machine) WaitSystemRunning(ctx context.Context) (string, error) {
+	var last string
+	var lastErr error
+	for {
+		if done, err := m.Exited(); done {
+			return "", fmt.Errorf("machine %s exited while booting (%v); console: %s", m.Name, err, m.proc.Tail(20))
+		}
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		state, err := m.SystemState(c)
+		cancel()
+		switch state {
+		case "running":
+			return state, nil
+		case "degraded":
+			failed, _ := m.Exec(ctx, "systemctl", "--failed", "--no-legend", "--plain")
+			return state, fmt.Errorf("machine %s is degraded; failed units: %s", m.Name, strings.TrimSpace(string(failed)))
+		}
+		last, lastErr = state, err
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("machine %s not running (last state %q, %v): %w", m.Name, last, lastErr, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+var errNoNspawn = errors.New("systemd-nspawn not found (apt-get install systemd-container)")
+
+// CheckMachineSupport says in one line why machines cannot boot here, or
+// returns nil.
+func CheckMachineSupport() error {
+	if os.Geteuid() != 0 {
+		return errors.New("booting nodes as machines needs root (network namespaces, overlay mounts, systemd-nspawn)")
+	}
+	for _, tool := range []string{"systemd-nspawn", "nsenter", "mount", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if tool == "systemd-nspawn" {
+				return errNoNspawn
+			}
+			return fmt.Errorf("%s not found", tool)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+//go:build nodes
+
+package e2e
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/e2e/harness"
+)
+
+// The node proof (make e2e-nodes) boots nodes as systemd machines. It is
+// built only with the "nodes" tag until it replaces the process-level
+// proof in make e2e.
+
+var (
+	nodeImageOnce sync.Once
+	nodeImageErr  error
+)
+
+// nodeImage returns the node image's root filesystem, building it first if
+// its recipe changed. Where machines cannot boot, the test fails with one
+// line saying why.
+func nodeImage(t *testing.T) string {
+	t.Helper()
+	if err := harness.CheckMachineSupport(); err != nil {
+		t.Fatalf("e2e: the node proof cannot run here: %v", err)
+	}
+	dir := filepath.Join(e2eDir, ".work", "node-image")
+	nodeImageOnce.Do(func() {
+		start := time.Now()
+		cmd := exec.Command("bash", filepath.Join(e2eDir, "build-node-image.sh"))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.Env = append(os.Environ(), "E2E_NODE_IMAGE_DIR="+dir)
+		nodeImageErr = cmd.Run()
+		t.Logf("node image ready in %s", time.Since(start).Round(time.Second))
+	})
+	if nodeImageErr != nil {
+		t.Fatalf("e2e: building the node image: %v", nodeImageErr)
+	}
+	return filepath.Join(dir, "rootfs")
+}
+
+// TestNodeMachineBoots boots one node image as a systemd machine in a
+// node namespace: systemd reaches running, the cloud-init stand-in runs
+// the userdata once with the seed's environment, the machine has the
+// node's hostname and address.
+func TestNodeMachineBoots(t *testing.T) {
+	image := nodeImage(t)
+	r := harness.NewRun(t, e2eDir, "machine")
+	addr := netip.MustParsePrefix("10.0.1.2/24")
+	net, err := harness.NewNetwork(r.ID, []netip.Prefix{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetNetwork(net)
+	userdata := "#!/bin/bash\nset -eu\necho \"userdata ran with $E2E_PROBE\" >/var/lib/userdata-ran\n"
+	seed := harness.Seed{InstanceID: "vm-1", Hostname: "node-1", UserData: []byte(userdata),
+		Env: map[string]string{"E2E_PROBE": "a value with spaces"}}
+	start := time.Now()
+	m, err := harness.BootMachine(r, "n1", image, net.Nodes[0].NS, filepath.Join(r.WorkDir, "n1"), seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Suspect("n1/console")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	state, err := m.WaitSystemRunning(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("n1: systemd %s %s after boot", state, time.Since(start).Round(100*time.Millisecond))
+	expect := map[string][]string{
+		"userdata ran with a value with spaces": {"cat", "/var/lib/userdata-ran"},
+		"active":                                {"systemctl", "is-active", "cloud-init-standin.service"},
+		"node-1":                                {"hostname"},
+		addr.String():                           {"ip", "-4", "-o", "addr", "show", "dev", "eth0"},
+	}
+	for want, argv := range expect {
+		out, err := m.Exec(ctx, argv...)
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("%s: want %q, got %q (%v)", strings.Join(argv, " "), want, out, err)
+		}
+	}
+}
