@@ -21,14 +21,6 @@ var statusOf = map[apperr.Kind]int{
 	apperr.BadGateway:      http.StatusBadGateway,
 }
 
-type errorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"request_id,omitempty"`
-	} `json:"error"`
-}
-
 // writeError answers with the JSON error shape. Errors that are not
 // *apperr.Error are internal: logged with their cause, answered generically.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -42,9 +34,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// The cause goes to the log, keyed by request id, never to the client.
 		s.logger().ErrorContext(r.Context(), "request failed", "request_id", id, "code", e.Code, "cause", causeOf(e))
 	}
-	var body errorBody
-	body.Error.Code, body.Error.Message, body.Error.RequestID = e.Code, e.Message, id
-	writeJSON(w, status, body)
+	apperr.WriteJSON(w, status, e.Code, e.Message, id)
 }
 
 func causeOf(e *apperr.Error) string {

@@ -16,7 +16,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"internal","message":"internal error"}}`, http.StatusInternalServerError)
+		apperr.WriteJSON(w, http.StatusInternalServerError, "internal", "internal error", "")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

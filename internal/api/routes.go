@@ -1,6 +1,10 @@
 package api
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/excloud/k8sapi/internal/bundle"
+)
 
 // Route is one row of the API: which function serves which method and path.
 type Route struct {
@@ -19,5 +23,5 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodGet, "/clusters", (*Server).listClusters},
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster},
 	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster},
-	{"GetBundleFunction", http.MethodGet, "/bootstrap/control-plane/{vm_id}", (*Server).getBundle},
+	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle},
 }

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/validation"
 )
 
 // Cluster is the cluster-wide facts a bundle renders.
@@ -105,118 +105,102 @@ var (
 )
 
 // validate collects every problem of the input with its field path, so one
-// bad request says everything that is wrong with it.
+// bad request says everything that is wrong with it. The rules are tables,
+// one per part of the input, checked in this order.
 func (in *Input) validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	c := in.Cluster
-	if c.ID <= 0 {
-		bad("cluster.id", "must be positive")
-	}
-	if !dnsNameRE.MatchString(c.Name) {
-		bad("cluster.name", "must be a lowercase DNS label, got %q", c.Name)
-	}
-	if !dnsNameRE.MatchString(c.ControlPlaneDNSName) {
-		bad("cluster.control_plane_dns_name", "must be a lowercase DNS name, got %q", c.ControlPlaneDNSName)
-	}
-	if !dnsNameRE.MatchString(c.ClusterDomain) {
-		bad("cluster.cluster_domain", "must be a lowercase DNS name, got %q", c.ClusterDomain)
-	}
-	if !versionRE.MatchString(c.KubernetesVersion) || !strings.HasPrefix(c.KubernetesVersion, "v") {
-		bad("cluster.kubernetes_version", "must look like v1.35.4, got %q", c.KubernetesVersion)
-	}
-	if _, _, err := ServiceIPs(c.ServiceCIDR); err != nil {
-		bad("cluster.service_cidr", "%v", err)
-	}
-	if _, _, err := net.ParseCIDR(c.PodCIDR); err != nil {
-		bad("cluster.pod_cidr", "must be a CIDR, got %q", c.PodCIDR)
-	}
+	return validation.Join(clusterRules(in.Cluster), nodeRules(in.Nodes, in.SelfVMID),
+		artifactRules(in.Artifacts), secretRules(in))
+}
 
-	if len(in.Nodes) == 0 {
-		bad("nodes", "must list every control-plane peer")
+// rule is a row of the tables: field, whether its value passes, message.
+var rule = validation.Check
+
+func clusterRules(c Cluster) []validation.Rule {
+	_, _, serviceErr := ServiceIPs(c.ServiceCIDR)
+	_, _, podErr := net.ParseCIDR(c.PodCIDR)
+	return []validation.Rule{
+		rule("cluster.id", c.ID > 0, "must be positive"),
+		rule("cluster.name", dnsNameRE.MatchString(c.Name), got("must be a lowercase DNS label", c.Name)),
+		rule("cluster.control_plane_dns_name", dnsNameRE.MatchString(c.ControlPlaneDNSName), got("must be a lowercase DNS name", c.ControlPlaneDNSName)),
+		rule("cluster.cluster_domain", dnsNameRE.MatchString(c.ClusterDomain), got("must be a lowercase DNS name", c.ClusterDomain)),
+		rule("cluster.kubernetes_version", versionRE.MatchString(c.KubernetesVersion) && strings.HasPrefix(c.KubernetesVersion, "v"),
+			got("must look like v1.35.4", c.KubernetesVersion)),
+		rule("cluster.service_cidr", serviceErr == nil, validation.Describe(serviceErr)),
+		rule("cluster.pod_cidr", podErr == nil, got("must be a CIDR", c.PodCIDR)),
 	}
-	seenVM, seenOrdinal, seenName := map[int64]bool{}, map[int]bool{}, map[string]bool{}
-	self := false
-	for i, n := range in.Nodes {
+}
+
+// nodeRules: every peer's own rules, each unique among the peers before it,
+// and the bundle's VM among them.
+func nodeRules(nodes []Node, selfVMID int64) []validation.Rule {
+	rules := []validation.Rule{rule("nodes", len(nodes) > 0, "must list every control-plane peer")}
+	for i, n := range nodes {
+		seen := func(same func(Node) bool) bool { return slices.ContainsFunc(nodes[:i], same) }
 		f := fmt.Sprintf("nodes[%d]", i)
-		if n.VMID <= 0 || seenVM[n.VMID] {
-			bad(f+".vm_id", "must be positive and unique, got %d", n.VMID)
-		}
-		if n.Ordinal <= 0 || seenOrdinal[n.Ordinal] {
-			bad(f+".ordinal", "must be positive and unique, got %d", n.Ordinal)
-		}
-		if !dnsNameRE.MatchString(n.Name) || seenName[n.Name] {
-			bad(f+".name", "must be a unique lowercase DNS name, got %q", n.Name)
-		}
-		if ip := net.ParseIP(n.IPv4); ip == nil || ip.To4() == nil {
-			bad(f+".ipv4", "must be an IPv4 address, got %q", n.IPv4)
-		}
-		if ip := net.ParseIP(n.IPv6); n.IPv6 != "" && (ip == nil || ip.To4() != nil) {
-			bad(f+".ipv6", "must be empty or an IPv6 address, got %q", n.IPv6)
-		}
-		if ip := net.ParseIP(n.PublicIPv4); n.PublicIPv4 != "" && (ip == nil || ip.To4() == nil) {
-			bad(f+".public_ipv4", "must be empty or an IPv4 address, got %q", n.PublicIPv4)
-		}
-		seenVM[n.VMID], seenOrdinal[n.Ordinal], seenName[n.Name] = true, true, true
-		self = self || n.VMID == in.SelfVMID
+		rules = append(rules,
+			rule(f+".vm_id", n.VMID > 0 && !seen(func(o Node) bool { return o.VMID == n.VMID }),
+				fmt.Sprintf("must be positive and unique, got %d", n.VMID)),
+			rule(f+".ordinal", n.Ordinal > 0 && !seen(func(o Node) bool { return o.Ordinal == n.Ordinal }),
+				fmt.Sprintf("must be positive and unique, got %d", n.Ordinal)),
+			rule(f+".name", dnsNameRE.MatchString(n.Name) && !seen(func(o Node) bool { return o.Name == n.Name }),
+				got("must be a unique lowercase DNS name", n.Name)),
+			rule(f+".ipv4", isIPv4(n.IPv4), got("must be an IPv4 address", n.IPv4)),
+			rule(f+".ipv6", n.IPv6 == "" || isIPv6(n.IPv6), got("must be empty or an IPv6 address", n.IPv6)),
+			rule(f+".public_ipv4", n.PublicIPv4 == "" || isIPv4(n.PublicIPv4), got("must be empty or an IPv4 address", n.PublicIPv4)),
+		)
 	}
-	if !self {
-		bad("self_vm_id", "VM %d is not one of the nodes", in.SelfVMID)
-	}
+	self := slices.ContainsFunc(nodes, func(n Node) bool { return n.VMID == selfVMID })
+	return append(rules, rule("self_vm_id", self, fmt.Sprintf("VM %d is not one of the nodes", selfVMID)))
+}
 
-	a := in.Artifacts
-	for _, f := range []struct{ field, value string }{
-		{"artifacts.kube_download_base", a.KubeDownloadBase},
-		{"artifacts.etcd_download_base", a.EtcdDownloadBase},
-		{"artifacts.helm_download_base", a.HelmDownloadBase},
-	} {
-		if u, err := url.Parse(f.value); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !tokenRE.MatchString(f.value) {
-			bad(f.field, "must be an http(s) URL, got %q", f.value)
-		}
-	}
-	for _, f := range []struct{ field, value string }{
-		{"artifacts.cilium_chart", a.CiliumChart},
-		{"artifacts.image_registry", a.ImageRegistry},
-	} {
-		if !tokenRE.MatchString(f.value) {
-			bad(f.field, "must be a non-empty reference without spaces or quotes, got %q", f.value)
-		}
-	}
-	for _, f := range []struct{ field, value string }{
-		{"artifacts.etcd_version", a.EtcdVersion},
-		{"artifacts.helm_version", a.HelmVersion},
-		{"artifacts.cilium_version", a.CiliumVersion},
-		{"artifacts.coredns_version", a.CoreDNSVersion},
-		{"artifacts.pause_version", a.PauseVersion},
-	} {
-		if !artifactVersionRE.MatchString(f.value) {
-			bad(f.field, "must be a version, got %q", f.value)
-		}
+func artifactRules(a Artifacts) []validation.Rule {
+	rules := []validation.Rule{
+		rule("artifacts.kube_download_base", isDownloadURL(a.KubeDownloadBase), got("must be an http(s) URL", a.KubeDownloadBase)),
+		rule("artifacts.etcd_download_base", isDownloadURL(a.EtcdDownloadBase), got("must be an http(s) URL", a.EtcdDownloadBase)),
+		rule("artifacts.helm_download_base", isDownloadURL(a.HelmDownloadBase), got("must be an http(s) URL", a.HelmDownloadBase)),
+		rule("artifacts.cilium_chart", tokenRE.MatchString(a.CiliumChart), got(referenceRule, a.CiliumChart)),
+		rule("artifacts.image_registry", tokenRE.MatchString(a.ImageRegistry), got(referenceRule, a.ImageRegistry)),
+		rule("artifacts.etcd_version", artifactVersionRE.MatchString(a.EtcdVersion), got("must be a version", a.EtcdVersion)),
+		rule("artifacts.helm_version", artifactVersionRE.MatchString(a.HelmVersion), got("must be a version", a.HelmVersion)),
+		rule("artifacts.cilium_version", artifactVersionRE.MatchString(a.CiliumVersion), got("must be a version", a.CiliumVersion)),
+		rule("artifacts.coredns_version", artifactVersionRE.MatchString(a.CoreDNSVersion), got("must be a version", a.CoreDNSVersion)),
+		rule("artifacts.pause_version", artifactVersionRE.MatchString(a.PauseVersion), got("must be a version", a.PauseVersion)),
 	}
 	for _, file := range slices.Sorted(maps.Keys(a.SHA256)) {
-		if !artifactRE.MatchString(file) || !sha256RE.MatchString(a.SHA256[file]) {
-			bad("artifacts.sha256["+file+"]", "must map a file name to a lowercase hex SHA-256")
-		}
+		rules = append(rules, rule("artifacts.sha256["+file+"]",
+			artifactRE.MatchString(file) && sha256RE.MatchString(a.SHA256[file]), "must map a file name to a lowercase hex SHA-256"))
 	}
+	return rules
+}
 
+// secretRules: the CA certificates, the service-account pair and every
+// identity the bundle carries are present.
+func secretRules(in *Input) []validation.Rule {
+	var rules []validation.Rule
 	for _, name := range requiredCAs {
-		if len(in.CACerts[name]) == 0 {
-			bad("ca_certs."+string(name), "missing")
-		}
+		rules = append(rules, rule("ca_certs."+string(name), len(in.CACerts[name]) > 0, "missing"))
 	}
-	if len(in.ServiceAccountKeyPEM) == 0 {
-		bad("service_account_key", "missing")
-	}
-	if len(in.ServiceAccountPubPEM) == 0 {
-		bad("service_account_pub", "missing")
-	}
+	rules = append(rules,
+		rule("service_account_key", len(in.ServiceAccountKeyPEM) > 0, "missing"),
+		rule("service_account_pub", len(in.ServiceAccountPubPEM) > 0, "missing"))
 	for _, name := range RequiredIdentities() {
 		kp := in.Identities[name]
-		if len(kp.CertPEM) == 0 || len(kp.KeyPEM) == 0 {
-			bad("identities."+string(name), "missing certificate or key")
-		}
+		rules = append(rules, rule("identities."+string(name), len(kp.CertPEM) > 0 && len(kp.KeyPEM) > 0, "missing certificate or key"))
 	}
-	return errors.Join(errs...)
+	return rules
+}
+
+const referenceRule = "must be a non-empty reference without spaces or quotes"
+
+// got is a rule's message naming the value it refused.
+func got(want, value string) string { return fmt.Sprintf("%s, got %q", want, value) }
+
+func isIPv4(s string) bool { ip := net.ParseIP(s); return ip != nil && ip.To4() != nil }
+
+func isIPv6(s string) bool { ip := net.ParseIP(s); return ip != nil && ip.To4() == nil }
+
+// isDownloadURL: an absolute http(s) URL that is safe to render unquoted.
+func isDownloadURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && tokenRE.MatchString(s)
 }

@@ -78,6 +78,18 @@ func TestUserdataRejectsBadURL(t *testing.T) {
 	}
 }
 
+// The shim fetches from the route PathTemplate names, the VM's id in place
+// of {vm_id}.
+func TestUserdataFetchesFromTheBundleRoute(t *testing.T) {
+	out, err := newTestRenderer(t).Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"${BOOTSTRAP_BASE_URL}` + strings.Replace(PathTemplate, "{vm_id}", "${NODE_ID}", 1) + `"`; !strings.Contains(out, want) {
+		t.Errorf("the shim does not fetch %s", want)
+	}
+}
+
 func TestRenderIsDeterministic(t *testing.T) {
 	fx := loadFixtures(t)
 	c, nodes := testCluster()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -21,14 +20,6 @@ type File struct {
 	Path    string
 	Mode    fs.FileMode
 	Content string
-}
-
-// DNSRecord is a DNS record the operator (or the DNS API) should create.
-type DNSRecord struct {
-	Type  string `json:"type"`
-	Name  string `json:"name"`
-	Value string `json:"value"`
-	TTL   int    `json:"ttl"`
 }
 
 // Metadata is what the bundle says about the node beside its files.
@@ -60,6 +51,10 @@ func (b *Bundle) File(path string) (File, bool) {
 	}
 	return File{}, false
 }
+
+// PathTemplate is the route a VM fetches its bundle from, in API Gateway
+// path syntax: internal/api routes it, founding tells the operator.
+const PathTemplate = "/bootstrap/control-plane/{vm_id}"
 
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
 // metadata fields, then every file's content and mode keyed by absolute path.
@@ -191,7 +186,7 @@ func (r *Renderer) Render(in Input) (*Bundle, error) {
 		APIServerEndpoint:     v.APIServerEndpoint,
 		ControlPlaneDNSName:   in.Cluster.ControlPlaneDNSName,
 		EtcdInitialCluster:    v.EtcdInitialCluster,
-		SuggestedDNSRecords:   topo.dnsRecords(in.Cluster.ControlPlaneDNSName),
+		SuggestedDNSRecords:   ControlPlaneRecords(in.Cluster.ControlPlaneDNSName, topo.peers),
 		IsInitialControlPlane: v.IsInitial,
 	}}
 	seen := map[string]string{}
@@ -230,8 +225,7 @@ type UserdataInput struct {
 
 // Userdata renders the shim passed to each VM as userdata at founding.
 func (r *Renderer) Userdata(u UserdataInput) (string, error) {
-	parsed, err := url.Parse(u.BootstrapBaseURL)
-	if err != nil || (parsed.Scheme != "https" && parsed.Scheme != "http") || parsed.Host == "" || !tokenRE.MatchString(u.BootstrapBaseURL) {
+	if !isDownloadURL(u.BootstrapBaseURL) {
 		return "", fmt.Errorf("rendering userdata: bootstrap base URL must be an http(s) URL, got %q", u.BootstrapBaseURL)
 	}
 	out, err := r.execute("bootstrap-userdata.sh", u)

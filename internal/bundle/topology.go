@@ -68,20 +68,3 @@ func (t topology) etcdServers() string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// dnsRecords suggests the shared control-plane name's A records, one per
-// node: the public addresses when nodes have them, else the private ones
-// (never a mix, which would send some clients to unreachable addresses).
-func (t topology) dnsRecords(controlPlaneDNSName string) []DNSRecord {
-	var public, private []DNSRecord
-	for _, n := range t.peers {
-		private = append(private, DNSRecord{Type: "A", Name: controlPlaneDNSName, Value: n.IPv4, TTL: 300})
-		if n.PublicIPv4 != "" {
-			public = append(public, DNSRecord{Type: "A", Name: controlPlaneDNSName, Value: n.PublicIPv4, TTL: 300})
-		}
-	}
-	if len(public) > 0 {
-		return public
-	}
-	return private
-}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/excloud/k8sapi/internal/bundle"
 )
 
 // Config is the process configuration. Empty strings mean "not set" for
@@ -21,20 +23,15 @@ type Config struct {
 	BaseDNSDomain     string
 	BootstrapBaseURL  string
 	KubernetesVersion string
-	EtcdVersion       string
 	LogLevel          string // debug, info, warn or error; see SlogLevel
-	Artifacts         Artifacts
+	// Artifacts are where nodes download from, configurable for air-gapped
+	// installs. Their defaults are the bundle's (bundle.DefaultArtifacts),
+	// the one place upstream sources and versions are written.
+	Artifacts bundle.Artifacts
 }
 
-// Artifacts are the download mirrors rendered into bundles, configurable for
-// air-gapped installs.
-type Artifacts struct {
-	KubeDownloadBase string
-	EtcdDownloadBase string
-	HelmDownloadBase string
-	CiliumChart      string
-	ImageRegistry    string
-}
+// upstream is where the artifact variables' defaults come from.
+var upstream = bundle.DefaultArtifacts()
 
 // variable is one environment variable: its default and where it lands.
 type variable struct {
@@ -56,13 +53,13 @@ var variables = []variable{
 	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checkDomain},
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
 	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
-	{"ETCD_VERSION", "v3.6.10", func(c *Config) *string { return &c.EtcdVersion }, checkVersion},
+	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
-	{"KUBE_DOWNLOAD_BASE", "https://dl.k8s.io", func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
-	{"ETCD_DOWNLOAD_BASE", "https://github.com/etcd-io/etcd/releases/download", func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, checkURL("http", "https")},
-	{"HELM_DOWNLOAD_BASE", "https://get.helm.sh", func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
-	{"CILIUM_CHART", "oci://quay.io/cilium/charts/cilium", func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
-	{"IMAGE_REGISTRY", "registry.k8s.io", func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
+	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
+	{"ETCD_DOWNLOAD_BASE", upstream.EtcdDownloadBase, func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, checkURL("http", "https")},
+	{"HELM_DOWNLOAD_BASE", upstream.HelmDownloadBase, func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
+	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
+	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
 }
 
 // Variables lists the names of every variable FromEnv reads, in table order.
@@ -81,7 +78,7 @@ func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
 // production, a map in tests). An empty value counts as unset, because SAM
 // declares every variable and leaves the unused ones empty.
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
-	var c Config
+	c := Config{Artifacts: bundle.DefaultArtifacts()} // versions no variable sets stay upstream's
 	var errs []error
 	for _, v := range variables {
 		val, _ := lookup(v.name)

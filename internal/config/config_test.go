@@ -3,10 +3,12 @@ package config_test
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/testenv"
@@ -26,18 +28,21 @@ func TestDefaults(t *testing.T) {
 		DatabaseURL:       "postgres://x@h/db",
 		BaseDNSDomain:     "k8s.excloud.co.in",
 		KubernetesVersion: "v1.35.4",
-		EtcdVersion:       "v3.6.10",
 		LogLevel:          "info",
-		Artifacts: config.Artifacts{
-			KubeDownloadBase: "https://dl.k8s.io",
-			EtcdDownloadBase: "https://github.com/etcd-io/etcd/releases/download",
-			HelmDownloadBase: "https://get.helm.sh",
-			CiliumChart:      "oci://quay.io/cilium/charts/cilium",
-			ImageRegistry:    "registry.k8s.io",
-		},
+		Artifacts:         bundle.DefaultArtifacts(),
 	}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+	if c.Artifacts.KubeDownloadBase != "https://dl.k8s.io" || c.Artifacts.EtcdVersion != "v3.6.10" {
+		t.Fatalf("artifact defaults: %+v", c.Artifacts)
+	}
+	// A variable lands in the bundle's artifacts; the rest stay upstream's.
+	c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db", "ETCD_VERSION": "v3.6.11",
+		"IMAGE_REGISTRY": "mirror.example:5000/k8s"}))
+	if err != nil || c.Artifacts.EtcdVersion != "v3.6.11" || c.Artifacts.ImageRegistry != "mirror.example:5000/k8s" ||
+		c.Artifacts.PauseVersion != bundle.DefaultArtifacts().PauseVersion {
+		t.Fatalf("overrides: %+v, %v", c.Artifacts, err)
 	}
 	if c.SlogLevel() != slog.LevelInfo {
 		t.Fatalf("level %v", c.SlogLevel())

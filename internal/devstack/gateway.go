@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/excloud/k8sapi/internal/apperr"
 )
 
 // MaxRequestBody is API Gateway's own payload limit. The gateway enforces
@@ -112,35 +114,10 @@ func badGatewayMessage(fn string, err error) string {
 // toEvent builds the payload format 2.0 event API Gateway would send.
 func toEvent(r *http.Request, route Route, params map[string]string, body []byte, requestID string) events.APIGatewayV2HTTPRequest {
 	now := time.Now()
-	headers := map[string]string{}
-	var cookies []string
-	for name, vals := range r.Header {
-		lname := strings.ToLower(name)
-		if lname == "cookie" {
-			// Payload 2.0 moves cookies out of the headers into their own list.
-			for _, v := range vals {
-				for _, c := range strings.Split(v, ";") {
-					if c = strings.TrimSpace(c); c != "" {
-						cookies = append(cookies, c)
-					}
-				}
-			}
-			continue
-		}
-		headers[lname] = strings.Join(vals, ",")
-	}
-	headers["host"] = r.Host
+	headers, cookies := eventHeaders(r)
 	sourceIP, _, _ := net.SplitHostPort(r.RemoteAddr)
 	headers["x-forwarded-for"] = sourceIP
-	headers["x-forwarded-proto"] = "http"
-
-	var query map[string]string
-	if q := r.URL.Query(); len(q) > 0 {
-		query = make(map[string]string, len(q))
-		for k, vs := range q {
-			query[k] = strings.Join(vs, ",") // payload 2.0 joins repeated keys with commas
-		}
-	}
+	query := eventQuery(r)
 	if len(params) == 0 {
 		params = nil
 	}
@@ -180,6 +157,44 @@ func toEvent(r *http.Request, route Route, params map[string]string, body []byte
 		}
 	}
 	return ev
+}
+
+// eventHeaders are the request's headers as payload 2.0 carries them:
+// lower-case names, repeated values joined by commas, cookies moved out into
+// their own list, and the headers the gateway itself adds.
+func eventHeaders(r *http.Request) (headers map[string]string, cookies []string) {
+	headers = map[string]string{}
+	for name, vals := range r.Header {
+		lname := strings.ToLower(name)
+		if lname != "cookie" {
+			headers[lname] = strings.Join(vals, ",")
+			continue
+		}
+		for _, v := range vals {
+			for _, c := range strings.Split(v, ";") {
+				if c = strings.TrimSpace(c); c != "" {
+					cookies = append(cookies, c)
+				}
+			}
+		}
+	}
+	headers["host"] = r.Host
+	headers["x-forwarded-proto"] = "http"
+	return headers, cookies
+}
+
+// eventQuery is the query as payload 2.0 carries it: nil when empty,
+// repeated keys joined by commas.
+func eventQuery(r *http.Request) map[string]string {
+	q := r.URL.Query()
+	if len(q) == 0 {
+		return nil
+	}
+	query := make(map[string]string, len(q))
+	for k, vs := range q {
+		query[k] = strings.Join(vs, ",")
+	}
+	return query
 }
 
 // fromResponse interprets a function's payload as API Gateway does for
@@ -235,9 +250,8 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	_, _ = w.Write(body)
 }
 
-// writeGatewayError answers in the project's error shape.
+// writeGatewayError answers in the project's error shape. Like API
+// Gateway's own answers, it carries no request_id of the functions.
 func writeGatewayError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]map[string]string{"error": {"code": code, "message": msg}})
+	apperr.WriteJSON(w, status, code, msg, "")
 }

@@ -116,24 +116,8 @@ func startThrowawayPostgres(ctx context.Context, dir string, log *slog.Logger) (
 		return "", nil, err
 	}
 	data := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
-		// initdb into a scratch folder renamed into place when complete, so
-		// an interrupted initdb never leaves a half cluster that a later run
-		// would take for a whole one.
-		log.Info("postgres: initialising a throwaway cluster", "dir", data)
-		scratch := data + ".initdb"
-		_ = os.RemoveAll(scratch)
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
-			"-D", scratch, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			_ = os.RemoveAll(scratch)
-			return "", nil, fmt.Errorf("initdb in %s (the postgres user must be able to reach this folder): %w\n%s", dir, err, out)
-		}
-		_ = os.RemoveAll(data)
-		if err := os.Rename(scratch, data); err != nil {
-			return "", nil, fmt.Errorf("placing the new cluster: %w", err)
-		}
+	if err := initOnce(ctx, bin, dir, data, cred, log); err != nil {
+		return "", nil, err
 	}
 	port, err := freePort()
 	if err != nil {
@@ -157,6 +141,31 @@ func startThrowawayPostgres(ctx context.Context, dir string, log *slog.Logger) (
 	}
 	log.Info("postgres: throwaway server ready", "port", port)
 	return dsn, stop, nil
+}
+
+// initOnce runs initdb unless data already holds a cluster. It initialises
+// into a scratch folder renamed into place when complete, so an interrupted
+// initdb never leaves a half cluster that a later run would take for a
+// whole one.
+func initOnce(ctx context.Context, bin, dir, data string, cred *syscall.Credential, log *slog.Logger) error {
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
+		return nil
+	}
+	log.Info("postgres: initialising a throwaway cluster", "dir", data)
+	scratch := data + ".initdb"
+	_ = os.RemoveAll(scratch)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
+		"-D", scratch, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(scratch)
+		return fmt.Errorf("initdb in %s (the postgres user must be able to reach this folder): %w\n%s", dir, err, out)
+	}
+	_ = os.RemoveAll(data)
+	if err := os.Rename(scratch, data); err != nil {
+		return fmt.Errorf("placing the new cluster: %w", err)
+	}
+	return nil
 }
 
 // postgresCredential returns the identity to run PostgreSQL as: nil (this

@@ -94,6 +94,50 @@ func (c *cleanup) run() {
 func Run(ctx context.Context, opt Options) error { return run(ctx, opt, nil) }
 
 func run(ctx context.Context, opt Options, ready func(Stack)) error {
+	b := newBoot(opt)
+	defer b.stops.run()
+	for _, step := range b.steps() {
+		b.log.Debug("local stack: " + step.name)
+		if err := step.run(ctx); errors.Is(err, errStoppedWhileStarting) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	printSummary(opt.Out, b.st, b.tmpl, b.envPath)
+	if ready != nil {
+		ready(b.st)
+	}
+	<-ctx.Done()
+	b.log.Info("stopping the local stack")
+	return nil
+}
+
+// boot is a local stack on its way up: what each step has started, for the
+// steps after it. Every stop function goes on stops as soon as its part runs,
+// so a failing step leaves nothing behind.
+type boot struct {
+	opt         Options
+	local       string // scratch directory
+	log         *slog.Logger
+	stops       cleanup
+	tmpl        *Template
+	apiListener net.Listener
+	bins        map[string]string // function binaries by logical id
+	serverDSN   string            // the PostgreSQL server
+	dsn         string            // the stack's database on it
+	endpoint    string            // moto
+	pool        *pgxpool.Pool     // the simulator's
+	invokers    map[string]Invoker
+	st          Stack
+	envPath     string
+}
+
+// errStoppedWhileStarting ends the steps quietly: Ctrl-C before the stack
+// was up is not a failure.
+var errStoppedWhileStarting = errors.New("stopped while starting")
+
+func newBoot(opt Options) *boot {
 	if opt.Port == 0 {
 		opt.Port = defaultAPIPort
 	}
@@ -104,153 +148,186 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 	if local == "" {
 		local = filepath.Join(opt.Root, ".local")
 	}
-	log := opt.Log
-	var stops cleanup
-	defer stops.run()
+	return &boot{opt: opt, local: local, log: opt.Log}
+}
 
-	tmpl, err := LoadTemplate(filepath.Join(opt.Root, "template.yaml"))
-	if err != nil {
-		return err
-	}
-	// Take the gateway's port first: if it is busy, fail before any work.
-	apiAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opt.Port))
-	apiListener, err := net.Listen("tcp", apiAddr)
-	if err != nil {
-		return fmt.Errorf("gateway port %d is busy (another make local?): %w", opt.Port, err)
-	}
-	defer apiListener.Close()
-	apiURL := "http://" + apiAddr
+// bootStep is one named step of the start.
+type bootStep struct {
+	name string
+	run  func(context.Context) error
+}
 
-	// The slow parts run side by side: compiling, PostgreSQL, moto. The
-	// first failure cancels the others, so a missing dependency is reported
-	// at once rather than after a compile.
+// steps are the stack's start, in order.
+func (b *boot) steps() []bootStep {
+	return []bootStep{
+		{"reading template.yaml", b.loadTemplate},
+		{"taking the gateway port", b.takeGatewayPort},
+		{"building functions, starting PostgreSQL and moto", b.startSlowParts},
+		{"creating and migrating the database", b.prepareDatabase},
+		{"creating the KMS key and the database secret", b.prepareAWS},
+		{"starting the simulator", b.startSimulator},
+		{"seeding the dev tokens", b.seedTokens},
+		{"starting the functions", b.startFunctions},
+		{"serving the gateway", b.serveGateway},
+		{"writing stack.env and env.json", b.writeEnvFiles},
+	}
+}
+
+func (b *boot) loadTemplate(context.Context) (err error) {
+	b.tmpl, err = LoadTemplate(filepath.Join(b.opt.Root, "template.yaml"))
+	return err
+}
+
+// takeGatewayPort comes first after the template: if the port is busy, the
+// stack fails before any work.
+func (b *boot) takeGatewayPort(context.Context) error {
+	apiAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.opt.Port))
+	l, err := net.Listen("tcp", apiAddr)
+	if err != nil {
+		return fmt.Errorf("gateway port %d is busy (another make local?): %w", b.opt.Port, err)
+	}
+	b.apiListener, b.st.APIURL = l, "http://"+apiAddr
+	b.stops.add(func() { _ = l.Close() })
+	return nil
+}
+
+// startSlowParts runs the slow parts side by side: compiling, PostgreSQL,
+// moto. The first failure cancels the others, so a missing dependency is
+// reported at once rather than after a compile.
+func (b *boot) startSlowParts(ctx context.Context) error {
 	startCtx, cancelStart := context.WithCancel(ctx)
 	defer cancelStart()
-	var (
-		wg                  sync.WaitGroup
-		bins                map[string]string
-		serverDSN, endpoint string
-		buildErr, pgErr     error
-		motoErr             error
-	)
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		log.Info("building functions (host bootstrap binaries)")
-		if bins, buildErr = BuildFunctions(startCtx, opt.Root, tmpl, filepath.Join(local, "bin")); buildErr != nil {
+	var wg sync.WaitGroup
+	var buildErr, pgErr, motoErr error
+	wg.Go(func() {
+		b.log.Info("building functions (host bootstrap binaries)")
+		if b.bins, buildErr = BuildFunctions(startCtx, b.opt.Root, b.tmpl, filepath.Join(b.local, "bin")); buildErr != nil {
 			cancelStart()
 		}
-	}()
-	go func() {
-		defer wg.Done()
+	})
+	wg.Go(func() {
 		var stop func()
-		if serverDSN, stop, pgErr = EnsurePostgres(startCtx, filepath.Join(local, "pg"), log); pgErr != nil {
+		if b.serverDSN, stop, pgErr = EnsurePostgres(startCtx, filepath.Join(b.local, "pg"), b.log); pgErr != nil {
 			cancelStart()
 			return
 		}
-		stops.add(stop)
-	}()
-	go func() {
-		defer wg.Done()
+		b.stops.add(stop)
+	})
+	wg.Go(func() {
 		var stop func()
-		if endpoint, stop, motoErr = StartMoto(startCtx, filepath.Join(local, "moto"), log); motoErr != nil {
+		if b.endpoint, stop, motoErr = StartMoto(startCtx, filepath.Join(b.local, "moto"), b.log); motoErr != nil {
 			cancelStart()
 			return
 		}
-		stops.add(stop)
-	}()
+		b.stops.add(stop)
+	})
 	wg.Wait()
 	// A missing dependency is the most useful thing to say; say it first.
 	if err := firstError(pgErr, motoErr, buildErr); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil // stopped while starting
+	if ctx.Err() != nil {
+		return errStoppedWhileStarting
 	}
+	return nil
+}
 
-	dsn, err := CreateDatabase(ctx, serverDSN, opt.Database)
-	if err != nil {
+func (b *boot) prepareDatabase(ctx context.Context) (err error) {
+	if b.dsn, err = CreateDatabase(ctx, b.serverDSN, b.opt.Database); err != nil {
 		return err
 	}
-	if err := ApplyMigrations(ctx, dsn, true); err != nil {
-		return err
-	}
-	awsCfg := AWSConfig(endpoint)
-	keyID, err := CreateKMSKey(ctx, awsCfg, LocalKeyAlias)
-	if err != nil {
-		return err
-	}
-	secret, err := DBSecretFromDSN(dsn)
-	if err != nil {
-		return err
-	}
-	secretARN, err := PutDBSecret(ctx, awsCfg, LocalSecret, secret)
-	if err != nil {
-		return err
-	}
+	b.st.DatabaseURL = b.dsn
+	return ApplyMigrations(ctx, b.dsn, true)
+}
 
-	pool, err := pgxpool.New(ctx, dsn)
+// prepareAWS makes moto hold what AWS holds in production: the KMS key and
+// the database secret.
+func (b *boot) prepareAWS(ctx context.Context) (err error) {
+	awsCfg := AWSConfig(b.endpoint)
+	b.st.AWSEndpointURL = b.endpoint
+	if b.st.KMSKeyID, err = CreateKMSKey(ctx, awsCfg, LocalKeyAlias); err != nil {
+		return err
+	}
+	secret, err := DBSecretFromDSN(b.dsn)
 	if err != nil {
+		return err
+	}
+	b.st.DBSecretARN, err = PutDBSecret(ctx, awsCfg, LocalSecret, secret)
+	return err
+}
+
+func (b *boot) startSimulator(ctx context.Context) (err error) {
+	if b.pool, err = pgxpool.New(ctx, b.dsn); err != nil {
 		return fmt.Errorf("connecting the simulator: %w", err)
 	}
-	stops.add(pool.Close)
-	simURL, stopSim, err := startSimulator(pool, log)
+	b.stops.add(b.pool.Close)
+	simURL, stopSim, err := startSimulator(b.pool, b.log)
 	if err != nil {
 		return err
 	}
-	stops.add(stopSim)
+	b.stops.add(stopSim)
+	b.st.SimURL = simURL
+	return nil
+}
 
-	st := Stack{APIURL: apiURL, DatabaseURL: dsn, SimURL: simURL, AWSEndpointURL: endpoint, KMSKeyID: keyID, DBSecretARN: secretARN}
-	if st.DevToken, err = simulator.IssuePrincipalToken(ctx, pool, 1, simulator.ScopePrincipal, localTokenTTL); err != nil {
+func (b *boot) seedTokens(ctx context.Context) (err error) {
+	if b.st.DevToken, err = simulator.IssuePrincipalToken(ctx, b.pool, 1, simulator.ScopePrincipal, localTokenTTL); err != nil {
 		return fmt.Errorf("seeding the org 1 token: %w", err)
 	}
-	if st.DevTokenOrg2, err = simulator.IssuePrincipalToken(ctx, pool, 2, simulator.ScopePrincipal, localTokenTTL); err != nil {
+	if b.st.DevTokenOrg2, err = simulator.IssuePrincipalToken(ctx, b.pool, 2, simulator.ScopePrincipal, localTokenTTL); err != nil {
 		return fmt.Errorf("seeding the org 2 token: %w", err)
 	}
+	return nil
+}
 
-	overrides := FunctionOverrides(st)
-	invokers := map[string]Invoker{}
+// startFunctions starts one warm process per function: the first request
+// pays no process start.
+func (b *boot) startFunctions(context.Context) error {
+	overrides := FunctionOverrides(b.st)
+	b.invokers = map[string]Invoker{}
 	var runners []*Runner
-	stops.add(func() { closeAll(runners) })
-	for _, f := range tmpl.Functions {
-		r, err := NewRunner(FunctionSpec{Function: f, Binary: bins[f.LogicalID], Env: overrides}, log, NewPrefixWriter(opt.FunctionOut, f.LogicalID+" | "))
+	b.stops.add(func() { closeAll(runners) })
+	for _, f := range b.tmpl.Functions {
+		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: overrides}, b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
 		if err != nil {
 			return err
 		}
 		runners = append(runners, r)
-		if err := r.Start(); err != nil { // warm: the first request pays no process start
+		if err := r.Start(); err != nil {
 			return err
 		}
-		invokers[f.LogicalID] = r
+		b.invokers[f.LogicalID] = r
 	}
-	gw, err := NewGateway(tmpl, invokers, log)
+	return nil
+}
+
+func (b *boot) serveGateway(context.Context) error {
+	gw, err := NewGateway(b.tmpl, b.invokers, b.log)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(apiListener) }()
-	stops.add(func() {
+	go func() { _ = srv.Serve(b.apiListener) }()
+	b.stops.add(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
+	return nil
+}
 
-	envPath := filepath.Join(local, StackEnvFile)
-	if err := writeStackEnv(envPath, st); err != nil {
+// writeEnvFiles writes stack.env and env.json, removed again when the stack
+// stops: a stopped stack must not look running.
+func (b *boot) writeEnvFiles(context.Context) error {
+	b.envPath = filepath.Join(b.local, StackEnvFile)
+	if err := writeStackEnv(b.envPath, b.st); err != nil {
 		return err
 	}
-	samEnvPath := filepath.Join(local, SAMEnvFile)
-	if err := writeSAMEnv(samEnvPath, FunctionOverrides(st)); err != nil {
+	samEnvPath := filepath.Join(b.local, SAMEnvFile)
+	if err := writeSAMEnv(samEnvPath, FunctionOverrides(b.st)); err != nil {
 		return err
 	}
-	stops.add(func() { _ = os.Remove(envPath); _ = os.Remove(samEnvPath) }) // a stopped stack must not look running
-	printSummary(opt.Out, st, tmpl, envPath)
-	if ready != nil {
-		ready(st)
-	}
-
-	<-ctx.Done()
-	log.Info("stopping the local stack")
+	b.stops.add(func() { _ = os.Remove(b.envPath); _ = os.Remove(samEnvPath) })
 	return nil
 }
 

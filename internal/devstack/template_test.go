@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -49,6 +50,27 @@ func TestProjectTemplate(t *testing.T) {
 	h, _ := tmpl.Function("HealthFunction")
 	if h.Env["BASE_DNS_DOMAIN"] != "k8s.excloud.co.in" || h.Env["KMS_KEY_ID"] != "" {
 		t.Errorf("env resolution: BASE_DNS_DOMAIN=%q (parameter default) KMS_KEY_ID=%q (resource: unresolvable)", h.Env["BASE_DNS_DOMAIN"], h.Env["KMS_KEY_ID"])
+	}
+}
+
+// template.yaml's parameter defaults are internal/config's defaults (which
+// take the artifacts' from internal/bundle): a deployment that sets nothing
+// runs what a local stack runs.
+func TestTemplateDefaultsAreConfigDefaults(t *testing.T) {
+	tmpl, err := LoadTemplate("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := tmpl.Function("HealthFunction")
+	for _, v := range []string{"KUBERNETES_VERSION", "ETCD_VERSION", "KUBE_DOWNLOAD_BASE", "IMAGE_REGISTRY"} {
+		if h.Env[v] == "" {
+			t.Errorf("template.yaml gives %s no default", v)
+		}
+	}
+	fromTemplate, _ := config.FromLookup(func(k string) (string, bool) { v, ok := h.Env[k]; return v, ok })
+	fromCode, _ := config.FromLookup(func(string) (string, bool) { return "", false })
+	if !reflect.DeepEqual(fromTemplate, fromCode) {
+		t.Errorf("template.yaml defaults %+v\nconfig defaults        %+v", fromTemplate, fromCode)
 	}
 }
 

@@ -299,11 +299,12 @@ func (s *Service) adminKubeconfig(t *pki.Trust, c *store.Cluster) (string, error
 	})
 }
 
-// configureDNS points the control-plane name at the first node. It is best
-// effort by design: the committed rows are the cluster's truth, so a DNS
-// failure is reported, never rolled back.
+// configureDNS points the control-plane name at the first of the suggested
+// records. It is best effort by design: the committed rows are the
+// cluster's truth, so a DNS failure is reported, never rolled back.
 func (s *Service) configureDNS(ctx context.Context, c *store.Cluster, nodes []store.Node) {
-	err := s.DNS.UpsertA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName, endpointIP(nodes[0]), dnsTTL)
+	first := suggestedRecords(c.ControlPlaneDNSName, nodes)[0] // every node has a private address
+	err := s.DNS.UpsertA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName, first.Value, first.TTL)
 	c.DNSConfigured, c.DNSError = err == nil, ""
 	if err != nil {
 		c.DNSError = "the DNS API did not accept the control-plane record; create the suggested records by hand"

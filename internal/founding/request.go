@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/validation"
 )
 
 // Limits of the request, in one place (the API description repeats them).
@@ -58,87 +60,81 @@ var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
 // Validate applies defaults and returns every problem at once, each with its
 // field name, joined as one 400.
 func (r Request) Validate() (Spec, error) {
-	s := Spec{ControlPlaneCount: 1, ZoneID: 1}
-	var errs []error
-	bad := func(field, msg string) { errs = append(errs, fmt.Errorf("%s: %s", field, msg)) }
-
-	if r.ControlPlaneCount != nil {
-		s.ControlPlaneCount = *r.ControlPlaneCount
-		if s.ControlPlaneCount < 1 || s.ControlPlaneCount > MaxControlPlaneCount {
-			bad("control_plane_count", fmt.Sprintf("must be 1 to %d", MaxControlPlaneCount))
-		}
-	}
-	switch {
-	case r.ControlPlaneImageID == nil:
-		bad("control_plane_image_id", "is required")
-	case *r.ControlPlaneImageID <= 0:
-		bad("control_plane_image_id", "must be a positive integer")
-	default:
-		s.ControlPlaneImageID = *r.ControlPlaneImageID
-	}
-	switch {
-	case r.ControlPlaneInstanceType == nil || strings.TrimSpace(*r.ControlPlaneInstanceType) == "":
-		bad("control_plane_instance_type", "is required")
-	case len(*r.ControlPlaneInstanceType) > MaxInstanceTypeLen || !instanceTypePattern.MatchString(*r.ControlPlaneInstanceType):
-		bad("control_plane_instance_type", fmt.Sprintf("must be lowercase letters, digits, '.' and '-', at most %d characters", MaxInstanceTypeLen))
-	default:
-		s.ControlPlaneInstanceType = *r.ControlPlaneInstanceType
-	}
-	if r.ZoneID != nil {
-		s.ZoneID = *r.ZoneID
-		if s.ZoneID <= 0 {
-			bad("zone_id", "must be a positive integer")
-		}
-	}
-	switch {
-	case r.SubnetID == nil:
-		bad("subnet_id", "is required")
-	case *r.SubnetID <= 0:
-		bad("subnet_id", "must be a positive integer")
-	default:
-		s.SubnetID = *r.SubnetID
-	}
-	if len(r.SecurityGroupIDs) > MaxSecurityGroups {
-		bad("security_group_ids", fmt.Sprintf("must hold at most %d ids", MaxSecurityGroups))
-	}
-	seen := map[int64]bool{}
-	for i, id := range r.SecurityGroupIDs {
-		switch {
-		case id <= 0:
-			bad(fmt.Sprintf("security_group_ids[%d]", i), "must be a positive integer")
-		case seen[id]:
-			bad(fmt.Sprintf("security_group_ids[%d]", i), "is a duplicate")
-		}
-		seen[id] = true
-	}
-	s.SecurityGroupIDs = append([]int64{}, r.SecurityGroupIDs...)
-	if r.AllocatePublicIPv4 != nil {
-		s.AllocatePublicIPv4 = *r.AllocatePublicIPv4
-	}
-	if r.SSHPubkey != nil {
-		s.SSHPubkey = strings.TrimSpace(*r.SSHPubkey)
-		if len(s.SSHPubkey) > MaxSSHPubkeyBytes || strings.ContainsAny(s.SSHPubkey, "\r\n") || !looksLikeSSHKey(s.SSHPubkey) {
-			bad("ssh_pubkey", "must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*)")
-		}
-	}
-	if r.RootVolumeSizeGiB != nil {
-		s.RootVolumeSizeGiB = *r.RootVolumeSizeGiB
-		if s.RootVolumeSizeGiB < MinRootVolumeGiB || s.RootVolumeSizeGiB > MaxRootVolumeGiB {
-			bad("root_volume_size_gib", fmt.Sprintf("must be %d to %d", MinRootVolumeGiB, MaxRootVolumeGiB))
-		}
-	}
-	alg := ""
-	if r.KeyAlgorithm != nil {
-		alg = *r.KeyAlgorithm
-	}
-	var err error
-	if s.KeyAlgorithm, err = pki.ParseAlgorithm(alg); err != nil {
-		bad("key_algorithm", err.Error())
-	}
-	if len(errs) > 0 {
+	s := r.withDefaults()
+	if errs := validation.Errors(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s)); len(errs) > 0 {
 		return Spec{}, apperr.Wrap(apperr.Invalid, "invalid_request", joinMessages(errs), errors.Join(errs...))
 	}
 	return s, nil
+}
+
+// withDefaults is the request with every absent field at its default; the
+// rules below say whether the result is valid.
+func (r Request) withDefaults() Spec {
+	s := Spec{
+		ControlPlaneCount: valueOr(r.ControlPlaneCount, 1), ControlPlaneImageID: valueOr(r.ControlPlaneImageID, 0),
+		ControlPlaneInstanceType: valueOr(r.ControlPlaneInstanceType, ""), ZoneID: valueOr(r.ZoneID, 1),
+		SubnetID: valueOr(r.SubnetID, 0), SecurityGroupIDs: append([]int64{}, r.SecurityGroupIDs...),
+		AllocatePublicIPv4: valueOr(r.AllocatePublicIPv4, false), SSHPubkey: strings.TrimSpace(valueOr(r.SSHPubkey, "")),
+		RootVolumeSizeGiB: valueOr(r.RootVolumeSizeGiB, 0),
+	}
+	s.KeyAlgorithm, _ = pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, "")) // refused by optionRules
+	return s
+}
+
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// rule is a row of the tables: field, whether its value passes, message.
+var rule = validation.Check
+
+// requestRules: the count, and the three required fields, each "is
+// required" when absent and its own message when present but wrong.
+func requestRules(r Request, s Spec) []validation.Rule {
+	instanceType := strings.TrimSpace(s.ControlPlaneInstanceType)
+	return []validation.Rule{
+		rule("control_plane_count", s.ControlPlaneCount >= 1 && s.ControlPlaneCount <= MaxControlPlaneCount,
+			fmt.Sprintf("must be 1 to %d", MaxControlPlaneCount)),
+		rule("control_plane_image_id", r.ControlPlaneImageID != nil, "is required"),
+		rule("control_plane_image_id", r.ControlPlaneImageID == nil || s.ControlPlaneImageID > 0, "must be a positive integer"),
+		rule("control_plane_instance_type", instanceType != "", "is required"),
+		rule("control_plane_instance_type", instanceType == "" ||
+			len(s.ControlPlaneInstanceType) <= MaxInstanceTypeLen && instanceTypePattern.MatchString(s.ControlPlaneInstanceType),
+			fmt.Sprintf("must be lowercase letters, digits, '.' and '-', at most %d characters", MaxInstanceTypeLen)),
+		rule("zone_id", s.ZoneID > 0, "must be a positive integer"),
+		rule("subnet_id", r.SubnetID != nil, "is required"),
+		rule("subnet_id", r.SubnetID == nil || s.SubnetID > 0, "must be a positive integer"),
+	}
+}
+
+// securityGroupRules: at most MaxSecurityGroups ids, each positive and
+// listed once.
+func securityGroupRules(ids []int64) []validation.Rule {
+	rules := []validation.Rule{
+		rule("security_group_ids", len(ids) <= MaxSecurityGroups, fmt.Sprintf("must hold at most %d ids", MaxSecurityGroups)),
+	}
+	for i, id := range ids {
+		field := fmt.Sprintf("security_group_ids[%d]", i)
+		rules = append(rules,
+			rule(field, id > 0, "must be a positive integer"),
+			rule(field, id <= 0 || !slices.Contains(ids[:i], id), "is a duplicate"))
+	}
+	return rules
+}
+
+// optionRules: the optional fields, checked only when given.
+func optionRules(r Request, s Spec) []validation.Rule {
+	_, algErr := pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, ""))
+	return []validation.Rule{
+		rule("ssh_pubkey", len(s.SSHPubkey) <= MaxSSHPubkeyBytes && !strings.ContainsAny(s.SSHPubkey, "\r\n") && looksLikeSSHKey(s.SSHPubkey),
+			"must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*)"),
+		rule("root_volume_size_gib", r.RootVolumeSizeGiB == nil || s.RootVolumeSizeGiB >= MinRootVolumeGiB && s.RootVolumeSizeGiB <= MaxRootVolumeGiB,
+			fmt.Sprintf("must be %d to %d", MinRootVolumeGiB, MaxRootVolumeGiB)),
+		rule("key_algorithm", algErr == nil, validation.Describe(algErr)),
+	}
 }
 
 func looksLikeSSHKey(s string) bool {

@@ -50,6 +50,33 @@ func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 	}
 }
 
+// The other branch of each required field: absent or blank is "is
+// required", present and out of range its own message.
+func TestValidateSaysRequiredAndRangeApart(t *testing.T) {
+	_, err := decode(t, `{"control_plane_instance_type":"  ","subnet_id":-2,"security_group_ids":[-1,-1],"ssh_pubkey":"ssh-rsa AAA\nssh-rsa BBB"}`).Validate()
+	e, ok := apperr.As(err)
+	if !ok {
+		t.Fatalf("err = %v", err)
+	}
+	want := "control_plane_image_id: is required; " +
+		"control_plane_instance_type: is required; " +
+		"subnet_id: must be a positive integer; " +
+		"security_group_ids[0]: must be a positive integer; " +
+		"security_group_ids[1]: must be a positive integer; " +
+		"ssh_pubkey: must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*)"
+	if e.Message != want {
+		t.Errorf("message:\n got %s\nwant %s", e.Message, want)
+	}
+	s, err := decode(t, `{"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3,"zone_id":2,
+		"control_plane_count":3,"security_group_ids":[4,5],"allocate_public_ipv4":true,"ssh_pubkey":" ssh-ed25519 AAAA ",
+		"root_volume_size_gib":20,"key_algorithm":"rsa-2048"}`).Validate()
+	want2 := Spec{ControlPlaneCount: 3, ControlPlaneImageID: 7, ControlPlaneInstanceType: "e2.medium", ZoneID: 2, SubnetID: 3,
+		SecurityGroupIDs: []int64{4, 5}, AllocatePublicIPv4: true, SSHPubkey: "ssh-ed25519 AAAA", RootVolumeSizeGiB: 20, KeyAlgorithm: pki.RSA2048}
+	if err != nil || s.Fingerprint() != want2.Fingerprint() {
+		t.Errorf("spec %+v, %v; want %+v", s, err, want2)
+	}
+}
+
 func TestFingerprintFollowsTheNormalizedRequest(t *testing.T) {
 	a, _ := decode(t, `{"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
 	b, _ := decode(t, `{"control_plane_count":1,"zone_id":1,"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()

@@ -4,37 +4,27 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// BootstrapPathTemplate is where each VM fetches its bundle.
-const BootstrapPathTemplate = "/bootstrap/control-plane/{vm_id}"
-
-// DNSRecord is a DNS record the operator may want (or k8sapi created).
-type DNSRecord struct {
-	Type  string `json:"type"`
-	Name  string `json:"name"`
-	Value string `json:"value"`
-	TTL   int    `json:"ttl"`
-}
-
 // Result is the 201 body of POST /clusters.
 type Result struct {
-	ClusterID             int64       `json:"cluster_id"`
-	Name                  string      `json:"name"`
-	Status                string      `json:"status"`
-	Kubeconfig            string      `json:"kubeconfig"`
-	ControlPlaneVMIDs     []int64     `json:"control_plane_vm_ids"`
-	ControlPlaneDNSName   string      `json:"control_plane_dns_name"`
-	ServiceCIDR           string      `json:"service_cidr"`
-	PodCIDR               string      `json:"pod_cidr"`
-	KubernetesVersion     string      `json:"kubernetes_version"`
-	KeyAlgorithm          string      `json:"key_algorithm"`
-	DNSConfigured         bool        `json:"dns_configured"`
-	DNSError              string      `json:"dns_error,omitempty"`
-	BootstrapPathTemplate string      `json:"bootstrap_path_template"`
-	IngressWildcardDNS    string      `json:"ingress_wildcard_dns_name"`
-	SuggestedDNSRecords   []DNSRecord `json:"suggested_dns_records"`
+	ClusterID             int64              `json:"cluster_id"`
+	Name                  string             `json:"name"`
+	Status                string             `json:"status"`
+	Kubeconfig            string             `json:"kubeconfig"`
+	ControlPlaneVMIDs     []int64            `json:"control_plane_vm_ids"`
+	ControlPlaneDNSName   string             `json:"control_plane_dns_name"`
+	ServiceCIDR           string             `json:"service_cidr"`
+	PodCIDR               string             `json:"pod_cidr"`
+	KubernetesVersion     string             `json:"kubernetes_version"`
+	KeyAlgorithm          string             `json:"key_algorithm"`
+	DNSConfigured         bool               `json:"dns_configured"`
+	DNSError              string             `json:"dns_error,omitempty"`
+	BootstrapPathTemplate string             `json:"bootstrap_path_template"`
+	IngressWildcardDNS    string             `json:"ingress_wildcard_dns_name"`
+	SuggestedDNSRecords   []bundle.DNSRecord `json:"suggested_dns_records"`
 	// Replayed is true when an Idempotency-Key returned an earlier founding.
 	Replayed bool `json:"-"`
 }
@@ -90,24 +80,14 @@ func nodeName(ordinal int, clusterID int64) string {
 	return fmt.Sprintf("cp-%d.cluster-%d.internal", ordinal, clusterID)
 }
 
-// dnsTTL is the TTL of the control-plane records.
-const dnsTTL = 60
-
-// endpointIP is the address the control-plane name should resolve to: the
-// public address when the node has one, else its private one.
-func endpointIP(n store.Node) string {
-	if n.PublicIPv4 != "" {
-		return n.PublicIPv4
+// suggestedRecords are the control-plane name's records by the one rule
+// (bundle.ControlPlaneRecords), which founding also creates from.
+func suggestedRecords(dnsName string, nodes []store.Node) []bundle.DNSRecord {
+	peers := make([]bundle.Node, len(nodes))
+	for i, n := range nodes {
+		peers[i] = bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, IPv4: n.IPv4, PublicIPv4: n.PublicIPv4}
 	}
-	return n.IPv4
-}
-
-func suggestedRecords(dnsName string, nodes []store.Node) []DNSRecord {
-	recs := []DNSRecord{}
-	for _, n := range nodes {
-		recs = append(recs, DNSRecord{Type: "A", Name: dnsName, Value: endpointIP(n), TTL: dnsTTL})
-	}
-	return recs
+	return bundle.ControlPlaneRecords(dnsName, peers)
 }
 
 func resultOf(v ClusterView, nodes []store.Node, kubeconfig string) *Result {
@@ -116,7 +96,7 @@ func resultOf(v ClusterView, nodes []store.Node, kubeconfig string) *Result {
 		ControlPlaneVMIDs: v.ControlPlaneVMIDs, ControlPlaneDNSName: v.ControlPlaneDNSName,
 		ServiceCIDR: v.ServiceCIDR, PodCIDR: v.PodCIDR, KubernetesVersion: v.KubernetesVersion,
 		KeyAlgorithm: v.KeyAlgorithm, DNSConfigured: v.DNSConfigured, DNSError: v.DNSError,
-		BootstrapPathTemplate: BootstrapPathTemplate,
+		BootstrapPathTemplate: bundle.PathTemplate,
 		IngressWildcardDNS:    "*." + v.ControlPlaneDNSName,
 		SuggestedDNSRecords:   suggestedRecords(v.ControlPlaneDNSName, nodes),
 	}

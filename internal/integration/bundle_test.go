@@ -4,22 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
 type bundleBody struct {
-	ClusterID             int64             `json:"cluster_id"`
-	VMID                  int64             `json:"vm_id"`
-	NodeName              string            `json:"node_name"`
-	IsInitialControlPlane bool              `json:"is_initial_control_plane"`
-	EtcdInitialCluster    string            `json:"etcd_initial_cluster"`
-	Files                 map[string]string `json:"files"`
-	FileModes             map[string]string `json:"file_modes"`
+	ClusterID             int64              `json:"cluster_id"`
+	VMID                  int64              `json:"vm_id"`
+	NodeName              string             `json:"node_name"`
+	IsInitialControlPlane bool               `json:"is_initial_control_plane"`
+	EtcdInitialCluster    string             `json:"etcd_initial_cluster"`
+	SuggestedDNSRecords   []bundle.DNSRecord `json:"suggested_dns_records"`
+	Files                 map[string]string  `json:"files"`
+	FileModes             map[string]string  `json:"file_modes"`
 }
 
 func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
@@ -60,6 +63,11 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 		}
 		if strings.Count(b.EtcdInitialCluster, "https://") != 3 {
 			t.Errorf("etcd initial cluster = %q", b.EtcdInitialCluster)
+		}
+		// One rule for the control-plane name: the bundle suggests what
+		// founding answered.
+		if !slices.Equal(b.SuggestedDNSRecords, res.SuggestedDNSRecords) {
+			t.Errorf("vm %d suggests %+v, founding suggested %+v", vmID, b.SuggestedDNSRecords, res.SuggestedDNSRecords)
 		}
 		// The stored serving key is the same on every fetch; a node never
 		// receives a CA key.

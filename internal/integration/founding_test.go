@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
@@ -52,9 +53,10 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 		t.Errorf("admin subject = %v", cert.Subject)
 	}
 
-	// The DNS record points at the first node, and the VMs carry the shim.
+	// The DNS record is the first suggested record, and the VMs carry the shim.
 	recs := s.sim.Records(baseDomain)
-	if len(recs) != 1 || recs[0].Name != res.ControlPlaneDNSName {
+	if first := res.SuggestedDNSRecords[0]; len(recs) != 1 || recs[0].Name != res.ControlPlaneDNSName ||
+		recs[0].Value != first.Value || recs[0].TTL != bundle.DNSRecordTTL || first.TTL != bundle.DNSRecordTTL {
 		t.Errorf("dns records = %+v", recs)
 	}
 	var userdata, role string

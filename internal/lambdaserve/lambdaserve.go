@@ -6,13 +6,13 @@ package lambdaserve
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/requestid"
 )
 
@@ -50,16 +50,8 @@ func Handler(h http.Handler) func(context.Context, events.APIGatewayV2HTTPReques
 // errorResponse is the API's JSON error shape, for the answers given before
 // or after the handler runs.
 func errorResponse(requestID string, status int, code, msg string) events.APIGatewayV2HTTPResponse {
-	type detail struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"request_id,omitempty"`
-	}
-	body, _ := json.Marshal(struct {
-		Error detail `json:"error"`
-	}{detail{code, msg, requestID}})
 	return events.APIGatewayV2HTTPResponse{
-		StatusCode: status, Body: string(body) + "\n",
+		StatusCode: status, Body: string(apperr.Body(code, msg, requestID)),
 		Headers: map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
 	}
 }

@@ -117,16 +117,6 @@ func (a *App) Envelope() *envelope.Envelope {
 	return envelope.New(metrics.CountKMS(a.KMS()), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
 }
 
-// Artifacts are the bundle's download sources: upstream defaults with the
-// configured mirrors and versions.
-func (a *App) Artifacts() bundle.Artifacts {
-	art := bundle.DefaultArtifacts()
-	m := a.Config.Artifacts
-	art.KubeDownloadBase, art.EtcdDownloadBase, art.HelmDownloadBase = m.KubeDownloadBase, m.EtcdDownloadBase, m.HelmDownloadBase
-	art.CiliumChart, art.ImageRegistry, art.EtcdVersion = m.CiliumChart, m.ImageRegistry, a.Config.EtcdVersion
-	return art
-}
-
 // Founding returns the founding use case. r renders userdata and admin
 // kubeconfigs; it may be nil for a function that only lists, reads and
 // deletes clusters.
@@ -147,7 +137,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Artifacts(), Log: a.Log}
+	return &nodebootstrap.Service{Store: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
 }
 
 // HealthChecks are the deep health check's pings: Postgres and KMS.
