@@ -28,6 +28,18 @@ type Config struct {
 	// installs. Their defaults are the bundle's (bundle.DefaultArtifacts),
 	// the one place upstream sources and versions are written.
 	Artifacts bundle.Artifacts
+	DB        DB
+}
+
+// DB shapes the connection pool (see DB.Pool for the typed values). Empty
+// means the store's default, which is the shape behind RDS Proxy.
+type DB struct {
+	ProxyEndpoint    string // connect here instead of the secret's host (RDS Proxy)
+	IAMAuth          string // "true": an RDS IAM auth token per connection instead of the password
+	MaxConns         string
+	ConnMaxLifetime  string
+	StatementTimeout string
+	QueryExecMode    string // exec or simple_protocol: neither creates named prepared statements
 }
 
 // upstream is where the artifact variables' defaults come from.
@@ -60,6 +72,12 @@ var variables = []variable{
 	{"HELM_DOWNLOAD_BASE", upstream.HelmDownloadBase, func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, checkURL("http", "https")},
 	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
 	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
+	{"DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checkHost},
+	{"DB_IAM_AUTH", "false", func(c *Config) *string { return &c.DB.IAMAuth }, checkBool},
+	{"DB_MAX_CONNS", "", func(c *Config) *string { return &c.DB.MaxConns }, checkMaxConns},
+	{"DB_CONN_MAX_LIFETIME", "", func(c *Config) *string { return &c.DB.ConnMaxLifetime }, checkDuration},
+	{"DB_STATEMENT_TIMEOUT", "", func(c *Config) *string { return &c.DB.StatementTimeout }, checkDuration},
+	{"DB_QUERY_EXEC_MODE", "", func(c *Config) *string { return &c.DB.QueryExecMode }, checkQueryExecMode},
 }
 
 // Variables lists the names of every variable FromEnv reads, in table order.

@@ -3,10 +3,13 @@ package config_test
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/config"
@@ -30,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		KubernetesVersion: "v1.35.4",
 		LogLevel:          "info",
 		Artifacts:         bundle.DefaultArtifacts(),
+		DB:                config.DB{IAMAuth: "false"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
@@ -52,11 +56,17 @@ func TestDefaults(t *testing.T) {
 // Every problem is reported at once, by variable name, without echoing values.
 func TestFromLookupCollectsErrors(t *testing.T) {
 	_, err := config.FromLookup(lookup(map[string]string{
-		"COMPUTE_API_URL":    "not a url with secret",
-		"KUBERNETES_VERSION": "1.35",
-		"LOG_LEVEL":          "loud",
-		"BASE_DNS_DOMAIN":    "Bad_Domain",
-		"IMAGE_REGISTRY":     "https://registry.example.com",
+		"COMPUTE_API_URL":      "not a url with secret",
+		"KUBERNETES_VERSION":   "1.35",
+		"LOG_LEVEL":            "loud",
+		"BASE_DNS_DOMAIN":      "Bad_Domain",
+		"IMAGE_REGISTRY":       "https://registry.example.com",
+		"DB_PROXY_ENDPOINT":    "https://proxy.example.com:5432",
+		"DB_IAM_AUTH":          "maybe",
+		"DB_MAX_CONNS":         "50",
+		"DB_CONN_MAX_LIFETIME": "-1m",
+		"DB_STATEMENT_TIMEOUT": "10",
+		"DB_QUERY_EXEC_MODE":   "cache_statement",
 	}))
 	want := strings.Join([]string{
 		"COMPUTE_API_URL: must be an absolute URL (http, https)",
@@ -64,6 +74,12 @@ func TestFromLookupCollectsErrors(t *testing.T) {
 		"KUBERNETES_VERSION: must look like v1.2.3",
 		"LOG_LEVEL: must be debug, info, warn or error",
 		"IMAGE_REGISTRY: must be a registry host[:port][/path] without a scheme",
+		"DB_PROXY_ENDPOINT: must be a host name without scheme or port",
+		"DB_IAM_AUTH: must be true or false",
+		"DB_MAX_CONNS: must be a whole number from 1 to 8",
+		"DB_CONN_MAX_LIFETIME: must be a positive duration like 10s or 5m",
+		"DB_STATEMENT_TIMEOUT: must be a positive duration like 10s or 5m",
+		"DB_QUERY_EXEC_MODE: must be exec or simple_protocol",
 		"DATABASE_URL or DB_SECRET_ARN: one is required",
 	}, "\n")
 	if err == nil || err.Error() != want {
@@ -156,5 +172,54 @@ func TestAWSFromLookup(t *testing.T) {
 	empty, err := config.AWSFromLookup(func(string) (string, bool) { return "", false })
 	if err != nil || empty.Credentials != nil || empty.BaseEndpoint != nil {
 		t.Errorf("empty environment: %+v, %v", empty, err)
+	}
+}
+
+// The pool variables arrive typed; unset ones stay zero (the store's default).
+func TestPool(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{
+		"DATABASE_URL": "postgres://h/db", "DB_PROXY_ENDPOINT": "k8sapi.proxy-abc.eu-west-1.rds.amazonaws.com",
+		"DB_IAM_AUTH": "true", "DB_MAX_CONNS": "2", "DB_CONN_MAX_LIFETIME": "5m",
+		"DB_STATEMENT_TIMEOUT": "10s", "DB_QUERY_EXEC_MODE": "simple_protocol",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Pool{
+		ProxyEndpoint: "k8sapi.proxy-abc.eu-west-1.rds.amazonaws.com", IAMAuth: true, MaxConns: 2,
+		ConnMaxLifetime: 5 * time.Minute, StatementTimeout: 10 * time.Second, QueryExecMode: "simple_protocol",
+	}
+	if got := c.DB.Pool(); got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if got := (config.DB{}).Pool(); got != (config.Pool{}) {
+		t.Fatalf("unset: %+v", got)
+	}
+}
+
+// The IAM auth token is a SigV4-presigned connect URL for the host, port and
+// user, signed locally with the environment's credentials.
+func TestDBAuthToken(t *testing.T) {
+	awsCfg, _ := config.AWSFromLookup(lookup(map[string]string{
+		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "SECRET",
+	}))
+	token, err := config.DBAuthToken(awsCfg)(t.Context(), "prx.example", 5432, "k8sapi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse("https://" + token)
+	if err != nil {
+		t.Fatalf("token %q: %v", token, err)
+	}
+	q := u.Query()
+	if u.Host != "prx.example:5432" || q.Get("Action") != "connect" || q.Get("DBUser") != "k8sapi" ||
+		!strings.HasPrefix(q.Get("X-Amz-Credential"), "AKIDEXAMPLE/") || !strings.Contains(q.Get("X-Amz-Credential"), "/eu-west-1/rds-db/") ||
+		q.Get("X-Amz-Signature") == "" {
+		t.Fatalf("token %q", token)
+	}
+	// Without credentials it says so instead of sending an unsigned token.
+	_, err = config.DBAuthToken(aws.Config{})(t.Context(), "prx.example", 5432, "k8sapi")
+	if err == nil || !strings.Contains(err.Error(), "no AWS credentials") {
+		t.Fatalf("no credentials: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
@@ -53,8 +54,9 @@ func AWSFromLookup(lookup func(string) (string, bool)) (aws.Config, error) {
 }
 
 // DatabaseDSN returns DATABASE_URL if set, else builds a DSN from the
-// RDS-style JSON secret at DB_SECRET_ARN. Call it once per cold start.
-// secrets may be nil when DATABASE_URL is set.
+// RDS-style JSON secret at DB_SECRET_ARN, addressed to DB_PROXY_ENDPOINT
+// when that is set (the proxy authenticates with the same secret). Call it
+// once per cold start. secrets may be nil when DATABASE_URL is set.
 func DatabaseDSN(ctx context.Context, cfg Config, secrets SecretGetter) (string, error) {
 	if cfg.DatabaseURL != "" {
 		return cfg.DatabaseURL, nil
@@ -69,8 +71,12 @@ func DatabaseDSN(ctx context.Context, cfg Config, secrets SecretGetter) (string,
 	if err != nil {
 		return "", fmt.Errorf("reading the database secret: %w", err)
 	}
-	return dsnFromSecret(aws.ToString(out.SecretString))
+	return dsnFromSecret(aws.ToString(out.SecretString), cfg.DB.ProxyEndpoint)
 }
+
+// proxyPort is where RDS Proxy listens for PostgreSQL, whatever port the
+// database behind it uses.
+const proxyPort = 5432
 
 // rdsSecret is the JSON AWS keeps for RDS credentials. sslmode is not an RDS
 // field: the local stack sets it to "disable"; absent, we require TLS,
@@ -85,7 +91,7 @@ type rdsSecret struct {
 	SSLMode  string          `json:"sslmode"`
 }
 
-func dsnFromSecret(body string) (string, error) {
+func dsnFromSecret(body, proxyHost string) (string, error) {
 	var s rdsSecret
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		// The error text of encoding/json can quote the input: not wrapped.
@@ -116,6 +122,9 @@ func dsnFromSecret(body string) (string, error) {
 	if s.SSLMode == "" {
 		s.SSLMode = "require"
 	}
+	if proxyHost != "" {
+		s.Host, port = proxyHost, proxyPort
+	}
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.UserPassword(s.Username, s.Password),
@@ -141,4 +150,22 @@ func secretPort(raw json.RawMessage) (int, error) {
 		}
 	}
 	return 0, errors.New("database secret: port must be a number from 1 to 65535")
+}
+
+// DBAuthToken returns what signs an RDS IAM authentication token for one
+// new connection (DB_IAM_AUTH=true): a SigV4-presigned URL valid for 15
+// minutes, made locally from the execution role's credentials, so each
+// connection costs no AWS call.
+func DBAuthToken(awsCfg aws.Config) func(ctx context.Context, host string, port uint16, user string) (string, error) {
+	return func(ctx context.Context, host string, port uint16, user string) (string, error) {
+		if awsCfg.Credentials == nil || awsCfg.Region == "" {
+			return "", errors.New("database IAM auth: no AWS credentials or region in the environment")
+		}
+		endpoint := net.JoinHostPort(host, strconv.Itoa(int(port)))
+		token, err := auth.BuildAuthToken(ctx, endpoint, awsCfg.Region, user, awsCfg.Credentials)
+		if err != nil {
+			return "", fmt.Errorf("signing the database IAM auth token: %w", err)
+		}
+		return token, nil
+	}
 }

@@ -76,13 +76,26 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := store.Open(ctx, dsn, metrics.QueryTracer{})
+	pool, err := store.OpenPool(ctx, dsn, poolSettings(cfg.DB.Pool(), awsCfg))
 	if err != nil {
 		return nil, err
 	}
 	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool)}
 	a.watchSIGTERM()
 	return a, nil
+}
+
+// poolSettings is the configured pool shape, with an IAM auth token per
+// connection when DB_IAM_AUTH is on.
+func poolSettings(p config.Pool, awsCfg aws.Config) store.PoolSettings {
+	s := store.PoolSettings{
+		MaxConns: p.MaxConns, ConnMaxLifetime: p.ConnMaxLifetime, StatementTimeout: p.StatementTimeout,
+		QueryExecMode: p.QueryExecMode, Tracer: metrics.QueryTracer{},
+	}
+	if p.IAMAuth {
+		s.Password = config.DBAuthToken(awsCfg)
+	}
+	return s
 }
 
 // watchSIGTERM marks the function draining when the runtime asks it to stop,
@@ -140,17 +153,18 @@ func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
 }
 
-// HealthChecks are the deep health check's pings: Postgres and KMS.
+// HealthChecks are the deep health check's pings, Postgres and KMS, each
+// answered from memory for deepCheckTTL after it runs.
 func (a *App) HealthChecks() []api.Check {
 	kmsClient := a.KMS()
 	keyID := a.Config.KMSKeyID
-	return []api.Check{
+	return cached([]api.Check{
 		{Name: "postgres", Ping: a.Store.Ping},
 		{Name: "kms", Ping: func(ctx context.Context) error {
 			_, err := kmsClient.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: &keyID})
 			return err
 		}},
-	}
+	}, deepCheckTTL, time.Now)
 }
 
 // Serve is a function's whole main: load the App (failing the cold start

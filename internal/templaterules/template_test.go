@@ -1,0 +1,379 @@
+package templaterules
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/excloud/k8sapi/internal/config"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/testenv"
+)
+
+const functionType = "AWS::Serverless::Function"
+
+// rules is the production shape on AWS, one rule per entry.
+var rules = []struct {
+	name  string
+	check func(t *testing.T, c *cfnTemplate)
+}{
+	{"an RDS Proxy for PostgreSQL with TLS and Secrets Manager auth, IAM auth by parameter", proxyRule},
+	{"the proxy's target is the database the operator names", proxyTargetRule},
+	{"every function connects through the proxy with a pool that does not pin", poolRule},
+	{"every function logs to its own group with retention", functionLogsRule},
+	{"the API writes JSON access logs with the request id", accessLogRule},
+	{"alarms on Errors, Throttles and Duration near the timeout per function, on the API's 5xx", alarmsRule},
+	{"every alarm notifies the optional SNS topic", alarmActionsRule},
+	{"every route has its own throttle; VMs get more than operators", routeThrottleRule},
+	{"founding and the health check have reserved concurrency", reservedConcurrencyRule},
+	{"KMS use is the least each function needs", kmsLeastPrivilegeRule},
+	{"KMS data key use is bound to the encryption context the code sends", kmsContextRule},
+}
+
+func TestTemplateRules(t *testing.T) {
+	c := loadTemplate(t)
+	if len(c.ofType(functionType)) == 0 {
+		t.Fatal("no functions in template.yaml")
+	}
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) { r.check(t, c) })
+	}
+}
+
+func proxyRule(t *testing.T, c *cfnTemplate) {
+	proxy := c.Resources["DbProxy"]
+	if proxy.Type != "AWS::RDS::DBProxy" {
+		t.Fatalf("DbProxy is %q, want AWS::RDS::DBProxy", proxy.Type)
+	}
+	p := proxy.Properties
+	if p["EngineFamily"] != "POSTGRESQL" || p["RequireTLS"] != true {
+		t.Errorf("EngineFamily %v, RequireTLS %v", p["EngineFamily"], p["RequireTLS"])
+	}
+	auth, _ := p["Auth"].([]any)
+	if len(auth) != 1 {
+		t.Fatalf("Auth %v: want one entry", p["Auth"])
+	}
+	a, _ := auth[0].(map[string]any)
+	iam := fmt.Sprint(a["IAMAuth"])
+	if a["AuthScheme"] != "SECRETS" || !isRef(a["SecretArn"], "DbSecretArn") || !strings.Contains(iam, "UseIamAuth") {
+		t.Errorf("Auth %v: want SECRETS with DbSecretArn and IAMAuth under condition UseIamAuth", a)
+	}
+	if !strings.Contains(fmt.Sprint(c.Conditions["UseIamAuth"]), "DbIamAuth") {
+		t.Errorf("condition UseIamAuth = %v, want it to test parameter DbIamAuth", c.Conditions["UseIamAuth"])
+	}
+}
+
+func proxyTargetRule(t *testing.T, c *cfnTemplate) {
+	groups := c.ofType("AWS::RDS::DBProxyTargetGroup")
+	if len(groups) != 1 {
+		t.Fatalf("%d proxy target groups, want 1", len(groups))
+	}
+	for _, g := range groups {
+		if !isRef(g.Properties["DBProxyName"], "DbProxy") {
+			t.Errorf("target group of %v, want DbProxy", g.Properties["DBProxyName"])
+		}
+		targets := fmt.Sprint(g.Properties["DBClusterIdentifiers"], g.Properties["DBInstanceIdentifiers"])
+		for _, param := range []string{"DbClusterIdentifier", "DbInstanceIdentifier"} {
+			if _, ok := c.Parameters[param]; !ok || !strings.Contains(targets, param) {
+				t.Errorf("target group does not take parameter %s", param)
+			}
+		}
+		if borrow, _ := mapAt(g.Properties, "ConnectionPoolConfigurationInfo")["ConnectionBorrowTimeout"].(int); borrow <= 0 || borrow >= minTimeout(c) {
+			t.Errorf("ConnectionBorrowTimeout %d s: a request must give up waiting for a connection inside the shortest function timeout (%d s)", borrow, minTimeout(c))
+		}
+	}
+}
+
+func minTimeout(c *cfnTemplate) int {
+	shortest := 0
+	for _, fn := range c.ofType(functionType) {
+		if s := c.timeoutSeconds(fn); shortest == 0 || s < shortest {
+			shortest = s
+		}
+	}
+	return shortest
+}
+
+// poolRule reads each function's pool variables through internal/config, so
+// the template can only hold values the code accepts.
+func poolRule(t *testing.T, c *cfnTemplate) {
+	idle, _ := c.Resources["DbProxy"].Properties["IdleClientTimeout"].(int)
+	for id, fn := range c.ofType(functionType) {
+		env := c.env(fn)
+		if !isGetAtt(env["DB_PROXY_ENDPOINT"], "DbProxy", "Endpoint") || !isRef(env["DB_IAM_AUTH"], "DbIamAuth") {
+			t.Errorf("%s: DB_PROXY_ENDPOINT %v, DB_IAM_AUTH %v: want the proxy's endpoint and the DbIamAuth parameter", id, env["DB_PROXY_ENDPOINT"], env["DB_IAM_AUTH"])
+		}
+		literal := map[string]string{"DB_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x"}
+		for _, k := range []string{"DB_MAX_CONNS", "DB_CONN_MAX_LIFETIME", "DB_STATEMENT_TIMEOUT", "DB_QUERY_EXEC_MODE"} {
+			s, ok := env[k].(string)
+			if !ok || s == "" {
+				t.Errorf("%s: %s = %v, want a literal", id, k, env[k])
+			}
+			literal[k] = s
+		}
+		cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := literal[k]; return v, ok })
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+			continue
+		}
+		pool := cfg.DB.Pool()
+		if pool.MaxConns > 2 {
+			t.Errorf("%s: DB_MAX_CONNS %d: one request per environment needs at most 2", id, pool.MaxConns)
+		}
+		if pool.ConnMaxLifetime >= time.Duration(idle)*time.Second {
+			t.Errorf("%s: DB_CONN_MAX_LIFETIME %s is not below the proxy's IdleClientTimeout (%d s)", id, pool.ConnMaxLifetime, idle)
+		}
+		if limit := time.Duration(c.timeoutSeconds(fn)) * time.Second; pool.StatementTimeout*2 > limit {
+			t.Errorf("%s: DB_STATEMENT_TIMEOUT %s is not well inside the function's %s timeout", id, pool.StatementTimeout, limit)
+		}
+	}
+}
+
+func functionLogsRule(t *testing.T, c *cfnTemplate) {
+	for id, fn := range c.ofType(functionType) {
+		group, _ := mapAt(fn.Properties, "LoggingConfig")["LogGroup"].(map[string]any)
+		name, _ := group["Ref"].(string)
+		requireRetainedLogGroup(t, c, id, name)
+	}
+}
+
+func requireRetainedLogGroup(t *testing.T, c *cfnTemplate, owner, groupID string) {
+	t.Helper()
+	g, ok := c.Resources[groupID]
+	if !ok || g.Type != "AWS::Logs::LogGroup" {
+		t.Errorf("%s: logs to %q, want a Ref to an AWS::Logs::LogGroup of this template", owner, groupID)
+		return
+	}
+	if g.Properties["RetentionInDays"] == nil {
+		t.Errorf("%s: log group %s keeps logs for ever (no RetentionInDays)", owner, groupID)
+	}
+}
+
+func accessLogRule(t *testing.T, c *cfnTemplate) {
+	settings := mapAt(c.Resources["HttpApi"].Properties, "AccessLogSettings")
+	dest, _ := settings["DestinationArn"].(map[string]any)
+	att, _ := dest["Fn::GetAtt"].([]any)
+	if len(att) != 2 || att[1] != "Arn" {
+		t.Fatalf("AccessLogSettings.DestinationArn %v, want !GetAtt <log group>.Arn", settings["DestinationArn"])
+	}
+	requireRetainedLogGroup(t, c, "HttpApi access logs", fmt.Sprint(att[0]))
+	format, _ := settings["Format"].(string)
+	var fields map[string]string
+	if err := json.Unmarshal([]byte(format), &fields); err != nil {
+		t.Fatalf("access log format is not a JSON object: %v", err)
+	}
+	if !slices.Contains(slices.Collect(maps.Values(fields)), "$context.requestId") {
+		t.Errorf("access log format %s has no $context.requestId", format)
+	}
+}
+
+// alarmKey names what an alarm watches: namespace, metric, dimension target.
+type alarmKey struct{ namespace, metric, target string }
+
+func alarmsRule(t *testing.T, c *cfnTemplate) {
+	alarms := map[alarmKey]map[string]any{}
+	for _, a := range c.ofType("AWS::CloudWatch::Alarm") {
+		p := a.Properties
+		dims, _ := p["Dimensions"].([]any)
+		for _, d := range dims {
+			dim, _ := d.(map[string]any)
+			ref, _ := mapAt(dim, "Value")["Ref"].(string)
+			alarms[alarmKey{fmt.Sprint(p["Namespace"]), fmt.Sprint(p["MetricName"]), ref}] = p
+		}
+	}
+	for id, fn := range c.ofType(functionType) {
+		for _, metric := range []string{"Errors", "Throttles", "Duration"} {
+			if _, ok := alarms[alarmKey{"AWS/Lambda", metric, id}]; !ok {
+				t.Errorf("%s: no alarm on %s", id, metric)
+			}
+		}
+		d := alarms[alarmKey{"AWS/Lambda", "Duration", id}]
+		limit := float64(c.timeoutSeconds(fn) * 1000)
+		if th, _ := d["Threshold"].(int); float64(th) < 0.5*limit || float64(th) > 0.9*limit {
+			t.Errorf("%s: Duration alarm at %d ms, want 50-90%% of the %v ms timeout", id, th, limit)
+		}
+	}
+	if _, ok := alarms[alarmKey{"AWS/ApiGateway", "5xx", "HttpApi"}]; !ok {
+		t.Error("no alarm on the API's 5xx")
+	}
+}
+
+func alarmActionsRule(t *testing.T, c *cfnTemplate) {
+	if p, ok := c.Parameters["AlarmTopicArn"]; !ok || p["Default"] != "" {
+		t.Fatalf("parameter AlarmTopicArn %v: want one, optional (Default \"\")", p)
+	}
+	want := `map[Fn::If:[HasAlarmTopic [map[Ref:AlarmTopicArn]] map[Ref:AWS::NoValue]]]`
+	for id, a := range c.ofType("AWS::CloudWatch::Alarm") {
+		if got := fmt.Sprint(a.Properties["AlarmActions"]); got != want {
+			t.Errorf("%s: AlarmActions %s, want %s", id, got, want)
+		}
+	}
+}
+
+// routeThrottleRule: the fleet arithmetic is in docs/ARCHITECTURE.md; the
+// floor here is 10,000 VMs in an hour at ten times the average rate.
+func routeThrottleRule(t *testing.T, c *cfnTemplate) {
+	settings := mapAt(c.Resources["HttpApi"].Properties, "RouteSettings")
+	for id, fn := range c.ofType(functionType) {
+		for name, e := range mapAt(fn.Properties, "Events") {
+			p := mapAt(e.(map[string]any), "Properties")
+			key := strings.ToUpper(fmt.Sprint(p["Method"])) + " " + fmt.Sprint(p["Path"])
+			s := mapAt(settings, key)
+			rate, _ := s["ThrottlingRateLimit"].(int)
+			burst, _ := s["ThrottlingBurstLimit"].(int)
+			if rate <= 0 || burst < rate {
+				t.Errorf("%s.%s: route %q has no throttle of its own (rate %d, burst %d)", id, name, key, rate, burst)
+			}
+		}
+	}
+	const fleetFloor = 10_000 * 10 / 3600 // fetches per second
+	bundle, _ := mapAt(settings, "GET /bootstrap/control-plane/{vm_id}")["ThrottlingRateLimit"].(int)
+	if bundle < fleetFloor {
+		t.Errorf("bundle route rate %d/s, below the fleet floor %d/s", bundle, fleetFloor)
+	}
+	for key, s := range settings {
+		if !strings.Contains(key, "/bootstrap/") {
+			if rate, _ := mapAt(s.(map[string]any))["ThrottlingRateLimit"].(int); rate >= bundle {
+				t.Errorf("%s: rate %d/s is not below the VMs' bundle route (%d/s)", key, rate, bundle)
+			}
+		}
+	}
+}
+
+func reservedConcurrencyRule(t *testing.T, c *cfnTemplate) {
+	for _, id := range []string{"CreateClusterFunction", "HealthFunction"} {
+		if n, _ := c.Resources[id].Properties["ReservedConcurrentExecutions"].(int); n <= 0 {
+			t.Errorf("%s: no ReservedConcurrentExecutions", id)
+		}
+	}
+}
+
+// kmsGrant is one role statement's KMS actions and its condition.
+type kmsGrant struct {
+	actions   []string
+	condition map[string]any
+}
+
+func kmsGrants(fn resource) []kmsGrant {
+	var out []kmsGrant
+	policies, _ := fn.Properties["Policies"].([]any)
+	for _, p := range policies {
+		statements, _ := mapAt(mapOf(p))["Statement"].([]any)
+		for _, s := range statements {
+			st := mapOf(s)
+			var actions []string
+			for _, a := range listOf(st["Action"]) {
+				if strings.HasPrefix(fmt.Sprint(a), "kms:") {
+					actions = append(actions, fmt.Sprint(a))
+				}
+			}
+			if len(actions) > 0 {
+				out = append(out, kmsGrant{actions: actions, condition: mapOf(st["Condition"])})
+			}
+		}
+	}
+	return out
+}
+
+func mapOf(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+func listOf(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// wantKMSActions is each function's whole KMS use.
+var wantKMSActions = map[string][]string{
+	"CreateClusterFunction": {"kms:Decrypt", "kms:GenerateDataKey"},
+	"ClustersFunction":      nil,
+	"GetBundleFunction":     {"kms:Decrypt"},
+	"HealthFunction":        {"kms:DescribeKey"},
+}
+
+func kmsLeastPrivilegeRule(t *testing.T, c *cfnTemplate) {
+	for id, fn := range c.ofType(functionType) {
+		want, known := wantKMSActions[id]
+		if !known {
+			t.Errorf("%s: no KMS rule for this function; add it to wantKMSActions", id)
+			continue
+		}
+		var got []string
+		for _, g := range kmsGrants(fn) {
+			got = append(got, g.actions...)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: KMS actions %v, want %v", id, got, want)
+		}
+	}
+	if env := c.env(c.Resources["ClustersFunction"]); env["KMS_KEY_ID"] != "" {
+		t.Errorf("ClustersFunction is given KMS_KEY_ID %v; it uses no key", env["KMS_KEY_ID"])
+	}
+}
+
+// kmsContextRule learns the encryption context from internal/envelope itself
+// (a data key made through real KMS, moto, with the request recorded) and
+// requires every GenerateDataKey or Decrypt grant to be conditioned on
+// exactly those keys and that purpose.
+func kmsContextRule(t *testing.T, c *cfnTemplate) {
+	sent := encryptionContextSent(t)
+	keys := slices.Sorted(maps.Keys(sent))
+	for id, fn := range c.ofType(functionType) {
+		for _, g := range kmsGrants(fn) {
+			if !slices.ContainsFunc(g.actions, func(a string) bool { return a == "kms:GenerateDataKey" || a == "kms:Decrypt" }) {
+				continue
+			}
+			var granted []string
+			for _, k := range listOf(mapAt(g.condition, "ForAllValues:StringEquals")["kms:EncryptionContextKeys"]) {
+				granted = append(granted, fmt.Sprint(k))
+			}
+			slices.Sort(granted)
+			if !slices.Equal(granted, keys) {
+				t.Errorf("%s: kms:EncryptionContextKeys %v, the code sends %v", id, granted, keys)
+			}
+			for k, v := range sent {
+				eq := mapAt(g.condition, "StringEquals")["kms:EncryptionContext:"+k]
+				null := mapAt(g.condition, "Null")["kms:EncryptionContext:"+k]
+				if eq == nil && null != "false" {
+					t.Errorf("%s: kms:EncryptionContext:%s is neither required nor pinned", id, k)
+				}
+				if eq != nil && eq != v && !strings.HasSuffix(k, "_id") {
+					t.Errorf("%s: kms:EncryptionContext:%s must equal %q, the template says %v", id, k, v, eq)
+				}
+			}
+		}
+	}
+}
+
+// recordingKMS passes calls to real KMS and keeps the last context sent.
+type recordingKMS struct {
+	*kms.Client
+	context map[string]string
+}
+
+func (r *recordingKMS) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	r.context = in.EncryptionContext
+	return r.Client.GenerateDataKey(ctx, in, opts...)
+}
+
+func encryptionContextSent(t *testing.T) map[string]string {
+	t.Helper()
+	client, keyID := testenv.KMSKey(t)
+	rec := &recordingKMS{Client: client}
+	if _, err := envelope.New(rec, keyID, nil).NewDataKey(t.Context(), envelope.Scope{OrgID: 7, ClusterID: 42}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.context) == 0 {
+		t.Fatal("envelope sent no encryption context")
+	}
+	return rec.context
+}
