@@ -20,6 +20,7 @@ import (
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -66,7 +67,12 @@ type stack struct {
 	apiURL     string
 	stopMoto   func()
 	vmCreates  gate
+	sgCreates  gate
+	vmReads    gate
+	vmDeletes  gate
 	topologies gate
+	founder    *founding.Service
+	reconciles int // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
 }
 
@@ -116,8 +122,15 @@ func newStack(t *testing.T) *stack {
 	}
 	simHandler := s.sim.Handler()
 	simSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathInstances {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathInstances:
 			s.vmCreates.pass()
+		case r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathSecurityGroups:
+			s.sgCreates.pass()
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/compute/v1/instances/"):
+			s.vmReads.pass()
+		case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/compute/v1/instances/"):
+			s.vmDeletes.pass()
 		}
 		simHandler.ServeHTTP(w, r)
 	}))
@@ -151,6 +164,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.founder = in.Founder
 	apiSrv := httptest.NewServer(in.Handler)
 	t.Cleanup(apiSrv.Close)
 	s.apiURL = apiSrv.URL
