@@ -73,6 +73,9 @@ func TestTemplateDefaultsAreConfigDefaults(t *testing.T) {
 	}
 	fromTemplate, _ := config.FromLookup(func(k string) (string, bool) { v, ok := h.Env[k]; return v, ok })
 	fromCode, _ := config.FromLookup(func(string) (string, bool) { return "", false })
+	// The pool's shape is the deployment's on purpose (RDS Proxy, per
+	// function); it decides nothing a node runs.
+	fromTemplate.DB, fromCode.DB = config.DB{}, config.DB{}
 	if !reflect.DeepEqual(fromTemplate, fromCode) {
 		t.Errorf("template.yaml defaults %+v\nconfig defaults        %+v", fromTemplate, fromCode)
 	}
