@@ -61,7 +61,7 @@ e2e:
 ## fuzz: each fuzz target for FUZZTIME (default 60s), one line of executions each
 ## (make test runs only the checked-in seeds under testdata/fuzz)
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./internal/api:FuzzParseID ./internal/api:FuzzCreateClusterBody \
+FUZZ_TARGETS := ./internal/api:FuzzParseID ./internal/api:FuzzCreateClusterBody ./internal/api:FuzzStatusReportBody \
 	./internal/lambdaserve:FuzzHandler ./internal/envelope:FuzzOpen
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -94,6 +94,8 @@ func TestBundlesBootControlPlane(t *testing.T) {
 		nodes[i] = nd
 	}
 	t.Logf("bundles written for %d nodes at %s", len(nodes), time.Since(started).Round(time.Millisecond))
+	// k8sapi recorded each fetch: the operator sees every node past pending.
+	checkBootstrapPhase(t, st, cl.ClusterID, "bootstrapping", "bundle_fetched")
 
 	// 4. The real components, flags as rendered, only paths re-rooted.
 	bootStart := time.Now()

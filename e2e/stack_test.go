@@ -167,6 +167,40 @@ func foundCluster(t *testing.T, r *harness.Run, st stack, count int) clusterResp
 	return cl
 }
 
+// checkBootstrapPhase: GET /clusters/{id} reports every node in phase
+// (the cluster's bootstrap state being state), as k8sapi recorded it.
+func checkBootstrapPhase(t *testing.T, st stack, id int64, state, phase string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/clusters/%d", st.get(t, "API_URL"), id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatalf("GET /clusters/%d: %v", id, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var c struct {
+		Bootstrap struct {
+			State string `json:"state"`
+			Nodes []struct {
+				VMID  int64  `json:"vm_id"`
+				Phase string `json:"phase"`
+			} `json:"nodes"`
+		} `json:"bootstrap"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &c) != nil || c.Bootstrap.State != state || len(c.Bootstrap.Nodes) == 0 {
+		t.Fatalf("GET /clusters/%d: %d %s; want bootstrap state %s", id, resp.StatusCode, raw, state)
+	}
+	for _, n := range c.Bootstrap.Nodes {
+		if n.Phase != phase {
+			t.Errorf("VM %d: bootstrap phase %s, want %s", n.VMID, n.Phase, phase)
+		}
+	}
+}
+
 // deleteCluster removes the founded cluster (its VMs free their addresses
 // in a database that outlives the run).
 func deleteCluster(t *testing.T, st stack, id int64) {

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # exk8s-install-cluster-addons.sh: installs the cluster-wide addons (Cilium,
-# kube-proxy, CoreDNS) once, from the initial control-plane node only.
+# kube-proxy, CoreDNS) once, from the initial control-plane node only, and
+# reports addons_installed to k8sapi (or failed, with the step).
 set -euo pipefail
 
 CLUSTER_ENV=/etc/exk8s/config/cluster.env
 MANIFESTS=/etc/exk8s/manifests
 
+# shellcheck source=/dev/null
+. /usr/local/bin/exk8s-progress.sh
+progress_begin exk8s-install-cluster-addons
+
 log() { printf '%s exk8s-addons: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
 
+step "reading ${CLUSTER_ENV}"
 [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
 set -a
 # shellcheck source=/dev/null
@@ -24,32 +30,21 @@ fi
 
 export KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
 
-# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
-retry() {
-  local attempts=$1 delay=$2 i
-  shift 2
-  for ((i = 1; i <= attempts; i++)); do
-    if "$@"; then
-      return 0
-    fi
-    log "attempt ${i}/${attempts} failed: $*"
-    sleep "$delay"
-  done
-  return 1
-}
-
 readyz() { kubectl get --raw=/readyz >/dev/null 2>&1; }
 
 if ! command -v helm >/dev/null 2>&1; then
+  step "installing helm"
   /usr/local/bin/exk8s-install-control-plane-prereqs.sh helm
 fi
 
-log "waiting for the API server to be ready"
+step "waiting for the API server to be ready"
 retry 120 5 readyz || die "API server not ready after 10 minutes"
 
+step "installing kube-proxy"
 retry 5 10 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
 kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
 
+step "installing Cilium ${CILIUM_VERSION}"
 retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
   --version "$CILIUM_VERSION" \
   --namespace kube-system \
@@ -57,6 +52,8 @@ retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
   --wait \
   --timeout 10m || die "cannot install Cilium ${CILIUM_VERSION} from ${CILIUM_CHART}"
 
+step "installing CoreDNS"
 retry 5 10 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
 kubectl -n kube-system rollout status deployment/coredns --timeout=10m
 log "addons installed"
+progress_report addons_installed

@@ -223,7 +223,7 @@ func (r *report) markdown() string {
 			}
 			p("| %s | %d | %d | %d | %.1f | %s | %s | %s | %s | %s |\n", l.what, l.conc, l.n, l.errs, l.throughput(), ms(l.pct(.5)), ms(l.pct(.95)), ms(l.pct(.99)), dbs, kmss)
 		}
-		p("\nA bundle fetch's DB round trips: 2 for the auth proofs (IMDS session token, principal token) and 2 for the topology (`store.TopologyForVM`: cluster, then nodes). ")
+		p("\nA bundle fetch's DB round trips: 2 for the auth proofs (IMDS session token, principal token) and 2 for the topology (`store.TopologyForVM`: cluster, then nodes), plus 1 on a node's first fetch only (recording its `bundle_fetched` phase; the topology already says the node is further along on every later fetch). ")
 		p("Its KMS calls: one Decrypt of the cluster's data key on a cold container, none while the unwrapped data key is cached (`envelope.Cache`: at most 5 minutes and 1000 uses per key, as the AWS Encryption SDK's caching materials manager bounds it; the price is that a warm container holds a cluster's data key in memory for that long). ")
 		p("Each founding makes one KMS GenerateDataKey.\n")
 	}

@@ -1,10 +1,12 @@
-// Command get-bundle is the GetBundleFunction Lambda:
-// GET /bootstrap/control-plane/{vm_id}.
+// Command get-bundle is the GetBundleFunction Lambda, k8sapi's VM-facing
+// function: GET /bootstrap/control-plane/{vm_id} (the bundle) and
+// POST /bootstrap/control-plane/{vm_id}/status (the VM's bootstrap phase).
 package main
 
 import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -12,6 +14,7 @@ func main() {
 	wiring.Serve("GetBundleFunction", []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewRenderer()
 		srv.Bundles = app.NodeBootstrap(r)
+		srv.Progress = &progress.Service{Store: app.Store}
 		return err
 	})
 }

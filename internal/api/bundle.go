@@ -2,20 +2,15 @@ package api
 
 import (
 	"net/http"
+
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/progress"
 )
 
-// getBundle serves GET /bootstrap/control-plane/{vm_id}. The four proofs run
-// cheapest first and each fails closed: vm_id parses (400), then the IMDS
-// session, the principal token, the org match and the VM match (auth).
+// getBundle serves GET /bootstrap/control-plane/{vm_id}.
 func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
-	vmID, err := parseID("vm_id", r.PathValue("vm_id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	vm, err := s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"))
-	if err != nil {
-		s.writeError(w, r, err)
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
 		return
 	}
 	b, err := s.Bundles.Bundle(r.Context(), vm)
@@ -25,4 +20,40 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, b.Response())
+}
+
+// reportStatus serves POST /bootstrap/control-plane/{vm_id}/status: a VM
+// reports its own bootstrap phase. The body is read only once the VM has
+// proved itself, so a stranger learns nothing from how it is judged.
+func (s *Server) reportStatus(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	var rep progress.Report
+	err := decodeJSON(r, &rep)
+	if err == nil {
+		err = s.Progress.Report(r.Context(), vm, rep)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// bootstrapVM runs the four proofs of the VM routes, cheapest first, each
+// failing closed: vm_id parses (400), then the IMDS session, the principal
+// token, the org match and the VM match (auth). On failure it has already
+// answered.
+func (s *Server) bootstrapVM(w http.ResponseWriter, r *http.Request) (auth.BootstrapVM, bool) {
+	vmID, err := parseID("vm_id", r.PathValue("vm_id"))
+	if err == nil {
+		var vm auth.BootstrapVM
+		if vm, err = s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization")); err == nil {
+			return vm, true
+		}
+	}
+	s.writeError(w, r, err)
+	return auth.BootstrapVM{}, false
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 )
 
 // FuzzParseID: the path id parser never panics, and accepts exactly the
@@ -128,4 +129,41 @@ func TestUncleanPathsAnswerJSON404(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzStatusReportBody runs a status report's body through the handler's
+// decoder and progress's validator: never a panic, every refusal a 400 or
+// 413 apperr, and every accepted report a phase a VM may report with a
+// message PostgreSQL stores within the limit.
+func FuzzStatusReportBody(f *testing.F) {
+	for _, s := range []string{
+		`{"phase":"etcd_started"}`, `{"phase":"failed","message":"step x failed\nlast lines"}`,
+		`{"phase":"bundle_fetched"}`, `{"phase":"pending"}`, `{"phase":"READY"}`, `{"phase":""}`, `{"message":"m"}`,
+		`{"phase":"failed","message":"a\u0000b"}`, `{"phase":"failed","message":"\xff\xfe"}`, `{"phase":1}`,
+		`{"phase":"ready","org_id":2}`, `{`, `{} {}`, ``, `null`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/bootstrap/control-plane/1/status", bytes.NewReader(body))
+		req.Body = http.MaxBytesReader(rec, req.Body, MaxBodyBytes)
+		var r progress.Report
+		if err := decodeJSON(req, &r); err != nil {
+			if e, ok := apperr.As(err); !ok || (e.Kind != apperr.Invalid && e.Kind != apperr.TooLarge) || e.Message == "" {
+				t.Fatalf("decode error %v is not a 400/413 apperr", err)
+			}
+			return
+		}
+		phase, msg, err := r.Validate()
+		if err != nil {
+			if e, ok := apperr.As(err); !ok || e.Kind != apperr.Invalid || e.Code != "invalid_request" || e.Message == "" {
+				t.Fatalf("validation error %v is not a 400 invalid_request", err)
+			}
+			return
+		}
+		if !slices.Contains(progress.Reportable(), phase) || len(msg) > progress.MaxMessageBytes || strings.ContainsRune(msg, 0) {
+			t.Fatalf("accepted phase %q with a %d-byte message", phase, len(msg))
+		}
+	})
 }

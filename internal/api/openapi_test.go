@@ -19,6 +19,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 )
 
 // The document is valid OpenAPI 3.1, checked by the reference validator.
@@ -48,13 +49,6 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	slices.Sort(code)
 	if !slices.Equal(code, doc) {
 		t.Fatalf("api.Routes %v\nopenapi.json %v", code, doc)
-	}
-}
-
-// The validator of the tests implements every keyword the document uses.
-func TestOpenAPIUsesOnlyCheckedKeywords(t *testing.T) {
-	if bad := apidocstest.UnsupportedKeywords(); len(bad) > 0 {
-		t.Fatalf("keywords the contract tests would ignore:\n%s", strings.Join(bad, "\n"))
 	}
 }
 
@@ -153,7 +147,7 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 
 	// Boundaries: what the document accepts the code accepts, one step past
 	// it both refuse.
-	schema := apidocstest.Schema(req)
+	schema := apidocstest.SchemaRef(req)
 	with := func(field string, v any) string {
 		var m map[string]any
 		_ = json.Unmarshal([]byte(minimal), &m)
@@ -189,11 +183,11 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 		{"key_algorithm", "rsa-2048", "rsa-4096"},
 	} {
 		good, bad := with(c.field, c.ok), with(c.field, c.wrong)
-		if errs := apidocstest.ValidateJSON(schema, []byte(good)); len(errs) > 0 {
-			t.Errorf("document refuses %s: %v", good[:min(len(good), 120)], errs)
+		if err := apidocstest.ValidateJSON(schema, []byte(good)); err != nil {
+			t.Errorf("document refuses %s: %v", good[:min(len(good), 120)], err)
 		}
 		mustValidate(t, good)
-		if errs := apidocstest.ValidateJSON(schema, []byte(bad)); len(errs) == 0 {
+		if err := apidocstest.ValidateJSON(schema, []byte(bad)); err == nil {
 			t.Errorf("document accepts %s", bad[:min(len(bad), 120)])
 		}
 		var r founding.Request
@@ -204,8 +198,8 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 	}
 	// The example is a valid request.
 	ex := body["content"].(map[string]any)["application/json"].(map[string]any)["example"]
-	if errs := apidocstest.Validate(schema, roundTrip(t, ex)); len(errs) > 0 {
-		t.Errorf("example: %v", errs)
+	if err := apidocstest.Validate(schema, roundTrip(t, ex)); err != nil {
+		t.Errorf("example: %v", err)
 	}
 	b, _ := json.Marshal(ex)
 	mustValidate(t, string(b))
@@ -359,5 +353,74 @@ func TestDocsRoutes(t *testing.T) {
 	b, _ := json.Marshal(served)
 	if string(a) != string(b) {
 		t.Error("the page embeds a different document")
+	}
+}
+
+// The status report's limits and the phases and states of the document are
+// internal/progress's.
+func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
+	enum := func(v any) []string {
+		var out []string
+		for _, e := range v.(map[string]any)["enum"].([]any) {
+			out = append(out, e.(string))
+		}
+		return out
+	}
+	strs := func(ps any) []string {
+		var out []string
+		switch ps := ps.(type) {
+		case []progress.Phase:
+			for _, p := range ps {
+				out = append(out, string(p))
+			}
+		case []progress.State:
+			for _, p := range ps {
+				out = append(out, string(p))
+			}
+		}
+		return out
+	}
+	if got, want := enum(apidocstest.Schema("Phase")), strs(progress.Phases()); !slices.Equal(got, want) {
+		t.Errorf("Phase enum %v, code %v", got, want)
+	}
+	if got, want := enum(prop(t, "StatusReport", "phase")), strs(progress.Reportable()); !slices.Equal(got, want) {
+		t.Errorf("StatusReport.phase enum %v, code %v", got, want)
+	}
+	if got, want := enum(prop(t, "Bootstrap", "state")), strs(progress.States()); !slices.Equal(got, want) {
+		t.Errorf("Bootstrap.state enum %v, code %v", got, want)
+	}
+	if got := numberOf(t, prop(t, "StatusReport", "message"), "maxLength"); got != progress.MaxMessageBytes {
+		t.Errorf("message maxLength %d, code %d", got, progress.MaxMessageBytes)
+	}
+	report, _ := apidocstest.Find("POST", "/bootstrap/control-plane/1/status")
+	body := report.Op["requestBody"].(map[string]any)
+	if got := numberOf(t, body, "x-max-body-bytes"); got != MaxBodyBytes {
+		t.Errorf("x-max-body-bytes = %d, MaxBodyBytes = %d", got, MaxBodyBytes)
+	}
+	// The boundaries and the example: what the document accepts the code
+	// accepts, one step past both refuse.
+	schema := apidocstest.SchemaRef("StatusReport")
+	ex := body["content"].(map[string]any)["application/json"].(map[string]any)["example"]
+	exJSON, _ := json.Marshal(ex)
+	long := strings.Repeat("m", progress.MaxMessageBytes)
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{string(exJSON), true},
+		{`{"phase":"ready"}`, true},
+		{`{"phase":"failed","message":"` + long + `"}`, true},
+		{`{"phase":"failed","message":"` + long + `m"}`, false},
+		{`{"phase":"bundle_fetched"}`, false},
+		{`{"phase":"booting"}`, false},
+		{`{"message":"no phase"}`, false},
+	} {
+		docOK := apidocstest.ValidateJSON(schema, []byte(c.body)) == nil
+		var r progress.Report
+		_ = json.Unmarshal([]byte(c.body), &r)
+		_, _, err := r.Validate()
+		if docOK != c.ok || (err == nil) != c.ok {
+			t.Errorf("%.60s: document accepts %v, code accepts %v, want %v", c.body, docOK, err == nil, c.ok)
+		}
 	}
 }

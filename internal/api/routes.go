@@ -24,4 +24,5 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster},
 	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster},
 	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle},
+	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/status", (*Server).reportStatus},
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/metrics"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
 )
 
@@ -47,6 +48,11 @@ type Bundles interface {
 	Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error)
 }
 
+// Reporter records the bootstrap phases VMs report.
+type Reporter interface {
+	Report(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
+}
+
 // Check is one dependency the deep health check pings.
 type Check struct {
 	Name string
@@ -60,6 +66,7 @@ type Server struct {
 	Founder  Founder
 	Clusters Clusters
 	Bundles  Bundles
+	Progress Reporter
 	Checks   []Check
 	Draining func() bool
 	Log      *slog.Logger

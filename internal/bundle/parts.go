@@ -169,9 +169,11 @@ func addonPart(v *view) []fileSpec {
 	}
 }
 
+// scriptPart writes the three bootstrap scripts and exk8s-progress.sh, which
+// they source to report their phases to k8sapi.
 func scriptPart(v *view) []fileSpec {
 	var out []fileSpec
-	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-control-plane.sh", "exk8s-install-cluster-addons.sh"} {
+	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-control-plane.sh", "exk8s-install-cluster-addons.sh", "exk8s-progress.sh"} {
 		out = append(out, tmpl(binDir+"/"+s, s, modeScript, v))
 	}
 	return out

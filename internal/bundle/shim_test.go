@@ -2,8 +2,6 @@ package bundle
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +13,7 @@ import (
 // and k8sapi with EXK8S_ROOT and EXK8S_SKIP_HOST_SETUP, and checks it wrote
 // every file with its content and mode.
 func TestUserdataShimWritesBundle(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
-	}
+	requireTools(t, "bash", "curl", "jq")
 	fx := loadFixtures(t)
 	c, nodes := testCluster()
 	r := newTestRenderer(t)
@@ -34,54 +28,14 @@ func TestUserdataShimWritesBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mux := http.NewServeMux()
-	imds := func(next http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, req *http.Request) {
-			if req.Header.Get("X-exc-imds-token") != "imds-session" {
-				http.Error(w, "no imds token", http.StatusUnauthorized)
-				return
-			}
-			next(w, req)
-		}
-	}
-	mux.HandleFunc("GET /imds/token", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("imds-session")) })
-	mux.HandleFunc("GET /imds/latest/identity/node-identity", imds(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte(`{"node_id": 102}`))
-	}))
-	mux.HandleFunc("GET /imds/latest/identity/access-token", imds(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte(`{"access_token": "principal-token"}`))
-	}))
-	mux.HandleFunc("GET /api/bootstrap/control-plane/{vm}", imds(func(w http.ResponseWriter, req *http.Request) {
-		if req.Header.Get("Authorization") != "Bearer principal-token" || req.PathValue("vm") != "102" {
-			http.Error(w, "forbidden", http.StatusForbidden)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	}))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-
-	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.invalid"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	shim := filepath.Join(dir, "userdata.sh")
-	if err := os.WriteFile(shim, []byte(ud), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "root")
-	cmd := exec.Command("bash", shim)
-	cmd.Env = append(os.Environ(),
-		"EXC_IMDS_BASE_URL="+srv.URL+"/imds",
-		"EXK8S_BOOTSTRAP_BASE_URL="+srv.URL+"/api",
-		"EXK8S_ROOT="+root,
-		"EXK8S_SKIP_HOST_SETUP=1",
-	)
-	out, err := cmd.CombinedOutput()
+	vm := newFakeVM(t, body)
+	root := filepath.Join(t.TempDir(), "root")
+	out, err := runShim(t, r, vm, root)
 	if err != nil {
 		t.Fatalf("shim failed: %v\n%s", err, out)
+	}
+	if got := vm.received(); len(got) != 0 {
+		t.Errorf("a shim that skips host setup and succeeds reported %v", got)
 	}
 	for _, f := range b.Files {
 		p := filepath.Join(root, filepath.FromSlash(f.Path))
@@ -106,5 +60,61 @@ func TestUserdataShimWritesBundle(t *testing.T) {
 	}
 	if strings.Contains(string(out), "principal-token") || strings.Contains(string(out), "imds-session") {
 		t.Errorf("shim logged a token:\n%s", out)
+	}
+}
+
+// runShim renders the shim and runs it against vm with EXK8S_ROOT and
+// EXK8S_SKIP_HOST_SETUP, as the e2e proof does.
+func runShim(t *testing.T, r *Renderer, vm *fakeVM, root string) ([]byte, error) {
+	t.Helper()
+	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.invalid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(t.TempDir(), "userdata.sh")
+	if err := os.WriteFile(shim, []byte(ud), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", shim)
+	cmd.Env = append(append(os.Environ(), vm.env(root)...), "EXK8S_SKIP_HOST_SETUP=1")
+	return cmd.CombinedOutput()
+}
+
+// TestUserdataShimReportsItsFailure: a shim that fails once it holds the
+// VM's credentials reports failed with its step and the tail of its log,
+// and still fails itself (the report changes nothing about how it ends).
+func TestUserdataShimReportsItsFailure(t *testing.T) {
+	requireTools(t, "bash", "curl", "jq")
+	vm := newFakeVM(t, []byte(`{"files": "not an object"}`))
+	out, err := runShim(t, newTestRenderer(t), vm, filepath.Join(t.TempDir(), "root"))
+	if err == nil {
+		t.Fatalf("the shim accepted a bundle that is no map of files:\n%s", out)
+	}
+	got := vm.received()
+	if len(got) != 1 || got[0].Phase != "failed" {
+		t.Fatalf("reports %+v, want one failed\n%s", got, out)
+	}
+	checkFailureMessage(t, got[0].Message, `bootstrap-userdata: step "fetching the bundle of VM 102 from `,
+		"FATAL: bundle is not a JSON object of files")
+}
+
+// checkFailureMessage: a failed report names its step first, carries the
+// tail of the output, fits k8sapi's limit and holds no control characters
+// but newlines and tabs.
+func checkFailureMessage(t *testing.T, msg, step, tail string) {
+	t.Helper()
+	if !strings.HasPrefix(msg, step) || !strings.Contains(msg, tail) {
+		t.Errorf("message does not start with %q and hold %q:\n%s", step, tail, msg)
+	}
+	if len(msg) > 4096 {
+		t.Errorf("message of %d bytes", len(msg))
+	}
+	for _, c := range msg {
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			t.Errorf("control character %q in the message", c)
+		}
+	}
+	if strings.Contains(msg, "principal-token") || strings.Contains(msg, "imds-session") {
+		t.Errorf("a token in the message:\n%s", msg)
 	}
 }

@@ -63,13 +63,15 @@ func TestEventsCoverEveryRoute(t *testing.T) {
 }
 
 // Functions link neither Kubernetes (the e2e module's business) nor the
-// local-only packages.
+// local-only and test-only packages and their libraries.
 func TestFunctionsDependencies(t *testing.T) {
 	tmpl, err := LoadTemplate(filepath.Join(projectRoot, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	forbidden := []string{"k8s.io/", "sigs.k8s.io/", "github.com/excloud/k8sapi/internal/devstack", "github.com/excloud/k8sapi/internal/simulator", "github.com/excloud/k8sapi/internal/testenv", "github.com/excloud/k8sapi/internal/stacktest"}
+	forbidden := []string{"k8s.io/", "sigs.k8s.io/", "github.com/excloud/k8sapi/internal/devstack", "github.com/excloud/k8sapi/internal/simulator",
+		"github.com/excloud/k8sapi/internal/testenv", "github.com/excloud/k8sapi/internal/stacktest",
+		"github.com/excloud/k8sapi/internal/apidocs/apidocstest", "github.com/santhosh-tekuri/jsonschema", "go.yaml.in/yaml/v3"}
 	for _, f := range tmpl.Functions {
 		cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "./"+f.CodeURI)
 		cmd.Dir = projectRoot

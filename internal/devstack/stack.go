@@ -209,22 +209,19 @@ func (b *boot) startSlowParts(ctx context.Context) error {
 			cancelStart()
 		}
 	})
-	wg.Go(func() {
-		var stop func()
-		if b.serverDSN, stop, pgErr = EnsurePostgres(startCtx, filepath.Join(b.local, "pg"), b.log); pgErr != nil {
-			cancelStart()
-			return
-		}
-		b.stops.add(stop)
-	})
-	wg.Go(func() {
-		var stop func()
-		if b.endpoint, stop, motoErr = StartMoto(startCtx, filepath.Join(b.local, "moto"), b.log); motoErr != nil {
-			cancelStart()
-			return
-		}
-		b.stops.add(stop)
-	})
+	// A server part answers its address and its stop, which goes on stops.
+	server := func(start func(context.Context, string, *slog.Logger) (string, func(), error), dir string, addr *string, err *error) {
+		wg.Go(func() {
+			var stop func()
+			if *addr, stop, *err = start(startCtx, filepath.Join(b.local, dir), b.log); *err != nil {
+				cancelStart()
+				return
+			}
+			b.stops.add(stop)
+		})
+	}
+	server(EnsurePostgres, "pg", &b.serverDSN, &pgErr)
+	server(StartMoto, "moto", &b.endpoint, &motoErr)
 	wg.Wait()
 	// A missing dependency is the most useful thing to say; say it first.
 	if err := firstError(pgErr, motoErr, buildErr); err != nil {

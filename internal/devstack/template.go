@@ -1,7 +1,6 @@
 package devstack
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // Template is what the local stack needs from template.yaml: the functions,
@@ -56,32 +55,32 @@ func (t *Template) Function(logicalID string) (Function, bool) {
 // the subset of the SAM schema we read.
 type samTemplate struct {
 	Parameters map[string]struct {
-		Default any `json:"Default"`
-	} `json:"Parameters"`
+		Default any `yaml:"Default"`
+	} `yaml:"Parameters"`
 	Globals struct {
-		Function samFunctionProps `json:"Function"`
-	} `json:"Globals"`
+		Function samFunctionProps `yaml:"Function"`
+	} `yaml:"Globals"`
 	Resources map[string]struct {
-		Type       string           `json:"Type"`
-		Properties samFunctionProps `json:"Properties"`
-	} `json:"Resources"`
+		Type       string           `yaml:"Type"`
+		Properties samFunctionProps `yaml:"Properties"`
+	} `yaml:"Resources"`
 }
 
 type samFunctionProps struct {
-	CodeURI     any `json:"CodeUri"`
-	Timeout     int `json:"Timeout"`
-	MemorySize  int `json:"MemorySize"`
+	CodeURI     any `yaml:"CodeUri"`
+	Timeout     int `yaml:"Timeout"`
+	MemorySize  int `yaml:"MemorySize"`
 	Environment struct {
-		Variables map[string]any `json:"Variables"`
-	} `json:"Environment"`
+		Variables map[string]any `yaml:"Variables"`
+	} `yaml:"Environment"`
 	Events map[string]struct {
-		Type       string `json:"Type"`
+		Type       string `yaml:"Type"`
 		Properties struct {
-			Path     string `json:"Path"`
-			Method   string `json:"Method"`
-			Schedule string `json:"Schedule"`
-		} `json:"Properties"`
-	} `json:"Events"`
+			Path     string `yaml:"Path"`
+			Method   string `yaml:"Method"`
+			Schedule string `yaml:"Schedule"`
+		} `yaml:"Properties"`
+	} `yaml:"Events"`
 }
 
 // LoadTemplate reads a SAM template file.
@@ -99,8 +98,13 @@ func LoadTemplate(path string) (*Template, error) {
 
 // ParseTemplate parses a SAM template.
 func ParseTemplate(b []byte) (*Template, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("parsing template: %w", err)
+	}
+	longFormIntrinsics(&doc)
 	var raw samTemplate
-	if err := yaml.Unmarshal(longFormIntrinsics(b), &raw); err != nil {
+	if err := doc.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("parsing template: %w", err)
 	}
 	params := map[string]string{}
@@ -189,7 +193,7 @@ func resolveValue(v any, params map[string]string) string {
 	switch v := v.(type) {
 	case string:
 		return v
-	case float64, bool:
+	case int, float64, bool:
 		return fmt.Sprint(v)
 	case map[string]any:
 		if ref, ok := v["Ref"].(string); ok {
@@ -199,33 +203,25 @@ func resolveValue(v any, params map[string]string) string {
 	return ""
 }
 
-// shortFormRE matches a CloudFormation short-form intrinsic with its
-// argument on the same line (`KEY: !Ref Name`, `- !GetAtt A.B`).
-var shortFormRE = regexp.MustCompile(`^(\s*(?:-\s+)?(?:[^\s#][^#]*?:\s+)?)!(Ref|GetAtt|Sub|ImportValue|Join|Select|Split|If|Equals|Not|And|Or|FindInMap|Base64|Cidr|GetAZs)\s+(.+?)\s*$`)
-
-// longFormIntrinsics rewrites short-form tags (!Ref X) into their long form
-// ({"Ref": "X"}), because the YAML decoder we have drops unknown tags and
-// with them the difference between a literal and a reference.
-func longFormIntrinsics(b []byte) []byte {
-	lines := strings.Split(string(b), "\n")
-	for i, line := range lines {
-		m := shortFormRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		prefix, tag, arg := m[1], m[2], m[3]
-		key := "Fn::" + tag
-		if tag == "Ref" {
-			key = "Ref"
-		}
-		if !strings.HasPrefix(arg, "[") && !strings.HasPrefix(arg, "{") && !strings.HasPrefix(arg, `"`) && !strings.HasPrefix(arg, "'") {
-			if c := strings.Index(arg, " #"); c >= 0 {
-				arg = strings.TrimSpace(arg[:c])
-			}
-			q, _ := json.Marshal(arg)
-			arg = string(q)
-		}
-		lines[i] = prefix + `{"` + key + `": ` + arg + `}`
+// longFormIntrinsics rewrites every short-form intrinsic (a local tag such
+// as !Ref X or !GetAtt A.B) into its long form ({Ref: X}, {Fn::GetAtt:
+// A.B}), so decoding keeps the difference between a literal and a
+// reference.
+func longFormIntrinsics(n *yaml.Node) {
+	for _, child := range n.Content {
+		longFormIntrinsics(child)
 	}
-	return []byte(strings.Join(lines, "\n"))
+	if !strings.HasPrefix(n.Tag, "!") || strings.HasPrefix(n.Tag, "!!") {
+		return
+	}
+	name := strings.TrimPrefix(n.Tag, "!")
+	key := "Fn::" + name
+	if name == "Ref" {
+		key = "Ref"
+	}
+	value := *n
+	value.Tag = "" // the argument as written: a scalar, a list or a map
+	*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &value,
+	}}
 }

@@ -21,7 +21,7 @@ func TestProjectTemplate(t *testing.T) {
 	want := map[string][]string{
 		"ClustersFunction":      {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}"},
 		"CreateClusterFunction": {"POST /clusters"},
-		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}"},
+		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/status"},
 		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},
 		"ReconcilerFunction":    nil, // a Schedule event, no route
 	}
@@ -73,8 +73,8 @@ func TestTemplateDefaultsAreConfigDefaults(t *testing.T) {
 	}
 	fromTemplate, _ := config.FromLookup(func(k string) (string, bool) { v, ok := h.Env[k]; return v, ok })
 	fromCode, _ := config.FromLookup(func(string) (string, bool) { return "", false })
-	// The pool's shape is the deployment's on purpose (RDS Proxy, per
-	// function); it decides nothing a node runs.
+	// The pool's shape is set per function on purpose (the health check's
+	// shorter statement_timeout); internal/templaterules holds those values.
 	fromTemplate.DB, fromCode.DB = config.DB{}, config.DB{}
 	if !reflect.DeepEqual(fromTemplate, fromCode) {
 		t.Errorf("template.yaml defaults %+v\nconfig defaults        %+v", fromTemplate, fromCode)
@@ -89,6 +89,40 @@ func TestTemplateResolution(t *testing.T) {
 	f, ok := tmpl.Function("EchoFunction")
 	if !ok || f.Timeout != 2*time.Second || f.Env["TEST_ENV"] != "hello" || f.Env["FROM_RESOURCE"] != "" {
 		t.Fatalf("%+v", f)
+	}
+}
+
+// Short-form tags become references wherever YAML puts them, and only
+// tags do: a quoted "!Ref" is a literal.
+func TestShortFormIntrinsics(t *testing.T) {
+	tmpl, err := ParseTemplate([]byte(`
+Parameters:
+  P: {Type: String, Default: from-parameter}
+  N: {Type: Number, Default: 5}
+Resources:
+  F:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: fn
+      Environment:
+        Variables:
+          REF: !Ref P # a comment
+          REF_NUMBER: !Ref N
+          QUOTED: "!Ref P"
+          SUB: !Sub "${P}-x"
+          GETATT: !GetAtt Key.Arn
+          FLOW: {Inner: !Ref P}
+          LITERAL: plain # !Ref P
+          MISSING: !Ref Nope
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := tmpl.Function("F")
+	want := map[string]string{"REF": "from-parameter", "REF_NUMBER": "5", "QUOTED": "!Ref P", "SUB": "", "GETATT": "",
+		"FLOW": "", "LITERAL": "plain", "MISSING": ""}
+	if !reflect.DeepEqual(f.Env, want) {
+		t.Errorf("env %v\nwant %v", f.Env, want)
 	}
 }
 

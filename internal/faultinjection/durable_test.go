@@ -2,7 +2,6 @@ package faultinjection
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // These tests cut founding and deletion off mid-way and let the reconciler
@@ -48,7 +48,7 @@ func (s *stack) reconcileAt(later time.Duration) founding.Report {
 
 // cutOff starts a request whose compute call at g is held for good, and
 // returns once the call is held.
-func (s *stack) cutOff(g *gate, n int, request func() response) {
+func (s *stack) cutOff(g *gate, n int, request func() stacktest.Response) {
 	g.holdOn(n)
 	go request()
 	<-g.arrived
@@ -127,7 +127,7 @@ func TestFoundingCutOffAtEachStepIsUndone(t *testing.T) {
 	} {
 		t.Run(c.step, func(t *testing.T) {
 			s := newStack(t)
-			s.cutOff(c.gate(s), c.n, func() response { return s.create(1) })
+			s.cutOff(c.gate(s), c.n, func() stacktest.Response { return s.Create(1, stacktest.ThreeNodes) })
 			if got := s.clusters(); len(got) != 1 || got[0].status != "founding" {
 				t.Fatalf("while cut off: %+v, want one founding cluster (committed before the first remote call)", got)
 			}
@@ -152,8 +152,8 @@ func TestFoundingCutOffAtEachStepIsUndone(t *testing.T) {
 func TestLostCreateAnswerMakesNoSecondVM(t *testing.T) {
 	s := newStack(t)
 	s.sim.SetFaults(simulator.Faults{LoseInstanceCreateAnswerOn: 2})
-	if r := s.create(1); r.status != http.StatusCreated {
-		t.Fatalf("= %d %s, want 201", r.status, r.body)
+	if r := s.Create(1, stacktest.ThreeNodes); r.Status != http.StatusCreated {
+		t.Fatalf("= %d %s, want 201", r.Status, r.Body)
 	}
 	if clusters, nodes, created, live := s.counts(); clusters != 1 || nodes != 3 || created != 3 || live != 3 {
 		t.Errorf("%d clusters, %d nodes, %d VMs ever created, %d live; want 1, 3, 3, 3", clusters, nodes, created, live)
@@ -168,7 +168,7 @@ func TestLostCreateAnswerMakesNoSecondVM(t *testing.T) {
 func TestLostCreateAnswerThenCutOffLeavesNoOrphan(t *testing.T) {
 	s := newStack(t)
 	s.sim.SetFaults(simulator.Faults{LoseInstanceCreateAnswerOn: 2})
-	s.cutOff(&s.vmCreates, 3, func() response { return s.create(1) }) // the transport's retry of the second create
+	s.cutOff(&s.vmCreates, 3, func() stacktest.Response { return s.Create(1, stacktest.ThreeNodes) }) // the transport's retry of the second create
 	if rep := s.reconcile(); rep.Failed != 1 {
 		t.Errorf("reconciler report %+v, want one founding undone", rep)
 	}
@@ -183,25 +183,28 @@ func TestLostCreateAnswerThenCutOffLeavesNoOrphan(t *testing.T) {
 func TestSlowFoundingIsFinishedByTheReconciler(t *testing.T) {
 	s := newStack(t)
 	s.founder.Settings.AnswerWithin = time.Nanosecond // out of time before the first remote call
-	r := do(t, http.MethodPost, s.apiURL+"/clusters", threeNodes, s.bearer(1))
+	r := stacktest.Do(t, http.MethodPost, s.APIURL+"/clusters", stacktest.ThreeNodes, s.Bearer(1))
 	var view struct {
 		ID     int64  `json:"cluster_id"`
 		Status string `json:"status"`
 	}
-	if err := json.Unmarshal(r.body, &view); err != nil || r.status != http.StatusAccepted || view.Status != "founding" {
-		t.Fatalf("= %d %s, want 202 founding", r.status, r.body)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("= %d %s, want 202", r.Status, r.Body)
 	}
-	h := s.bearer(1)
+	if r.JSON(t, &view); view.Status != "founding" {
+		t.Fatalf("= %d %s, want 202 founding", r.Status, r.Body)
+	}
+	h := s.Bearer(1)
 	h["Idempotency-Key"] = s.keyOf(view.ID)
-	if r := do(t, http.MethodPost, s.apiURL+"/clusters", threeNodes, h); r.status != http.StatusConflict || r.code(t) != "founding_in_progress" {
-		t.Fatalf("repeat while founding = %d %s, want 409 founding_in_progress", r.status, r.body)
+	if r := stacktest.Do(t, http.MethodPost, s.APIURL+"/clusters", stacktest.ThreeNodes, h); r.Status != http.StatusConflict || r.ErrorCode(t) != "founding_in_progress" {
+		t.Fatalf("repeat while founding = %d %s, want 409 founding_in_progress", r.Status, r.Body)
 	}
 	if rep := s.reconcile(); rep.Finished != 1 {
 		t.Fatalf("reconciler report %+v, want one founding finished", rep)
 	}
-	r = do(t, http.MethodPost, s.apiURL+"/clusters", threeNodes, h)
-	if r.status != http.StatusCreated || !strings.Contains(string(r.body), `"kubeconfig":"apiVersion`) {
-		t.Fatalf("repeat once active = %d %s, want 201 with a kubeconfig", r.status, r.body)
+	r = stacktest.Do(t, http.MethodPost, s.APIURL+"/clusters", stacktest.ThreeNodes, h)
+	if r.Status != http.StatusCreated || !strings.Contains(string(r.Body), `"kubeconfig":"apiVersion`) {
+		t.Fatalf("repeat once active = %d %s, want 201 with a kubeconfig", r.Status, r.Body)
 	}
 	if clusters, nodes, created, live := s.counts(); clusters != 1 || nodes != 3 || created != 3 || live != 3 {
 		t.Errorf("%d clusters, %d nodes, %d VMs created, %d live; want 1, 3, 3, 3", clusters, nodes, created, live)
@@ -222,8 +225,8 @@ func (s *stack) keyOf(clusterID int64) string {
 func TestDeletionCutOffIsFinished(t *testing.T) {
 	s := newStack(t)
 	id := s.activeCluster()
-	s.cutOff(&s.vmDeletes, 2, func() response {
-		return do(t, http.MethodDelete, s.apiURL+"/clusters/"+strconv.FormatInt(id, 10), "", s.bearer(1))
+	s.cutOff(&s.vmDeletes, 2, func() stacktest.Response {
+		return stacktest.Do(t, http.MethodDelete, s.APIURL+"/clusters/"+strconv.FormatInt(id, 10), "", s.Bearer(1))
 	})
 	if rep := s.reconcile(); rep.Deleted != 1 {
 		t.Errorf("reconciler report %+v, want one deletion finished", rep)
@@ -239,14 +242,7 @@ func TestDeletionCutOffIsFinished(t *testing.T) {
 
 func (s *stack) activeCluster() int64 {
 	s.t.Helper()
-	r := s.create(1)
-	var res struct {
-		ID int64 `json:"cluster_id"`
-	}
-	if err := json.Unmarshal(r.body, &res); err != nil || r.status != http.StatusCreated {
-		s.t.Fatalf("create = %d %s", r.status, r.body)
-	}
-	return res.ID
+	return s.Found(1, stacktest.ThreeNodes).ClusterID
 }
 
 // A delete the compute API keeps refusing leaves the cluster deleting with
@@ -256,16 +252,16 @@ func TestPermanentDeleteErrorIsRetried(t *testing.T) {
 	s := newStack(t)
 	id := s.activeCluster()
 	s.sim.SetFaults(simulator.Faults{FailInstanceDelete: true})
-	path := s.apiURL + "/clusters/" + strconv.FormatInt(id, 10)
-	if r := do(t, http.MethodDelete, path, "", s.bearer(1)); r.status != http.StatusBadGateway || r.code(t) != "compute_failed" {
-		t.Fatalf("delete = %d %s, want 502 compute_failed", r.status, r.body)
+	path := s.APIURL + "/clusters/" + strconv.FormatInt(id, 10)
+	if r := stacktest.Do(t, http.MethodDelete, path, "", s.Bearer(1)); r.Status != http.StatusBadGateway || r.ErrorCode(t) != "compute_failed" {
+		t.Fatalf("delete = %d %s, want 502 compute_failed", r.Status, r.Body)
 	}
 	if rep := s.reconcile(); rep.Retrying != 1 || rep.Deleted != 0 {
 		t.Errorf("reconciler report %+v, want one deletion retrying", rep)
 	}
-	r := do(t, http.MethodGet, path, "", s.bearer(1))
-	if !strings.Contains(string(r.body), `"status":"deleting"`) || !strings.Contains(string(r.body), `"status_reason":"deleting failed`) {
-		t.Errorf("GET = %s, want deleting with the reason", r.body)
+	r := stacktest.Do(t, http.MethodGet, path, "", s.Bearer(1))
+	if !strings.Contains(string(r.Body), `"status":"deleting"`) || !strings.Contains(string(r.Body), `"status_reason":"deleting failed`) {
+		t.Errorf("GET = %s, want deleting with the reason", r.Body)
 	}
 	s.assertSettled()
 	s.sim.SetFaults(simulator.Faults{})
@@ -282,8 +278,8 @@ func TestPermanentDeleteErrorIsRetried(t *testing.T) {
 // LOCKED) and never handle one twice.
 func TestTwoReconcilersAtOnce(t *testing.T) {
 	s := newStack(t)
-	s.cutOff(&s.vmCreates, 1, func() response { return s.create(1) })
-	s.cutOff(&s.sgCreates, 1, func() response { return s.create(2) })
+	s.cutOff(&s.vmCreates, 1, func() stacktest.Response { return s.Create(1, stacktest.ThreeNodes) })
+	s.cutOff(&s.sgCreates, 1, func() stacktest.Response { return s.Create(2, stacktest.ThreeNodes) })
 	var wg sync.WaitGroup
 	reports := make([]founding.Report, 2)
 	for i := range reports {

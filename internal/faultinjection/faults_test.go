@@ -2,9 +2,10 @@ package faultinjection
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // TestPostgresStoppedDuringFounding stops the database while the second of
@@ -23,10 +24,7 @@ import (
 // test, and it is never rebuilt.
 func TestPostgresStoppedDuringFounding(t *testing.T) {
 	s := newStack(t)
-	s.vmCreates.holdOn(2)
-	done := make(chan response)
-	go func() { done <- s.create(1) }()
-	<-s.vmCreates.arrived
+	done := s.createHeldAtVM(2)
 	pg.Stop()
 	if err := pg.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -37,21 +35,21 @@ func TestPostgresStoppedDuringFounding(t *testing.T) {
 	clusters, _, _, live := s.counts()
 	status := s.clusters()[0].status
 	switch {
-	case r.status == http.StatusCreated:
+	case r.Status == http.StatusCreated:
 		if clusters != 1 || live != 3 || status != "active" {
 			t.Fatalf("201 but %d clusters, %d live VMs, status %s; want 1, 3, active", clusters, live, status)
 		}
-	case r.status == http.StatusServiceUnavailable && r.code(t) == "database_unavailable":
+	case r.Status == http.StatusServiceUnavailable && r.ErrorCode(t) == "database_unavailable":
 		if clusters != 1 || live != 0 || status != "failed" {
 			t.Fatalf("503 but %d clusters, %d live VMs, status %s; want 1, 0, failed", clusters, live, status)
 		}
 	default:
-		t.Fatalf("= %d %s, want 201 or 503 database_unavailable", r.status, r.body)
+		t.Fatalf("= %d %s, want 201 or 503 database_unavailable", r.Status, r.Body)
 	}
 	s.assertSettled()
 	// The same pool serves the next founding.
-	if r := s.create(1); r.status != http.StatusCreated {
-		t.Fatalf("the next create = %d %s", r.status, r.body)
+	if r := s.Create(1, stacktest.ThreeNodes); r.Status != http.StatusCreated {
+		t.Fatalf("the next create = %d %s", r.Status, r.Body)
 	}
 }
 
@@ -65,15 +63,12 @@ func TestPostgresStoppedDuringFounding(t *testing.T) {
 // undo would go through at once.)
 func TestPostgresDownThroughoutFounding(t *testing.T) {
 	s := newStack(t)
-	s.vmCreates.holdOn(2)
-	done := make(chan response)
-	go func() { done <- s.create(1) }()
-	<-s.vmCreates.arrived
+	done := s.createHeldAtVM(2)
 	pg.Stop()
 	close(s.vmCreates.release)
 	r := <-done
-	if r.status != http.StatusBadGateway || r.code(t) != "compute_failed" {
-		t.Fatalf("= %d %s, want 502 compute_failed", r.status, r.body)
+	if r.Status != http.StatusBadGateway || r.ErrorCode(t) != "compute_failed" {
+		t.Fatalf("= %d %s, want 502 compute_failed", r.Status, r.Body)
 	}
 	if err := pg.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -97,39 +92,32 @@ func TestPostgresDownThroughoutFounding(t *testing.T) {
 // dead connections by itself.
 func TestPostgresStoppedDuringBundleFetch(t *testing.T) {
 	s := newStack(t)
-	r := s.create(1)
-	var res struct {
-		VMs []int64 `json:"control_plane_vm_ids"`
-	}
-	if err := json.Unmarshal(r.body, &res); err != nil || r.status != 201 {
-		t.Fatalf("create = %d %s", r.status, r.body)
-	}
-	vm := res.VMs[0]
-	h := s.vmHeaders(vm)
-	if r := s.fetch(vm, h); r.status != 200 {
-		t.Fatalf("fetch = %d %s", r.status, r.body)
+	vm := s.Found(1, stacktest.ThreeNodes).ControlPlaneVMIDs[0]
+	imds, access := s.VMCredentials(vm)
+	if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
+		t.Fatalf("fetch = %d %s", r.Status, r.Body)
 	}
 	before := s.pool.Stat().NewConnsCount()
 
 	s.topologies.holdOn(1)
-	done := make(chan response)
-	go func() { done <- s.fetch(vm, h) }()
+	done := make(chan stacktest.Response)
+	go func() { done <- s.FetchBundle(vm, imds, access) }()
 	<-s.topologies.arrived
 	pg.Stop()
 	close(s.topologies.release)
-	r = <-done
-	if r.status != http.StatusServiceUnavailable || r.code(t) != "database_unavailable" {
-		t.Fatalf("mid-fetch = %d %s, want 503 database_unavailable", r.status, r.body)
+	r := <-done
+	if r.Status != http.StatusServiceUnavailable || r.ErrorCode(t) != "database_unavailable" {
+		t.Fatalf("mid-fetch = %d %s, want 503 database_unavailable", r.Status, r.Body)
 	}
 	// Down before the fetch: the first proof that needs the database says so.
-	if r := s.fetch(vm, h); r.status != http.StatusServiceUnavailable || r.code(t) != "unavailable" {
-		t.Fatalf("while down = %d %s, want 503 unavailable", r.status, r.body)
+	if r := s.FetchBundle(vm, imds, access); r.Status != http.StatusServiceUnavailable || r.ErrorCode(t) != "unavailable" {
+		t.Fatalf("while down = %d %s, want 503 unavailable", r.Status, r.Body)
 	}
 	if err := pg.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := s.fetch(vm, h); r.status != 200 {
-		t.Fatalf("the first fetch after the restart = %d %s", r.status, r.body)
+	if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
+		t.Fatalf("the first fetch after the restart = %d %s", r.Status, r.Body)
 	}
 	if after := s.pool.Stat().NewConnsCount(); after <= before {
 		t.Errorf("the pool made no new connection (%d → %d)", before, after)
@@ -142,20 +130,14 @@ func TestPostgresStoppedDuringBundleFetch(t *testing.T) {
 // envelope has no cache, so every fetch asks KMS.)
 func TestMotoStopped(t *testing.T) {
 	s := newStack(t)
-	r := s.create(1)
-	var res struct {
-		VMs []int64 `json:"control_plane_vm_ids"`
-	}
-	if err := json.Unmarshal(r.body, &res); err != nil || r.status != 201 {
-		t.Fatalf("create = %d %s", r.status, r.body)
-	}
-	h := s.vmHeaders(res.VMs[0])
+	vm := s.Found(1, stacktest.ThreeNodes).ControlPlaneVMIDs[0]
+	imds, access := s.VMCredentials(vm)
 	s.stopMoto()
-	if r := s.create(1); r.status != http.StatusServiceUnavailable || r.code(t) != "kms_unavailable" {
-		t.Fatalf("create = %d %s, want 503 kms_unavailable", r.status, r.body)
+	if r := s.Create(1, stacktest.ThreeNodes); r.Status != http.StatusServiceUnavailable || r.ErrorCode(t) != "kms_unavailable" {
+		t.Fatalf("create = %d %s, want 503 kms_unavailable", r.Status, r.Body)
 	}
-	if r := s.fetch(res.VMs[0], h); r.status != http.StatusServiceUnavailable || r.code(t) != "kms_unavailable" {
-		t.Fatalf("fetch = %d %s, want 503 kms_unavailable", r.status, r.body)
+	if r := s.FetchBundle(vm, imds, access); r.Status != http.StatusServiceUnavailable || r.ErrorCode(t) != "kms_unavailable" {
+		t.Fatalf("fetch = %d %s, want 503 kms_unavailable", r.Status, r.Body)
 	}
 	if clusters, nodes, created, live := s.counts(); clusters != 1 || nodes != 3 || created != 3 || live != 3 {
 		t.Errorf("%d clusters, %d nodes, %d VMs created, %d live; want only the first cluster's", clusters, nodes, created, live)

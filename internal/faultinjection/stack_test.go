@@ -2,21 +2,16 @@ package faultinjection
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
@@ -63,8 +58,6 @@ type stack struct {
 	pool       *pgxpool.Pool // k8sapi's pool, never rebuilt
 	simPool    *pgxpool.Pool // the simulator's: another service, its own pool
 	sim        *simulator.Simulator
-	simURL     string
-	apiURL     string
 	stopMoto   func()
 	vmCreates  gate
 	sgCreates  gate
@@ -74,6 +67,7 @@ type stack struct {
 	founder    *founding.Service
 	reconciles int // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
+	*stacktest.Client
 }
 
 type gatedTopologies struct {
@@ -135,7 +129,6 @@ func newStack(t *testing.T) *stack {
 		simHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(simSrv.Close)
-	s.simURL = simSrv.URL
 
 	// A moto of this test's own: the test may stop it.
 	t.Setenv("AWS_ENDPOINT_URL", "")
@@ -167,80 +160,19 @@ func newStack(t *testing.T) *stack {
 	s.founder = in.Founder
 	apiSrv := httptest.NewServer(in.Handler)
 	t.Cleanup(apiSrv.Close)
-	s.apiURL = apiSrv.URL
+	s.Client = &stacktest.Client{T: t, APIURL: apiSrv.URL, SimURL: simSrv.URL, Pool: pool}
 	return s
 }
 
-type response struct {
-	status int
-	body   []byte
-}
-
-func (r response) code(t *testing.T) string {
-	t.Helper()
-	var e struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
-		t.Fatalf("not a JSON error: %s", r.body)
-	}
-	if strings.Contains(string(r.body), "PRIVATE KEY") {
-		t.Fatalf("an error carried key material")
-	}
-	return e.Error.Code
-}
-
-func do(t *testing.T, method, url, body string, headers map[string]string) response {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{resp.StatusCode, b}
-}
-
-const threeNodes = `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3}`
-
-func (s *stack) bearer(org int64) map[string]string {
-	s.t.Helper()
-	tok, err := simulator.IssuePrincipalToken(context.Background(), s.pool, org, auth.PrincipalScope, time.Hour)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return map[string]string{"Authorization": "Bearer " + tok}
-}
-
-func (s *stack) create(org int64) response {
-	return do(s.t, http.MethodPost, s.apiURL+"/clusters", threeNodes, s.bearer(org))
-}
-
-// vmHeaders walks the simulator's IMDS like the userdata shim.
-func (s *stack) vmHeaders(vmID int64) map[string]string {
-	s.t.Helper()
-	base := s.simURL + "/imds/" + strconv.FormatInt(vmID, 10)
-	r := do(s.t, http.MethodGet, base+"/token", "", nil)
-	imds := strings.TrimSpace(string(r.body))
-	r = do(s.t, http.MethodGet, base+"/latest/identity/access-token", "", map[string]string{"X-exc-imds-token": imds})
-	var at struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.Unmarshal(r.body, &at); err != nil || at.AccessToken == "" {
-		s.t.Fatalf("IMDS for vm %d: %s", vmID, r.body)
-	}
-	return map[string]string{"X-exc-imds-token": imds, "Authorization": "Bearer " + at.AccessToken}
-}
-
-func (s *stack) fetch(vmID int64, h map[string]string) response {
-	return do(s.t, http.MethodGet, s.apiURL+"/bootstrap/control-plane/"+strconv.FormatInt(vmID, 10), "", h)
+// createHeldAtVM starts founding a three-node cluster for org 1 and returns
+// once its n-th VM create is held; the answer arrives on the channel after
+// the test closes s.vmCreates.release.
+func (s *stack) createHeldAtVM(n int) <-chan stacktest.Response {
+	s.vmCreates.holdOn(n)
+	done := make(chan stacktest.Response, 1)
+	go func() { done <- s.Create(1, stacktest.ThreeNodes) }()
+	<-s.vmCreates.arrived
+	return done
 }
 
 // counts reads what exists: clusters, nodes, VMs ever created, live VMs.

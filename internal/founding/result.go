@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -59,8 +60,10 @@ type ClusterView struct {
 	KeyAlgorithm        string     `json:"key_algorithm"`
 	DNSConfigured       bool       `json:"dns_configured"`
 	DNSError            string     `json:"dns_error,omitempty"`
-	CreatedAt           time.Time  `json:"created_at"`
-	UpdatedAt           time.Time  `json:"updated_at"`
+	// Bootstrap is how far the nodes' bootstrap got, as the VMs report it.
+	Bootstrap progress.Bootstrap `json:"bootstrap"`
+	CreatedAt time.Time          `json:"created_at"`
+	UpdatedAt time.Time          `json:"updated_at"`
 }
 
 func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
@@ -71,6 +74,7 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
+	var statuses []progress.NodeStatus
 	for _, n := range nodes {
 		if n.VMID == 0 {
 			continue // an intended node of a founding: shown once its VM exists
@@ -78,7 +82,10 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 		v.ControlPlaneVMIDs = append(v.ControlPlaneVMIDs, n.VMID)
 		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
+		statuses = append(statuses, progress.NodeStatus{VMID: n.VMID, NodeName: n.Name,
+			Phase: progress.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
 	}
+	v.Bootstrap = progress.BootstrapOf(statuses)
 	return v
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // noRedirect sees exactly what a function answered: a redirect would be
@@ -33,12 +34,12 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
 	one := `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`
-	c1 := s.found(1, threeNodes) // org 1's cluster, read and attacked
-	c1del := s.found(1, one)     // org 1's cluster the valid DELETE removes
-	c2 := s.found(2, one)        // org 2's cluster
+	c1 := s.Found(1, stacktest.ThreeNodes) // org 1's cluster, read and attacked
+	c1del := s.Found(1, one)               // org 1's cluster the valid DELETE removes
+	c2 := s.Found(2, one)                  // org 2's cluster
 	vm1, vm2 := c1.ControlPlaneVMIDs[0], c1.ControlPlaneVMIDs[1]
-	imds1, access1 := s.vmCredentials(vm1)
-	imdsOrg2, accessOrg2 := s.vmCredentials(c2.ControlPlaneVMIDs[0])
+	imds1, access1 := s.VMCredentials(vm1)
+	imdsOrg2, accessOrg2 := s.VMCredentials(c2.ControlPlaneVMIDs[0])
 
 	issue := func(org int64, scope string, ttl time.Duration) string {
 		tok, err := simulator.IssuePrincipalToken(ctx, s.pool, org, scope, ttl)
@@ -47,7 +48,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		}
 		return tok
 	}
-	valid, validOrg2 := s.token(1), s.token(2)
+	valid, validOrg2 := s.Token(1), s.Token(2)
 	expired := issue(1, "principal", -time.Minute)
 	wrongScope := issue(1, "api-key", time.Hour)
 	revoked := issue(1, "principal", time.Hour)
@@ -165,6 +166,47 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		cases = append(cases, authCase{"bundle unclean " + p, "GET", p, both(imds1, "Bearer "+access1), "", 404, "not_found"})
 	}
 
+	// POST /bootstrap/control-plane/{vm_id}/status: the bundle's four
+	// proofs, then the report itself. The cases run in order: vm1 fetched
+	// its bundle above (bundle_fetched), so it moves to kubelet_started,
+	// refuses to go back, fails, and then accepts only failed.
+	statusPath := func(vm int64) string { return bundlePath + itoa(vm) + "/status" }
+	report := func(phase string) string { return `{"phase":"` + phase + `"}` }
+	for _, c := range refused {
+		if c.authorization == "" {
+			continue
+		}
+		cases = append(cases, authCase{"status bearer: " + c.name, "POST", statusPath(vm1), both(imds1, c.authorization), report("ready"), c.status, c.code})
+	}
+	for _, id := range badIDs {
+		cases = append(cases, authCase{"status bad vm_id " + id, "POST", bundlePath + id + "/status", both(imds1, "Bearer "+access1), report("ready"), 400, "invalid_path"})
+	}
+	vmProof := both(imds1, "Bearer "+access1)
+	cases = append(cases,
+		authCase{"status peer VM", "POST", statusPath(vm2), vmProof, report("ready"), 403, "forbidden"},
+		authCase{"status other org's IMDS", "POST", statusPath(vm1), both(imdsOrg2, "Bearer "+access1), report("ready"), 403, "forbidden"},
+		authCase{"status other org's VM and token", "POST", statusPath(vm1), both(imdsOrg2, "Bearer "+accessOrg2), report("ready"), 403, "forbidden"},
+		authCase{"status another org's VM path", "POST", statusPath(c2.ControlPlaneVMIDs[0]), vmProof, report("ready"), 403, "forbidden"},
+		authCase{"status operator token without IMDS proof", "POST", statusPath(vm1), both("", "Bearer "+valid), report("ready"), 401, "unauthenticated"},
+		authCase{"status IMDS proof without a bearer", "POST", statusPath(vm1), both(imds1, ""), report("ready"), 401, "unauthenticated"},
+		authCase{"status expired IMDS", "POST", statusPath(vm1), both(expiredIMDS, "Bearer "+access1), report("ready"), 401, "unauthenticated"},
+		authCase{"status no body", "POST", statusPath(vm1), vmProof, "", 400, "invalid_json"},
+		authCase{"status not JSON", "POST", statusPath(vm1), vmProof, "phase=ready", 400, "invalid_json"},
+		authCase{"status unknown phase", "POST", statusPath(vm1), vmProof, report("booting"), 400, "invalid_request"},
+		authCase{"status k8sapi's own phase", "POST", statusPath(vm1), vmProof, report("bundle_fetched"), 400, "invalid_request"},
+		authCase{"status no phase", "POST", statusPath(vm1), vmProof, `{"message":"hello"}`, 400, "invalid_request"},
+		authCase{"status org_id in body", "POST", statusPath(vm1), vmProof, `{"phase":"ready","org_id":2}`, 400, "invalid_field"},
+		authCase{"status oversize message", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"` + strings.Repeat("m", 4097) + `"}`, 400, "invalid_request"},
+		authCase{"status NUL in message", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"a\u0000b"}`, 400, "invalid_request"},
+		authCase{"status body over 64 KiB", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"` + strings.Repeat("m", 70000) + `"}`, 413, "body_too_large"},
+		authCase{"status valid", "POST", statusPath(vm1), vmProof, report("kubelet_started"), 204, ""},
+		authCase{"status operator token with the VM's IMDS", "POST", statusPath(vm1), both(imds1, "Bearer "+valid), report("kubelet_started"), 204, ""},
+		authCase{"status backwards", "POST", statusPath(vm1), vmProof, report("prerequisites_installed"), 409, "phase_regression"},
+		authCase{"status failed", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"step x failed"}`, 204, ""},
+		authCase{"status failed again", "POST", statusPath(vm1), vmProof, report("failed"), 204, ""},
+		authCase{"status forward after failed", "POST", statusPath(vm1), vmProof, report("ready"), 409, "bootstrap_failed"},
+	)
+
 	servers := map[string]string{}
 	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
 		srv := httptest.NewServer(s.server.Handler(fn))
@@ -195,15 +237,15 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			r := response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+			r := stacktest.Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
 			if r.Status != c.status {
 				t.Fatalf("= %d %s, want %d", r.Status, r.Body, c.status)
 			}
-			if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+			if ct := r.Header.Get("Content-Type"); ct != "application/json" && r.Status != http.StatusNoContent {
 				t.Errorf("Content-Type %q", ct)
 			}
 			if c.code != "" {
-				if got := r.errorCode(t); got != c.code {
+				if got := r.ErrorCode(t); got != c.code {
 					t.Errorf("code %q, want %q", got, c.code)
 				}
 			}
@@ -218,12 +260,21 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 5)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 6)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int
 	_ = s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'deleted') FROM kube_clusters WHERE org_id = 1`).Scan(&active, &deleted)
 	if active != 2 || deleted != 1 {
 		t.Errorf("org 1: %d active, %d deleted clusters, want 2 and 1", active, deleted)
+	}
+	// Of every report above, only vm1's own moved anything, and the first
+	// failure's message stayed.
+	var moved int
+	var message string
+	_ = s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE phase NOT IN ('pending', 'bundle_fetched')),
+		max(message) FILTER (WHERE vm_id = $1) FROM kube_nodes`, vm1).Scan(&moved, &message)
+	if moved != 1 || message != "step x failed" {
+		t.Errorf("%d nodes moved by reports, vm1's message %q; want 1 and the first failure's", moved, message)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 type bundleBody struct {
@@ -27,7 +28,7 @@ type bundleBody struct {
 
 func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 	wantFiles := []string{
 		"/etc/exk8s/pki/ca.pem", "/etc/exk8s/pki/etcd-ca.pem", "/etc/exk8s/pki/front-proxy-ca.pem",
 		"/etc/exk8s/pki/etcd-peer-key.pem", "/etc/exk8s/pki/apiserver-key.pem", "/etc/exk8s/pki/service-account-key.pem",
@@ -38,17 +39,17 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 		"/etc/cni/net.d/10-exk8s.conflist", "/etc/exk8s/config/cilium-values.yaml",
 		"/etc/exk8s/manifests/kube-proxy.yaml", "/etc/exk8s/manifests/coredns.yaml",
 		"/usr/local/bin/exk8s-install-control-plane-prereqs.sh", "/usr/local/bin/exk8s-bootstrap-control-plane.sh",
-		"/usr/local/bin/exk8s-install-cluster-addons.sh",
+		"/usr/local/bin/exk8s-install-cluster-addons.sh", "/usr/local/bin/exk8s-progress.sh",
 	}
 	apiserverKeys := map[string]bool{}
 	for i, vmID := range res.ControlPlaneVMIDs {
-		imds, access := s.vmCredentials(vmID)
-		r := s.fetchBundle(vmID, imds, access)
+		imds, access := s.VMCredentials(vmID)
+		r := s.FetchBundle(vmID, imds, access)
 		if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("vm %d: %d %q %s", vmID, r.Status, r.Header.Get("Cache-Control"), r.Body)
 		}
 		var b bundleBody
-		r.json(t, &b)
+		r.JSON(t, &b)
 		for _, f := range wantFiles {
 			if b.Files[f] == "" {
 				t.Errorf("vm %d: missing %s", vmID, f)
@@ -76,9 +77,9 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 			t.Errorf("vm %d got another node's apiserver key", vmID)
 		}
 		apiserverKeys[key] = true
-		again := s.fetchBundle(vmID, imds, access)
+		again := s.FetchBundle(vmID, imds, access)
 		var b2 bundleBody
-		again.json(t, &b2)
+		again.JSON(t, &b2)
 		if b2.Files["/etc/exk8s/pki/apiserver-key.pem"] != key {
 			t.Errorf("vm %d: stored serving key changed between fetches", vmID)
 		}
@@ -90,11 +91,11 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 
 func TestBundleProofs(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
-	other := s.found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
+	res := s.Found(1, stacktest.ThreeNodes)
+	other := s.Found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
 	vm1, vm2 := res.ControlPlaneVMIDs[0], res.ControlPlaneVMIDs[1]
-	imds1, access1 := s.vmCredentials(vm1)
-	imdsOrg2, accessOrg2 := s.vmCredentials(other.ControlPlaneVMIDs[0])
+	imds1, access1 := s.VMCredentials(vm1)
+	imdsOrg2, accessOrg2 := s.VMCredentials(other.ControlPlaneVMIDs[0])
 	ctx := context.Background()
 	expiredIMDS, err := simulator.IssueIMDSToken(ctx, s.pool, vm1, -time.Minute)
 	if err != nil {
@@ -136,12 +137,12 @@ func TestBundleProofs(t *testing.T) {
 			if c.bearer != "" {
 				h["Authorization"] = "Bearer " + c.bearer
 			}
-			r := do(t, http.MethodGet, s.api.URL+"/bootstrap/control-plane/"+c.path, "", h)
+			r := stacktest.Do(t, http.MethodGet, s.api.URL+"/bootstrap/control-plane/"+c.path, "", h)
 			if r.Status != c.status {
 				t.Fatalf("= %d %s, want %d", r.Status, r.Body, c.status)
 			}
 			if c.status != 200 {
-				r.errorCode(t)
+				r.ErrorCode(t)
 				if strings.Contains(string(r.Body), "PRIVATE KEY") {
 					t.Fatal("an error carried key material")
 				}
@@ -158,21 +159,21 @@ func TestBundleForVMOutsideAnyCluster(t *testing.T) {
 		VALUES (1, 'stray', 1, 1, 1, 'e2.small') RETURNING id`).Scan(&vmID); err != nil {
 		t.Fatal(err)
 	}
-	imds, access := s.vmCredentials(vmID)
-	if r := s.fetchBundle(vmID, imds, access); r.Status != http.StatusNotFound {
+	imds, access := s.VMCredentials(vmID)
+	if r := s.FetchBundle(vmID, imds, access); r.Status != http.StatusNotFound {
 		t.Fatalf("= %d %s, want 404", r.Status, r.Body)
 	}
 }
 
 func TestBundleRefusesInactiveCluster(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 	vm := res.ControlPlaneVMIDs[0]
-	imds, access := s.vmCredentials(vm)
+	imds, access := s.VMCredentials(vm)
 	if _, err := s.pool.Exec(context.Background(), `UPDATE kube_clusters SET status = 'failed' WHERE id = $1`, res.ClusterID); err != nil {
 		t.Fatal(err)
 	}
-	if r := s.fetchBundle(vm, imds, access); r.Status != http.StatusConflict {
+	if r := s.FetchBundle(vm, imds, access); r.Status != http.StatusConflict {
 		t.Fatalf("= %d %s, want 409", r.Status, r.Body)
 	}
 }
@@ -226,23 +227,23 @@ func TestTamperedSealedKeyFailsClosed(t *testing.T) {
 	for _, c := range tamperings() {
 		t.Run(c.label, func(t *testing.T) {
 			s := newStack(t)
-			res := s.found(1, threeNodes)
+			res := s.Found(1, stacktest.ThreeNodes)
 			vm := res.ControlPlaneVMIDs[c.vm]
-			imds, access := s.vmCredentials(vm)
+			imds, access := s.VMCredentials(vm)
 			tag, err := s.pool.Exec(context.Background(), c.sql, res.ClusterID, vm, res.ControlPlaneVMIDs[0])
 			if err != nil || tag.RowsAffected() != 1 {
 				t.Fatalf("tampering: %v (%d rows)", err, tag.RowsAffected())
 			}
-			assertFailsClosed(t, s, res.ClusterID, vm, s.fetchBundle(vm, imds, access))
+			assertFailsClosed(t, s, res.ClusterID, vm, s.FetchBundle(vm, imds, access))
 		})
 	}
 }
 
 // assertFailsClosed: a bare 500 internal, logged with cluster and VM, no key
 // in the log.
-func assertFailsClosed(t *testing.T, s *stack, clusterID, vm int64, r response) {
+func assertFailsClosed(t *testing.T, s *stack, clusterID, vm int64, r stacktest.Response) {
 	t.Helper()
-	if r.Status != http.StatusInternalServerError || r.errorCode(t) != "internal" {
+	if r.Status != http.StatusInternalServerError || r.ErrorCode(t) != "internal" {
 		t.Fatalf("= %d %s, want 500 internal", r.Status, r.Body)
 	}
 	logs := s.logs.String()
@@ -256,11 +257,11 @@ func assertFailsClosed(t *testing.T, s *stack, clusterID, vm int64, r response) 
 
 func TestBundleResponseIsJSONWithMetadata(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
-	imds, access := s.vmCredentials(res.ControlPlaneVMIDs[0])
-	r := s.fetchBundle(res.ControlPlaneVMIDs[0], imds, access)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	imds, access := s.VMCredentials(res.ControlPlaneVMIDs[0])
+	r := s.FetchBundle(res.ControlPlaneVMIDs[0], imds, access)
 	var m map[string]json.RawMessage
-	r.json(t, &m)
+	r.JSON(t, &m)
 	for _, k := range []string{"cluster_id", "vm_id", "node_name", "service_ip", "dns_service_ip", "apiserver_endpoint",
 		"etcd_initial_cluster", "suggested_dns_records", "is_initial_control_plane", "files", "file_modes"} {
 		if _, ok := m[k]; !ok {

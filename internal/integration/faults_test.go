@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
 
@@ -22,8 +23,8 @@ func deadKMS() *envelope.Envelope {
 func TestKMSUnreachableFoundsNothing(t *testing.T) {
 	s := newStack(t)
 	s.founder.Envelope = deadKMS()
-	r := do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, s.bearer(1))
-	if r.Status != http.StatusServiceUnavailable || r.errorCode(t) != "kms_unavailable" {
+	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, s.Bearer(1))
+	if r.Status != http.StatusServiceUnavailable || r.ErrorCode(t) != "kms_unavailable" {
 		t.Fatalf("= %d %s, want 503 kms_unavailable", r.Status, r.Body)
 	}
 	assertNothingFounded(t, s)

@@ -13,11 +13,12 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 func TestFoundThreeNodeCluster(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 
 	if len(res.ControlPlaneVMIDs) != 3 {
 		t.Fatalf("vm ids = %v", res.ControlPlaneVMIDs)
@@ -71,7 +72,7 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 
 func TestRSAClusterOnRequest(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"key_algorithm":"rsa-2048"}`)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"key_algorithm":"rsa-2048"}`)
 	if res.KeyAlgorithm != "rsa-2048" {
 		t.Fatalf("key_algorithm = %q", res.KeyAlgorithm)
 	}
@@ -148,11 +149,11 @@ func TestCreateRejectsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := do(t, http.MethodPost, s.api.URL+"/clusters", c.body, s.bearer(1))
+			r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", c.body, s.Bearer(1))
 			if r.Status != c.status || !strings.Contains(string(r.Body), c.mentions) {
 				t.Errorf("= %d %s, want %d mentioning %q", r.Status, r.Body, c.status, c.mentions)
 			}
-			r.errorCode(t)
+			r.ErrorCode(t)
 		})
 	}
 	assertNothingFounded(t, s)
@@ -194,11 +195,11 @@ func TestCreateRefusesBadCredentials(t *testing.T) {
 		"revoked":       {"Bearer " + revoked, 401},
 		"wrong scope":   {"Bearer " + other, 403},
 	} {
-		r := do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, map[string]string{"Authorization": c.header})
+		r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, map[string]string{"Authorization": c.header})
 		if r.Status != c.status {
 			t.Errorf("%s: status %d %s, want %d", name, r.Status, r.Body, c.status)
 		}
-		r.errorCode(t)
+		r.ErrorCode(t)
 	}
 	assertNothingFounded(t, s)
 }
@@ -206,8 +207,8 @@ func TestCreateRefusesBadCredentials(t *testing.T) {
 func TestComputeFailureMidwayDeletesCreatedVMs(t *testing.T) {
 	s := newStack(t)
 	s.sim.SetFaults(simulator.Faults{FailInstanceCreateOn: 2})
-	r := do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, s.bearer(1))
-	if r.Status != http.StatusBadGateway || r.errorCode(t) != "compute_failed" {
+	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, s.Bearer(1))
+	if r.Status != http.StatusBadGateway || r.ErrorCode(t) != "compute_failed" {
 		t.Fatalf("= %d %s, want 502 compute_failed", r.Status, r.Body)
 	}
 	assertUndone(t, s, "compute_failed")
@@ -236,11 +237,11 @@ func assertUndone(t *testing.T, s *stack, code string) {
 func TestDNSFailureIsSoft(t *testing.T) {
 	s := newStack(t)
 	s.sim.SetFaults(simulator.Faults{FailDNS: true})
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 	if res.DNSConfigured || res.DNSError == "" {
 		t.Fatalf("dns_configured=%v dns_error=%q", res.DNSConfigured, res.DNSError)
 	}
-	r := do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(res.ClusterID), "", s.bearer(1))
+	r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(res.ClusterID), "", s.Bearer(1))
 	if !strings.Contains(string(r.Body), `"dns_configured":false`) {
 		t.Errorf("GET shows %s", r.Body)
 	}
@@ -248,10 +249,10 @@ func TestDNSFailureIsSoft(t *testing.T) {
 
 func TestIdempotencyKeyReturnsTheFirstCluster(t *testing.T) {
 	s := newStack(t)
-	h := s.bearer(1)
+	h := s.Bearer(1)
 	h["Idempotency-Key"] = "retry-me"
-	first := do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, h)
-	second := do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, h)
+	first := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, h)
+	second := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, h)
 	if first.Status != 201 || second.Status != 201 || second.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("statuses %d, %d (replayed=%q)", first.Status, second.Status, second.Header.Get("Idempotent-Replayed"))
 	}
@@ -260,8 +261,8 @@ func TestIdempotencyKeyReturnsTheFirstCluster(t *testing.T) {
 		VMs        []int64 `json:"control_plane_vm_ids"`
 		Kubeconfig string  `json:"kubeconfig"`
 	}
-	first.json(t, &a)
-	second.json(t, &b)
+	first.JSON(t, &a)
+	second.JSON(t, &b)
 	if a.ClusterID != b.ClusterID || fmt.Sprint(a.VMs) != fmt.Sprint(b.VMs) || b.Kubeconfig == "" {
 		t.Errorf("replay differs: %+v vs %+v", a.ClusterID, b.ClusterID)
 	}
@@ -271,8 +272,8 @@ func TestIdempotencyKeyReturnsTheFirstCluster(t *testing.T) {
 		t.Errorf("%d VMs created, want 3", n)
 	}
 	// The same key with another body is a conflict, not a replay.
-	r := do(t, http.MethodPost, s.api.URL+"/clusters", strings.Replace(threeNodes, `"control_plane_count":3`, `"control_plane_count":1`, 1), h)
-	if r.Status != http.StatusConflict || r.errorCode(t) != "idempotency_key_reused" {
+	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", strings.Replace(stacktest.ThreeNodes, `"control_plane_count":3`, `"control_plane_count":1`, 1), h)
+	if r.Status != http.StatusConflict || r.ErrorCode(t) != "idempotency_key_reused" {
 		t.Errorf("= %d %s", r.Status, r.Body)
 	}
 }
@@ -282,10 +283,10 @@ func TestConcurrentCreatesForOneOrg(t *testing.T) {
 	const n = 50
 	ids := make(chan int64, n)
 	var wg sync.WaitGroup
-	h := s.bearer(1)
+	h := s.Bearer(1)
 	for range n {
 		wg.Go(func() {
-			r := do(t, http.MethodPost, s.api.URL+"/clusters",
+			r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters",
 				`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`, h)
 			if r.Status != http.StatusCreated {
 				t.Errorf("= %d %s", r.Status, r.Body)
@@ -294,7 +295,7 @@ func TestConcurrentCreatesForOneOrg(t *testing.T) {
 			var res struct {
 				ClusterID int64 `json:"cluster_id"`
 			}
-			r.json(t, &res)
+			r.JSON(t, &res)
 			ids <- res.ClusterID
 		})
 	}
@@ -320,27 +321,27 @@ func TestConcurrentCreatesForOneOrg(t *testing.T) {
 
 func TestListGetDeleteAreOrgScoped(t *testing.T) {
 	s := newStack(t)
-	res := s.found(1, threeNodes)
+	res := s.Found(1, stacktest.ThreeNodes)
 	id := itoa(res.ClusterID)
 
-	if r := do(t, http.MethodGet, s.api.URL+"/clusters/"+id, "", s.bearer(2)); r.Status != 404 {
+	if r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+id, "", s.Bearer(2)); r.Status != 404 {
 		t.Errorf("org 2 GET = %d", r.Status)
 	}
-	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(2)); r.Status != 404 {
+	if r := stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.Bearer(2)); r.Status != 404 {
 		t.Errorf("org 2 DELETE = %d", r.Status)
 	}
-	if r := do(t, http.MethodGet, s.api.URL+"/clusters", "", s.bearer(2)); !strings.Contains(string(r.Body), `"clusters":[]`) {
+	if r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(2)); !strings.Contains(string(r.Body), `"clusters":[]`) {
 		t.Errorf("org 2 list = %s", r.Body)
 	}
-	second := s.found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
-	r := do(t, http.MethodGet, s.api.URL+"/clusters", "", s.bearer(1))
+	second := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`)
+	r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(1))
 	var list struct {
 		Clusters []struct {
 			ID  int64   `json:"cluster_id"`
 			VMs []int64 `json:"control_plane_vm_ids"`
 		} `json:"clusters"`
 	}
-	r.json(t, &list)
+	r.JSON(t, &list)
 	want := map[int64]string{res.ClusterID: fmt.Sprint(res.ControlPlaneVMIDs), second.ClusterID: fmt.Sprint(second.ControlPlaneVMIDs)}
 	if r.Status != 200 || len(list.Clusters) != 2 {
 		t.Fatalf("org 1 list = %d %s", r.Status, r.Body)
@@ -351,12 +352,12 @@ func TestListGetDeleteAreOrgScoped(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0", "-1", "abc", "99999999999999999999", "1.5"} {
-		if r := do(t, http.MethodGet, s.api.URL+"/clusters/"+bad, "", s.bearer(1)); r.Status != 400 {
+		if r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+bad, "", s.Bearer(1)); r.Status != 400 {
 			t.Errorf("GET /clusters/%s = %d", bad, r.Status)
 		}
 	}
 
-	r = do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(1))
+	r = stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.Bearer(1))
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"deleted"`) {
 		t.Fatalf("DELETE = %d %s", r.Status, r.Body)
 	}
@@ -367,7 +368,7 @@ func TestListGetDeleteAreOrgScoped(t *testing.T) {
 		t.Errorf("after delete: live VMs %+v, records %+v", live, recs)
 	}
 	assertShredded(t, s, res.ClusterID)
-	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.bearer(1)); r.Status != 200 {
+	if r := stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+id, "", s.Bearer(1)); r.Status != 200 {
 		t.Errorf("second DELETE = %d", r.Status)
 	}
 }

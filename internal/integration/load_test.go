@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // TestConcurrentBundleFetches: 200 fetches at once over one loopback
@@ -19,9 +21,9 @@ func TestConcurrentBundleFetches(t *testing.T) {
 	}
 	var vms []vm
 	for _, org := range []int64{1, 2, 1, 2} {
-		res := s.found(org, threeNodes)
+		res := s.Found(org, stacktest.ThreeNodes)
 		for _, id := range res.ControlPlaneVMIDs {
-			imds, access := s.vmCredentials(id)
+			imds, access := s.VMCredentials(id)
 			vms = append(vms, vm{id, res.ClusterID, imds, access, nodeNameOf(t, s, id)})
 		}
 	}
@@ -32,7 +34,7 @@ func TestConcurrentBundleFetches(t *testing.T) {
 	for i := range n {
 		v := vms[i%len(vms)]
 		wg.Go(func() {
-			r := s.fetchBundle(v.id, v.imds, v.access)
+			r := s.FetchBundle(v.id, v.imds, v.access)
 			mu.Lock()
 			statuses[r.Status]++
 			mu.Unlock()
@@ -41,7 +43,7 @@ func TestConcurrentBundleFetches(t *testing.T) {
 				return
 			}
 			var b bundleBody
-			r.json(t, &b)
+			r.JSON(t, &b)
 			if b.VMID != v.id || b.ClusterID != v.cluster || b.NodeName != v.name {
 				t.Errorf("vm %d of cluster %d got the bundle of vm %d, cluster %d, node %q", v.id, v.cluster, b.VMID, b.ClusterID, b.NodeName)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
 
@@ -25,53 +26,53 @@ func TestNoSecretsAtRestOrInLogs(t *testing.T) {
 	ctx := context.Background()
 	var tokens []string
 	keep := func(tok ...string) { tokens = append(tokens, tok...) }
-	keep(s.token(1), s.token(2))
+	keep(s.Token(1), s.Token(2))
 
 	// A full run: founding (ECDSA, RSA, an idempotent replay, a compensated
 	// failure, a KMS-free list), reads, bundles for every VM, refusals, a
 	// tampered fetch and a delete.
-	c1 := s.found(1, threeNodes)
-	c2 := s.found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2,"key_algorithm":"rsa-2048"}`)
-	h := s.bearer(1)
+	c1 := s.Found(1, stacktest.ThreeNodes)
+	c2 := s.Found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2,"key_algorithm":"rsa-2048"}`)
+	h := s.Bearer(1)
 	h["Idempotency-Key"] = "secrets-run"
 	for range 2 {
-		if r := do(t, http.MethodPost, s.api.URL+"/clusters", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`, h); r.Status != 201 {
+		if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`, h); r.Status != 201 {
 			t.Fatalf("idempotent create = %d %s", r.Status, r.Body)
 		}
 	}
 	s.sim.SetFaults(simulator.Faults{FailInstanceCreateOn: 2})
-	if r := do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, s.bearer(1)); r.Status != http.StatusBadGateway {
+	if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, s.Bearer(1)); r.Status != http.StatusBadGateway {
 		t.Fatalf("compensated create = %d", r.Status)
 	}
 	s.sim.SetFaults(simulator.Faults{})
-	do(t, http.MethodGet, s.api.URL+"/clusters", "", s.bearer(1))
-	do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(c1.ClusterID), "", s.bearer(2))
+	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(1))
+	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(c1.ClusterID), "", s.Bearer(2))
 	for _, vm := range append(append([]int64{}, c1.ControlPlaneVMIDs...), c2.ControlPlaneVMIDs...) {
-		imds, access := s.vmCredentials(vm)
+		imds, access := s.VMCredentials(vm)
 		keep(imds, access)
-		if r := s.fetchBundle(vm, imds, access); r.Status != 200 {
+		if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
 			t.Fatalf("bundle of vm %d = %d", vm, r.Status)
 		}
-		s.fetchBundle(vm, imds, "wrong-"+access)
-		s.fetchBundle(c1.ControlPlaneVMIDs[0], imds, access) // another VM's, for most
+		s.FetchBundle(vm, imds, "wrong-"+access)
+		s.FetchBundle(c1.ControlPlaneVMIDs[0], imds, access) // another VM's, for most
 	}
 	expired, _ := simulator.IssuePrincipalToken(ctx, s.pool, 1, "principal", -time.Minute)
 	scoped, _ := simulator.IssuePrincipalToken(ctx, s.pool, 1, "api-key", time.Hour)
 	keep(expired, scoped)
 	for _, tok := range []string{expired, scoped} {
-		do(t, http.MethodPost, s.api.URL+"/clusters", threeNodes, map[string]string{"Authorization": "Bearer " + tok})
+		stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, map[string]string{"Authorization": "Bearer " + tok})
 	}
 	if _, err := s.pool.Exec(ctx, `UPDATE node_identities SET key_sealed = overlay(key_sealed placing '\x00'::bytea from 30)
 		WHERE name = 'apiserver' AND node_id = (SELECT id FROM kube_nodes WHERE vm_id = $1)`, c2.ControlPlaneVMIDs[0]); err != nil {
 		t.Fatal(err)
 	}
-	imds, access := s.vmCredentials(c2.ControlPlaneVMIDs[0])
+	imds, access := s.VMCredentials(c2.ControlPlaneVMIDs[0])
 	keep(imds, access)
-	if r := s.fetchBundle(c2.ControlPlaneVMIDs[0], imds, access); r.Status != 500 {
+	if r := s.FetchBundle(c2.ControlPlaneVMIDs[0], imds, access); r.Status != 500 {
 		t.Fatalf("tampered fetch = %d", r.Status)
 	}
 	dataKeys := s.dataKeys(t)
-	if r := do(t, http.MethodDelete, s.api.URL+"/clusters/"+itoa(c1.ClusterID), "", s.bearer(1)); r.Status != 200 {
+	if r := stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+itoa(c1.ClusterID), "", s.Bearer(1)); r.Status != 200 {
 		t.Fatalf("delete = %d", r.Status)
 	}
 

@@ -4,7 +4,9 @@
 // client identities and render the bundle.
 //
 // In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error.
-// Rendering only signs leaves; it never writes to the cluster.
+// Rendering only signs leaves; it never writes to the cluster. A successful
+// fetch moves a pending node to bundle_fetched (internal/progress), best
+// effort: the bundle matters more than the record of it.
 package nodebootstrap
 
 import (
@@ -20,6 +22,7 @@ import (
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -33,6 +36,7 @@ var _ Topologies = (*store.Store)(nil)
 // Service renders bundles.
 type Service struct {
 	Store     Topologies
+	Phases    progress.Recorder
 	Envelope  *envelope.Envelope
 	Renderer  *bundle.Renderer
 	Artifacts bundle.Artifacts
@@ -66,7 +70,20 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 	if err != nil {
 		return nil, err
 	}
-	return s.Renderer.Render(in)
+	b, err := s.Renderer.Render(in)
+	if err != nil {
+		return nil, err
+	}
+	s.recordFetch(ctx, vm, self)
+	return b, nil
+}
+
+// recordFetch moves a pending node to bundle_fetched. A failure is logged,
+// never answered: the VM has its bundle, and its next report moves it on.
+func (s *Service) recordFetch(ctx context.Context, vm auth.BootstrapVM, self store.Node) {
+	if err := progress.RecordFetch(ctx, s.Phases, vm, progress.Phase(self.Phase)); err != nil {
+		s.logger().WarnContext(ctx, "recording bundle_fetched failed", "vm_id", vm.VMID, "cause", err.Error())
+	}
 }
 
 func notFound() error {

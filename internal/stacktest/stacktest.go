@@ -4,7 +4,10 @@
 // import it; no function links it.
 //
 // In: a pool, an envelope and the simulator's URL. Out: the founding
-// service, the api.Server and one handler serving every function's routes.
+// service, the api.Server and one handler serving every function's routes;
+// and the requests both test packages make of it (client.go): Do, which
+// holds every answer to the OpenAPI document, and a Client that acts as an
+// org's operator and as a VM.
 package stacktest
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -74,7 +78,8 @@ func New(cfg Config) (*Stack, error) {
 	}
 	srv := &api.Server{
 		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: cfg.Log,
-		Bundles: &nodebootstrap.Service{Store: topologies, Envelope: cfg.Envelope, Renderer: renderer,
+		Progress: &progress.Service{Store: st},
+		Bundles: &nodebootstrap.Service{Store: topologies, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
 			Artifacts: bundle.DefaultArtifacts(), Log: cfg.Log},
 	}
 	mux := http.NewServeMux()

@@ -82,6 +82,11 @@ type Node struct {
 	PublicIPv4      string
 	// Issued says the node's stored identities are recorded.
 	Issued bool
+	// Phase is where the node's bootstrap stands (internal/progress), with
+	// the last report's message and when it was recorded.
+	Phase          string
+	PhaseMessage   string
+	PhaseUpdatedAt time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -149,7 +154,9 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 	rows, _ := s.pool.Query(ctx, `
 		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
-		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id), ids.names, ids.certs, ids.keys
+		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
+		       n.phase, n.message, n.updated_at,
+		       ids.names, ids.certs, ids.keys
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
@@ -171,7 +178,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		keys         [][]byte
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&names, &certs, &keys); err != nil {
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys); err != nil {
 		return n, err
 	}
 	for i := range names {

@@ -97,7 +97,9 @@ func longForm(t *testing.T, n *yaml.Node) any {
 	return map[string]any{"Fn::" + name: v}
 }
 
-func isIntrinsic(tag string) bool { return strings.HasPrefix(tag, "!") && !strings.HasPrefix(tag, "!!") }
+func isIntrinsic(tag string) bool {
+	return strings.HasPrefix(tag, "!") && !strings.HasPrefix(tag, "!!")
+}
 
 // mapAt walks nested mappings; a missing step is an empty map.
 func mapAt(m map[string]any, path ...string) map[string]any {

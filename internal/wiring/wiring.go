@@ -150,7 +150,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
+	return &nodebootstrap.Service{Store: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
 }
 
 // ServiceToken is k8sapi's own platform credential (the reconciler's):

@@ -1,9 +1,10 @@
 // Package apidocstest holds the API description to the code in tests: it
 // finds the operation of a recorded response and validates the response
 // against it (status documented, X-Request-Id present, body valid against
-// its schema, error code listed and request_id equal to the header). The
-// schema validator covers the subset of JSON Schema the document uses;
-// UnsupportedKeywords finds any keyword outside it.
+// its schema, error code listed and request_id equal to the header). Bodies
+// are validated by a full JSON Schema 2020-12 validator (the dialect of
+// OpenAPI 3.1), github.com/santhosh-tekuri/jsonschema, with formats
+// asserted.
 //
 // Only tests import this package; no Lambda links it.
 package apidocstest
@@ -11,16 +12,17 @@ package apidocstest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/excloud/k8sapi/internal/apidocs"
 )
@@ -120,43 +122,8 @@ func Check(method, rawURL string, status int, header http.Header, body []byte) (
 		return false, nil
 	}
 	where := fmt.Sprintf("%s %d", o.Key(), status)
-	resp, ok := obj(o.Op["responses"])[fmt.Sprint(status)]
-	if !ok {
-		return true, fmt.Errorf("%s: the status is not documented (body %.200s)", where, body)
-	}
-	r := Resolve(resp)
-	id := header.Get("X-Request-Id")
-	if _, ok := obj(r["headers"])["X-Request-Id"]; !ok {
-		return true, fmt.Errorf("%s: the document does not declare X-Request-Id", where)
-	}
-	if id == "" {
-		return true, fmt.Errorf("%s: no X-Request-Id header", where)
-	}
-	content := obj(r["content"])
-	if len(content) > 0 {
-		ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
-		media, ok := content[ct]
-		if !ok {
-			return true, fmt.Errorf("%s: Content-Type %q is not documented", where, header.Get("Content-Type"))
-		}
-		if ct == "application/json" {
-			v, err := decode(body)
-			if err != nil {
-				return true, fmt.Errorf("%s: %v", where, err)
-			}
-			if errs := Validate(obj(media)["schema"], v); len(errs) > 0 {
-				return true, fmt.Errorf("%s: the body breaks its schema: %v", where, errors(errs))
-			}
-			if codes, ok := r["x-error-codes"].([]any); ok {
-				e := obj(obj(v)["error"])
-				if !slices.Contains(codes, e["code"]) {
-					return true, fmt.Errorf("%s: error code %v is not one of %v", where, e["code"], codes)
-				}
-				if e["request_id"] != id {
-					return true, fmt.Errorf("%s: request_id %v, X-Request-Id %q", where, e["request_id"], id)
-				}
-			}
-		}
+	if err := o.check(status, header, body); err != nil {
+		return true, fmt.Errorf("%s: %w", where, err)
 	}
 	mu.Lock()
 	checked[fmt.Sprint(o.Op["operationId"], " ", status)]++
@@ -164,12 +131,82 @@ func Check(method, rawURL string, status int, header http.Header, body []byte) (
 	return true, nil
 }
 
-func errors(errs []error) string {
-	s := make([]string, len(errs))
-	for i, e := range errs {
-		s[i] = e.Error()
+func (o Operation) check(status int, header http.Header, body []byte) error {
+	ptr, r, ok := follow(o.pointer() + "/responses/" + fmt.Sprint(status))
+	if !ok {
+		return fmt.Errorf("the status is not documented (body %.200s)", body)
 	}
-	return strings.Join(s, "; ")
+	id := header.Get("X-Request-Id")
+	if _, ok := obj(r["headers"])["X-Request-Id"]; !ok {
+		return errors.New("the document does not declare X-Request-Id")
+	}
+	if id == "" {
+		return errors.New("no X-Request-Id header")
+	}
+	content := obj(r["content"])
+	if len(content) == 0 {
+		return nil
+	}
+	ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	if _, ok := content[ct]; !ok {
+		return fmt.Errorf("Content-Type %q is not documented", header.Get("Content-Type"))
+	}
+	if ct != "application/json" {
+		return nil
+	}
+	v, err := decode(body)
+	if err != nil {
+		return err
+	}
+	if err := Validate(ptr+"/content/"+escape(ct)+"/schema", v); err != nil {
+		return fmt.Errorf("the body breaks its schema: %w", err)
+	}
+	return checkErrorCode(r, v, id)
+}
+
+// checkErrorCode: an error body names a code its response lists, and the
+// request id of its header.
+func checkErrorCode(r map[string]any, v any, id string) error {
+	codes, ok := r["x-error-codes"].([]any)
+	if !ok {
+		return nil
+	}
+	e := obj(obj(v)["error"])
+	if !slices.Contains(codes, e["code"]) {
+		return fmt.Errorf("error code %v is not one of %v", e["code"], codes)
+	}
+	if e["request_id"] != id {
+		return fmt.Errorf("request_id %v, X-Request-Id %q", e["request_id"], id)
+	}
+	return nil
+}
+
+// pointer is the operation's JSON pointer in the document.
+func (o Operation) pointer() string {
+	return "#/paths/" + escape(o.Path) + "/" + strings.ToLower(o.Method)
+}
+
+// escape is one JSON pointer token (RFC 6901).
+func escape(token string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+}
+
+// follow returns the node at a local JSON pointer, following $refs, and the
+// pointer where it was found.
+func follow(ptr string) (string, map[string]any, bool) {
+	for range 16 {
+		var cur any = Doc
+		for _, p := range strings.Split(strings.TrimPrefix(ptr, "#/"), "/") {
+			cur = obj(cur)[strings.NewReplacer("~1", "/", "~0", "~").Replace(p)]
+		}
+		m := obj(cur)
+		ref, isRef := m["$ref"].(string)
+		if !isRef {
+			return ptr, m, m != nil
+		}
+		ptr = ref
+	}
+	return "", nil, false
 }
 
 func decode(b []byte) (any, error) {
@@ -177,7 +214,7 @@ func decode(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("body is not JSON: %v", err)
+		return nil, fmt.Errorf("body is not JSON: %w", err)
 	}
 	return v, nil
 }
@@ -190,16 +227,8 @@ func obj(v any) map[string]any {
 // Resolve follows local $refs ("#/components/...").
 func Resolve(v any) map[string]any {
 	m := obj(v)
-	for i := 0; m != nil && i < 16; i++ {
-		ref, ok := m["$ref"].(string)
-		if !ok {
-			return m
-		}
-		var cur any = Doc
-		for _, p := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
-			cur = obj(cur)[p]
-		}
-		m = obj(cur)
+	if ref, ok := m["$ref"].(string); ok {
+		_, m, _ = follow(ref)
 	}
 	return m
 }
@@ -209,224 +238,58 @@ func Schema(name string) map[string]any {
 	return obj(obj(obj(Doc["components"])["schemas"])[name])
 }
 
-// ValidateJSON validates a JSON text against a schema.
-func ValidateJSON(schema any, b []byte) []error {
+// SchemaRef is the pointer of components.schemas[name], for Validate.
+func SchemaRef(name string) string { return "#/components/schemas/" + name }
+
+// ValidateJSON validates a JSON text against the schema at ptr.
+func ValidateJSON(ptr string, b []byte) error {
 	v, err := decode(b)
 	if err != nil {
-		return []error{err}
+		return err
 	}
-	return Validate(schema, v)
+	return Validate(ptr, v)
 }
 
-// Validate checks v (decoded with UseNumber) against schema.
-func Validate(schema any, v any) []error {
-	var errs []error
-	validate(schema, v, "$", &errs)
-	return errs
+// Validate checks v (decoded with UseNumber) against the schema at ptr, a
+// local JSON pointer into the document ("#/components/schemas/Error").
+func Validate(ptr string, v any) error {
+	sch, err := compiled(ptr)
+	if err != nil {
+		return err
+	}
+	return sch.Validate(v)
 }
 
-// Keywords is the subset of JSON Schema the validator implements; the rest
-// are annotations it ignores.
-var Keywords = []string{"$ref", "type", "properties", "required", "additionalProperties", "items", "enum", "const",
-	"minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "format"}
+var (
+	compileMu sync.Mutex
+	compiler  *jsonschema.Compiler
+	schemas   = map[string]*jsonschema.Schema{}
+)
 
-var annotations = []string{"description", "default", "example", "examples", "title"}
-
-func validate(schema any, v any, at string, errs *[]error) {
-	s := Resolve(schema)
-	if s == nil {
-		return
+// compiled compiles the schema at ptr once. The whole document is one
+// resource, so the schemas' $refs resolve as OpenAPI 3.1 means them.
+func compiled(ptr string) (*jsonschema.Schema, error) {
+	compileMu.Lock()
+	defer compileMu.Unlock()
+	if sch, ok := schemas[ptr]; ok {
+		return sch, nil
 	}
-	bad := func(format string, args ...any) {
-		*errs = append(*errs, fmt.Errorf("%s: "+format, append([]any{at}, args...)...))
+	if compiler == nil {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020) // OpenAPI 3.1's dialect
+		c.AssertFormat()
+		if err := c.AddResource(docURL, Doc); err != nil {
+			return nil, fmt.Errorf("loading the document: %w", err)
+		}
+		compiler = c
 	}
-	if t, ok := s["type"]; ok {
-		var types []any
-		if list, ok := t.([]any); ok {
-			types = list
-		} else {
-			types = []any{t}
-		}
-		if !slices.ContainsFunc(types, func(t any) bool { return isType(v, t.(string)) }) {
-			bad("%s is not of type %v", short(v), t)
-			return
-		}
+	sch, err := compiler.Compile(docURL + ptr)
+	if err != nil {
+		return nil, fmt.Errorf("compiling %s: %w", ptr, err)
 	}
-	if e, ok := s["enum"].([]any); ok && !slices.ContainsFunc(e, func(x any) bool { return equal(x, v) }) {
-		bad("%s is not one of %v", short(v), e)
-	}
-	if c, ok := s["const"]; ok && !equal(c, v) {
-		bad("%s is not %v", short(v), c)
-	}
-	switch x := v.(type) {
-	case json.Number:
-		f, _ := x.Float64()
-		if m, ok := num(s["minimum"]); ok && f < m {
-			bad("%s is below the minimum %v", x, m)
-		}
-		if m, ok := num(s["maximum"]); ok && f > m {
-			bad("%s is above the maximum %v", x, m)
-		}
-	case string:
-		n := len([]rune(x))
-		if m, ok := num(s["minLength"]); ok && float64(n) < m {
-			bad("length %d is below %v", n, m)
-		}
-		if m, ok := num(s["maxLength"]); ok && float64(n) > m {
-			bad("length %d is above %v", n, m)
-		}
-		if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(x) {
-			bad("%q does not match %s", x, p)
-		}
-		if s["format"] == "date-time" {
-			if _, err := time.Parse(time.RFC3339Nano, x); err != nil {
-				bad("%q is not a date-time", x)
-			}
-		}
-	case []any:
-		if m, ok := num(s["minItems"]); ok && float64(len(x)) < m {
-			bad("%d items, fewer than %v", len(x), m)
-		}
-		if m, ok := num(s["maxItems"]); ok && float64(len(x)) > m {
-			bad("%d items, more than %v", len(x), m)
-		}
-		if s["uniqueItems"] == true {
-			for i := range x {
-				for j := i + 1; j < len(x); j++ {
-					if equal(x[i], x[j]) {
-						bad("items %d and %d are equal", i, j)
-					}
-				}
-			}
-		}
-		if items, ok := s["items"]; ok {
-			for i, it := range x {
-				validate(items, it, fmt.Sprintf("%s[%d]", at, i), errs)
-			}
-		}
-	case map[string]any:
-		for _, r := range asList(s["required"]) {
-			if _, ok := x[r.(string)]; !ok {
-				bad("required field %q is missing", r)
-			}
-		}
-		props := obj(s["properties"])
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if p, ok := props[k]; ok {
-				validate(p, x[k], at+"."+k, errs)
-				continue
-			}
-			switch ap := s["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					bad("field %q is not in the schema", k)
-				}
-			case map[string]any:
-				validate(ap, x[k], at+"."+k, errs)
-			}
-		}
-	}
+	schemas[ptr] = sch
+	return sch, nil
 }
 
-func asList(v any) []any { l, _ := v.([]any); return l }
-
-func num(v any) (float64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	f, err := n.Float64()
-	return f, err == nil
-}
-
-func isType(v any, t string) bool {
-	switch x := v.(type) {
-	case nil:
-		return t == "null"
-	case bool:
-		return t == "boolean"
-	case string:
-		return t == "string"
-	case []any:
-		return t == "array"
-	case map[string]any:
-		return t == "object"
-	case json.Number:
-		if t == "number" {
-			return true
-		}
-		_, err := x.Int64()
-		return t == "integer" && err == nil
-	}
-	return false
-}
-
-func equal(a, b any) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return bytes.Equal(ja, jb)
-}
-
-func short(v any) string {
-	b, _ := json.Marshal(v)
-	if len(b) > 60 {
-		return string(b[:60]) + "…"
-	}
-	return string(b)
-}
-
-// UnsupportedKeywords lists schema keywords of the document that Validate
-// would silently ignore, as "where: keyword".
-func UnsupportedKeywords() []string {
-	var out []string
-	var walk func(s any, at string)
-	walk = func(s any, at string) {
-		m := obj(s)
-		for k, v := range m {
-			switch {
-			case k == "properties":
-				for name, p := range obj(v) {
-					walk(p, at+".properties."+name)
-				}
-			case k == "items" || (k == "additionalProperties" && obj(v) != nil):
-				walk(v, at+"."+k)
-			case slices.Contains(Keywords, k) || slices.Contains(annotations, k):
-			default:
-				out = append(out, at+": "+k)
-			}
-		}
-	}
-	comps := obj(Doc["components"])
-	for name, s := range obj(comps["schemas"]) {
-		walk(s, "#/components/schemas/"+name)
-	}
-	for name, p := range obj(comps["parameters"]) {
-		walk(obj(p)["schema"], "#/components/parameters/"+name)
-	}
-	for name, h := range obj(comps["headers"]) {
-		walk(obj(h)["schema"], "#/components/headers/"+name)
-	}
-	for _, o := range Operations() {
-		for _, p := range asList(o.Op["parameters"]) {
-			walk(obj(p)["schema"], o.Key()+" parameter")
-		}
-		for status, r := range obj(o.Op["responses"]) {
-			for ct, media := range obj(Resolve(r)["content"]) {
-				walk(obj(media)["schema"], o.Key()+" "+status+" "+ct)
-			}
-			for name, h := range obj(Resolve(r)["headers"]) {
-				walk(Resolve(h)["schema"], o.Key()+" "+status+" header "+name)
-			}
-		}
-		for ct, media := range obj(obj(o.Op["requestBody"])["content"]) {
-			walk(obj(media)["schema"], o.Key()+" request "+ct)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// docURL names the document as a schema resource.
+const docURL = "urn:k8sapi:openapi.json"

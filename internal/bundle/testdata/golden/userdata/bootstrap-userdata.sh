@@ -2,7 +2,10 @@
 # exk8s bootstrap shim. k8sapi renders it when the cluster is founded and
 # passes it to the VM as userdata. It proves who this VM is (IMDS session
 # token + access token), fetches this node's bundle, writes every file with
-# the mode the bundle names, and hands over to the bundle's scripts.
+# the mode the bundle names, and hands over to the bundle's scripts. If a
+# step fails once it holds the VM's credentials, it reports failed to k8sapi
+# with the step and the tail of its log (the scripts report their own
+# phases); a report is retried briefly and never changes how the shim ends.
 #
 # Knobs (production leaves them unset):
 #   EXC_IMDS_BASE_URL         IMDS endpoint (default http://imdsapi.excloud.in)
@@ -16,15 +19,25 @@ ROOT="${EXK8S_ROOT:-}"
 ROOT="${ROOT%/}"
 LOG_DIR="${ROOT}/var/log/exk8s"
 mkdir -p "$LOG_DIR"
-exec > >(tee -a "${LOG_DIR}/bootstrap-userdata.log") 2>&1
+LOG_FILE="${LOG_DIR}/bootstrap-userdata.log"
+exec > >(tee -a "$LOG_FILE") 2>&1
 
 IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
 DEFAULT_BOOTSTRAP_BASE_URL='https://k8sapi.excloud.in'
 BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
 BOOTSTRAP_BASE_URL="${BOOTSTRAP_BASE_URL%/}"
+# The bundle's scripts report their phases to the same places.
+export EXC_IMDS_BASE_URL="$IMDS_BASE_URL" EXK8S_BOOTSTRAP_BASE_URL="$BOOTSTRAP_BASE_URL"
 
 log() { printf '%s exk8s-userdata: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
+
+# step TEXT: what the shim does next; a failure report names it.
+STEP="starting"
+step() {
+  STEP="$*"
+  log "$*"
+}
 
 # retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
 retry() {
@@ -48,6 +61,7 @@ get() {
   curl -fsS --connect-timeout 5 --max-time 60 "$@" -o "$out" "$url"
 }
 
+step "checking for curl and jq"
 if ! command -v curl >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
@@ -58,15 +72,38 @@ if ! command -v curl >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
   fi
 fi
 
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
+# report PHASE MESSAGE: tell k8sapi, once the VM's credentials are known;
+# curl retries what is worth retrying, briefly; never fatal.
+report() {
+  [[ -s "$WORK/auth.header" && -n "${NODE_ID:-}" ]] || return 0
+  if ! jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$WORK/status.json" ||
+    ! curl -fsS --connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused \
+      -X POST -H "@$WORK/imds.header" -H "@$WORK/auth.header" -H 'Content-Type: application/json' \
+      --data-binary "@$WORK/status.json" -o /dev/null "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}/status"; then
+    log "could not report ${1}; the bootstrap goes on"
+  fi
+}
 
-log "fetching IMDS session token from ${IMDS_BASE_URL}"
+# on_exit STATUS: a failure is reported with its step and the last lines of
+# the log, without control characters and well inside k8sapi's 4096 bytes.
+on_exit() {
+  if (($1 != 0)); then
+    report failed "$(printf 'bootstrap-userdata: step "%s" failed (exit %d)\n--- last lines of %s ---\n' "$STEP" "$1" "$LOG_FILE"
+      tail -n 20 "$LOG_FILE" | tail -c 1200 | tr -d '\000-\010\013-\037\177')"
+  fi
+  rm -rf "$WORK"
+}
+
+WORK="$(mktemp -d)"
+trap 'on_exit $?' EXIT
+
+step "fetching an IMDS session token from ${IMDS_BASE_URL}"
 retry 120 5 get "$WORK/imds-token" "${IMDS_BASE_URL}/token" || die "no IMDS session token from ${IMDS_BASE_URL}"
 IMDS_TOKEN="$(cat "$WORK/imds-token")"
 [[ -n "$IMDS_TOKEN" ]] || die "IMDS returned an empty session token"
 printf 'X-exc-imds-token: %s\n' "$IMDS_TOKEN" >"$WORK/imds.header"
 
+step "reading the node identity and access token from IMDS"
 retry 60 5 get "$WORK/node-identity.json" "${IMDS_BASE_URL}/latest/identity/node-identity" -H "@$WORK/imds.header" ||
   die "cannot read node identity from IMDS"
 NODE_ID="$(jq -r '.node_id // empty' "$WORK/node-identity.json")"
@@ -79,7 +116,7 @@ ACCESS_TOKEN="$(jq -r '.access_token // empty' "$WORK/access-token.json")"
 printf 'Authorization: Bearer %s\n' "$ACCESS_TOKEN" >"$WORK/auth.header"
 
 BUNDLE="$WORK/bundle.json"
-log "fetching the bundle of VM ${NODE_ID} from ${BOOTSTRAP_BASE_URL}"
+step "fetching the bundle of VM ${NODE_ID} from ${BOOTSTRAP_BASE_URL}"
 retry 120 5 get "$BUNDLE" "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}" \
   -H "@$WORK/imds.header" -H "@$WORK/auth.header" || die "cannot fetch the bootstrap bundle"
 jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
@@ -98,6 +135,7 @@ write_file() {
   mv -f "$tmp" "$dest"
 }
 
+step "writing the bundle's files"
 # One "<mode> <path>" line per file; files without a mode get 0644.
 jq -r '(.file_modes // {}) as $modes | .files | keys[] | "\($modes[.] // "0644") \(.)"' "$BUNDLE" >"$WORK/files"
 count=0
@@ -112,9 +150,16 @@ if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
   exit 0
 fi
 
-if ! command -v kubelet >/dev/null 2>&1; then
+# So a script run again by hand reports to the same places.
+printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\n' "$IMDS_BASE_URL" "$BOOTSTRAP_BASE_URL" \
+  >"${ROOT}/etc/exk8s/config/progress.env"
+if command -v kubelet >/dev/null 2>&1; then
+  report prerequisites_installed "already installed in the image"
+else
+  step "running exk8s-install-control-plane-prereqs.sh"
   "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"
 fi
+step "running exk8s-bootstrap-control-plane.sh"
 systemctl daemon-reload
 "${ROOT}/usr/local/bin/exk8s-bootstrap-control-plane.sh"
 log "bootstrap finished"

@@ -7,7 +7,8 @@
 # /etc/exk8s/config/artifacts.sha256 if there is one, else the digest
 # published beside the artifact. A mismatch stops the bootstrap.
 # Download bases and versions come from cluster.env, so pointing them at a
-# mirror is all an air-gapped install needs.
+# mirror is all an air-gapped install needs. A full run reports
+# prerequisites_installed to k8sapi (or failed, with the step).
 set -euo pipefail
 umask 022
 
@@ -16,9 +17,14 @@ CLUSTER_ENV="${CONFIG_DIR}/cluster.env"
 ARTIFACT_MANIFEST="${CONFIG_DIR}/artifacts.sha256"
 BIN_DIR=/usr/local/bin
 
+# shellcheck source=/dev/null
+. /usr/local/bin/exk8s-progress.sh
+progress_begin exk8s-install-control-plane-prereqs
+
 log() { printf '%s exk8s-prereqs: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
 
+step "reading ${CLUSTER_ENV}"
 [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
 set -a
 # shellcheck source=/dev/null
@@ -38,20 +44,6 @@ case "$(uname -m)" in
   aarch64 | arm64) ARCH=arm64 ;;
   *) die "unsupported architecture $(uname -m)" ;;
 esac
-
-# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
-retry() {
-  local attempts=$1 delay=$2 i
-  shift 2
-  for ((i = 1; i <= attempts; i++)); do
-    if "$@"; then
-      return 0
-    fi
-    log "attempt ${i}/${attempts} failed: $*"
-    sleep "$delay"
-  done
-  return 1
-}
 
 # fetch URL OUT: download with curl's own retries, wrapped in ours.
 fetch() {
@@ -184,18 +176,30 @@ make_dirs() {
 main() {
   case "${1:-all}" in
     all)
+      step "installing OS packages"
       install_packages
+      step "configuring the kernel"
       configure_kernel
+      step "configuring containerd"
       configure_containerd
       make_dirs
+      step "installing kubelet and kubectl ${KUBERNETES_VERSION}"
       install_kube_binaries
+      step "installing etcd ${ETCD_VERSION}"
       install_etcd
+      step "installing helm ${HELM_VERSION}"
       install_helm
       ;;
-    helm) install_helm ;;
+    helm)
+      step "installing helm ${HELM_VERSION}"
+      install_helm
+      ;;
     *) die "usage: $0 [all|helm]" ;;
   esac
   log "prerequisites installed (${1:-all})"
+  if [[ "${1:-all}" == "all" ]]; then
+    progress_report prerequisites_installed
+  fi
 }
 
 main "$@"

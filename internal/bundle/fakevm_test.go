@@ -1,0 +1,108 @@
+package bundle
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"sync"
+	"testing"
+)
+
+// fakeVM is what a VM's shim and scripts talk to: IMDS (at /imds) and
+// k8sapi's two VM routes (at /api), for VM 102 with fixed credentials. It
+// records every status report and answers them from statuses, in turn
+// (204 once they run out).
+type fakeVM struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	reports  []vmReport
+	statuses []int
+}
+
+type vmReport struct {
+	Phase   string `json:"phase"`
+	Message string `json:"message"`
+}
+
+// requireTools fails (never skips: CI has them) when a tool the scripts
+// need is missing.
+func requireTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is required to run the bootstrap scripts: %v", tool, err)
+		}
+	}
+}
+
+func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
+	t.Helper()
+	vm := &fakeVM{statuses: statuses}
+	mux := http.NewServeMux()
+	imds := func(next http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, req *http.Request) {
+			if req.Header.Get("X-exc-imds-token") != "imds-session" {
+				http.Error(w, "no imds token", http.StatusUnauthorized)
+				return
+			}
+			next(w, req)
+		}
+	}
+	// k8sapi's routes also want the VM's access token, for VM 102 only.
+	proven := func(next http.HandlerFunc) http.HandlerFunc {
+		return imds(func(w http.ResponseWriter, req *http.Request) {
+			if req.Header.Get("Authorization") != "Bearer principal-token" || req.PathValue("vm") != "102" {
+				http.Error(w, "forbidden", http.StatusForbidden)
+				return
+			}
+			next(w, req)
+		})
+	}
+	mux.HandleFunc("GET /imds/token", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("imds-session")) })
+	mux.HandleFunc("GET /imds/latest/identity/node-identity", imds(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"node_id": 102}`))
+	}))
+	mux.HandleFunc("GET /imds/latest/identity/access-token", imds(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"access_token": "principal-token"}`))
+	}))
+	mux.HandleFunc("GET /api/bootstrap/control-plane/{vm}", proven(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(bundleBody)
+	}))
+	mux.HandleFunc("POST /api/bootstrap/control-plane/{vm}/status", proven(vm.status))
+	vm.srv = httptest.NewServer(mux)
+	t.Cleanup(vm.srv.Close)
+	return vm
+}
+
+func (vm *fakeVM) status(w http.ResponseWriter, req *http.Request) {
+	var r vmReport
+	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
+		http.Error(w, "bad report", http.StatusBadRequest)
+		return
+	}
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.reports = append(vm.reports, r)
+	code := http.StatusNoContent
+	if len(vm.statuses) > 0 {
+		code, vm.statuses = vm.statuses[0], vm.statuses[1:]
+	}
+	w.WriteHeader(code)
+}
+
+// env is what the shim and scripts are told of the fake services.
+func (vm *fakeVM) env(root string) []string {
+	return []string{
+		"EXC_IMDS_BASE_URL=" + vm.srv.URL + "/imds",
+		"EXK8S_BOOTSTRAP_BASE_URL=" + vm.srv.URL + "/api",
+		"EXK8S_ROOT=" + root,
+	}
+}
+
+func (vm *fakeVM) received() []vmReport {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return append([]vmReport(nil), vm.reports...)
+}

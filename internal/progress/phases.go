@@ -1,0 +1,146 @@
+package progress
+
+import (
+	"slices"
+	"strings"
+)
+
+// Phase is where a node's bootstrap stands.
+type Phase string
+
+// The phases; phaseTable orders them.
+const (
+	Pending                Phase = "pending"
+	BundleFetched          Phase = "bundle_fetched"
+	PrerequisitesInstalled Phase = "prerequisites_installed"
+	EtcdStarted            Phase = "etcd_started"
+	KubeletStarted         Phase = "kubelet_started"
+	APIServerReady         Phase = "apiserver_ready"
+	AddonsInstalled        Phase = "addons_installed"
+	Ready                  Phase = "ready"
+	Failed                 Phase = "failed"
+)
+
+// recorder says who records a phase.
+type recorder int
+
+const (
+	byK8sapi recorder = iota // k8sapi itself; a VM may not report it
+	byVM                     // the VM's shim and scripts report it
+)
+
+// phaseSpec is one row of the phase table.
+type phaseSpec struct {
+	phase Phase
+	by    recorder
+	means string
+}
+
+// phaseTable is the one list of phases, in the order a node passes them.
+// A report may skip phases forward (a node that is not the initial one has
+// no addons; a lost report must not stall the next). failed, last, is
+// outside the order: it may be entered from any phase, and only a re-open
+// of the node's bootstrap (a later issue) leaves it.
+var phaseTable = []phaseSpec{
+	{Pending, byK8sapi, "founded; the VM has not fetched its bundle yet"},
+	{BundleFetched, byK8sapi, "the VM fetched its bundle (recorded by k8sapi on the first successful fetch)"},
+	{PrerequisitesInstalled, byVM, "packages, kernel settings, containerd and the verified binaries are installed"},
+	{EtcdStarted, byVM, "the etcd member's unit is started (it joins once its peers start)"},
+	{KubeletStarted, byVM, "the kubelet is started; it runs the control-plane static pods"},
+	{APIServerReady, byVM, "the node's own API server answers /readyz"},
+	{AddonsInstalled, byVM, "kube-proxy, Cilium and CoreDNS are installed (initial node only)"},
+	{Ready, byVM, "the node finished its bootstrap"},
+	{Failed, byVM, "a step failed; the message names the step and the tail of its output"},
+}
+
+// Phases returns every phase, in order, failed last.
+func Phases() []Phase {
+	out := make([]Phase, len(phaseTable))
+	for i, s := range phaseTable {
+		out[i] = s.phase
+	}
+	return out
+}
+
+// Meaning returns what a phase says about the node ("" for an unknown one).
+func Meaning(p Phase) string {
+	if i := rank(p); i >= 0 {
+		return phaseTable[i].means
+	}
+	return ""
+}
+
+// rank is p's place in the table, -1 if p is no phase.
+func rank(p Phase) int {
+	return slices.IndexFunc(phaseTable, func(s phaseSpec) bool { return s.phase == p })
+}
+
+// Reportable lists the phases a VM may report, in order.
+func Reportable() []Phase {
+	var out []Phase
+	for _, s := range phaseTable {
+		if s.by == byVM {
+			out = append(out, s.phase)
+		}
+	}
+	return out
+}
+
+// reportableList is Reportable as errors name it.
+func reportableList() string {
+	var out []string
+	for _, p := range Reportable() {
+		out = append(out, string(p))
+	}
+	return strings.Join(out, ", ")
+}
+
+// EnterableFrom lists the phases a node may be in for a report of to to
+// move it: for failed every phase but failed; for any other phase, the
+// phases up to and including to (a repeated report refreshes the message).
+// The store guards its UPDATE with this list, so the rule holds however
+// reports race.
+func EnterableFrom(to Phase) []string {
+	var out []string
+	for _, s := range phaseTable {
+		if s.phase == Failed {
+			continue
+		}
+		if to == Failed || rank(s.phase) <= rank(to) {
+			out = append(out, string(s.phase))
+		}
+	}
+	return out
+}
+
+// State is the bootstrap state of a whole cluster.
+type State string
+
+// The cluster states.
+const (
+	StatePending       State = "pending"       // no node is past pending
+	StateBootstrapping State = "bootstrapping" // some node moved, not all are ready
+	StateReady         State = "ready"         // every node is ready
+	StateFailed        State = "failed"        // some node failed
+)
+
+// ClusterState is the one place a cluster's bootstrap state is computed
+// from its nodes' phases. A cluster without nodes is pending.
+func ClusterState(phases []Phase) State {
+	switch {
+	case slices.Contains(phases, Failed):
+		return StateFailed
+	case len(phases) == 0 || all(phases, Pending):
+		return StatePending
+	case all(phases, Ready):
+		return StateReady
+	}
+	return StateBootstrapping
+}
+
+func all(phases []Phase, p Phase) bool {
+	return !slices.ContainsFunc(phases, func(q Phase) bool { return q != p })
+}
+
+// States lists every cluster state.
+func States() []State { return []State{StatePending, StateBootstrapping, StateReady, StateFailed} }

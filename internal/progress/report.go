@@ -1,0 +1,129 @@
+package progress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// MaxMessageBytes bounds a report's message: enough for the failing step
+// and the last lines of its output.
+const MaxMessageBytes = 4096
+
+// Report is the body of POST /bootstrap/control-plane/{vm_id}/status.
+// Pointers tell an absent phase from an empty one.
+type Report struct {
+	Phase   *string `json:"phase"`
+	Message *string `json:"message"`
+}
+
+// Validate returns the reported phase and message, or every problem at once
+// as one 400.
+func (r Report) Validate() (Phase, string, error) {
+	var errs []string
+	var p Phase
+	switch {
+	case r.Phase == nil:
+		errs = append(errs, "phase: is required")
+	case rank(Phase(*r.Phase)) < 0:
+		errs = append(errs, "phase: must be one of "+reportableList())
+	case phaseTable[rank(Phase(*r.Phase))].by != byVM:
+		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+reportableList())
+	default:
+		p = Phase(*r.Phase)
+	}
+	var msg string
+	if r.Message != nil {
+		msg = *r.Message
+		if len(msg) > MaxMessageBytes {
+			errs = append(errs, fmt.Sprintf("message: must be at most %d bytes", MaxMessageBytes))
+		}
+		if strings.ContainsRune(msg, 0) {
+			// PostgreSQL text cannot hold NUL; say so instead of a 500.
+			errs = append(errs, "message: must not contain NUL characters")
+		}
+	}
+	if len(errs) > 0 {
+		return "", "", apperr.New(apperr.Invalid, "invalid_request", strings.Join(errs, "; "))
+	}
+	return p, msg, nil
+}
+
+// Recorder is the part of the store that records phases.
+type Recorder interface {
+	AdvancePhase(ctx context.Context, c store.PhaseChange) (store.PhaseOutcome, error)
+}
+
+var _ Recorder = (*store.Store)(nil)
+
+// Service records the phases VMs report.
+type Service struct {
+	Store Recorder
+}
+
+// Report records vm's report, or says why it may not.
+func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) error {
+	to, msg, err := r.Validate()
+	if err != nil {
+		return err
+	}
+	return Advance(ctx, s.Store, vm, to, msg)
+}
+
+// Advance moves vm's node to phase to in one guarded UPDATE, the only way a
+// phase changes (k8sapi's own bundle_fetched included).
+func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to Phase, msg string) error {
+	out, err := st.AdvancePhase(ctx, store.PhaseChange{
+		VMID: vm.VMID, OrgID: vm.OrgID, To: string(to), Message: msg, From: EnterableFrom(to),
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apperr.New(apperr.NotFound, "not_found", "no control-plane node for this VM")
+	case err != nil:
+		return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
+	case out.ClusterStatus != store.StatusActive:
+		return apperr.New(apperr.Conflict, "cluster_not_active", "the VM's cluster is "+out.ClusterStatus)
+	case out.Moved:
+		return nil
+	}
+	return refusal(Phase(out.Current), to)
+}
+
+// refusal says why a report did not move the node. A second failed keeps
+// the first one's message: the first failure is the cause, later ones (the
+// scripts that ran the failed step, the shim) only its echo.
+func refusal(current, to Phase) error {
+	switch {
+	case to == Failed:
+		return nil
+	case current == Failed:
+		return apperr.New(apperr.Conflict, "bootstrap_failed",
+			"the node's bootstrap failed; it reports nothing but failed until its bootstrap is re-opened")
+	case rank(current) > rank(to):
+		return apperr.New(apperr.Conflict, "phase_regression",
+			fmt.Sprintf("the node is already %s; %s comes before it", current, to))
+	}
+	// The guard refused what the node's phase a moment ago allowed: another
+	// report moved it in between. Saying so beats pretending it worked.
+	return apperr.New(apperr.Conflict, "phase_regression", "the node's phase changed while this report was recorded; report again")
+}
+
+// RecordFetch records bundle_fetched after vm's successful bundle fetch,
+// current being the node's phase as the fetch loaded it. Only a pending node
+// moves: a VM that fetches again later (a reboot, a re-run) is further
+// along, and a refused move (a report raced the fetch) is no error.
+func RecordFetch(ctx context.Context, st Recorder, vm auth.BootstrapVM, current Phase) error {
+	if current != Pending {
+		return nil
+	}
+	err := Advance(ctx, st, vm, BundleFetched, "")
+	if e, ok := apperr.As(err); ok && e.Kind == apperr.Conflict {
+		return nil
+	}
+	return err
+}
