@@ -19,6 +19,7 @@ build-CreateClusterFunction: ; $(call lambda_build,create-cluster)
 build-ClustersFunction:      ; $(call lambda_build,clusters)
 build-GetBundleFunction:     ; $(call lambda_build,get-bundle)
 build-HealthFunction:        ; $(call lambda_build,health)
+build-ReconcilerFunction:    ; $(call lambda_build,reconciler)
 
 LOCAL_BIN := .local/bin
 
@@ -81,4 +82,5 @@ bench:
 	$(GO) run ./cmd/k8sapi-bench
 
 .PHONY: local invoke migrate lint test e2e e2e-nodes fuzz bench \
-	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction
+	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
+	build-ReconcilerFunction

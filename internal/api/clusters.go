@@ -36,6 +36,14 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store") // the body holds an admin key
 	w.Header().Set("Location", "/clusters/"+strconv.FormatInt(res.ClusterID, 10))
+	if res.Accepted != nil {
+		// The founding goes on without this request: poll Location; repeat
+		// the request with this key for the kubeconfig once it is active.
+		w.Header().Set("Idempotency-Key", res.Key)
+		w.Header().Set("Retry-After", "10")
+		writeJSON(w, http.StatusAccepted, res.Accepted)
+		return
+	}
 	// A replay answers exactly as the first call did, marked as a replay.
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")

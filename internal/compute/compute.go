@@ -33,6 +33,9 @@ type Subnet struct {
 type SecurityGroup struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// IdempotencyToken, sent as the Idempotency-Key header: a repeat with
+	// the same token answers the group the first create made.
+	IdempotencyToken string `json:"-"`
 }
 
 // Protocol and port-range values of a Rule, as the Terraform provider spells them.
@@ -52,6 +55,8 @@ type Rule struct {
 	PortRange       string `json:"port_range"`
 	CIDR            string `json:"cidr"`
 	Description     string `json:"description"`
+	// IdempotencyToken: see SecurityGroup.
+	IdempotencyToken string `json:"-"`
 }
 
 // Instance is a VM to create. Tags["role"] names the VM's role (the platform
@@ -68,6 +73,9 @@ type Instance struct {
 	RootVolumeSizeGiB  int
 	Tags               map[string]string
 	Userdata           string
+	// IdempotencyToken: a repeat with the same token answers the VM the
+	// first create made (even if its answer was lost), never a second VM.
+	IdempotencyToken string
 }
 
 // InstanceInfo is a VM as the platform reports it. Addresses are "" when
@@ -142,13 +150,13 @@ func (h *HTTPClient) Subnet(ctx context.Context, id int64) (Subnet, error) {
 
 // CreateSecurityGroup creates sg and returns its id.
 func (h *HTTPClient) CreateSecurityGroup(ctx context.Context, sg SecurityGroup) (int64, error) {
-	return h.create(ctx, PathSecurityGroups, sg, "security group "+strconv.Quote(sg.Name))
+	return h.create(ctx, PathSecurityGroups, sg.IdempotencyToken, sg, "security group "+strconv.Quote(sg.Name))
 }
 
 // CreateSecurityGroupRule adds r to its security group and returns the rule's id.
 func (h *HTTPClient) CreateSecurityGroupRule(ctx context.Context, r Rule) (int64, error) {
 	what := fmt.Sprintf("rule %s %s from %s in security group %d", r.Protocol, r.PortRange, r.CIDR, r.SecurityGroupID)
-	return h.create(ctx, PathSecurityGroupRules, r, what)
+	return h.create(ctx, PathSecurityGroupRules, r.IdempotencyToken, r, what)
 }
 
 // DeleteSecurityGroup deletes security group id; one already gone is success.
@@ -177,7 +185,7 @@ func (h *HTTPClient) CreateInstance(ctx context.Context, in Instance) (int64, er
 	if in.RootVolumeSizeGiB > 0 { // 0: the image's default size
 		req.RootVolume = &RootVolume{SizeGiB: in.RootVolumeSizeGiB}
 	}
-	return h.create(ctx, PathInstances, req, "instance "+strconv.Quote(in.Name))
+	return h.create(ctx, PathInstances, in.IdempotencyToken, req, "instance "+strconv.Quote(in.Name))
 }
 
 // GetInstance reads VM id back: name, state and addresses.
@@ -195,9 +203,9 @@ func (h *HTTPClient) DeleteInstance(ctx context.Context, id int64) error {
 	return h.delete(ctx, idPath(PathInstance, id), fmt.Sprintf("instance %d", id))
 }
 
-func (h *HTTPClient) create(ctx context.Context, path string, body any, what string) (int64, error) {
+func (h *HTTPClient) create(ctx context.Context, path, token string, body any, what string) (int64, error) {
 	var out Created
-	if err := h.c.Do(ctx, http.MethodPost, path, body, &out); err != nil {
+	if err := h.c.Create(ctx, path, token, body, &out); err != nil {
 		return 0, fmt.Errorf("creating %s: %w", what, err)
 	}
 	if out.ID <= 0 {

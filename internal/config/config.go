@@ -29,6 +29,10 @@ type Config struct {
 	// the one place upstream sources and versions are written.
 	Artifacts bundle.Artifacts
 	DB        DB
+	// k8sapi's own platform credential, for the reconciler only: the token
+	// itself (local), or the Secrets Manager secret holding it (AWS).
+	ServiceToken          string
+	ServiceTokenSecretARN string
 }
 
 // DB shapes the connection pool (see DB.Pool for the typed values). Empty
@@ -75,6 +79,8 @@ var variables = []variable{
 	{"CNI_PLUGINS_DOWNLOAD_BASE", upstream.CNIPluginsDownloadBase, func(c *Config) *string { return &c.Artifacts.CNIPluginsDownloadBase }, checkURL("http", "https")},
 	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
 	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
+	{"SERVICE_TOKEN", "", func(c *Config) *string { return &c.ServiceToken }, nil},
+	{"SERVICE_TOKEN_SECRET_ARN", "", func(c *Config) *string { return &c.ServiceTokenSecretARN }, checkARN},
 	{"DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checkHost},
 	{"DB_IAM_AUTH", "false", func(c *Config) *string { return &c.DB.IAMAuth }, checkBool},
 	{"DB_MAX_CONNS", "", func(c *Config) *string { return &c.DB.MaxConns }, checkMaxConns},

@@ -89,20 +89,13 @@ func emptyDatabase(t *testing.T) string {
 }
 
 // foundV1 writes one cluster of count nodes as the first schema's code did:
-// the cluster row through the store's founding transaction, then both
-// facets of each node as its InsertNode wrote them.
+// the cluster row, then both facets of each node as its InsertNode wrote
+// them, and the VM's interface in the platform's table (where the first
+// schema read addresses from).
 func foundV1(t *testing.T, pool *pgxpool.Pool, env *envelope.Envelope, count int) []v1Node {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := store.New(pool).BeginFounding(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	c, dk, trust := v1Cluster(t, tx, env, count)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, dk, trust := v1Cluster(t, pool, env, count)
+	var err error
 	var out []v1Node
 	for ordinal := 1; ordinal <= count; ordinal++ {
 		n := v1Node{clusterID: c.ID, vmID: c.ID*100 + int64(ordinal), ordinal: ordinal,
@@ -118,15 +111,16 @@ func foundV1(t *testing.T, pool *pgxpool.Pool, env *envelope.Envelope, count int
 			}
 		}
 		insertV1Node(t, pool, n)
+		insertV1Interface(t, pool, n)
 		out = append(out, n)
 	}
 	return out
 }
 
-func v1Cluster(t *testing.T, tx *store.FoundingTx, env *envelope.Envelope, count int) (store.Cluster, *envelope.DataKey, *pki.Trust) {
+func v1Cluster(t *testing.T, pool *pgxpool.Pool, env *envelope.Envelope, count int) (store.Cluster, *envelope.DataKey, *pki.Trust) {
 	t.Helper()
 	ctx := context.Background()
-	id, err := tx.ReserveClusterID(ctx)
+	id, err := store.New(pool).ReserveClusterID(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +141,37 @@ func v1Cluster(t *testing.T, tx *store.FoundingTx, env *envelope.Envelope, count
 	if err := keyring.SealTrust(dk, trust, &c); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.InsertCluster(ctx, c); err != nil {
+	// The first schema's InsertCluster, spelled out: today's store writes
+	// columns the first schema does not have.
+	if _, err := pool.Exec(ctx, `INSERT INTO kube_clusters (id, org_id, project_id, name, control_plane_dns_name,
+		status, key_algorithm, kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count,
+		security_group_ids, kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
+		front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23)`,
+		c.ID, c.OrgID, c.ProjectID, c.Name, c.ControlPlaneDNSName, c.Status, c.KeyAlgorithm, c.KubernetesVersion,
+		c.ClusterDomain, c.ServiceCIDR, c.PodCIDR, c.ControlPlaneCount, c.SecurityGroupIDs, c.KMSKeyID,
+		c.WrappedDataKey, c.CACert, c.CAKeySealed, c.EtcdCACert, c.EtcdCAKeySealed, c.FrontProxyCACert,
+		c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed); err != nil {
 		t.Fatal(err)
 	}
 	return c, dk, trust
 }
+
+// insertV1Interface is the VM's address as the platform recorded it.
+func insertV1Interface(t *testing.T, pool *pgxpool.Pool, n v1Node) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO vms (id, org_id, name, zone_id, subnet_id, image_id, instance_type)
+		VALUES ($1, 7, $2, 1, 1, 1, 'c1.large')`, n.vmID, n.name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO interfaces (vm_id, ipv4, is_primary) VALUES ($1, $2, true)`,
+		n.vmID, v1Address(n)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func v1Address(n v1Node) string { return fmt.Sprintf("10.0.0.%d", n.ordinal) }
 
 // insertV1Node is the first schema's InsertNode: one row per facet.
 func insertV1Node(t *testing.T, pool *pgxpool.Pool, n v1Node) {
@@ -171,13 +191,17 @@ func assertMovedRows(t *testing.T, pool *pgxpool.Pool, want []v1Node) {
 	for _, n := range want {
 		var clusterID int64
 		var ordinal int
-		var name string
-		if err := pool.QueryRow(ctx, `SELECT kube_cluster_id, ordinal, node_name FROM kube_nodes WHERE vm_id = $1`,
-			n.vmID).Scan(&clusterID, &ordinal, &name); err != nil {
+		var name, ipv4 string
+		if err := pool.QueryRow(ctx, `SELECT kube_cluster_id, ordinal, node_name, ipv4 FROM kube_nodes WHERE vm_id = $1`,
+			n.vmID).Scan(&clusterID, &ordinal, &name, &ipv4); err != nil {
 			t.Fatalf("vm %d: no kube_nodes row: %v", n.vmID, err)
 		}
 		if clusterID != n.clusterID || ordinal != n.ordinal || name != n.name {
 			t.Errorf("vm %d moved as (%d, %d, %q), want (%d, %d, %q)", n.vmID, clusterID, ordinal, name, n.clusterID, n.ordinal, n.name)
+		}
+		// Migration 004 copied the platform's address onto the node.
+		if ipv4 != v1Address(n) {
+			t.Errorf("vm %d: kube_nodes.ipv4 = %q, want the interface's %q", n.vmID, ipv4, v1Address(n))
 		}
 		assertMovedIdentities(t, pool, n)
 	}

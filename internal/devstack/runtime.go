@@ -251,6 +251,19 @@ func (r *Runner) kill(p *process, why string) {
 	p.stop(syscall.SIGKILL, time.Second)
 }
 
+// Kill SIGKILLs the function process now, as Lambda does to one whose
+// invocation timed out: no deferred function, no undo, no answer. The
+// invocation in flight ends with ErrCrashed; the next Invoke starts a fresh
+// process. Fault tests use it to cut a function off at a chosen point.
+func (r *Runner) Kill() {
+	r.mu.Lock()
+	p := r.proc
+	r.mu.Unlock()
+	if p != nil {
+		r.kill(p, "killed on request")
+	}
+}
+
 // Close stops the process and the Runtime API.
 func (r *Runner) Close() {
 	r.mu.Lock()

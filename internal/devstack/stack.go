@@ -47,6 +47,9 @@ type Options struct {
 type Stack struct {
 	APIURL, DatabaseURL, SimURL, AWSEndpointURL, KMSKeyID, DBSecretARN string
 	DevToken, DevTokenOrg2                                             string
+	// ServiceToken is k8sapi's own platform credential, given only to the
+	// scheduled functions (the reconciler).
+	ServiceToken string
 }
 
 // Env is the stack as KEY=VALUE pairs, in a fixed order.
@@ -169,6 +172,7 @@ func (b *boot) steps() []bootStep {
 		{"seeding the dev tokens", b.seedTokens},
 		{"starting the functions", b.startFunctions},
 		{"serving the gateway", b.serveGateway},
+		{"running the scheduled functions", b.runSchedules},
 		{"writing stack.env and env.json", b.writeEnvFiles},
 	}
 }
@@ -274,6 +278,18 @@ func (b *boot) seedTokens(ctx context.Context) (err error) {
 	if b.st.DevTokenOrg2, err = simulator.IssuePrincipalToken(ctx, b.pool, 2, simulator.ScopePrincipal, localTokenTTL); err != nil {
 		return fmt.Errorf("seeding the org 2 token: %w", err)
 	}
+	if b.st.ServiceToken, err = simulator.IssuePrincipalToken(ctx, b.pool, 0, simulator.ScopeService, localTokenTTL); err != nil {
+		return fmt.Errorf("seeding the service token: %w", err)
+	}
+	return nil
+}
+
+// runSchedules invokes the scheduled functions every LocalSchedule until
+// the stack stops.
+func (b *boot) runSchedules(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stops.add(cancel)
+	RunSchedules(ctx, b.tmpl, b.invokers, LocalSchedule, b.log)
 	return nil
 }
 
@@ -285,7 +301,8 @@ func (b *boot) startFunctions(context.Context) error {
 	var runners []*Runner
 	b.stops.add(func() { closeAll(runners) })
 	for _, f := range b.tmpl.Functions {
-		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: overrides}, b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
+		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: withServiceToken(f, overrides, b.st.ServiceToken)},
+			b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
 		if err != nil {
 			return err
 		}
@@ -326,6 +343,19 @@ func (b *boot) writeEnvFiles(context.Context) error {
 	}
 	b.stops.add(func() { _ = os.Remove(b.envPath); _ = os.Remove(samEnvPath) })
 	return nil
+}
+
+// withServiceToken adds the service token to a scheduled function's
+// environment; no API function gets it.
+func withServiceToken(f Function, env map[string]string, token string) map[string]string {
+	if f.Schedule == 0 {
+		return env
+	}
+	out := map[string]string{"SERVICE_TOKEN": token}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
 }
 
 // FunctionOverrides is the environment the local stack gives every function

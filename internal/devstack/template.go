@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,9 @@ type Function struct {
 	MemorySize int               // MB, as Lambda reports it to the runtime
 	Env        map[string]string // literal values, !Ref to a parameter resolved to its Default, else ""
 	Routes     []Route
+	// Schedule is the period of its Schedule event (rate(...)); 0 when it
+	// has none. The local stack runs it more often (see LocalSchedule).
+	Schedule time.Duration
 }
 
 // Route is one HttpApi event: Method (upper case, or ANY) and Path, which may
@@ -71,8 +76,9 @@ type samFunctionProps struct {
 	Events map[string]struct {
 		Type       string `yaml:"Type"`
 		Properties struct {
-			Path   string `yaml:"Path"`
-			Method string `yaml:"Method"`
+			Path     string `yaml:"Path"`
+			Method   string `yaml:"Method"`
+			Schedule string `yaml:"Schedule"`
 		} `yaml:"Properties"`
 	} `yaml:"Events"`
 }
@@ -130,6 +136,12 @@ func ParseTemplate(b []byte) (*Template, error) {
 			}
 		}
 		for name, ev := range p.Events {
+			if ev.Type == "Schedule" {
+				if f.Schedule, err = parseRate(ev.Properties.Schedule); err != nil {
+					return nil, fmt.Errorf("%s.Events.%s: %w", id, name, err)
+				}
+				continue
+			}
 			if ev.Type != "HttpApi" {
 				continue
 			}
@@ -147,6 +159,20 @@ func ParseTemplate(b []byte) (*Template, error) {
 	}
 	sort.Slice(t.Functions, func(i, j int) bool { return t.Functions[i].LogicalID < t.Functions[j].LogicalID })
 	return t, nil
+}
+
+// rateRE is a Schedule event's rate expression, the only form we read:
+// cron expressions have no single period.
+var rateRE = regexp.MustCompile(`^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$`)
+
+func parseRate(expr string) (time.Duration, error) {
+	m := rateRE.FindStringSubmatch(expr)
+	if m == nil {
+		return 0, fmt.Errorf("schedule %q: only rate(N minute|minutes|hour|hours|day|days) is supported here", expr)
+	}
+	n, _ := strconv.Atoi(m[1])
+	unit := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}[strings.TrimSuffix(m[2], "s")]
+	return time.Duration(n) * unit, nil
 }
 
 func firstNonZero(vals ...int) int {

@@ -23,6 +23,7 @@ func TestProjectTemplate(t *testing.T) {
 		"CreateClusterFunction": {"POST /clusters"},
 		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/status"},
 		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},
+		"ReconcilerFunction":    nil, // a Schedule event, no route
 	}
 	if len(tmpl.Functions) != len(want) {
 		t.Fatalf("%d functions, want %d", len(tmpl.Functions), len(want))
@@ -38,8 +39,11 @@ func TestProjectTemplate(t *testing.T) {
 		if !strings.HasPrefix(f.CodeURI, "functions/") {
 			t.Errorf("%s CodeUri %q", f.LogicalID, f.CodeURI)
 		}
-		if f.Timeout <= 0 || f.Timeout > 30*time.Second {
+		if len(f.Routes) > 0 && (f.Timeout <= 0 || f.Timeout > 30*time.Second) {
 			t.Errorf("%s timeout %s: the HTTP API integration limit is 30 s", f.LogicalID, f.Timeout)
+		}
+		if (f.LogicalID == "ReconcilerFunction") != (f.Schedule == time.Minute) {
+			t.Errorf("%s schedule %s: only the reconciler runs on one, every minute", f.LogicalID, f.Schedule)
 		}
 		for _, v := range config.Variables() {
 			if _, ok := f.Env[v]; !ok {

@@ -14,6 +14,10 @@ import (
 // pg is this package's own PostgreSQL server: tests stop and start it.
 var pg *devstack.PostgresServer
 
+// scratch is a directory of this test binary's own, removed when it ends
+// (the server's data, the function binaries).
+var scratch string
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -25,6 +29,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	scratch = dir
 	pg, err = devstack.StartPostgresServer(context.Background(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faultinjection: postgres:", err)

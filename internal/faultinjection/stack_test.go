@@ -1,10 +1,13 @@
 package faultinjection
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -28,15 +32,17 @@ type gate struct {
 	n, on   int           // hold the on-th call (0: none)
 	arrived chan struct{} // closed when the held call arrives
 	release chan struct{} // closed by the test to let it go on
+	served  chan struct{} // closed once the held call was let go and answered
 }
 
 func (g *gate) holdOn(n int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.n, g.on, g.arrived, g.release = 0, n, make(chan struct{}), make(chan struct{})
+	g.n, g.on, g.arrived, g.release, g.served = 0, n, make(chan struct{}), make(chan struct{}), make(chan struct{})
 }
 
-func (g *gate) pass() {
+// pass holds the on-th call until release, and answers whether it held it.
+func (g *gate) pass() (held bool) {
 	g.mu.Lock()
 	g.n++
 	hold := g.on != 0 && g.n == g.on
@@ -46,6 +52,7 @@ func (g *gate) pass() {
 		close(arrived)
 		<-release
 	}
+	return hold
 }
 
 // stack is k8sapi in-process over this package's Postgres and a moto of the
@@ -58,8 +65,16 @@ type stack struct {
 	sim        *simulator.Simulator
 	stopMoto   func()
 	vmCreates  gate
+	sgCreates  gate
+	vmReads    gate
+	vmDeletes  gate
 	topologies gate
+	founder    *founding.Service
+	reconciles int // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
+	// What a real function process needs to reach the same parts
+	// (killed_test.go).
+	dsn, simURL, motoEndpoint, kmsKeyID string
 	*stacktest.Client
 }
 
@@ -69,7 +84,7 @@ type gatedTopologies struct {
 }
 
 func (g gatedTopologies) TopologyForVM(ctx context.Context, vmID int64) (store.Topology, error) {
-	g.g.pass()
+	_ = g.g.pass()
 	return g.inner.TopologyForVM(ctx, vmID)
 }
 
@@ -109,12 +124,22 @@ func newStack(t *testing.T) *stack {
 	}
 	simHandler := s.sim.Handler()
 	simSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathInstances {
-			s.vmCreates.pass()
+		g := s.gateFor(r)
+		if g != nil {
+			// A platform that took the request (body and all) finishes it
+			// even if its caller dies meanwhile (killed_test.go).
+			body, _ := io.ReadAll(r.Body)
+			r = r.WithContext(context.WithoutCancel(r.Context()))
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
+		held := g != nil && g.pass()
 		simHandler.ServeHTTP(w, r)
+		if held {
+			close(g.served)
+		}
 	}))
 	t.Cleanup(simSrv.Close)
+	s.simURL = simSrv.URL
 
 	// A moto of this test's own: the test may stop it.
 	t.Setenv("AWS_ENDPOINT_URL", "")
@@ -124,12 +149,14 @@ func newStack(t *testing.T) *stack {
 	}
 	t.Cleanup(stopMoto)
 	s.stopMoto = stopMoto
+	s.motoEndpoint = endpoint
 	cfg := devstack.AWSConfig(endpoint)
 	cfg.RetryMaxAttempts = 1
 	keyID, err := devstack.CreateKMSKey(ctx, cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.dsn, s.kmsKeyID = dsn, keyID
 	env := envelope.New(kms.NewFromConfig(cfg), keyID, nil)
 
 	in, err := stacktest.New(stacktest.Config{
@@ -143,10 +170,27 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.founder = in.Founder
 	apiSrv := httptest.NewServer(in.Handler)
 	t.Cleanup(apiSrv.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: apiSrv.URL, SimURL: simSrv.URL, Pool: pool}
 	return s
+}
+
+// gateFor is the gate a compute call passes, if any.
+func (s *stack) gateFor(r *http.Request) *gate {
+	instance := strings.HasPrefix(r.URL.Path, "/compute/v1/instances/")
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathInstances:
+		return &s.vmCreates
+	case r.Method == http.MethodPost && r.URL.Path == "/compute"+compute.PathSecurityGroups:
+		return &s.sgCreates
+	case r.Method == http.MethodGet && instance:
+		return &s.vmReads
+	case r.Method == http.MethodDelete && instance:
+		return &s.vmDeletes
+	}
+	return nil
 }
 
 // createHeldAtVM starts founding a three-node cluster for org 1 and returns

@@ -3,10 +3,10 @@ package founding
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
@@ -27,9 +27,15 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 		return nil, apperr.New(apperr.Conflict, "idempotency_key_reused",
 			"Idempotency-Key was already used with a different request body")
 	}
+	if c.Status == store.StatusFounding {
+		return nil, foundingInProgress()
+	}
 	if c.Status != store.StatusActive {
-		return nil, apperr.New(apperr.Conflict, "cluster_not_active",
-			"the cluster founded under this Idempotency-Key is "+c.Status)
+		msg := "the cluster founded under this Idempotency-Key is " + c.Status
+		if c.StatusReason != "" {
+			msg += " (" + c.StatusReason + ")"
+		}
+		return nil, apperr.New(apperr.Conflict, "cluster_not_active", msg)
 	}
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	if err != nil {
@@ -100,8 +106,10 @@ func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store
 
 // Delete removes the cluster's VMs, its security group (if founding made
 // it) and its DNS record, then destroys its key material. It is safe to
-// retry: a failure leaves the cluster "deleting" and a second call carries
-// on; deleting a deleted cluster returns it unchanged.
+// retry: a failure leaves the cluster deleting with the reason visible in
+// GET, and the reconciler (or a second call) carries on; deleting a deleted
+// cluster returns it unchanged. A cluster being founded cannot be deleted
+// until its founding ends.
 func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (ClusterView, error) {
 	c, nodes, err := s.load(ctx, org, id)
 	if err != nil {
@@ -110,26 +118,50 @@ func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string,
 	if c.Status == store.StatusDeleted {
 		return viewOf(c, nodes), nil
 	}
+	lease := s.newLease(s.Settings.Lease, DefaultLease)
+	if err := s.Store.BeginDeleting(ctx, org.OrgID, id, lease, s.now()); err != nil {
+		return ClusterView{}, busyOr(c.Status, err)
+	}
 	ctx = platformauth.WithToken(ctx, bearer)
-	if err := s.Store.SetStatus(ctx, id, store.StatusDeleting); err != nil {
-		return ClusterView{}, databaseError(err)
-	}
-	for _, n := range nodes {
-		if err := s.Compute.DeleteInstance(ctx, n.VMID); err != nil {
-			return ClusterView{}, computeError("deleting a control-plane VM", err)
-		}
-	}
-	if c.CreatedSecurityGroupID != nil {
-		if err := s.Compute.DeleteSecurityGroup(ctx, *c.CreatedSecurityGroupID); err != nil && !compute.IsNotFound(err) {
-			return ClusterView{}, computeError("deleting the security group", err)
-		}
-	}
-	if err := s.DNS.DeleteA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName); err != nil {
-		// The record points at addresses that no longer exist; report, go on.
-		s.logger().WarnContext(ctx, "deleting dns record failed", "cluster_id", id, "cause", err.Error())
-	}
-	if err := s.Store.DestroyKeys(ctx, id); err != nil {
-		return ClusterView{}, databaseError(err)
+	if err := s.finishDeleting(ctx, &c, nodes, lease.Owner); err != nil {
+		return ClusterView{}, err
 	}
 	return s.Get(ctx, org, id)
+}
+
+// finishDeleting tears the cluster down and ends it deleted; on failure it
+// lets go of the cluster with the reason, for the reconciler to retry.
+func (s *Service) finishDeleting(ctx context.Context, c *store.Cluster, nodes []store.Node, owner string) error {
+	err := s.teardown(ctx, c, nodes)
+	if err != nil {
+		retry := store.Released{Status: store.StatusDeleting, Until: s.now(), Reason: "deleting failed, retried every minute: " + reasonOf(err)}
+		if rerr := s.Store.Release(context.WithoutCancel(ctx), c.ID, owner, retry); rerr != nil {
+			s.logger().ErrorContext(ctx, "recording a failed deletion failed", "cluster_id", c.ID, "cause", rerr.Error())
+		}
+		return err
+	}
+	// A founding that was undone by deleting keeps saying why it failed.
+	if err := s.Store.EndOperation(ctx, c.ID, owner, store.StatusDeleted, keptReason(c)); err != nil {
+		return recorded(err)
+	}
+	return nil
+}
+
+func keptReason(c *store.Cluster) string {
+	if c.Status == store.StatusDeleting && !strings.HasPrefix(c.StatusReason, "deleting failed") {
+		return c.StatusReason
+	}
+	return ""
+}
+
+// busyOr answers a delete that could not take the cluster over: another
+// invocation drives its founding or deletion.
+func busyOr(status string, err error) error {
+	if !errors.Is(err, store.ErrLeaseLost) {
+		return databaseError(err)
+	}
+	if status == store.StatusFounding {
+		return foundingInProgress()
+	}
+	return apperr.New(apperr.Conflict, "deletion_in_progress", "the cluster is being deleted; poll GET /clusters/{id}")
 }

@@ -15,14 +15,17 @@ import (
 	"github.com/excloud/k8sapi/internal/validation"
 )
 
+// ControlPlaneCounts are the sizes a control plane may have: one node, or
+// three, the smallest etcd cluster that survives losing a member.
+var ControlPlaneCounts = []int{1, 3}
+
 // Limits of the request, in one place (the API description repeats them).
 const (
-	MaxControlPlaneCount = 3
-	MaxSecurityGroups    = 5
-	MinRootVolumeGiB     = 10
-	MaxRootVolumeGiB     = 2048
-	MaxSSHPubkeyBytes    = 8 << 10
-	MaxInstanceTypeLen   = 64
+	MaxSecurityGroups  = 5
+	MinRootVolumeGiB   = 10
+	MaxRootVolumeGiB   = 2048
+	MaxSSHPubkeyBytes  = 8 << 10
+	MaxInstanceTypeLen = 64
 )
 
 // Request is the body of POST /clusters. Pointers tell "absent" from zero so
@@ -96,8 +99,8 @@ var rule = validation.Check
 func requestRules(r Request, s Spec) []validation.Rule {
 	instanceType := strings.TrimSpace(s.ControlPlaneInstanceType)
 	return []validation.Rule{
-		rule("control_plane_count", s.ControlPlaneCount >= 1 && s.ControlPlaneCount <= MaxControlPlaneCount,
-			fmt.Sprintf("must be 1 to %d", MaxControlPlaneCount)),
+		rule("control_plane_count", slices.Contains(ControlPlaneCounts, s.ControlPlaneCount),
+			"must be 1 or 3 (etcd needs a majority: two members tolerate no more failures than one, and need both up)"),
 		rule("control_plane_image_id", r.ControlPlaneImageID != nil, "is required"),
 		rule("control_plane_image_id", r.ControlPlaneImageID == nil || s.ControlPlaneImageID > 0, "must be a positive integer"),
 		rule("control_plane_instance_type", instanceType != "", "is required"),

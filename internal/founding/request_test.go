@@ -34,7 +34,7 @@ func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 	if !ok || e.Kind != apperr.Invalid {
 		t.Fatalf("err = %v", err)
 	}
-	want := "control_plane_count: must be 1 to 3; " +
+	want := "control_plane_count: must be 1 or 3 (etcd needs a majority: two members tolerate no more failures than one, and need both up); " +
 		"control_plane_image_id: must be a positive integer; " +
 		"control_plane_instance_type: must be lowercase letters, digits, '.' and '-', at most 64 characters; " +
 		"zone_id: must be a positive integer; " +

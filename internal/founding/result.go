@@ -28,6 +28,11 @@ type Result struct {
 	SuggestedDNSRecords   []bundle.DNSRecord `json:"suggested_dns_records"`
 	// Replayed is true when an Idempotency-Key returned an earlier founding.
 	Replayed bool `json:"-"`
+	// Accepted is set when the founding goes on after the answer (202): it
+	// is the body (the cluster to poll, no kubeconfig), and Key is the
+	// Idempotency-Key to repeat the request with once the cluster is active.
+	Accepted *ClusterView `json:"-"`
+	Key      string       `json:"-"`
 }
 
 // NodeView is one control-plane node as the API shows it.
@@ -45,6 +50,7 @@ type ClusterView struct {
 	ID                  int64      `json:"cluster_id"`
 	Name                string     `json:"name"`
 	Status              string     `json:"status"`
+	StatusReason        string     `json:"status_reason,omitempty"`
 	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
 	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
 	Nodes               []NodeView `json:"nodes"`
@@ -62,7 +68,7 @@ type ClusterView struct {
 
 func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 	v := ClusterView{
-		ID: c.ID, Name: c.Name, Status: c.Status, ControlPlaneDNSName: c.ControlPlaneDNSName,
+		ID: c.ID, Name: c.Name, Status: c.Status, StatusReason: c.StatusReason, ControlPlaneDNSName: c.ControlPlaneDNSName,
 		ControlPlaneVMIDs: []int64{}, Nodes: []NodeView{},
 		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
@@ -70,6 +76,9 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 	}
 	var statuses []progress.NodeStatus
 	for _, n := range nodes {
+		if n.VMID == 0 {
+			continue // an intended node of a founding: shown once its VM exists
+		}
 		v.ControlPlaneVMIDs = append(v.ControlPlaneVMIDs, n.VMID)
 		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
@@ -90,9 +99,11 @@ func nodeName(ordinal int, clusterID int64) string {
 // suggestedRecords are the control-plane name's records by the one rule
 // (bundle.ControlPlaneRecords), which founding also creates from.
 func suggestedRecords(dnsName string, nodes []store.Node) []bundle.DNSRecord {
-	peers := make([]bundle.Node, len(nodes))
-	for i, n := range nodes {
-		peers[i] = bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, IPv4: n.IPv4, PublicIPv4: n.PublicIPv4}
+	peers := []bundle.Node{}
+	for _, n := range nodes {
+		if n.IPv4 != "" { // a founding still going on may not know every address yet
+			peers = append(peers, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, IPv4: n.IPv4, PublicIPv4: n.PublicIPv4})
+		}
 	}
 	return bundle.ControlPlaneRecords(dnsName, peers)
 }

@@ -18,7 +18,7 @@ func TestResponsesMatchTheContract(t *testing.T) {
 	s := newStack(t)
 	before := apidocstest.Checked()
 	auth := s.Bearer(1)
-	body := `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":2,"ssh_pubkey":"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB test"}`
+	body := `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3,"ssh_pubkey":"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB test"}`
 	headers := map[string]string{"Authorization": auth["Authorization"], "Idempotency-Key": "contract-1"}
 	created := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", body, headers)
 	if created.Status != http.StatusCreated {
@@ -46,7 +46,7 @@ func TestResponsesMatchTheContract(t *testing.T) {
 	// Errors, each quoting the request id.
 	errs := []stacktest.Response{
 		stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", `{"control_plane_count":9}`, auth),
-		stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", strings.Replace(body, "2,", "3,", 1), headers),
+		stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", strings.Replace(body, "3,", "1,", 1), headers),
 		stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", body, map[string]string{"Authorization": "Bearer nope"}),
 		stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+id, "", s.Bearer(2)),
 		stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/0x1", "", auth),

@@ -153,11 +153,12 @@ func TestBootstrapProgressWalk(t *testing.T) {
 // A cluster is ready when every node is, one report at a time.
 func TestBootstrapReachesReady(t *testing.T) {
 	s := newStack(t)
-	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":2}`)
-	vms := []vmProof{s.proof(res.ControlPlaneVMIDs[0]), s.proof(res.ControlPlaneVMIDs[1])}
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3}`)
+	vms := []vmProof{s.proof(res.ControlPlaneVMIDs[0]), s.proof(res.ControlPlaneVMIDs[1]), s.proof(res.ControlPlaneVMIDs[2])}
 	phases := map[int64][]string{
 		vms[0].id: {"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "addons_installed", "ready"},
 		vms[1].id: {"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "ready"},
+		vms[2].id: {"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "ready"},
 	}
 	for _, vm := range vms {
 		if r := s.FetchBundle(vm.id, vm.imds, vm.access); r.Status != http.StatusOK {
@@ -167,10 +168,10 @@ func TestBootstrapReachesReady(t *testing.T) {
 			s.mustReport(vm, `{"phase":"`+p+`"}`, 204)
 		}
 		if vm.id == vms[0].id {
-			s.bootstrapOf(1, res.ClusterID).want(t, "bootstrapping", "ready", "pending")
+			s.bootstrapOf(1, res.ClusterID).want(t, "bootstrapping", "ready", "pending", "pending")
 		}
 	}
-	s.bootstrapOf(1, res.ClusterID).want(t, "ready", "ready", "ready")
+	s.bootstrapOf(1, res.ClusterID).want(t, "ready", "ready", "ready", "ready")
 }
 
 // Reports racing for one node: the guarded UPDATE lets none of them move

@@ -164,7 +164,8 @@ func (s *stack) dataKeys(t *testing.T) [][]byte {
 	t.Helper()
 	ctx := context.Background()
 	client := kms.NewFromConfig(testenv.AWSConfig(testenv.Moto(t)))
-	rows, err := s.pool.Query(ctx, `SELECT id, org_id, wrapped_data_key FROM kube_clusters`)
+	// A failed founding's key is shredded already: nothing to unwrap.
+	rows, err := s.pool.Query(ctx, `SELECT id, org_id, wrapped_data_key FROM kube_clusters WHERE length(wrapped_data_key) > 0`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,9 +95,25 @@ func Path(pattern string, kv ...string) string {
 	return p
 }
 
+// IdempotencyKeyHeader carries a create's idempotency token: the platform
+// answers a repeat of the same token with the object the first made.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// OrgHeader names the org a service principal acts for (see platformauth.WithOrg).
+const OrgHeader = "X-Excloud-Org-Id"
+
 // Do sends method path with in (if not nil) as the JSON body and decodes a
 // 2xx JSON answer into out (if not nil). See the package doc for errors.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	return c.do(ctx, method, path, "", in, out)
+}
+
+// Create POSTs in to path under idempotencyKey, decoding the answer into out.
+func (c *Client) Create(ctx context.Context, path, idempotencyKey string, in, out any) error {
+	return c.do(ctx, http.MethodPost, path, idempotencyKey, in, out)
+}
+
+func (c *Client) do(ctx context.Context, method, path, idempotencyKey string, in, out any) error {
 	token, ok := platformauth.Token(ctx)
 	if !ok {
 		return fmt.Errorf("%s API %s %s: %w", c.service, method, path, ErrNoToken)
@@ -120,6 +137,12 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	if id := requestid.From(ctx); id != "" {
 		req.Header.Set(RequestIDHeader, id)
+	}
+	if idempotencyKey != "" {
+		req.Header.Set(IdempotencyKeyHeader, idempotencyKey)
+	}
+	if org, ok := platformauth.Org(ctx); ok {
+		req.Header.Set(OrgHeader, strconv.FormatInt(org, 10))
 	}
 
 	resp, err := c.hc.Do(req)

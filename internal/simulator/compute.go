@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/compute"
+	"github.com/excloud/k8sapi/internal/platformhttp"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -67,12 +68,29 @@ func (s *Simulator) createSecurityGroup(w http.ResponseWriter, r *http.Request, 
 		writeError(w, http.StatusBadRequest, "invalid_field", "name: required")
 		return
 	}
-	s.mu.Lock()
-	s.lastID++
-	id := s.lastID
-	s.groups[id] = &securityGroup{orgID: orgID, name: sg.Name, description: sg.Description, rules: map[int64]compute.Rule{}}
-	s.mu.Unlock()
+	id := s.createOnce(orgID, r, func() int64 {
+		s.lastID++
+		s.groups[s.lastID] = &securityGroup{orgID: orgID, name: sg.Name, description: sg.Description, rules: map[int64]compute.Rule{}}
+		return s.lastID
+	})
 	writeJSON(w, http.StatusCreated, compute.Created{ID: id})
+}
+
+// createOnce runs create (under s.mu) unless the request's idempotency
+// token already made an object, whose id it returns instead: a repeat of a
+// token never makes a second object, even after the first was deleted.
+func (s *Simulator) createOnce(orgID int64, r *http.Request, create func() int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := orgToken{orgID, r.Header.Get(platformhttp.IdempotencyKeyHeader)}
+	if id, ok := s.tokens[key]; ok && key.token != "" {
+		return id
+	}
+	id := create()
+	if key.token != "" {
+		s.tokens[key] = id
+	}
+	return id
 }
 
 func (s *Simulator) deleteSecurityGroup(w http.ResponseWriter, r *http.Request, orgID int64) {
@@ -134,17 +152,19 @@ func (s *Simulator) createRule(w http.ResponseWriter, r *http.Request, orgID int
 		writeError(w, http.StatusBadRequest, "invalid_field", p)
 		return
 	}
-	s.mu.Lock()
-	g := s.groups[rule.SecurityGroupID]
-	if g == nil || g.orgID != orgID {
-		s.mu.Unlock()
+	id := s.createOnce(orgID, r, func() int64 {
+		g := s.groups[rule.SecurityGroupID]
+		if g == nil || g.orgID != orgID {
+			return 0
+		}
+		s.lastID++
+		g.rules[s.lastID] = rule
+		return s.lastID
+	})
+	if id == 0 {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("security_group_id: security group %d not found", rule.SecurityGroupID))
 		return
 	}
-	s.lastID++
-	id := s.lastID
-	g.rules[id] = rule
-	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, compute.Created{ID: id})
 }
 
@@ -187,7 +207,11 @@ func (s *Simulator) createInstance(w http.ResponseWriter, r *http.Request, orgID
 		writeError(w, http.StatusBadRequest, "invalid_field", p)
 		return
 	}
-	id, status, msg, err := s.insertInstance(r.Context(), orgID, in)
+	id, status, msg, err := s.insertInstance(r.Context(), orgID, in, r.Header.Get(platformhttp.IdempotencyKeyHeader))
+	if err == nil && status == 0 && s.answerShouldBeLost() {
+		dropConnection()
+		return
+	}
 	if err != nil {
 		s.internal(w, r, "creating instance", err)
 		return
@@ -209,12 +233,25 @@ func (s *Simulator) createInstance(w http.ResponseWriter, r *http.Request, orgID
 // shared by all subnets, are guarded by an advisory lock taken after it
 // (always in that order, so creates cannot deadlock each other).
 // A refusal is returned as (status, message) with a nil error.
-func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.InstanceRequest) (id int64, status int, msg string, err error) {
+func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.InstanceRequest, token string) (id int64, status int, msg string, err error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return 0, 0, "", err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if token != "" {
+		// Creates of one token take turns; the first one's VM is the answer.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, token); err != nil {
+			return 0, 0, "", fmt.Errorf("locking idempotency token: %w", err)
+		}
+		err := tx.QueryRow(ctx, `SELECT id FROM vms WHERE org_id = $1 AND idempotency_token = $2`, orgID, token).Scan(&id)
+		if err == nil {
+			return id, 0, "", nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return 0, 0, "", fmt.Errorf("looking up idempotency token: %w", err)
+		}
+	}
 
 	var zoneID int64
 	var cidr4, cidr6 string
@@ -277,10 +314,11 @@ func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.
 	}
 	err = tx.QueryRow(ctx,
 		`INSERT INTO vms (org_id, name, zone_id, subnet_id, image_id, instance_type, role, userdata,
-		                  allocate_public_ipv4, ssh_pubkey, root_volume_size_gib, security_group_ids, state, created_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'running', $13) RETURNING id`,
+		                  allocate_public_ipv4, ssh_pubkey, root_volume_size_gib, security_group_ids, state, created_at,
+		                  idempotency_token)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'running', $13, nullif($14, '')) RETURNING id`,
 		orgID, in.Name, in.ZoneID, in.SubnetID, in.ImageID, in.InstanceType, in.Tags["role"], in.Userdata,
-		in.AllocatePublicIPv4, in.SSHPubkey, rootGiB, sgIDs, s.now()).Scan(&id)
+		in.AllocatePublicIPv4, in.SSHPubkey, rootGiB, sgIDs, s.now(), token).Scan(&id)
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("inserting vm: %w", err)
 	}
@@ -350,6 +388,9 @@ func (s *Simulator) getInstance(w http.ResponseWriter, r *http.Request, orgID in
 		 FROM vms v LEFT JOIN interfaces i ON i.vm_id = v.id AND i.is_primary
 		 WHERE v.id = $1 AND v.org_id = $2 AND v.deleted_at IS NULL`, id, orgID).
 		Scan(&info.ID, &info.Name, &info.State, &info.IPv4, &info.IPv6, &info.PublicIPv4)
+	if err == nil && s.addressesPending(id) {
+		info.IPv4, info.IPv6, info.PublicIPv4 = "", "", "" // the interface is not attached yet
+	}
 	if errors.Is(err, pgx.ErrNoRows) { // absent, deleted, or another org's: the same 404
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("instance %d not found", id))
 		return
@@ -364,6 +405,10 @@ func (s *Simulator) getInstance(w http.ResponseWriter, r *http.Request, orgID in
 func (s *Simulator) deleteInstance(w http.ResponseWriter, r *http.Request, orgID int64) {
 	id, ok := pathID(w, r, "id")
 	if !ok {
+		return
+	}
+	if s.instanceDeleteShouldFail() {
+		writeError(w, http.StatusInternalServerError, "injected_fault", "simulated instance delete failure (fail_instance_delete)")
 		return
 	}
 	found, err := s.markDeleted(r.Context(), id, orgID)

@@ -25,6 +25,15 @@
 // SHA-256 looked up in principal_tokens, live (not expired, not revoked) and
 // of scope 'principal'.
 //
+// It is our stand-in for the Excloud compute API, and honours what k8sapi
+// relies on: a create (VM, security group, rule) with an Idempotency-Key
+// header answers, for the same org and key, the object the first create made,
+// never a second one (VMs keep the key in vms.idempotency_token, groups and
+// rules in memory); a token of scope "service" acts for the org named in
+// X-Excloud-Org-Id (the reconciler's credential). Faults can lose a create's
+// answer after the VM is made, refuse deletes, and hide a VM's addresses
+// for its first reads (a real platform attaches interfaces asynchronously).
+//
 // IMDS is per VM on the real platform (a link-local address answers for the
 // VM calling it). Here the VM is named in the path, so the bootstrap
 // userdata shim runs unchanged with EXC_IMDS_BASE_URL=$SIM_URL/imds/<vm_id>.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,15 @@ type Simulator struct {
 	records map[recordKey]dns.Record
 	faults  Faults
 	creates int // instance creates since faults were last set
+	// tokens maps an org's idempotency token to the security group or rule
+	// its first create made (VMs keep theirs in the vms table).
+	tokens map[orgToken]int64
+	reads  map[int64]int // GETs of each VM, for AddressAfterReads
+}
+
+type orgToken struct {
+	org   int64
+	token string
 }
 
 // New returns a simulator over cfg.DB.
@@ -60,6 +70,8 @@ func New(cfg Config) (*Simulator, error) {
 		now:     cfg.Now,
 		groups:  map[int64]*securityGroup{},
 		records: map[recordKey]dns.Record{},
+		tokens:  map[orgToken]int64{},
+		reads:   map[int64]int{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -140,10 +152,11 @@ func (s *Simulator) authenticated(h func(http.ResponseWriter, *http.Request, int
 			return
 		}
 		var orgID int64
+		var scope string
 		err := s.db.QueryRow(r.Context(),
-			`SELECT org_id FROM principal_tokens
-			 WHERE hash = $1 AND scope = 'principal' AND revoked_at IS NULL AND expires_at > $2`,
-			HashToken(strings.TrimSpace(token)), s.now()).Scan(&orgID)
+			`SELECT org_id, scope FROM principal_tokens
+			 WHERE hash = $1 AND scope IN ('principal', 'service') AND revoked_at IS NULL AND expires_at > $2`,
+			HashToken(strings.TrimSpace(token)), s.now()).Scan(&orgID, &scope)
 		if errors.Is(err, pgx.ErrNoRows) {
 			unauthorized(w, "the bearer token is unknown, expired, revoked or not a principal token")
 			return
@@ -151,6 +164,12 @@ func (s *Simulator) authenticated(h func(http.ResponseWriter, *http.Request, int
 		if err != nil {
 			s.internal(w, r, "looking up bearer token", err)
 			return
+		}
+		if scope == ScopeService {
+			if orgID, err = strconv.ParseInt(r.Header.Get(platformhttp.OrgHeader), 10, 64); err != nil || orgID <= 0 {
+				writeError(w, http.StatusBadRequest, "invalid_header", "a service token must name the org it acts for in "+platformhttp.OrgHeader)
+				return
+			}
 		}
 		h(w, r, orgID)
 	}

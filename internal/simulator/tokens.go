@@ -14,9 +14,14 @@ import (
 
 // Token lifetimes the simulator grants, as the real IMDS and token service do.
 const (
-	IMDSTokenTTL        = 6 * time.Hour
-	BootstrapTokenTTL   = time.Hour
-	ScopePrincipal      = "principal"
+	IMDSTokenTTL      = 6 * time.Hour
+	BootstrapTokenTTL = time.Hour
+	ScopePrincipal    = "principal"
+	// ScopeService is a service principal's token (k8sapi's reconciler):
+	// it acts for the org named in platformhttp.OrgHeader on each request.
+	// The real platform checks the service's grants; the simulator grants a
+	// service token every org.
+	ScopeService        = "service"
 	bootstrapTokenDescr = "vm %d bootstrap"
 )
 

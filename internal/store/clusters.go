@@ -49,23 +49,39 @@ type Cluster struct {
 	RequestFingerprint      *string   `db:"request_fingerprint"`
 	CreatedAt               time.Time `db:"created_at"`
 	UpdatedAt               time.Time `db:"updated_at"`
+	// The durable operation (migration 004): the spec VMs are created from,
+	// why the cluster failed or a deletion is retried, who drives the
+	// founding or deletion and until when, and whether a security group
+	// create was ever sent.
+	FoundingSpec           []byte     `db:"founding_spec"`
+	StatusReason           string     `db:"status_reason"`
+	LeaseOwner             *string    `db:"lease_owner"`
+	LeaseUntil             *time.Time `db:"lease_until"`
+	SecurityGroupRequested bool       `db:"security_group_requested"`
+	Resumable              bool       `db:"resumable"`
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count, security_group_ids, created_security_group_id,
 	kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
-	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at`
+	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
+	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable`
 
-// Node is one control-plane node (a kube_nodes row) with its current
-// addresses from the platform tables.
+// Node is one control-plane node (a kube_nodes row) with the addresses the
+// compute API reported for its VM.
 type Node struct {
-	ClusterID  int64
-	VMID       int64
-	Ordinal    int
-	Name       string
-	IPv4, IPv6 string
-	PublicIPv4 string
+	ClusterID int64
+	// VMID is 0 until the compute API answered the create;
+	// CreateRequested says whether the create was ever sent.
+	VMID            int64
+	CreateRequested bool
+	Ordinal         int
+	Name            string
+	IPv4, IPv6      string
+	PublicIPv4      string
+	// Issued says the node's stored identities are recorded.
+	Issued bool
 	// Phase is where the node's bootstrap stands (internal/progress), with
 	// the last report's message and when it was recorded.
 	Phase          string
@@ -136,15 +152,12 @@ func (s *Store) NodesOfClusters(ctx context.Context, ids []int64) ([]Node, error
 // identities of selfVMID only.
 func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64) ([]Node, error) {
 	rows, _ := s.pool.Query(ctx, `
-		SELECT n.kube_cluster_id, n.vm_id, n.ordinal, n.node_name,
-		       coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, ''),
+		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		       n.ipv4, n.ipv6, n.public_ipv4,
+		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at,
 		       ids.names, ids.certs, ids.keys
 		FROM kube_nodes n
-		LEFT JOIN LATERAL (
-			SELECT ipv4, ipv6, public_ipv4 FROM interfaces
-			WHERE vm_id = n.vm_id ORDER BY is_primary DESC, id LIMIT 1
-		) i ON true
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
 			       array_agg(key_sealed ORDER BY name) AS keys
@@ -164,7 +177,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		names, certs []string
 		keys         [][]byte
 	)
-	if err := r.Scan(&n.ClusterID, &n.VMID, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4,
+	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys); err != nil {
 		return n, err
 	}
@@ -205,32 +218,4 @@ func (s *Store) SetDNS(ctx context.Context, clusterID int64, configured bool, er
 		return fmt.Errorf("recording dns outcome: %w", err)
 	}
 	return nil
-}
-
-// SetStatus moves a cluster to status.
-func (s *Store) SetStatus(ctx context.Context, clusterID int64, status string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE kube_clusters SET status = $2, updated_at = now() WHERE id = $1`, clusterID, status)
-	if err != nil {
-		return fmt.Errorf("setting cluster status: %w", err)
-	}
-	return nil
-}
-
-// DestroyKeys crypto-shreds a deleted cluster: the wrapped data key and
-// every sealed key are overwritten, so nothing can open them again, and the
-// cluster is marked deleted in the same statement set.
-func (s *Store) DestroyKeys(ctx context.Context, clusterID int64) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		empty := []byte{}
-		if _, err := tx.Exec(ctx, `UPDATE kube_clusters SET wrapped_data_key = $2, ca_key_sealed = $2,
-			etcd_ca_key_sealed = $2, front_proxy_ca_key_sealed = $2, service_account_key_sealed = $2,
-			status = 'deleted', updated_at = now() WHERE id = $1`, clusterID, empty); err != nil {
-			return fmt.Errorf("destroying cluster keys: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE node_identities SET key_sealed = $2
-			WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, empty); err != nil {
-			return fmt.Errorf("destroying node identity keys: %w", err)
-		}
-		return nil
-	})
 }

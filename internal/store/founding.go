@@ -2,132 +2,232 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// FoundingTx is the transaction of one POST /clusters: the cluster row and
-// its node rows commit together or not at all.
-type FoundingTx struct {
-	tx pgx.Tx
-}
+// ErrLeaseLost means the operation's lease is no longer the caller's: it ran
+// out and the reconciler (or another invocation) took the cluster over. The
+// caller must stop making side effects for it.
+var ErrLeaseLost = errors.New("the operation's lease is held by another invocation")
 
-// BeginFounding opens the founding transaction.
-func (s *Store) BeginFounding(ctx context.Context) (*FoundingTx, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("beginning founding transaction: %w", err)
-	}
-	return &FoundingTx{tx: tx}, nil
+// Lease names who drives a cluster's founding or deletion, and until when.
+// Every write of an operation is fenced by Owner, so an invocation that was
+// only slow (not dead) cannot write over its successor.
+type Lease struct {
+	Owner string
+	Until time.Time
 }
 
 // ReserveClusterID takes the next cluster id, so keys can be sealed under
-// their cluster's id before the row exists.
-func (f *FoundingTx) ReserveClusterID(ctx context.Context) (int64, error) {
+// their cluster's id before the row exists. A reserved id that is never
+// used is a gap in the sequence, nothing more.
+func (s *Store) ReserveClusterID(ctx context.Context) (int64, error) {
 	var id int64
-	if err := f.tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('kube_clusters', 'id'))`).Scan(&id); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('kube_clusters', 'id'))`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("reserving cluster id: %w", err)
 	}
 	return id, nil
 }
 
-// InsertCluster writes the cluster row. A committed cluster with the same
-// (org, idempotency key) gives ErrDuplicate; a concurrent uncommitted one
-// makes this wait for it (the unique index serializes retries).
-func (f *FoundingTx) InsertCluster(ctx context.Context, c Cluster) error {
-	_, err := f.tx.Exec(ctx, `INSERT INTO kube_clusters (id, org_id, project_id, name, control_plane_dns_name,
-		status, key_algorithm, kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count,
-		security_group_ids, kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
-		front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
-		idempotency_key, request_fingerprint)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25)`,
-		c.ID, c.OrgID, c.ProjectID, c.Name, c.ControlPlaneDNSName, c.Status, c.KeyAlgorithm, c.KubernetesVersion,
-		c.ClusterDomain, c.ServiceCIDR, c.PodCIDR, c.ControlPlaneCount, c.SecurityGroupIDs, c.KMSKeyID,
-		c.WrappedDataKey, c.CACert, c.CAKeySealed, c.EtcdCACert, c.EtcdCAKeySealed, c.FrontProxyCACert,
-		c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint)
-	if isUniqueViolation(err) {
-		return fmt.Errorf("inserting cluster: %w", ErrDuplicate)
-	}
-	if err != nil {
-		return fmt.Errorf("inserting cluster: %w", err)
-	}
-	return nil
-}
-
-// SetSecurityGroups records the security groups the VMs were created in and
-// the one founding created itself, if any.
-func (f *FoundingTx) SetSecurityGroups(ctx context.Context, clusterID int64, ids []int64, created *int64) error {
-	if _, err := f.tx.Exec(ctx, `UPDATE kube_clusters SET security_group_ids = $2, created_security_group_id = $3
-		WHERE id = $1`, clusterID, ids, created); err != nil {
-		return fmt.Errorf("recording security groups: %w", err)
-	}
-	return nil
-}
-
-// VMAddress is a VM's name and current addresses from the platform tables.
-type VMAddress struct {
-	VMID       int64
-	Name       string
-	IPv4, IPv6 string
-	PublicIPv4 string
-}
-
-// VMAddresses reads back the current addresses of vmIDs (one round trip).
-// Reading the platform's rows, not trusting the create response, is the
-// seed's rule: the database is the truth about what the VM got.
-func (f *FoundingTx) VMAddresses(ctx context.Context, vmIDs []int64) (map[int64]VMAddress, error) {
-	rows, _ := f.tx.Query(ctx, `
-		SELECT v.id, v.name, coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, '')
-		FROM vms v
-		LEFT JOIN LATERAL (SELECT ipv4, ipv6, public_ipv4 FROM interfaces
-			WHERE vm_id = v.id ORDER BY is_primary DESC, id LIMIT 1) i ON true
-		WHERE v.id = ANY($1) AND v.deleted_at IS NULL`, vmIDs)
-	addrs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (VMAddress, error) {
-		var a VMAddress
-		err := r.Scan(&a.VMID, &a.Name, &a.IPv4, &a.IPv6, &a.PublicIPv4)
-		return a, err
+// BeginFounding commits the cluster (status founding, held by lease) and
+// its intended nodes (no VM yet) in one short transaction, before any
+// remote call. A cluster already recorded under the same (org, idempotency
+// key) gives ErrDuplicate: ON CONFLICT DO NOTHING waits only for this
+// short transaction of a concurrent request, never for a founding.
+func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, lease Lease) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO kube_clusters (id, org_id, project_id, name, control_plane_dns_name,
+			status, key_algorithm, kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count,
+			security_group_ids, kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
+			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
+			idempotency_key, request_fingerprint, founding_spec, lease_owner, lease_until, resumable)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29)
+			ON CONFLICT (org_id, idempotency_key) DO NOTHING`,
+			c.ID, c.OrgID, c.ProjectID, c.Name, c.ControlPlaneDNSName, StatusFounding, c.KeyAlgorithm, c.KubernetesVersion,
+			c.ClusterDomain, c.ServiceCIDR, c.PodCIDR, c.ControlPlaneCount, c.SecurityGroupIDs, c.KMSKeyID,
+			c.WrappedDataKey, c.CACert, c.CAKeySealed, c.EtcdCACert, c.EtcdCAKeySealed, c.FrontProxyCACert,
+			c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
+			string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable)
+		if err != nil {
+			return fmt.Errorf("inserting cluster: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("inserting cluster: %w", ErrDuplicate)
+		}
+		for _, n := range nodes {
+			if _, err := tx.Exec(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name) VALUES ($1, $2, $3)`,
+				c.ID, n.Ordinal, n.Name); err != nil {
+				return fmt.Errorf("inserting intended node %d: %w", n.Ordinal, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading vm addresses: %w", err)
+		return fmt.Errorf("beginning founding: %w", err)
 	}
-	out := make(map[int64]VMAddress, len(addrs))
-	for _, a := range addrs {
-		out[a.VMID] = a
-	}
-	return out, nil
+	return nil
 }
 
-// InsertNode writes one control-plane node and its stored identities in
-// one statement.
-func (f *FoundingTx) InsertNode(ctx context.Context, clusterID int64, n Node) error {
+// fenced runs one UPDATE of an operation's cluster that only the lease
+// owner may make: sql's $1 is the cluster id, $2 the owner, then args.
+func (s *Store) fenced(ctx context.Context, what, sql string, clusterID int64, owner string, args ...any) error {
+	tag, err := s.pool.Exec(ctx, sql, append([]any{clusterID, owner}, args...)...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", what, ErrLeaseLost)
+	}
+	return nil
+}
+
+// leaseHeld is the fence of every write: the cluster is the owner's.
+const leaseHeld = `id = $1 AND lease_owner = $2`
+
+// MarkSecurityGroupRequested records that a security group create is about
+// to be sent.
+func (s *Store) MarkSecurityGroupRequested(ctx context.Context, clusterID int64, owner string) error {
+	return s.fenced(ctx, "recording a security group request", `UPDATE kube_clusters
+		SET security_group_requested = true, updated_at = now() WHERE `+leaseHeld, clusterID, owner)
+}
+
+// RecordSecurityGroup records the group founding created; the VMs are
+// created in it.
+func (s *Store) RecordSecurityGroup(ctx context.Context, clusterID int64, owner string, sgID int64) error {
+	return s.fenced(ctx, "recording the security group", `UPDATE kube_clusters
+		SET created_security_group_id = $3, security_group_ids = ARRAY[$3::bigint], updated_at = now()
+		WHERE `+leaseHeld, clusterID, owner, sgID)
+}
+
+// MarkVMRequested records that the create of the node at ordinal is about
+// to be sent.
+func (s *Store) MarkVMRequested(ctx context.Context, clusterID int64, owner string, ordinal int) error {
+	return s.fencedNode(ctx, "recording a VM request", `create_requested = true`, clusterID, owner, ordinal)
+}
+
+// RecordVM records the VM the compute API created for the node at ordinal.
+func (s *Store) RecordVM(ctx context.Context, clusterID int64, owner string, ordinal int, vmID int64) error {
+	return s.fencedNode(ctx, "recording a VM", `vm_id = $4`, clusterID, owner, ordinal, vmID)
+}
+
+// RecordAddresses records the addresses the compute API reported for the
+// node at ordinal.
+func (s *Store) RecordAddresses(ctx context.Context, clusterID int64, owner string, n Node) error {
+	return s.fencedNode(ctx, "recording addresses", `ipv4 = $4, ipv6 = $5, public_ipv4 = $6`,
+		clusterID, owner, n.Ordinal, n.IPv4, n.IPv6, n.PublicIPv4)
+}
+
+// fencedNode updates the node at ordinal of a cluster whose lease owner
+// is owner ($1 cluster, $2 owner, $3 ordinal, then args).
+func (s *Store) fencedNode(ctx context.Context, what, set string, clusterID int64, owner string, ordinal int, args ...any) error {
+	return s.fenced(ctx, what, `UPDATE kube_nodes SET `+set+`
+		WHERE kube_cluster_id = $1 AND ordinal = $3
+		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`,
+		clusterID, owner, append([]any{ordinal}, args...)...)
+}
+
+// RecordIdentities writes the node's stored identities (one row each); a
+// node that has them already keeps the first ones.
+func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner string, n Node) error {
 	names, certs, keys := make([]string, len(n.Identities)), make([]string, len(n.Identities)), make([][]byte, len(n.Identities))
 	for i, id := range n.Identities {
 		names[i], certs[i], keys[i] = id.Name, id.Cert, id.KeySealed
 	}
-	_, err := f.tx.Exec(ctx, `WITH node AS (
-			INSERT INTO kube_nodes (kube_cluster_id, vm_id, ordinal, node_name) VALUES ($1, $2, $3, $4) RETURNING id)
+	return s.fenced(ctx, fmt.Sprintf("recording identities of node %d", n.Ordinal), `
 		INSERT INTO node_identities (node_id, name, cert, key_sealed)
-		SELECT node.id, u.name, u.cert, u.key_sealed
-		FROM node, unnest($5::text[], $6::text[], $7::bytea[]) AS u (name, cert, key_sealed)`,
-		clusterID, n.VMID, n.Ordinal, n.Name, names, certs, keys)
+		SELECT n.id, u.name, u.cert, u.key_sealed
+		FROM kube_nodes n, unnest($4::text[], $5::text[], $6::bytea[]) AS u (name, cert, key_sealed)
+		WHERE n.kube_cluster_id = $1 AND n.ordinal = $3
+		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
+		ON CONFLICT (node_id, name) DO UPDATE SET cert = node_identities.cert`,
+		clusterID, owner, n.Ordinal, names, certs, keys)
+}
+
+// FinishFounding makes the founding's cluster active and lets go of it.
+func (s *Store) FinishFounding(ctx context.Context, clusterID int64, owner string) error {
+	return s.fenced(ctx, "finishing founding", `UPDATE kube_clusters
+		SET status = 'active', lease_owner = NULL, lease_until = NULL, updated_at = now()
+		WHERE `+leaseHeld+` AND status = 'founding'`, clusterID, owner)
+}
+
+// Release lets go of the owner's operation: the reconciler takes it over
+// once until has passed. It records the status the operation goes on in
+// (founding or deleting), why, and whether a founding may be finished
+// rather than undone.
+func (s *Store) Release(ctx context.Context, clusterID int64, owner string, r Released) error {
+	return s.fenced(ctx, "releasing the operation", `UPDATE kube_clusters
+		SET status = $3, lease_until = $4, status_reason = $5, resumable = resumable OR $6, updated_at = now()
+		WHERE `+leaseHeld, clusterID, owner, r.Status, r.Until, r.Reason, r.Resumable)
+}
+
+// Released is how an operation is let go (see Release).
+type Released struct {
+	Status    string
+	Until     time.Time
+	Reason    string
+	Resumable bool
+}
+
+// BeginDeleting moves one of org's clusters to deleting under lease, unless
+// another invocation holds a live lease on it (a founding or a deletion in
+// progress): then ErrLeaseLost. A deleted cluster is left as it is
+// (ErrNotFound tells the caller nothing was claimed).
+func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease Lease, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE kube_clusters
+		SET status = 'deleting', lease_owner = $3, lease_until = $4, updated_at = now()
+		WHERE org_id = $1 AND id = $2 AND status <> 'deleted' AND (lease_until IS NULL OR lease_until < $5)`,
+		orgID, clusterID, lease.Owner, lease.Until, now)
 	if err != nil {
-		return fmt.Errorf("inserting node %d: %w", n.VMID, err)
+		return fmt.Errorf("beginning deletion of cluster %d: %w", clusterID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("beginning deletion of cluster %d: %w", clusterID, ErrLeaseLost)
 	}
 	return nil
 }
 
-// Commit makes the founding durable.
-func (f *FoundingTx) Commit(ctx context.Context) error {
-	if err := f.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("committing founding: %w", err)
+// ClaimExpired takes over one cluster whose founding or deletion lease ran
+// out (its holder died), if any: ErrNotFound when there is none. The row
+// lock is held only for this statement; SKIP LOCKED lets reconcilers
+// running side by side claim different clusters instead of queueing.
+func (s *Store) ClaimExpired(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
+	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
+		WHERE id = (SELECT id FROM kube_clusters
+			WHERE status IN ('founding', 'deleting') AND (lease_until IS NULL OR lease_until < $3)
+			ORDER BY lease_until NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
+	c, err := collectCluster(rows)
+	if err != nil {
+		return c, fmt.Errorf("claiming an unfinished operation: %w", notFound(err))
 	}
-	return nil
+	return c, nil
 }
 
-// Rollback abandons the founding; safe after Commit.
-func (f *FoundingTx) Rollback(ctx context.Context) {
-	// A failed rollback makes pgx discard the connection, and the server
-	// aborts the transaction when it goes; there is nothing else to do.
-	_ = f.tx.Rollback(ctx)
+// EndOperation ends the owner's founding (status failed) or deletion
+// (status deleted) and crypto-shreds the cluster in one transaction: the
+// wrapped data key and every sealed key are overwritten, so nothing can
+// open them again.
+func (s *Store) EndOperation(ctx context.Context, clusterID int64, owner, status, reason string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		empty := []byte{}
+		tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET wrapped_data_key = $3, ca_key_sealed = $3,
+			etcd_ca_key_sealed = $3, front_proxy_ca_key_sealed = $3, service_account_key_sealed = $3,
+			status = $4, status_reason = $5, lease_owner = NULL, lease_until = NULL, updated_at = now()
+			WHERE `+leaseHeld, clusterID, owner, empty, status, reason)
+		if err != nil {
+			return fmt.Errorf("ending the operation as %s: %w", status, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("ending the operation as %s: %w", status, ErrLeaseLost)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE node_identities SET key_sealed = $2
+			WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, empty); err != nil {
+			return fmt.Errorf("destroying node identity keys: %w", err)
+		}
+		return nil
+	})
 }

@@ -153,6 +153,27 @@ func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
 }
 
+// ServiceToken is k8sapi's own platform credential (the reconciler's):
+// SERVICE_TOKEN locally, else the Secrets Manager secret at
+// SERVICE_TOKEN_SECRET_ARN, fetched once per cold start.
+func (a *App) ServiceToken(ctx context.Context) (string, error) {
+	if a.Config.ServiceToken != "" {
+		return a.Config.ServiceToken, nil
+	}
+	if a.Config.ServiceTokenSecretARN == "" {
+		return "", fmt.Errorf("configuration: SERVICE_TOKEN or SERVICE_TOKEN_SECRET_ARN is required")
+	}
+	out, err := secretsmanager.NewFromConfig(a.AWS).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{
+		SecretId: &a.Config.ServiceTokenSecretARN})
+	if err != nil {
+		return "", fmt.Errorf("reading the service token secret: %w", err)
+	}
+	if out.SecretString == nil || *out.SecretString == "" {
+		return "", fmt.Errorf("the service token secret is empty")
+	}
+	return *out.SecretString, nil
+}
+
 // HealthChecks are the deep health check's pings, Postgres and KMS, each
 // answered from memory for deepCheckTTL after it runs.
 func (a *App) HealthChecks() []api.Check {

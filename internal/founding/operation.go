@@ -1,0 +1,309 @@
+package founding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/compute"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// operation is one founding as its driver (the API function or the
+// reconciler) sees it: the committed rows, updated as each side effect is
+// recorded, the lease that fences every write, and the opened trust.
+type operation struct {
+	cluster store.Cluster
+	nodes   []store.Node
+	spec    Spec
+	lease   store.Lease
+	trust   *pki.Trust
+	dataKey *envelope.DataKey
+}
+
+// errOutOfTime stops a driver whose time is up between two side effects;
+// everything done so far is recorded, so another driver carries on.
+var errOutOfTime = errors.New("out of time to drive the founding")
+
+// foundingStep is one step of a founding. Every step is idempotent over the
+// recorded state: it does only what is not recorded yet, and a remote create
+// repeated after a lost answer carries the same idempotency token, so the
+// platform answers the object the first attempt made.
+type foundingStep struct {
+	name string
+	run  func(s *Service, ctx context.Context, op *operation, deadline time.Time) error
+}
+
+// foundingSteps is the order of a founding, the truth both drivers follow.
+var foundingSteps = []foundingStep{
+	{"security group", (*Service).ensureSecurityGroup},
+	{"VMs", (*Service).ensureVMs},
+	{"addresses", (*Service).ensureAddresses},
+	{"node identities", (*Service).ensureIdentities},
+	{"activation", (*Service).activate},
+}
+
+// advance runs every founding step from where the recorded state says the
+// founding is, stopping with errOutOfTime when deadline passes first.
+func (s *Service) advance(ctx context.Context, op *operation, deadline time.Time) error {
+	for _, step := range foundingSteps {
+		if err := step.run(s, ctx, op, deadline); err != nil {
+			return fmt.Errorf("founding step %q: %w", step.name, err)
+		}
+	}
+	return nil
+}
+
+// inTime is checked before each remote side effect.
+func (s *Service) inTime(deadline time.Time) error {
+	if s.now().After(deadline) {
+		return errOutOfTime
+	}
+	return nil
+}
+
+// recorded maps a failure to record a side effect to its answer: a lost
+// lease stops the driver, anything else is the database.
+func recorded(err error) error {
+	if err == nil || errors.Is(err, store.ErrLeaseLost) {
+		return err
+	}
+	return databaseError(err)
+}
+
+// ensureSecurityGroup uses the operator's groups, or creates one that
+// allows all traffic from the subnet and the API server port from anywhere.
+func (s *Service) ensureSecurityGroup(ctx context.Context, op *operation, deadline time.Time) error {
+	if len(op.spec.SecurityGroupIDs) > 0 || op.cluster.CreatedSecurityGroupID != nil {
+		return nil
+	}
+	if err := s.inTime(deadline); err != nil {
+		return err
+	}
+	subnet, err := s.subnet(ctx, op.spec.SubnetID)
+	if err != nil {
+		return err
+	}
+	sgID, err := s.createSecurityGroup(ctx, op)
+	if err != nil {
+		return err
+	}
+	for i, r := range groupRules(sgID, subnet.CIDRv4) {
+		r.IdempotencyToken = tokenFor(op.cluster.ID, fmt.Sprintf("sg-rule-%d", i+1))
+		if _, err := s.Compute.CreateSecurityGroupRule(ctx, r); err != nil {
+			return computeError("creating a security group rule", err)
+		}
+	}
+	if err := recorded(s.Store.RecordSecurityGroup(ctx, op.cluster.ID, op.lease.Owner, sgID)); err != nil {
+		return err
+	}
+	op.cluster.CreatedSecurityGroupID, op.cluster.SecurityGroupIDs = &sgID, []int64{sgID}
+	return nil
+}
+
+// subnet looks the subnet up; an unknown one is bad input.
+func (s *Service) subnet(ctx context.Context, id int64) (compute.Subnet, error) {
+	subnet, err := s.Compute.Subnet(ctx, id)
+	if compute.IsNotFound(err) {
+		return subnet, apperr.New(apperr.Invalid, "invalid_request", "subnet_id: no such subnet")
+	}
+	if err != nil {
+		return subnet, computeError("looking up the subnet", err)
+	}
+	return subnet, nil
+}
+
+// createSecurityGroup records that the create is sent, then sends it under
+// the cluster's token for its group.
+func (s *Service) createSecurityGroup(ctx context.Context, op *operation) (int64, error) {
+	if err := recorded(s.Store.MarkSecurityGroupRequested(ctx, op.cluster.ID, op.lease.Owner)); err != nil {
+		return 0, err
+	}
+	op.cluster.SecurityGroupRequested = true
+	id, err := s.Compute.CreateSecurityGroup(ctx, securityGroupOf(&op.cluster))
+	if err != nil {
+		return 0, computeError("creating the security group", err)
+	}
+	return id, nil
+}
+
+func securityGroupOf(c *store.Cluster) compute.SecurityGroup {
+	return compute.SecurityGroup{Name: c.Name + "-control-plane", Description: "k8sapi control plane of " + c.Name,
+		IdempotencyToken: tokenFor(c.ID, "sg")}
+}
+
+// groupRules are the rules of the group founding creates.
+func groupRules(sgID int64, subnetCIDR string) []compute.Rule {
+	return []compute.Rule{
+		{SecurityGroupID: sgID, IsIngress: true, Protocol: compute.ProtocolAny, PortRange: compute.PortRangeAny,
+			CIDR: subnetCIDR, Description: "all IPv4 from the cluster subnet"},
+		{SecurityGroupID: sgID, IsIngress: true, Protocol: compute.ProtocolTCPv4, PortRange: "6443",
+			CIDR: "0.0.0.0/0", Description: "Kubernetes API"},
+	}
+}
+
+// ensureVMs creates the VM of every node that has none recorded, each born
+// with the userdata shim that later fetches its bundle.
+func (s *Service) ensureVMs(ctx context.Context, op *operation, deadline time.Time) error {
+	for i := range op.nodes {
+		n := &op.nodes[i]
+		if n.VMID != 0 {
+			continue
+		}
+		if err := s.inTime(deadline); err != nil {
+			return err
+		}
+		if err := recorded(s.Store.MarkVMRequested(ctx, op.cluster.ID, op.lease.Owner, n.Ordinal)); err != nil {
+			return err
+		}
+		n.CreateRequested = true
+		id, err := s.createVM(ctx, &op.cluster, *n)
+		if err != nil {
+			return err
+		}
+		if err := recorded(s.Store.RecordVM(ctx, op.cluster.ID, op.lease.Owner, n.Ordinal, id)); err != nil {
+			return err
+		}
+		n.VMID = id
+	}
+	return nil
+}
+
+// createVM sends the create of node n's VM under the node's token. Undoing
+// repeats it to learn the id of a VM whose create answer was lost.
+func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) (int64, error) {
+	spec, err := specOf(c)
+	if err != nil {
+		return 0, err
+	}
+	userdata, err := s.Renderer.Userdata(bundle.UserdataInput{BootstrapBaseURL: s.Settings.BootstrapBaseURL})
+	if err != nil {
+		return 0, fmt.Errorf("rendering userdata: %w", err)
+	}
+	id, err := s.Compute.CreateInstance(ctx, compute.Instance{
+		Name: n.Name, ZoneID: spec.ZoneID, SubnetID: spec.SubnetID,
+		ImageID: spec.ControlPlaneImageID, InstanceType: spec.ControlPlaneInstanceType,
+		AllocatePublicIPv4: spec.AllocatePublicIPv4, SSHPubkey: spec.SSHPubkey,
+		SecurityGroupIDs: c.SecurityGroupIDs, RootVolumeSizeGiB: spec.RootVolumeSizeGiB,
+		Tags:     map[string]string{"role": "control-plane", "k8sapi/cluster": c.Name},
+		Userdata: userdata, IdempotencyToken: tokenFor(c.ID, fmt.Sprintf("cp-%d", n.Ordinal)),
+	})
+	if err != nil {
+		return 0, computeError(fmt.Sprintf("creating control-plane VM %d", n.Ordinal), err)
+	}
+	return id, nil
+}
+
+// ensureAddresses waits for the addresses of every node that has none
+// recorded, by bounded polling of the compute API (a real platform attaches
+// interfaces after the create answered), and records them on the node.
+func (s *Service) ensureAddresses(ctx context.Context, op *operation, deadline time.Time) error {
+	for i := range op.nodes {
+		n := &op.nodes[i]
+		if n.IPv4 != "" {
+			continue
+		}
+		info, err := s.pollAddresses(ctx, n.VMID, deadline)
+		if err != nil {
+			return err
+		}
+		n.IPv4, n.IPv6, n.PublicIPv4 = info.IPv4, info.IPv6, info.PublicIPv4
+		if err := recorded(s.Store.RecordAddresses(ctx, op.cluster.ID, op.lease.Owner, *n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pollAddresses reads VM vmID until it has a private IPv4 address, at most
+// Settings.AddressPolls times.
+func (s *Service) pollAddresses(ctx context.Context, vmID int64, deadline time.Time) (compute.InstanceInfo, error) {
+	polls := orDefault(s.Settings.AddressPolls, DefaultAddressPolls)
+	for range polls {
+		if err := s.inTime(deadline); err != nil {
+			return compute.InstanceInfo{}, err
+		}
+		info, err := s.Compute.GetInstance(ctx, vmID)
+		if err != nil {
+			return info, computeError(fmt.Sprintf("reading VM %d", vmID), err)
+		}
+		if info.IPv4 != "" {
+			return info, nil
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(orDefault(s.Settings.AddressPollInterval, DefaultAddressPollInterval)):
+		}
+	}
+	return compute.InstanceInfo{}, apperr.New(apperr.BadGateway, "compute_failed",
+		fmt.Sprintf("the compute API reported no address for VM %d after %d reads; nothing was kept", vmID, polls))
+}
+
+// ensureIdentities issues, seals and records the stored identities (the
+// cert table's PhaseFounding entries) of every node that has none.
+func (s *Service) ensureIdentities(ctx context.Context, op *operation, _ time.Time) error {
+	for i := range op.nodes {
+		if op.nodes[i].Issued {
+			continue
+		}
+		if err := s.issueNode(ctx, op, op.nodes[i]); err != nil {
+			return err
+		}
+		op.nodes[i].Issued = true
+	}
+	return nil
+}
+
+// issueNode issues node n's stored identities, seals their keys and records
+// them. n is a copy: the sealed keys are not kept past the write.
+func (s *Service) issueNode(ctx context.Context, op *operation, n store.Node) error {
+	facts, err := keyring.NodeFacts(&op.cluster, n)
+	if err != nil {
+		return err
+	}
+	issued, err := s.issuer(op.spec.KeyAlgorithm).IssuePhase(op.trust, pki.PhaseFounding, facts)
+	if err != nil {
+		return err
+	}
+	n.Identities, err = keyring.SealIdentities(op.dataKey, n.VMID, issued)
+	for _, kp := range issued {
+		clear(kp.KeyPEM)
+	}
+	if err != nil {
+		return err
+	}
+	return recorded(s.Store.RecordIdentities(ctx, op.cluster.ID, op.lease.Owner, n))
+}
+
+// activate makes the cluster active, then points its DNS name (best
+// effort: the rows are the truth, a DNS failure is reported, never undone).
+func (s *Service) activate(ctx context.Context, op *operation, _ time.Time) error {
+	if err := recorded(s.Store.FinishFounding(ctx, op.cluster.ID, op.lease.Owner)); err != nil {
+		return err
+	}
+	op.cluster.Status = store.StatusActive
+	s.configureDNS(ctx, &op.cluster, op.nodes)
+	return nil
+}
+
+// configureDNS points the control-plane name at the first of the suggested
+// records and records the outcome.
+func (s *Service) configureDNS(ctx context.Context, c *store.Cluster, nodes []store.Node) {
+	first := suggestedRecords(c.ControlPlaneDNSName, nodes)[0] // every node has a private address
+	err := s.DNS.UpsertA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName, first.Value, first.TTL)
+	c.DNSConfigured, c.DNSError = err == nil, ""
+	if err != nil {
+		c.DNSError = "the DNS API did not accept the control-plane record; create the suggested records by hand"
+		s.logger().WarnContext(ctx, "dns configuration failed", "cluster_id", c.ID, "cause", err.Error())
+	}
+	if err := s.Store.SetDNS(ctx, c.ID, c.DNSConfigured, c.DNSError); err != nil {
+		s.logger().WarnContext(ctx, "recording dns outcome failed", "cluster_id", c.ID, "cause", err.Error())
+	}
+}
