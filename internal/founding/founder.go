@@ -34,6 +34,7 @@ type Settings struct {
 	ServiceCIDR       string
 	PodCIDR           string
 	ClusterDomain     string
+	LeafLifetime      time.Duration // zero: the cert table's
 }
 
 // DefaultNetworks are the seed's cluster networks.
@@ -67,7 +68,7 @@ func (s *Service) now() time.Time {
 }
 
 func (s *Service) issuer(alg pki.Algorithm) pki.Issuer {
-	return pki.Issuer{Algorithm: alg, Now: s.now}
+	return pki.Issuer{Algorithm: alg, Now: s.now, LeafLifetime: s.Settings.LeafLifetime}
 }
 
 // Found founds a cluster for org. bearer is the operator's token, passed on

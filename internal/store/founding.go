@@ -101,16 +101,13 @@ func (f *FoundingTx) VMAddresses(ctx context.Context, vmIDs []int64) (map[int64]
 // InsertNode writes one control-plane node and its stored identities in
 // one statement.
 func (f *FoundingTx) InsertNode(ctx context.Context, clusterID int64, n Node) error {
-	names, certs, keys := make([]string, len(n.Identities)), make([]string, len(n.Identities)), make([][]byte, len(n.Identities))
-	for i, id := range n.Identities {
-		names[i], certs[i], keys[i] = id.Name, id.Cert, id.KeySealed
-	}
+	ids := identityColumns(n.Identities)
 	_, err := f.tx.Exec(ctx, `WITH node AS (
 			INSERT INTO kube_nodes (kube_cluster_id, vm_id, ordinal, node_name) VALUES ($1, $2, $3, $4) RETURNING id)
-		INSERT INTO node_identities (node_id, name, cert, key_sealed)
-		SELECT node.id, u.name, u.cert, u.key_sealed
-		FROM node, unnest($5::text[], $6::text[], $7::bytea[]) AS u (name, cert, key_sealed)`,
-		clusterID, n.VMID, n.Ordinal, n.Name, names, certs, keys)
+		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after)
+		SELECT node.id, u.name, u.cert, u.key_sealed, u.not_after
+		FROM node, unnest($5::text[], $6::text[], $7::bytea[], $8::timestamptz[]) AS u (name, cert, key_sealed, not_after)`,
+		clusterID, n.VMID, n.Ordinal, n.Name, ids.names, ids.certs, ids.keys, ids.notAfters)
 	if err != nil {
 		return fmt.Errorf("inserting node %d: %w", n.VMID, err)
 	}
