@@ -54,6 +54,7 @@ func parts() []part {
 		{"network", networkPart},
 		{"addons", addonPart},
 		{"scripts", scriptPart},
+		{"certificate-renewal", renewalPart},
 	}
 }
 

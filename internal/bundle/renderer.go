@@ -137,6 +137,7 @@ type view struct {
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
 	Checksums          []checksum
+	Renewal            renewalView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -161,6 +162,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
+		Renewal:            newRenewalView(),
 	}
 	for _, f := range slices.Sorted(maps.Keys(in.Artifacts.SHA256)) {
 		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: in.Artifacts.SHA256[f]})
