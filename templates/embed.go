@@ -7,5 +7,5 @@ import "embed"
 
 // FS is every template of the bundle.
 //
-//go:embed *.sh *.yaml *.env *.service *.conflist *.sha256 kubeconfig
+//go:embed *.sh *.yaml *.env *.service *.timer *.conflist *.sha256 kubeconfig
 var FS embed.FS

@@ -101,5 +101,8 @@ if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
   step "installing the cluster addons"
   /usr/local/bin/exk8s-install-cluster-addons.sh
 fi
+step "starting certificate renewal"
+# Daily from now on; k8sapi renews only a ready node.
+systemctl enable --now exk8s-renew-certificates.timer
 log "bootstrap of ${NODE_NAME} finished"
 progress_report ready

@@ -1,6 +1,7 @@
 // Command get-bundle is the GetBundleFunction Lambda, k8sapi's VM-facing
 // function: GET /bootstrap/control-plane/{vm_id} (the bundle) and
-// POST /bootstrap/control-plane/{vm_id}/status (the VM's bootstrap phase).
+// POST /bootstrap/control-plane/{vm_id}/status (the VM's bootstrap phase) and
+// POST /bootstrap/control-plane/{vm_id}/renew (a ready node's certificates).
 package main
 
 import (
@@ -13,7 +14,8 @@ import (
 func main() {
 	wiring.Serve("GetBundleFunction", []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewRenderer()
-		srv.Bundles = app.NodeBootstrap(r)
+		nodes := app.NodeBootstrap(r)
+		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Progress = &progress.Service{Store: app.Store}
 		return err
 	})

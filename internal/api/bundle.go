@@ -42,6 +42,23 @@ func (s *Server) reportStatus(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// renewCertificates serves POST /bootstrap/control-plane/{vm_id}/renew: a
+// ready node's PKI files and kubeconfigs, its serving identities renewed
+// when due. It takes no body.
+func (s *Server) renewCertificates(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	renewal, err := s.Renewals.Renew(r.Context(), vm)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, renewal.Response())
+}
+
 // bootstrapVM runs the four proofs of the VM routes, cheapest first, each
 // failing closed: vm_id parses (400), then the IMDS session, the principal
 // token, the org match and the VM match (auth). On failure it has already

@@ -25,4 +25,5 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster},
 	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle},
 	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/status", (*Server).reportStatus},
+	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/renew", (*Server).renewCertificates},
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/metrics"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
 )
@@ -48,6 +49,11 @@ type Bundles interface {
 	Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error)
 }
 
+// Renewals renews a ready node's certificates.
+type Renewals interface {
+	Renew(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.Renewal, error)
+}
+
 // Reporter records the bootstrap phases VMs report.
 type Reporter interface {
 	Report(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
@@ -66,6 +72,7 @@ type Server struct {
 	Founder  Founder
 	Clusters Clusters
 	Bundles  Bundles
+	Renewals Renewals
 	Progress Reporter
 	Checks   []Check
 	Draining func() bool

@@ -55,6 +55,7 @@ func parts() []part {
 		{"network", networkPart},
 		{"addons", addonPart},
 		{"scripts", scriptPart},
+		{"certificate-renewal", renewalPart},
 	}
 }
 

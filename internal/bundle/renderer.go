@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -136,6 +137,7 @@ type view struct {
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
 	Checksums          []checksum
+	Renewal            renewalView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -160,6 +162,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
+		Renewal:            newRenewalView(),
 	}
 	for _, f := range slices.Sorted(maps.Keys(in.Artifacts.SHA256)) {
 		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: in.Artifacts.SHA256[f]})
@@ -233,4 +236,16 @@ func (r *Renderer) Userdata(u UserdataInput) (string, error) {
 		return "", fmt.Errorf("rendering userdata: %w", err)
 	}
 	return out, nil
+}
+
+// Credentials returns the bundle's PKI files and kubeconfigs only: what a
+// certificate renewal gives a node that already holds everything else.
+func (b *Bundle) Credentials() *Bundle {
+	out := &Bundle{Metadata: b.Metadata}
+	for _, f := range b.Files {
+		if dir := path.Dir(f.Path); dir == pkiDir || dir == kubeconfigDir {
+			out.Files = append(out.Files, f)
+		}
+	}
+	return out
 }

@@ -306,8 +306,8 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 			scripts[filepath.Base(f.Path)] = f.Content
 		}
 	}
-	if len(scripts) != 5 {
-		t.Fatalf("want the shim, 3 scripts and exk8s-progress.sh, got %d", len(scripts))
+	if len(scripts) != 6 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh and exk8s-renew-certificates.sh, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -572,7 +572,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 20 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml and containerd.service", len(used))
+	if len(used) != 23 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service and the renewal's timer, service and script", len(used))
 	}
 }

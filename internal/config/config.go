@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/pki"
 )
 
 // Config is the process configuration. Empty strings mean "not set" for
@@ -33,6 +34,10 @@ type Config struct {
 	// itself (local), or the Secrets Manager secret holding it (AWS).
 	ServiceToken          string
 	ServiceTokenSecretARN string
+	// LeafCertLifetime and CertRenewBefore are Go durations (see Renewal);
+	// empty CertRenewBefore means a third of the lifetime.
+	LeafCertLifetime string
+	CertRenewBefore  string
 }
 
 // DB shapes the connection pool (see DB.Pool for the typed values). Empty
@@ -87,6 +92,8 @@ var variables = []variable{
 	{"DB_CONN_MAX_LIFETIME", "", func(c *Config) *string { return &c.DB.ConnMaxLifetime }, checkDuration},
 	{"DB_STATEMENT_TIMEOUT", "", func(c *Config) *string { return &c.DB.StatementTimeout }, checkDuration},
 	{"DB_QUERY_EXEC_MODE", "", func(c *Config) *string { return &c.DB.QueryExecMode }, checkQueryExecMode},
+	{"LEAF_CERT_LIFETIME", pki.DefaultLeafLifetime.String(), func(c *Config) *string { return &c.LeafCertLifetime }, checkLeafLifetime},
+	{"CERT_RENEW_BEFORE", "", func(c *Config) *string { return &c.CertRenewBefore }, checkDuration},
 }
 
 // Variables lists the names of every variable FromEnv reads, in table order.
@@ -123,6 +130,9 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.DatabaseURL == "" && c.DBSecretARN == "" {
 		errs = append(errs, errors.New("DATABASE_URL or DB_SECRET_ARN: one is required"))
+	}
+	if err := c.checkRenewalWindow(); err != nil {
+		errs = append(errs, err)
 	}
 	return c, errors.Join(errs...)
 }

@@ -34,6 +34,7 @@ func TestDefaults(t *testing.T) {
 		LogLevel:          "info",
 		Artifacts:         bundle.DefaultArtifacts(),
 		DB:                config.DB{IAMAuth: "false"},
+		LeafCertLifetime:  "8760h0m0s",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)

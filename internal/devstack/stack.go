@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -361,7 +362,7 @@ func withServiceToken(f Function, env map[string]string, token string) map[strin
 // FunctionOverrides is the environment the local stack gives every function
 // on top of template.yaml's (what `sam local --env-vars` would carry).
 func FunctionOverrides(st Stack) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"DATABASE_URL":          st.DatabaseURL,
 		"DB_SECRET_ARN":         st.DBSecretARN,
 		"KMS_KEY_ID":            st.KMSKeyID,
@@ -376,6 +377,24 @@ func FunctionOverrides(st Stack) map[string]string {
 		// Each response says its DB round trips and KMS calls (internal/metrics).
 		metrics.DebugEnv: "1",
 	}
+	maps.Copy(env, PassedThrough(os.LookupEnv))
+	return env
+}
+
+// passedThrough are the variables `make local` takes from its own
+// environment for every function, so a short-lived stack is one command:
+// LEAF_CERT_LIFETIME=1h CERT_RENEW_BEFORE=59m45s make local.
+var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE"}
+
+// PassedThrough returns the passed-through variables lookup has a value for.
+func PassedThrough(lookup func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	for _, name := range passedThrough {
+		if v, ok := lookup(name); ok && v != "" {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // startSimulator serves the platform simulator on a free loopback port.

@@ -21,7 +21,7 @@ func TestProjectTemplate(t *testing.T) {
 	want := map[string][]string{
 		"ClustersFunction":      {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}"},
 		"CreateClusterFunction": {"POST /clusters"},
-		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/status"},
+		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status"},
 		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},
 		"ReconcilerFunction":    nil, // a Schedule event, no route
 	}

@@ -49,6 +49,7 @@ type Settings struct {
 	// addresses.
 	AddressPolls        int
 	AddressPollInterval time.Duration
+	LeafLifetime        time.Duration // zero: the cert table's
 }
 
 // DefaultNetworks are the seed's cluster networks.
@@ -92,7 +93,7 @@ func (s *Service) now() time.Time {
 }
 
 func (s *Service) issuer(alg pki.Algorithm) pki.Issuer {
-	return pki.Issuer{Algorithm: alg, Now: s.now}
+	return pki.Issuer{Algorithm: alg, Now: s.now, LeafLifetime: s.Settings.LeafLifetime}
 }
 
 func orDefault[T comparable](v, def T) T {

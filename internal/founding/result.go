@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
@@ -62,8 +63,14 @@ type ClusterView struct {
 	DNSError            string     `json:"dns_error,omitempty"`
 	// Bootstrap is how far the nodes' bootstrap got, as the VMs report it.
 	Bootstrap progress.Bootstrap `json:"bootstrap"`
-	CreatedAt time.Time          `json:"created_at"`
-	UpdatedAt time.Time          `json:"updated_at"`
+	// CertificatesExpireAt is the earliest NotAfter among the nodes' stored
+	// certificates (null before any is stored); renewal moves it.
+	CertificatesExpireAt *time.Time `json:"certificates_expire_at"`
+	// CAsExpireAt is each CA's NotAfter, by cert-table name; renewal never
+	// moves them.
+	CAsExpireAt map[pki.Name]time.Time `json:"cas_expire_at"`
+	CreatedAt   time.Time              `json:"created_at"`
+	UpdatedAt   time.Time              `json:"updated_at"`
 }
 
 func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
@@ -86,6 +93,8 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 			Phase: progress.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
+	e := expiryOf(c, nodes)
+	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
 	return v
 }
 

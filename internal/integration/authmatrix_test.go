@@ -166,6 +166,32 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		cases = append(cases, authCase{"bundle unclean " + p, "GET", p, both(imds1, "Bearer "+access1), "", 404, "not_found"})
 	}
 
+	// POST /bootstrap/control-plane/{vm_id}/renew: the bundle's four
+	// proofs, then the node must be ready (vm1 is bundle_fetched here, and
+	// failed once the status cases below ran: refused both times).
+	renewPath := func(vm int64) string { return bundlePath + itoa(vm) + "/renew" }
+	for _, c := range refused {
+		if c.authorization == "" {
+			continue
+		}
+		cases = append(cases, authCase{"renew bearer: " + c.name, "POST", renewPath(vm1), both(imds1, c.authorization), "", c.status, c.code})
+	}
+	for _, id := range badIDs {
+		cases = append(cases, authCase{"renew bad vm_id " + id, "POST", bundlePath + id + "/renew", both(imds1, "Bearer "+access1), "", 400, "invalid_path"})
+	}
+	renewProof := both(imds1, "Bearer "+access1)
+	cases = append(cases,
+		authCase{"renew peer VM", "POST", renewPath(vm2), renewProof, "", 403, "forbidden"},
+		authCase{"renew other org's IMDS", "POST", renewPath(vm1), both(imdsOrg2, "Bearer "+access1), "", 403, "forbidden"},
+		authCase{"renew other org's VM and token", "POST", renewPath(vm1), both(imdsOrg2, "Bearer "+accessOrg2), "", 403, "forbidden"},
+		authCase{"renew another org's VM path", "POST", renewPath(c2.ControlPlaneVMIDs[0]), renewProof, "", 403, "forbidden"},
+		authCase{"renew operator token without IMDS proof", "POST", renewPath(vm1), both("", "Bearer "+valid), "", 401, "unauthenticated"},
+		authCase{"renew IMDS proof without a bearer", "POST", renewPath(vm1), both(imds1, ""), "", 401, "unauthenticated"},
+		authCase{"renew expired IMDS", "POST", renewPath(vm1), both(expiredIMDS, "Bearer "+access1), "", 401, "unauthenticated"},
+		authCase{"renew GET", "GET", renewPath(vm1), renewProof, "", 404, "not_found"},
+		authCase{"renew before ready", "POST", renewPath(vm1), renewProof, "", 409, "node_not_ready"},
+	)
+
 	// POST /bootstrap/control-plane/{vm_id}/status: the bundle's four
 	// proofs, then the report itself. The cases run in order: vm1 fetched
 	// its bundle above (bundle_fetched), so it moves to kubelet_started,
@@ -205,6 +231,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"status failed", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"step x failed"}`, 204, ""},
 		authCase{"status failed again", "POST", statusPath(vm1), vmProof, report("failed"), 204, ""},
 		authCase{"status forward after failed", "POST", statusPath(vm1), vmProof, report("ready"), 409, "bootstrap_failed"},
+		authCase{"renew after failed", "POST", renewPath(vm1), renewProof, "", 409, "node_not_ready"},
 	)
 
 	servers := map[string]string{}
@@ -260,7 +287,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 6)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 7)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int

@@ -36,7 +36,8 @@ type stack struct {
 	*stacktest.Client                         // the operator's and the VMs' requests
 }
 
-func newStack(t *testing.T) *stack {
+// newStack builds the stack; opts adjust its configuration (a clock, lifetimes).
+func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	t.Helper()
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
@@ -65,11 +66,15 @@ func newStack(t *testing.T) *stack {
 	kmsClient, keyID := testenv.KMSKey(t)
 	env := envelope.New(kmsClient, keyID, nil)
 	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, logs: &stacktest.LockedBuffer{}}
-	in, err := stacktest.New(stacktest.Config{
+	cfg := stacktest.Config{
 		Pool: pool, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
 		BaseDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
 		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	in, err := stacktest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

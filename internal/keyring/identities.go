@@ -38,13 +38,27 @@ func SealIdentities(dk *envelope.DataKey, vmID int64, issued map[pki.Name]pki.Ke
 		if !ok {
 			return nil, fmt.Errorf("sealing identities of vm %d: %s was not issued", vmID, name)
 		}
-		sealed, err := dk.Seal(keyPurpose(name, vmID), kp.KeyPEM)
+		id, err := SealIdentity(dk, vmID, name, kp)
 		if err != nil {
-			return nil, fmt.Errorf("sealing %s of vm %d: %w", name, vmID, err)
+			return nil, err
 		}
-		out = append(out, store.Identity{Name: string(name), Cert: string(kp.CertPEM), KeySealed: sealed})
+		out = append(out, id)
 	}
 	return out, nil
+}
+
+// SealIdentity seals one stored identity of the node on vmID, with the
+// expiry its certificate states.
+func SealIdentity(dk *envelope.DataKey, vmID int64, name pki.Name, kp pki.KeyPair) (store.Identity, error) {
+	notAfter, err := pki.NotAfter(kp.CertPEM)
+	if err != nil {
+		return store.Identity{}, fmt.Errorf("sealing %s of vm %d: %w", name, vmID, err)
+	}
+	sealed, err := dk.Seal(keyPurpose(name, vmID), kp.KeyPEM)
+	if err != nil {
+		return store.Identity{}, fmt.Errorf("sealing %s of vm %d: %w", name, vmID, err)
+	}
+	return store.Identity{Name: string(name), Cert: string(kp.CertPEM), KeySealed: sealed, NotAfter: notAfter}, nil
 }
 
 // OpenIdentities opens every stored identity of node n. An identity the

@@ -115,3 +115,12 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 	}
 	return &Opened{Trust: t, DataKey: dk, ServiceAccountKey: saKey}, nil
 }
+
+// CACerts returns c's CA certificates (PEM) by cert-table name.
+func CACerts(c *store.Cluster) map[pki.Name][]byte {
+	out := make(map[pki.Name][]byte, len(sealedCAs))
+	for _, col := range sealedCAs {
+		out[col.name] = []byte(*col.cert(c))
+	}
+	return out
+}

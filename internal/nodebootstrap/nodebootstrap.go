@@ -36,46 +36,65 @@ var _ Topologies = (*store.Store)(nil)
 // Service renders bundles.
 type Service struct {
 	Store     Topologies
+	Renewer   Renewer
 	Phases    progress.Recorder
 	Envelope  *envelope.Envelope
 	Renderer  *bundle.Renderer
 	Artifacts bundle.Artifacts
-	Now       func() time.Time
-	Log       *slog.Logger
+	// Renewal is the leaf lifetime every identity is issued with and when a
+	// stored one is renewed (renew.go).
+	Renewal pki.Renewal
+	Now     func() time.Time
+	Log     *slog.Logger
 }
 
 // Bundle renders vm's bundle.
 func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error) {
-	topo, err := s.Store.TopologyForVM(ctx, vm.VMID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, notFound()
-	case err != nil:
-		return nil, apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
-	}
-	c := &topo.Cluster
-	if c.OrgID != vm.OrgID {
-		// Proofs passed, but the VM is not this org's control plane: say
-		// nothing more than for an unknown VM.
-		return nil, notFound()
-	}
-	if c.Status != store.StatusActive {
-		return nil, apperr.New(apperr.Conflict, "cluster_not_active", "the VM's cluster is "+c.Status)
-	}
-	self, ok := findNode(topo.Nodes, vm.VMID)
-	if !ok {
-		return nil, notFound()
-	}
-	in, err := s.input(ctx, c, topo.Nodes, self)
+	topo, self, err := s.load(ctx, vm)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.Renderer.Render(in)
+	opened, ids, err := s.open(ctx, &topo.Cluster, self)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.render(&topo.Cluster, topo.Nodes, self, opened, ids)
 	if err != nil {
 		return nil, err
 	}
 	s.recordFetch(ctx, vm, self)
 	return b, nil
+}
+
+// load reads vm's topology and finds its node: not found for a VM that is
+// no control-plane node of its org, a conflict when its cluster is not
+// active.
+func (s *Service) load(ctx context.Context, vm auth.BootstrapVM) (store.Topology, store.Node, error) {
+	topo, err := s.Store.TopologyForVM(ctx, vm.VMID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return topo, store.Node{}, notFound()
+	case err != nil:
+		return topo, store.Node{}, databaseError(err)
+	}
+	c := &topo.Cluster
+	if c.OrgID != vm.OrgID {
+		// Proofs passed, but the VM is not this org's control plane: say
+		// nothing more than for an unknown VM.
+		return topo, store.Node{}, notFound()
+	}
+	if c.Status != store.StatusActive {
+		return topo, store.Node{}, apperr.New(apperr.Conflict, "cluster_not_active", "the VM's cluster is "+c.Status)
+	}
+	self, ok := findNode(topo.Nodes, vm.VMID)
+	if !ok {
+		return topo, store.Node{}, notFound()
+	}
+	return topo, self, nil
+}
+
+func databaseError(err error) error {
+	return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
 }
 
 // recordFetch moves a pending node to bundle_fetched. A failure is logged,
@@ -99,27 +118,38 @@ func findNode(nodes []store.Node, vmID int64) (store.Node, bool) {
 	return store.Node{}, false
 }
 
-// input opens the keys and mints the identities of one fetch: the node's
-// stored identities, opened, plus the fetch phase's, issued fresh.
-func (s *Service) input(ctx context.Context, c *store.Cluster, nodes []store.Node, self store.Node) (bundle.Input, error) {
+// open rehydrates c's trust and opens self's stored identities.
+func (s *Service) open(ctx context.Context, c *store.Cluster, self store.Node) (*keyring.Opened, map[pki.Name]pki.KeyPair, error) {
 	opened, err := keyring.Open(ctx, s.Envelope, c)
 	if err != nil {
-		return bundle.Input{}, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
+		return nil, nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
 	}
 	ids, err := keyring.OpenIdentities(opened.DataKey, self)
 	if err != nil {
-		return bundle.Input{}, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
+		return nil, nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
 	}
+	return opened, ids, nil
+}
+
+// render mints the fetch phase's identities beside the stored ones in ids
+// and renders self's bundle.
+func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, opened *keyring.Opened,
+	ids map[pki.Name]pki.KeyPair) (*bundle.Bundle, error) {
 	facts, err := keyring.NodeFacts(c, self)
 	if err != nil {
-		return bundle.Input{}, err
+		return nil, err
 	}
-	minted, err := pki.Issuer{Algorithm: pki.Algorithm(c.KeyAlgorithm), Now: s.Now}.IssuePhase(opened.Trust, pki.PhaseFetch, facts)
+	minted, err := s.issuer(c).IssuePhase(opened.Trust, pki.PhaseFetch, facts)
 	if err != nil {
-		return bundle.Input{}, err
+		return nil, err
 	}
 	maps.Copy(ids, minted)
-	return bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids), nil
+	return s.Renderer.Render(bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids))
+}
+
+// issuer signs c's leaves with the configured lifetime.
+func (s *Service) issuer(c *store.Cluster) pki.Issuer {
+	return pki.Issuer{Algorithm: pki.Algorithm(c.KeyAlgorithm), Now: s.Now, LeafLifetime: s.Renewal.Lifetime}
 }
 
 // bundleInput is the renderer's view of the stored topology and this
@@ -130,10 +160,9 @@ func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifact
 		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
 			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR},
-		SelfVMID:  self.VMID,
-		Artifacts: artifacts,
-		CACerts: map[pki.Name][]byte{pki.ClusterCA: []byte(c.CACert), pki.EtcdCA: []byte(c.EtcdCACert),
-			pki.FrontProxyCA: []byte(c.FrontProxyCACert)},
+		SelfVMID:             self.VMID,
+		Artifacts:            artifacts,
+		CACerts:              keyring.CACerts(c),
 		ServiceAccountKeyPEM: saKey,
 		ServiceAccountPubPEM: []byte(c.ServiceAccountPub),
 		Identities:           ids,

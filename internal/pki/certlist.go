@@ -44,10 +44,14 @@ const (
 	PhaseFetch
 )
 
-// Lifetimes, explicit so the table says how long each cert lives.
+// Lifetimes, explicit so the table says how long each cert lives. A leaf's
+// may be overridden (Issuer.LeafLifetime, from LEAF_CERT_LIFETIME); a CA's
+// never is: renewal re-issues leaves only, and CA rotation is its own step.
 const (
-	caLifetime   = 10 * 365 * 24 * time.Hour
-	leafLifetime = 365 * 24 * time.Hour
+	caLifetime = 10 * 365 * 24 * time.Hour
+	// DefaultLeafLifetime is every leaf's lifetime unless configured.
+	DefaultLeafLifetime = 365 * 24 * time.Hour
+	leafLifetime        = DefaultLeafLifetime
 	// backdate absorbs clock skew between k8sapi and the VMs.
 	backdate = 5 * time.Minute
 )

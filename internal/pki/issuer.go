@@ -52,6 +52,17 @@ type Issuer struct {
 	Now       func() time.Time
 	// NewKey overrides key generation (tests); nil means GenerateKey(Algorithm).
 	NewKey func() (crypto.Signer, error)
+	// LeafLifetime overrides the cert table's lifetime of every leaf; zero
+	// keeps the table's. CAs keep theirs.
+	LeafLifetime time.Duration
+}
+
+// lifetime is how long a certificate of spec issued now lives.
+func (is Issuer) lifetime(spec Spec) time.Duration {
+	if !spec.IsCA && is.LeafLifetime > 0 {
+		return is.LeafLifetime
+	}
+	return spec.Lifetime
 }
 
 func (is Issuer) now() time.Time {
@@ -161,7 +172,7 @@ func (is Issuer) sign(spec Spec, n Node, pub crypto.PublicKey, parent *x509.Cert
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: spec.CommonName(n), Organization: spec.Organization},
 		NotBefore:    now.Add(-backdate),
-		NotAfter:     now.Add(spec.Lifetime),
+		NotAfter:     now.Add(is.lifetime(spec)),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  spec.Usages,
 	}

@@ -162,3 +162,12 @@ func (c *Client) FetchBundle(vmID int64, imdsToken, accessToken string) Response
 		"X-exc-imds-token": imdsToken, "Authorization": "Bearer " + accessToken,
 	})
 }
+
+// Renew asks for vmID's certificate renewal with the VM's credentials.
+func (c *Client) Renew(vmID int64, imdsToken, accessToken string) Response {
+	c.T.Helper()
+	path := strings.Replace(bundle.PathTemplate, "{vm_id}", strconv.FormatInt(vmID, 10), 1) + "/renew"
+	return Do(c.T, http.MethodPost, c.APIURL+path, "", map[string]string{
+		"X-exc-imds-token": imdsToken, "Authorization": "Bearer " + accessToken,
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
@@ -42,6 +44,10 @@ type Config struct {
 	// WrapTopologies, when set, wraps the store for bundle fetches, so a
 	// test can hold a fetch mid-way.
 	WrapTopologies func(nodebootstrap.Topologies) nodebootstrap.Topologies
+	// Now and Renewal, when set, are the clock every certificate is issued
+	// and judged by and the leaf lifetime and renewal window.
+	Now     func() time.Time
+	Renewal pki.Renewal
 }
 
 // Stack is k8sapi in-process.
@@ -74,13 +80,18 @@ func New(cfg Config) (*Stack, error) {
 		Settings: founding.Settings{
 			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: "v1.35.4",
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
+			LeafLifetime: cfg.Renewal.Lifetime,
 		},
+		Now: cfg.Now,
 	}
+	if cfg.Renewal == (pki.Renewal{}) {
+		cfg.Renewal = pki.DefaultRenewal()
+	}
+	nodes := &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
+		Artifacts: bundle.DefaultArtifacts(), Renewal: cfg.Renewal, Now: cfg.Now, Log: cfg.Log}
 	srv := &api.Server{
 		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: cfg.Log,
-		Progress: &progress.Service{Store: st},
-		Bundles: &nodebootstrap.Service{Store: topologies, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
-			Artifacts: bundle.DefaultArtifacts(), Log: cfg.Log},
+		Progress: &progress.Service{Store: st}, Bundles: nodes, Renewals: nodes,
 	}
 	mux := http.NewServeMux()
 	for _, fn := range functions {

@@ -91,14 +91,27 @@ type Node struct {
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
 	Identities []Identity
+	// Expiry is when the node's stored identities expire, loaded for every
+	// node (no keys in it).
+	Expiry IdentityExpiry
+}
+
+// IdentityExpiry is the earliest not_after among a node's stored
+// identities, nil if none has one, and the certificates of the identities
+// stored before not_after was (their expiry is in the certificate only).
+type IdentityExpiry struct {
+	Earliest     *time.Time
+	UndatedCerts []string
 }
 
 // Identity is one stored node identity (a node_identities row): a
-// certificate and its sealed key, named by the cert table's pki.Name.
+// certificate and its sealed key, named by the cert table's pki.Name, and
+// when the certificate expires.
 type Identity struct {
 	Name      string
 	Cert      string
 	KeySealed []byte
+	NotAfter  time.Time
 }
 
 func collectCluster(rows pgx.Rows) (Cluster, error) {
@@ -156,13 +169,17 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at,
-		       ids.names, ids.certs, ids.keys
+		       ids.names, ids.certs, ids.keys, ids.not_afters, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
-			       array_agg(key_sealed ORDER BY name) AS keys
+			       array_agg(key_sealed ORDER BY name) AS keys, array_agg(not_after ORDER BY name) AS not_afters
 			FROM node_identities WHERE node_id = n.id AND n.vm_id = $2
 		) ids ON true
+		LEFT JOIN LATERAL (
+			SELECT min(not_after) AS earliest, array_agg(cert ORDER BY name) FILTER (WHERE not_after IS NULL) AS undated
+			FROM node_identities WHERE node_id = n.id
+		) exp ON true
 		WHERE `+where+` ORDER BY n.kube_cluster_id, n.ordinal`, arg, selfVMID)
 	ns, err := pgx.CollectRows(rows, scanNode)
 	if err != nil {
@@ -176,13 +193,19 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		n            Node
 		names, certs []string
 		keys         [][]byte
+		notAfters    []*time.Time
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys); err != nil {
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys, &notAfters,
+		&n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
 	}
 	for i := range names {
-		n.Identities = append(n.Identities, Identity{Name: names[i], Cert: certs[i], KeySealed: keys[i]})
+		id := Identity{Name: names[i], Cert: certs[i], KeySealed: keys[i]}
+		if notAfters[i] != nil {
+			id.NotAfter = *notAfters[i]
+		}
+		n.Identities = append(n.Identities, id)
 	}
 	return n, nil
 }

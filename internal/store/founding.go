@@ -133,18 +133,15 @@ func (s *Store) fencedNode(ctx context.Context, what, set string, clusterID int6
 // RecordIdentities writes the node's stored identities (one row each); a
 // node that has them already keeps the first ones.
 func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner string, n Node) error {
-	names, certs, keys := make([]string, len(n.Identities)), make([]string, len(n.Identities)), make([][]byte, len(n.Identities))
-	for i, id := range n.Identities {
-		names[i], certs[i], keys[i] = id.Name, id.Cert, id.KeySealed
-	}
+	ids := identityColumns(n.Identities)
 	return s.fenced(ctx, fmt.Sprintf("recording identities of node %d", n.Ordinal), `
-		INSERT INTO node_identities (node_id, name, cert, key_sealed)
-		SELECT n.id, u.name, u.cert, u.key_sealed
-		FROM kube_nodes n, unnest($4::text[], $5::text[], $6::bytea[]) AS u (name, cert, key_sealed)
+		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after)
+		SELECT n.id, u.name, u.cert, u.key_sealed, u.not_after
+		FROM kube_nodes n, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[]) AS u (name, cert, key_sealed, not_after)
 		WHERE n.kube_cluster_id = $1 AND n.ordinal = $3
 		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
 		ON CONFLICT (node_id, name) DO UPDATE SET cert = node_identities.cert`,
-		clusterID, owner, n.Ordinal, names, certs, keys)
+		clusterID, owner, n.Ordinal, ids.names, ids.certs, ids.keys, ids.notAfters)
 }
 
 // FinishFounding makes the founding's cluster active and lets go of it.

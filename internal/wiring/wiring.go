@@ -29,6 +29,7 @@ import (
 	"github.com/excloud/k8sapi/internal/lambdaserve"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -45,10 +46,12 @@ const platformTimeout = 20 * time.Second
 
 // App is one function's process-wide state.
 type App struct {
-	Config   config.Config
-	Log      *slog.Logger
-	AWS      aws.Config
-	Store    *store.Store
+	Config config.Config
+	Log    *slog.Logger
+	AWS    aws.Config
+	Store  *store.Store
+	// Renewal is the configured leaf lifetime and renewal window.
+	Renewal  pki.Renewal
 	draining atomic.Bool
 }
 
@@ -58,6 +61,10 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	cfg, err := config.FromEnv()
 	if err == nil {
 		err = cfg.Require(required...)
+	}
+	var renewal pki.Renewal
+	if err == nil {
+		renewal, err = cfg.Renewal()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -80,7 +87,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool)}
+	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Renewal: renewal}
 	a.watchSIGTERM()
 	return a, nil
 }
@@ -143,14 +150,15 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 			BaseDNSDomain: a.Config.BaseDNSDomain, BootstrapBaseURL: a.Config.BootstrapBaseURL,
 			KubernetesVersion: a.Config.KubernetesVersion,
 			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
-			ClusterDomain: founding.DefaultClusterDomain,
+			ClusterDomain: founding.DefaultClusterDomain, LeafLifetime: a.Renewal.Lifetime,
 		},
 	}
 }
 
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
+	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
+		Artifacts: a.Config.Artifacts, Renewal: a.Renewal, Log: a.Log}
 }
 
 // ServiceToken is k8sapi's own platform credential (the reconciler's):

@@ -60,11 +60,13 @@ progress_get() {
   curl -fsS --connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused "$@" -o "$out" "$url"
 }
 
-# progress_send PHASE MESSAGE: the report itself, run in a subshell. Each
-# step checks its own result: a subshell run as a condition ignores set -e.
-progress_send() {
-  # work is not local: the subshell's EXIT trap reads it once this returns.
-  local imds base node
+# progress_credentials WORK: this VM's proofs for k8sapi's VM routes, fresh
+# from IMDS: curl header files WORK/imds.header and WORK/auth.header, the
+# VM's id in WORK/node and k8sapi's base URL in WORK/base (also used by
+# exk8s-renew-certificates.sh). Each step checks its own result: callers
+# run it as a condition, where set -e does not apply.
+progress_credentials() {
+  local work=$1 imds base node
   if [[ -z "${EXK8S_BOOTSTRAP_BASE_URL:-}" && -r "$PROGRESS_ENV" ]]; then
     # shellcheck source=/dev/null
     . "$PROGRESS_ENV"
@@ -72,8 +74,6 @@ progress_send() {
   imds="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
   base="${EXK8S_BOOTSTRAP_BASE_URL:-}"
   [[ -n "$base" ]] || { progress_log "no EXK8S_BOOTSTRAP_BASE_URL and no ${PROGRESS_ENV}"; return 1; }
-  work="$(mktemp -d)" || return 1
-  trap 'rm -rf "$work"' EXIT
   progress_get "$work/imds-token" "${imds}/token" || return 1
   printf 'X-exc-imds-token: %s\n' "$(cat "$work/imds-token")" >"$work/imds.header"
   progress_get "$work/identity.json" "${imds}/latest/identity/node-identity" -H "@$work/imds.header" || return 1
@@ -81,8 +81,18 @@ progress_send() {
   [[ "$node" =~ ^[1-9][0-9]*$ ]] || { progress_log "IMDS returned no usable node_id"; return 1; }
   progress_get "$work/access.json" "${imds}/latest/identity/access-token" -H "@$work/imds.header" || return 1
   printf 'Authorization: Bearer %s\n' "$(jq -r '.access_token // empty' "$work/access.json")" >"$work/auth.header"
+  printf '%s\n' "$node" >"$work/node"
+  printf '%s\n' "${base%/}" >"$work/base"
+}
+
+# progress_send PHASE MESSAGE: the report itself, run in a subshell.
+progress_send() {
+  # work is not local: the subshell's EXIT trap reads it once this returns.
+  work="$(mktemp -d)" || return 1
+  trap 'rm -rf "$work"' EXIT
+  progress_credentials "$work" || return 1
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
-  progress_get /dev/null "${base%/}/bootstrap/control-plane/${node}/status" -X POST \
+  progress_get /dev/null "$(cat "$work/base")/bootstrap/control-plane/$(cat "$work/node")/status" -X POST \
     -H "@$work/imds.header" -H "@$work/auth.header" -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 

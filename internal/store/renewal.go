@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// identityArrays are identities as the column arrays one statement unnests.
+type identityArrays struct {
+	names, certs []string
+	keys         [][]byte
+	notAfters    []time.Time
+}
+
+func identityColumns(ids []Identity) identityArrays {
+	a := identityArrays{names: make([]string, len(ids)), certs: make([]string, len(ids)),
+		keys: make([][]byte, len(ids)), notAfters: make([]time.Time, len(ids))}
+	for i, id := range ids {
+		a.names[i], a.certs[i], a.keys[i], a.notAfters[i] = id.Name, id.Cert, id.KeySealed, id.NotAfter
+	}
+	return a
+}
+
+// Renewal asks to replace some of one VM's stored identities: each of
+// Replace by name, only where the row still holds the certificate in
+// Previous (same name), the node is ready and its cluster org's and active.
+type Renewal struct {
+	VMID, OrgID int64
+	Previous    map[string]string // name → the certificate the renewal read
+	Replace     []Identity
+}
+
+// RenewIdentities replaces the identities in one statement, all of them or
+// none: it locks the rows the renewal read, and writes only when every one
+// of them is still as read, the node still ready and its cluster active. A
+// concurrent renewal of the same node makes the later one write nothing
+// (PostgreSQL re-checks a locked row that changed), so a node never holds
+// half of one renewal and half of another. It reports whether it wrote.
+func (s *Store) RenewIdentities(ctx context.Context, r Renewal) (bool, error) {
+	a := identityColumns(r.Replace)
+	previous := make([]string, len(r.Replace))
+	for i, id := range r.Replace {
+		previous[i] = r.Previous[id.Name]
+	}
+	tag, err := s.pool.Exec(ctx, `
+		WITH node AS (
+			SELECT n.id FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			WHERE n.vm_id = $1 AND k.org_id = $2 AND k.status = 'active' AND n.phase = 'ready'
+		), want AS (
+			SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+				AS u (name, previous, cert, key_sealed, not_after)
+		), still AS (
+			SELECT i.name FROM node_identities i JOIN node ON i.node_id = node.id
+			JOIN want w ON w.name = i.name AND w.previous = i.cert
+			FOR UPDATE OF i
+		)
+		UPDATE node_identities i SET cert = w.cert, key_sealed = w.key_sealed, not_after = w.not_after
+		FROM node, want w
+		WHERE i.node_id = node.id AND i.name = w.name
+		  AND (SELECT count(*) FROM still) = cardinality($3::text[])`,
+		r.VMID, r.OrgID, a.names, previous, a.certs, a.keys, a.notAfters)
+	if err != nil {
+		return false, fmt.Errorf("renewing identities of vm %d: %w", r.VMID, err)
+	}
+	return tag.RowsAffected() == int64(len(r.Replace)) && len(r.Replace) > 0, nil
+}
