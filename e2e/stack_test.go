@@ -63,7 +63,10 @@ func startStack(t *testing.T, r *harness.Run) stack {
 	// itself in .local/stack.env; ours is the one naming our port.
 	envFile := filepath.Join(repoRoot(), ".local", "stack.env")
 	apiURL := fmt.Sprintf("http://127.0.0.1:%d", port)
-	args := []string{"-port", strconv.Itoa(port)}
+	// A database of the run's own: the developer's k8sapi_local keeps its
+	// clusters, and whatever schema it is at never decides this proof.
+	database := fmt.Sprintf("k8sapi_e2e_%d", time.Now().UnixNano())
+	args := []string{"-port", strconv.Itoa(port), "-database", database}
 	p, err := r.Start("stack", harness.Host{}, repoRoot(), os.Environ(), append([]string{exe}, args...))
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +84,7 @@ func startStack(t *testing.T, r *harness.Run) stack {
 				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					t.Logf("local stack ready in %s: API %s, simulator %s", time.Since(start).Round(time.Millisecond), env["API_URL"], env["SIM_URL"])
+					t.Cleanup(func() { dropDatabase(t, env["DATABASE_URL"], database) })
 					return stack{env: env}
 				}
 			}
@@ -90,6 +94,28 @@ func startStack(t *testing.T, r *harness.Run) stack {
 			t.Fatal("the local stack was not ready in 3 minutes")
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// dropDatabase drops the run's database once the test is over (its
+// sessions with it: the stack is stopping anyway).
+func dropDatabase(t *testing.T, dsn, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Errorf("dropping %s: %v", name, err)
+		return
+	}
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Errorf("dropping %s: %v", name, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		t.Errorf("dropping %s: %v", name, err)
 	}
 }
 

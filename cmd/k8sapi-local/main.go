@@ -33,8 +33,9 @@ func main() {
 		err = listFunctions()
 	default:
 		port := flag.Int("port", 3000, "gateway port on 127.0.0.1")
+		database := flag.String("database", devstack.LocalDatabase, "database on the Postgres server (created and migrated if missing)")
 		flag.Parse()
-		err = devstack.Run(ctx, devstack.Options{Root: ".", Port: *port, Log: log, Out: os.Stdout, FunctionOut: os.Stderr})
+		err = devstack.Run(ctx, devstack.Options{Root: ".", Port: *port, Database: *database, Log: log, Out: os.Stdout, FunctionOut: os.Stderr})
 	}
 	if err != nil {
 		stop()
