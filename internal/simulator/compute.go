@@ -239,71 +239,132 @@ func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.
 		return 0, 0, "", err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	if token != "" {
-		// Creates of one token take turns; the first one's VM is the answer.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, token); err != nil {
-			return 0, 0, "", fmt.Errorf("locking idempotency token: %w", err)
-		}
-		err := tx.QueryRow(ctx, `SELECT id FROM vms WHERE org_id = $1 AND idempotency_token = $2`, orgID, token).Scan(&id)
-		if err == nil {
-			return id, 0, "", nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return 0, 0, "", fmt.Errorf("looking up idempotency token: %w", err)
+	if id, found, err := replayToken(ctx, tx, orgID, token); err != nil || found {
+		return id, 0, "", err
+	}
+	addrs, refused, err := placeInSubnet(ctx, tx, &in)
+	if err != nil || refused != nil {
+		return 0, refused.statusOf(), refused.String(), err
+	}
+	if in.AllocatePublicIPv4 {
+		if addrs.public, refused, err = allocatePublicIPv4(ctx, tx); err != nil || refused != nil {
+			return 0, refused.statusOf(), refused.String(), err
 		}
 	}
+	if id, err = s.insertVM(ctx, tx, orgID, in, token, addrs); err != nil {
+		return 0, 0, "", err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, "", fmt.Errorf("committing vm: %w", err)
+	}
+	return id, 0, "", nil
+}
 
-	var zoneID int64
-	var cidr4, cidr6 string
-	err = tx.QueryRow(ctx, `SELECT zone_id, cidr_ipv4, cidr_ipv6 FROM subnets WHERE id = $1 FOR UPDATE`, in.SubnetID).
-		Scan(&zoneID, &cidr4, &cidr6)
+// refusal is a create the compute API answers with a 4xx.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (r *refusal) statusOf() int {
+	if r == nil {
+		return 0
+	}
+	return r.status
+}
+
+func (r *refusal) String() string {
+	if r == nil {
+		return ""
+	}
+	return r.msg
+}
+
+// replayToken: creates of one idempotency token take turns, and the first
+// one's VM is the answer to every later one.
+func replayToken(ctx context.Context, tx pgx.Tx, orgID int64, token string) (id int64, found bool, err error) {
+	if token == "" {
+		return 0, false, nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, token); err != nil {
+		return 0, false, fmt.Errorf("locking idempotency token: %w", err)
+	}
+	err = tx.QueryRow(ctx, `SELECT id FROM vms WHERE org_id = $1 AND idempotency_token = $2`, orgID, token).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, http.StatusBadRequest, fmt.Sprintf("subnet_id: subnet %d not found", in.SubnetID), nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("locking subnet %d: %w", in.SubnetID, err)
+		return 0, false, fmt.Errorf("looking up idempotency token: %w", err)
+	}
+	return id, true, nil
+}
+
+// vmAddresses are the addresses a new VM's primary interface gets.
+type vmAddresses struct {
+	ipv4, ipv6, public string
+}
+
+// placeInSubnet checks the request's subnet and zone (filling in the zone)
+// and takes the subnet's next free addresses, the subnet row locked.
+func placeInSubnet(ctx context.Context, tx pgx.Tx, in *compute.InstanceRequest) (vmAddresses, *refusal, error) {
+	var zoneID int64
+	var cidr4, cidr6 string
+	err := tx.QueryRow(ctx, `SELECT zone_id, cidr_ipv4, cidr_ipv6 FROM subnets WHERE id = $1 FOR UPDATE`, in.SubnetID).
+		Scan(&zoneID, &cidr4, &cidr6)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return vmAddresses{}, &refusal{http.StatusBadRequest, fmt.Sprintf("subnet_id: subnet %d not found", in.SubnetID)}, nil
+	}
+	if err != nil {
+		return vmAddresses{}, nil, fmt.Errorf("locking subnet %d: %w", in.SubnetID, err)
 	}
 	if in.ZoneID == 0 {
 		in.ZoneID = zoneID
 	} else if in.ZoneID != zoneID {
-		return 0, http.StatusBadRequest, fmt.Sprintf("zone_id: subnet %d is in zone %d, not %d", in.SubnetID, zoneID, in.ZoneID), nil
+		return vmAddresses{}, &refusal{http.StatusBadRequest, fmt.Sprintf("zone_id: subnet %d is in zone %d, not %d", in.SubnetID, zoneID, in.ZoneID)}, nil
 	}
-
 	used4, used6, err := usedAddresses(ctx, tx,
 		`SELECT i.ipv4, i.ipv6 FROM interfaces i JOIN vms v ON v.id = i.vm_id
 		 WHERE v.subnet_id = $1 AND v.deleted_at IS NULL`, in.SubnetID)
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("reading addresses in subnet %d: %w", in.SubnetID, err)
+		return vmAddresses{}, nil, fmt.Errorf("reading addresses in subnet %d: %w", in.SubnetID, err)
+	}
+	full := func(err error) *refusal {
+		return &refusal{http.StatusConflict, fmt.Sprintf("subnet_id: subnet %d: %v", in.SubnetID, err)}
 	}
 	ipv4, err := nextFree(cidr4, used4)
 	if err != nil {
-		return 0, http.StatusConflict, fmt.Sprintf("subnet_id: subnet %d: %v", in.SubnetID, err), nil
+		return vmAddresses{}, full(err), nil
 	}
-	var ipv6 string
+	addrs := vmAddresses{ipv4: ipv4.String()}
 	if cidr6 != "" {
 		a, err := nextFree(cidr6, used6)
 		if err != nil {
-			return 0, http.StatusConflict, fmt.Sprintf("subnet_id: subnet %d: %v", in.SubnetID, err), nil
+			return vmAddresses{}, full(err), nil
 		}
-		ipv6 = a.String()
+		addrs.ipv6 = a.String()
 	}
-	var public string
-	if in.AllocatePublicIPv4 {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, publicPoolLockKey); err != nil {
-			return 0, 0, "", fmt.Errorf("locking the public address pool: %w", err)
-		}
-		usedPublic, _, err := usedAddresses(ctx, tx,
-			`SELECT public_ipv4, '' FROM interfaces WHERE public_ipv4 <> ''`)
-		if err != nil {
-			return 0, 0, "", fmt.Errorf("reading public addresses: %w", err)
-		}
-		a, err := nextFree(PublicIPv4Pool, usedPublic)
-		if err != nil {
-			return 0, http.StatusConflict, "allocate_public_ipv4: " + err.Error(), nil
-		}
-		public = a.String()
-	}
+	return addrs, nil, nil
+}
 
+// allocatePublicIPv4 takes the pool's next free public address, the pool
+// locked for the rest of the transaction.
+func allocatePublicIPv4(ctx context.Context, tx pgx.Tx) (string, *refusal, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, publicPoolLockKey); err != nil {
+		return "", nil, fmt.Errorf("locking the public address pool: %w", err)
+	}
+	usedPublic, _, err := usedAddresses(ctx, tx, `SELECT public_ipv4, '' FROM interfaces WHERE public_ipv4 <> ''`)
+	if err != nil {
+		return "", nil, fmt.Errorf("reading public addresses: %w", err)
+	}
+	a, err := nextFree(PublicIPv4Pool, usedPublic)
+	if err != nil {
+		return "", &refusal{http.StatusConflict, "allocate_public_ipv4: " + err.Error()}, nil
+	}
+	return a.String(), nil, nil
+}
+
+// insertVM writes the VM (running at once) and its primary interface.
+func (s *Simulator) insertVM(ctx context.Context, tx pgx.Tx, orgID int64, in compute.InstanceRequest, token string, addrs vmAddresses) (id int64, err error) {
 	rootGiB := 0
 	if in.RootVolume != nil {
 		rootGiB = in.RootVolume.SizeGiB
@@ -320,17 +381,14 @@ func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.
 		orgID, in.Name, in.ZoneID, in.SubnetID, in.ImageID, in.InstanceType, in.Tags["role"], in.Userdata,
 		in.AllocatePublicIPv4, in.SSHPubkey, rootGiB, sgIDs, s.now(), token).Scan(&id)
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("inserting vm: %w", err)
+		return 0, fmt.Errorf("inserting vm: %w", err)
 	}
 	if _, err := tx.Exec(ctx,
 		`INSERT INTO interfaces (vm_id, ipv4, ipv6, public_ipv4, is_primary) VALUES ($1, $2, $3, $4, true)`,
-		id, ipv4.String(), ipv6, public); err != nil {
-		return 0, 0, "", fmt.Errorf("inserting interface of vm %d: %w", id, err)
+		id, addrs.ipv4, addrs.ipv6, addrs.public); err != nil {
+		return 0, fmt.Errorf("inserting interface of vm %d: %w", id, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, "", fmt.Errorf("committing vm: %w", err)
-	}
-	return id, 0, "", nil
+	return id, nil
 }
 
 // usedAddresses runs query (two text columns) and returns the addresses in
