@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# exk8s-install-cluster-addons.sh: installs the cluster-wide addons (Cilium,
-# kube-proxy, CoreDNS) once, from the initial control-plane node only, and
-# reports addons_installed to k8sapi (or failed, with the step).
+# exk8s-install-cluster-addons.sh: installs the cluster-wide addons (the
+# control plane's own RBAC, kube-proxy, Cilium, CoreDNS) once, from the
+# initial control-plane node only, and reports addons_installed to k8sapi
+# (or failed, with the step).
 set -euo pipefail
 
 CLUSTER_ENV=/etc/exk8s/config/cluster.env
@@ -39,6 +40,9 @@ fi
 
 step "waiting for the API server to be ready"
 retry 120 5 readyz || die "API server not ready after 10 minutes"
+
+step "applying the control-plane RBAC"
+retry 5 10 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
 
 step "installing kube-proxy"
 retry 5 10 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"

@@ -164,6 +164,7 @@ func networkPart(v *view) []fileSpec {
 
 func addonPart(v *view) []fileSpec {
 	return []fileSpec{
+		tmpl(addonDir+"/control-plane-rbac.yaml", "control-plane-rbac.yaml", modePublic, v),
 		tmpl(addonDir+"/kube-proxy.yaml", "kube-proxy.yaml", modePublic, v),
 		tmpl(addonDir+"/coredns.yaml", "coredns.yaml", modePublic, v),
 	}

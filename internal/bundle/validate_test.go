@@ -572,7 +572,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 18 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256 and exk8s-progress.sh", len(used))
+	if len(used) != 19 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and control-plane-rbac.yaml", len(used))
 	}
 }

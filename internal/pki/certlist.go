@@ -92,7 +92,7 @@ func CertList() []Spec {
 
 		client(Admin, ClusterCA, "cluster-admin", "system:masters"),
 		client(APIServerEtcdClient, EtcdCA, "kube-apiserver-etcd-client"),
-		client(APIServerKubeletClient, ClusterCA, "kube-apiserver-kubelet-client", "system:masters"),
+		client(APIServerKubeletClient, ClusterCA, "kube-apiserver-kubelet-client"),
 		client(FrontProxyClient, FrontProxyCA, "front-proxy-client"),
 		client(ControllerManager, ClusterCA, "system:kube-controller-manager"),
 		client(Scheduler, ClusterCA, "system:kube-scheduler"),

@@ -63,7 +63,7 @@ func TestIssuedChainsAndIdentities(t *testing.T) {
 	}{
 		Admin:                  {"cluster-admin", []string{"system:masters"}, ClusterCA},
 		APIServerEtcdClient:    {"kube-apiserver-etcd-client", nil, EtcdCA},
-		APIServerKubeletClient: {"kube-apiserver-kubelet-client", []string{"system:masters"}, ClusterCA},
+		APIServerKubeletClient: {"kube-apiserver-kubelet-client", nil, ClusterCA},
 		FrontProxyClient:       {"front-proxy-client", nil, FrontProxyCA},
 		ControllerManager:      {"system:kube-controller-manager", nil, ClusterCA},
 		Scheduler:              {"system:kube-scheduler", nil, ClusterCA},

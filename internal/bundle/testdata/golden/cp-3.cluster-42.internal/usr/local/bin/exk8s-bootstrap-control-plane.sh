@@ -14,6 +14,11 @@ KUBELET_KUBECONFIG=/etc/exk8s/kubeconfig/kubelet.kubeconfig
 . /usr/local/bin/exk8s-progress.sh
 progress_begin exk8s-bootstrap-control-plane
 
+# Host-specific kubelet settings: drop-ins over the rendered config.yaml
+# (kubelet --config-dir), so no rendered file is ever edited on the host.
+KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
+ADMIN_KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
+
 log() { printf '%s exk8s-bootstrap: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
 
@@ -29,9 +34,41 @@ for bin in containerd etcd kubelet kubectl; do
   command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
 done
 
-mkdir -p /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s
+mkdir -p /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s "$KUBELET_DROPIN_DIR"
 mkdir -p /var/lib/etcd
 chmod 0700 /var/lib/etcd
+
+# On a systemd-resolved host /etc/resolv.conf names the local stub
+# (127.0.0.53), which pods cannot reach and CoreDNS would forward to
+# itself through: the kubelet hands pods the upstream servers instead, as
+# kubeadm does.
+configure_kubelet_resolv_conf() {
+  local dropin="${KUBELET_DROPIN_DIR}/10-resolv-conf.conf"
+  if systemctl is-active --quiet systemd-resolved && [[ -s /run/systemd/resolve/resolv.conf ]]; then
+    printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: /run/systemd/resolve/resolv.conf\n' >"$dropin"
+    log "systemd-resolved is active: the kubelet uses /run/systemd/resolve/resolv.conf"
+  else
+    rm -f "$dropin"
+  fi
+}
+
+# label_control_plane: mark this node as control plane once its kubelet has
+# registered it (a kubelet may not set node-role labels on itself). No taint:
+# a cluster with no workers runs its workloads here.
+label_control_plane() {
+  local i
+  for ((i = 1; i <= 120; i++)); do
+    if kubectl --kubeconfig "$ADMIN_KUBECONFIG" label node "$NODE_NAME" \
+      node-role.kubernetes.io/control-plane= --overwrite >/dev/null 2>&1; then
+      log "labelled ${NODE_NAME} node-role.kubernetes.io/control-plane"
+      return 0
+    fi
+    sleep 5
+  done
+  die "node ${NODE_NAME} did not register within 10 minutes"
+}
+
+configure_kubelet_resolv_conf
 
 step "starting containerd"
 systemctl daemon-reload
@@ -56,6 +93,9 @@ local_readyz() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --server https://127
 step "waiting for the local API server"
 retry 120 5 local_readyz || die "the local API server is not ready after 10 minutes"
 progress_report apiserver_ready
+
+step "labelling the node"
+label_control_plane
 
 if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
   step "installing the cluster addons"
