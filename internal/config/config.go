@@ -8,20 +8,25 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/progress"
 )
 
 // Config is the process configuration. Empty strings mean "not set" for
 // variables without a default.
 type Config struct {
-	DatabaseURL       string // local: a plain DSN
-	DBSecretARN       string // AWS: Secrets Manager secret with RDS-style JSON
-	KMSKeyID          string
-	ComputeAPIURL     string
-	DNSAPIURL         string
-	BaseDNSDomain     string
-	BootstrapBaseURL  string
+	DatabaseURL      string // local: a plain DSN
+	DBSecretARN      string // AWS: Secrets Manager secret with RDS-style JSON
+	KMSKeyID         string
+	ComputeAPIURL    string
+	DNSAPIURL        string
+	BaseDNSDomain    string
+	BootstrapBaseURL string
+	// BootstrapWindow is how long a node's bundle may be fetched after
+	// founding or a re-open (progress.Window); see BootstrapWindowLength.
+	BootstrapWindow   string
 	KubernetesVersion string
 	LogLevel          string // debug, info, warn or error; see SlogLevel
 	// Artifacts are where nodes download from, configurable for air-gapped
@@ -64,6 +69,7 @@ var variables = []variable{
 	{"DNS_API_URL", "", func(c *Config) *string { return &c.DNSAPIURL }, checkURL("http", "https")},
 	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checkDomain},
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
+	{"BOOTSTRAP_WINDOW", progress.DefaultWindow.String(), func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
 	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
@@ -202,6 +208,31 @@ func checkLogLevel(s string) error {
 		return nil
 	}
 	return errors.New("must be debug, info, warn or error")
+}
+
+// Bounds of BOOTSTRAP_WINDOW: a VM needs minutes to boot and fetch; a
+// window of more than a day is a standing credential, not a bootstrap.
+const (
+	minWindow = time.Minute
+	maxWindow = 24 * time.Hour
+)
+
+func checkWindow(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < minWindow || d > maxWindow {
+		return errors.New("must be a duration from 1m to 24h, like 1h or 30m")
+	}
+	return nil
+}
+
+// BootstrapWindowLength is BOOTSTRAP_WINDOW as a duration (the default when
+// the Config was not loaded by FromLookup, which has already refused values
+// that do not parse).
+func (c Config) BootstrapWindowLength() time.Duration {
+	if d, err := time.ParseDuration(c.BootstrapWindow); err == nil {
+		return d
+	}
+	return progress.DefaultWindow
 }
 
 func checkARN(s string) error {

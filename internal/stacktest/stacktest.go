@@ -11,10 +11,12 @@
 package stacktest
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -42,6 +44,11 @@ type Config struct {
 	// WrapTopologies, when set, wraps the store for bundle fetches, so a
 	// test can hold a fetch mid-way.
 	WrapTopologies func(nodebootstrap.Topologies) nodebootstrap.Topologies
+	// Now is the clock of auth, bundle fetches and bootstrap windows (nil:
+	// time.Now), so a test can step past a window without waiting for it.
+	Now func() time.Time
+	// BootstrapWindow is BOOTSTRAP_WINDOW (0: progress.DefaultWindow).
+	BootstrapWindow time.Duration
 }
 
 // Stack is k8sapi in-process.
@@ -76,11 +83,13 @@ func New(cfg Config) (*Stack, error) {
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
 		},
 	}
+	window := cmp.Or(cfg.BootstrapWindow, progress.DefaultWindow)
 	srv := &api.Server{
-		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: cfg.Log,
+		Auth: &auth.Authenticator{Tokens: st, Now: cfg.Now}, Founder: founder, Clusters: founder, Log: cfg.Log,
 		Progress: &progress.Service{Store: st},
+		Nodes:    &progress.Nodes{Store: st, Window: window, Now: cfg.Now},
 		Bundles: &nodebootstrap.Service{Store: topologies, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
-			Artifacts: bundle.DefaultArtifacts(), Log: cfg.Log},
+			Artifacts: bundle.DefaultArtifacts(), Window: window, Now: cfg.Now, Log: cfg.Log},
 	}
 	mux := http.NewServeMux()
 	for _, fn := range functions {

@@ -71,6 +71,9 @@ type Node struct {
 	Phase          string
 	PhaseMessage   string
 	PhaseUpdatedAt time.Time
+	// BootstrapOpenedAt is when the node's bootstrap window opened: at
+	// founding, or at its last re-open.
+	BootstrapOpenedAt time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -138,7 +141,7 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 	rows, _ := s.pool.Query(ctx, `
 		SELECT n.kube_cluster_id, n.vm_id, n.ordinal, n.node_name,
 		       coalesce(i.ipv4, ''), coalesce(i.ipv6, ''), coalesce(i.public_ipv4, ''),
-		       n.phase, n.message, n.updated_at,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at,
 		       ids.names, ids.certs, ids.keys
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
@@ -165,7 +168,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		keys         [][]byte
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys); err != nil {
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &names, &certs, &keys); err != nil {
 		return n, err
 	}
 	for i := range names {

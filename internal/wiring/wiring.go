@@ -29,6 +29,7 @@ import (
 	"github.com/excloud/k8sapi/internal/lambdaserve"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -150,7 +151,13 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r, Artifacts: a.Config.Artifacts, Log: a.Log}
+	return &nodebootstrap.Service{Store: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
+		Artifacts: a.Config.Artifacts, Window: a.Config.BootstrapWindowLength(), Log: a.Log}
+}
+
+// Nodes returns the operator's view and re-open of a node's bootstrap.
+func (a *App) Nodes() *progress.Nodes {
+	return &progress.Nodes{Store: a.Store, Window: a.Config.BootstrapWindowLength()}
 }
 
 // HealthChecks are the deep health check's pings, Postgres and KMS, each
