@@ -29,6 +29,10 @@ type Config struct {
 	BootstrapWindow   string
 	KubernetesVersion string
 	LogLevel          string // debug, info, warn or error; see SlogLevel
+	// LocalRun is "true" only for the local stack and tests: it allows an
+	// http BOOTSTRAP_BASE_URL and a database connection that does not
+	// verify the server (see IsLocal).
+	LocalRun string
 	// Artifacts are where nodes download from, configurable for air-gapped
 	// installs. Their defaults are the bundle's (bundle.DefaultArtifacts),
 	// the one place upstream sources and versions are written.
@@ -39,7 +43,11 @@ type Config struct {
 // DB shapes the connection pool (see DB.Pool for the typed values). Empty
 // means the store's default, which is the shape behind RDS Proxy.
 type DB struct {
-	ProxyEndpoint    string // connect here instead of the secret's host (RDS Proxy)
+	ProxyEndpoint string // connect here instead of the secret's host (RDS Proxy)
+	// CABundle is a PEM file of the CAs the database's certificate chains
+	// to (the RDS CA bundle, packaged with the function); empty: the
+	// system's roots, which hold RDS Proxy's (Amazon Trust Services).
+	CABundle         string
 	IAMAuth          string // "true": an RDS IAM auth token per connection instead of the password
 	MaxConns         string
 	ConnMaxLifetime  string
@@ -69,7 +77,8 @@ var variables = []variable{
 	{"DNS_API_URL", "", func(c *Config) *string { return &c.DNSAPIURL }, checkURL("http", "https")},
 	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checkDomain},
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
-	{"BOOTSTRAP_WINDOW", progress.DefaultWindow.String(), func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
+	{"LOCAL_RUN", "false", func(c *Config) *string { return &c.LocalRun }, checkBool},
+	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
 	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
@@ -79,6 +88,7 @@ var variables = []variable{
 	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
 	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
 	{"DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checkHost},
+	{"DB_CA_BUNDLE", "", func(c *Config) *string { return &c.DB.CABundle }, checkAbsPath},
 	{"DB_IAM_AUTH", "false", func(c *Config) *string { return &c.DB.IAMAuth }, checkBool},
 	{"DB_MAX_CONNS", "", func(c *Config) *string { return &c.DB.MaxConns }, checkMaxConns},
 	{"DB_CONN_MAX_LIFETIME", "", func(c *Config) *string { return &c.DB.ConnMaxLifetime }, checkDuration},
@@ -121,7 +131,27 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.DatabaseURL == "" && c.DBSecretARN == "" {
 		errs = append(errs, errors.New("DATABASE_URL or DB_SECRET_ARN: one is required"))
 	}
+	if !c.IsLocal() {
+		errs = append(errs, deployedRules(c)...)
+	}
 	return c, errors.Join(errs...)
+}
+
+// IsLocal reports whether this is a local run (LOCAL_RUN=true).
+func (c Config) IsLocal() bool { return c.LocalRun == "true" }
+
+// deployedRules are what every run but a local one must hold: VMs fetch
+// their keys over HTTPS only, and the database is reached over TLS that
+// verifies the server (DatabaseDSN adds verify-full to a secret's DSN).
+func deployedRules(c Config) []error {
+	var errs []error
+	if u, err := url.Parse(c.BootstrapBaseURL); c.BootstrapBaseURL != "" && (err != nil || u.Scheme != "https") {
+		errs = append(errs, errors.New("BOOTSTRAP_BASE_URL: must be https outside local runs (LOCAL_RUN=true)"))
+	}
+	if u, err := url.Parse(c.DatabaseURL); c.DatabaseURL != "" && (err != nil || u.Query().Get("sslmode") != verifyFull) {
+		errs = append(errs, errors.New("DATABASE_URL: must set sslmode=verify-full outside local runs (LOCAL_RUN=true)"))
+	}
+	return errs
 }
 
 // Require reports every named variable that is empty, so each function
@@ -229,10 +259,17 @@ func checkWindow(s string) error {
 // the Config was not loaded by FromLookup, which has already refused values
 // that do not parse).
 func (c Config) BootstrapWindowLength() time.Duration {
-	if d, err := time.ParseDuration(c.BootstrapWindow); err == nil {
+	if d, err := time.ParseDuration(c.BootstrapWindow); err == nil && d > 0 {
 		return d
 	}
 	return progress.DefaultWindow
+}
+
+func checkAbsPath(s string) error {
+	if !strings.HasPrefix(s, "/") {
+		return errors.New("must be an absolute file path")
+	}
+	return nil
 }
 
 func checkARN(s string) error {
