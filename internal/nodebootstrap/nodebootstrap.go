@@ -157,12 +157,14 @@ func (s *Service) input(ctx context.Context, c *store.Cluster, nodes []store.Nod
 	if err != nil {
 		return bundle.Input{}, err
 	}
+	in := bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids)
+	facts.Initial = in.IsInitial() // only it gets the addons' system:masters identity
 	minted, err := pki.Issuer{Algorithm: pki.Algorithm(c.KeyAlgorithm), Now: s.Now}.IssuePhase(opened.Trust, pki.PhaseFetch, facts)
 	if err != nil {
 		return bundle.Input{}, err
 	}
 	maps.Copy(ids, minted)
-	return bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids), nil
+	return in, nil
 }
 
 // bundleInput is the renderer's view of the stored topology and this

@@ -99,7 +99,7 @@ install_packages() {
   export DEBIAN_FRONTEND=noninteractive
   retry 5 10 apt-get update -y || die "apt-get update failed"
   retry 5 10 apt-get install -y ca-certificates conntrack containerd containernetworking-plugins \
-    curl ebtables ethtool iproute2 iptables jq socat || die "apt-get install failed"
+    curl ebtables ethtool iproute2 iptables jq nftables socat || die "apt-get install failed"
 }
 
 configure_kernel() {
