@@ -82,7 +82,10 @@ progress_send() {
   progress_get "$work/access.json" "${imds}/latest/identity/access-token" -H "@$work/imds.header" || return 1
   printf 'Authorization: Bearer %s\n' "$(jq -r '.access_token // empty' "$work/access.json")" >"$work/auth.header"
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
+  # k8sapi over https only (redirects included), unless the shim was
+  # rendered for a local run (EXK8S_CURL_PROTO, exported and saved by it).
   progress_get /dev/null "${base%/}/bootstrap/control-plane/${node}/status" -X POST \
+    --proto "${EXK8S_CURL_PROTO:-=https}" --proto-redir "${EXK8S_CURL_PROTO:-=https}" \
     -H "@$work/imds.header" -H "@$work/auth.header" -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 
