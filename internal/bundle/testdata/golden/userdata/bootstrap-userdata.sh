@@ -176,14 +176,16 @@ while read -r mode path; do
 done <"$WORK/files"
 log "wrote ${count} files under ${ROOT:-/}"
 
+# So a script run again by hand reports to the same places, the same way.
+mkdir -p "${ROOT}/etc/exk8s/config"
+printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' "$IMDS_BASE_URL" "$BOOTSTRAP_BASE_URL" "$K8SAPI_PROTO" \
+  >"${ROOT}/etc/exk8s/config/progress.env"
+
 if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
   log "EXK8S_SKIP_HOST_SETUP=1: files written, skipping host setup"
   exit 0
 fi
 
-# So a script run again by hand reports to the same places.
-printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' "$IMDS_BASE_URL" "$BOOTSTRAP_BASE_URL" "$K8SAPI_PROTO" \
-  >"${ROOT}/etc/exk8s/config/progress.env"
 if command -v kubelet >/dev/null 2>&1; then
   report prerequisites_installed "already installed in the image"
 else

@@ -64,13 +64,18 @@ progress_get() {
 # step checks its own result: a subshell run as a condition ignores set -e.
 progress_send() {
   # work is not local: the subshell's EXIT trap reads it once this returns.
-  local imds base node
-  if [[ -z "${EXK8S_BOOTSTRAP_BASE_URL:-}" && -r "$PROGRESS_ENV" ]]; then
+  local imds base proto node
+  # What the environment says wins; progress.env fills in the rest.
+  imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
+  if [[ -r "$PROGRESS_ENV" ]]; then
     # shellcheck source=/dev/null
     . "$PROGRESS_ENV"
   fi
-  imds="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
-  base="${EXK8S_BOOTSTRAP_BASE_URL:-}"
+  imds="${imds:-${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}}"
+  base="${base:-${EXK8S_BOOTSTRAP_BASE_URL:-}}"
+  # k8sapi over https only (redirects included), unless the shim was
+  # rendered for a local run (its EXK8S_CURL_PROTO, exported and saved).
+  proto="${proto:-${EXK8S_CURL_PROTO:-=https}}"
   [[ -n "$base" ]] || { progress_log "no EXK8S_BOOTSTRAP_BASE_URL and no ${PROGRESS_ENV}"; return 1; }
   work="$(mktemp -d)" || return 1
   trap 'rm -rf "$work"' EXIT
@@ -82,10 +87,8 @@ progress_send() {
   progress_get "$work/access.json" "${imds}/latest/identity/access-token" -H "@$work/imds.header" || return 1
   printf 'Authorization: Bearer %s\n' "$(jq -r '.access_token // empty' "$work/access.json")" >"$work/auth.header"
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
-  # k8sapi over https only (redirects included), unless the shim was
-  # rendered for a local run (EXK8S_CURL_PROTO, exported and saved by it).
   progress_get /dev/null "${base%/}/bootstrap/control-plane/${node}/status" -X POST \
-    --proto "${EXK8S_CURL_PROTO:-=https}" --proto-redir "${EXK8S_CURL_PROTO:-=https}" \
+    --proto "$proto" --proto-redir "$proto" \
     -H "@$work/imds.header" -H "@$work/auth.header" -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 
