@@ -1,8 +1,8 @@
 -- Bootstrap trust: when a node's bundle may be fetched, and every fetch.
 --
--- This migration depends only on 002 (kube_nodes) and 003 (phase): it can
--- take any number after them. It is meant to be numbered 006, after the
--- founding operation (004) and certificate renewal (005).
+-- Numbered after the founding operation (004) and certificate renewal
+-- (005). It depends only on 002 (kube_nodes) and 003 (phase) and every
+-- statement is IF NOT EXISTS, so it may take any number after them.
 --
 -- bootstrap_opened_at: when the node's bootstrap window opened, at founding
 -- or at the last re-open (POST /clusters/{id}/nodes/{vm_id}/rebootstrap).
