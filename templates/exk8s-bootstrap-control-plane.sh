@@ -12,11 +12,14 @@ KUBELET_KUBECONFIG=/etc/exk8s/kubeconfig/kubelet.kubeconfig
 # Host-specific kubelet settings: drop-ins over the rendered config.yaml
 # (kubelet --config-dir), so no rendered file is ever edited on the host.
 KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
-ADMIN_KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
 
 # shellcheck source=/dev/null
 . /usr/local/bin/exk8s-progress.sh
 progress_begin exk8s-bootstrap-control-plane
+
+# Host-specific kubelet settings: drop-ins over the rendered config.yaml
+# (kubelet --config-dir), so no rendered file is ever edited on the host.
+KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
 
 log() { printf '%s exk8s-bootstrap: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
@@ -51,22 +54,6 @@ configure_kubelet_resolv_conf() {
   fi
 }
 
-# label_control_plane: mark this node as control plane once its kubelet has
-# registered it (a kubelet may not set node-role labels on itself). No taint:
-# a cluster with no workers runs its workloads here.
-label_control_plane() {
-  local i
-  for ((i = 1; i <= 120; i++)); do
-    if kubectl --kubeconfig "$ADMIN_KUBECONFIG" label node "$NODE_NAME" \
-      node-role.kubernetes.io/control-plane= --overwrite >/dev/null 2>&1; then
-      log "labelled ${NODE_NAME} node-role.kubernetes.io/control-plane"
-      return 0
-    fi
-    sleep 5
-  done
-  die "node ${NODE_NAME} did not register within 10 minutes"
-}
-
 step "configuring the kubelet's resolv.conf"
 configure_kubelet_resolv_conf
 
@@ -81,6 +68,12 @@ step "starting etcd"
 systemctl restart --no-block etcd
 progress_report etcd_started
 
+# Pods must never reach IMDS (it hands out this VM's credentials): the
+# guard's nftables rule is in place before the kubelet starts any pod, and
+# the kubelet requires it on every boot (exk8s-imds-guard.service).
+step "installing the IMDS guard"
+systemctl enable --now exk8s-imds-guard.service
+
 step "starting the kubelet"
 systemctl restart kubelet
 log "started etcd and kubelet on ${NODE_NAME}"
@@ -93,9 +86,6 @@ local_readyz() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --server https://127
 step "waiting for the local API server"
 retry 120 5 local_readyz || die "the local API server is not ready after 10 minutes"
 progress_report apiserver_ready
-
-step "labelling the node control plane"
-label_control_plane
 
 if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
   step "installing the cluster addons"

@@ -40,6 +40,10 @@ type topologies struct{ topo store.Topology }
 
 func (t topologies) TopologyForVM(context.Context, int64) (store.Topology, error) { return t.topo, nil }
 
+// RecordFetch records nothing: the benchmark is the fetch's CPU, not its
+// database round trips.
+func (topologies) RecordFetch(context.Context, store.Fetch) error { return nil }
+
 // founded seals a 3-node cluster's trust and node keys like founding does and
 // returns the stored topology as the database would hand it back for vm 101.
 func founded(b *testing.B, alg pki.Algorithm, env *envelope.Envelope) store.Topology {

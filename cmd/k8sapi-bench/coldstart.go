@@ -151,7 +151,7 @@ func functionEnv(st stack, id, runtimeAPI string) []string {
 		"AWS_ENDPOINT_URL=" + st.get("AWS_ENDPOINT_URL"),
 		"DATABASE_URL=" + st.get("DATABASE_URL"), "KMS_KEY_ID=" + st.get("KMS_KEY_ID"),
 		"COMPUTE_API_URL=" + st.get("SIM_URL") + "/compute", "DNS_API_URL=" + st.get("SIM_URL") + "/dns",
-		"BOOTSTRAP_BASE_URL=" + st.get("API_URL"),
+		"BOOTSTRAP_BASE_URL=" + st.get("API_URL"), "LOCAL_RUN=true",
 	}
 }
 

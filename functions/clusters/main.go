@@ -1,5 +1,7 @@
 // Command clusters is the ClustersFunction Lambda: GET /clusters,
-// GET /clusters/{id} and DELETE /clusters/{id}.
+// GET /clusters/{id}, DELETE /clusters/{id}, and a node's bootstrap:
+// GET /clusters/{id}/nodes/{vm_id}/bootstrap and
+// POST /clusters/{id}/nodes/{vm_id}/rebootstrap.
 package main
 
 import (
@@ -15,6 +17,7 @@ func main() {
 		// Listing, reading and deleting render nothing: no templates to
 		// parse at cold start.
 		srv.Clusters = app.Founding(nil)
+		srv.Nodes = app.Nodes()
 		return nil
 	})
 }

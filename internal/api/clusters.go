@@ -14,7 +14,7 @@ import (
 const maxIdempotencyKeyLen = 255
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
-	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	org, err := s.Auth.Operator(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -29,7 +29,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.Founder.Found(r.Context(), org, bearerToken(r), req, key)
+	res, err := s.Founder.Found(r.Context(), org, org.Bearer(), req, key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -52,7 +52,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
-	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	org, err := s.Auth.Operator(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -83,7 +83,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := s.Clusters.Delete(r.Context(), org, bearerToken(r), id)
+	c, err := s.Clusters.Delete(r.Context(), org, org.Bearer(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -94,7 +94,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 // orgAndClusterID authenticates the caller and parses {id}; on failure it
 // has already answered.
 func (s *Server) orgAndClusterID(w http.ResponseWriter, r *http.Request) (auth.Principal, int64, bool) {
-	org, err := s.Auth.Principal(r.Context(), r.Header.Get("Authorization"))
+	org, err := s.Auth.Operator(r.Context(), r.Header.Get("Authorization"))
 	if err == nil {
 		var id int64
 		if id, err = parseID("id", r.PathValue("id")); err == nil {
@@ -103,13 +103,6 @@ func (s *Server) orgAndClusterID(w http.ResponseWriter, r *http.Request) (auth.P
 	}
 	s.writeError(w, r, err)
 	return auth.Principal{}, 0, false
-}
-
-// bearerToken passes the caller's token on to the platform APIs, which act
-// on behalf of the same org. Auth has already validated it.
-func bearerToken(r *http.Request) string {
-	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-	return strings.TrimSpace(token)
 }
 
 // ParseID parses a path id: a positive decimal integer that fits int64,

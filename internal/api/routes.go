@@ -23,6 +23,8 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodGet, "/clusters", (*Server).listClusters},
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster},
 	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster},
+	{"ClustersFunction", http.MethodGet, "/clusters/{id}/nodes/{vm_id}/bootstrap", (*Server).nodeBootstrap},
+	{"ClustersFunction", http.MethodPost, "/clusters/{id}/nodes/{vm_id}/rebootstrap", (*Server).rebootstrap},
 	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle},
 	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/status", (*Server).reportStatus},
 	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/renew", (*Server).renewCertificates},

@@ -26,7 +26,7 @@ const MaxBodyBytes = 64 << 10
 
 // Authenticator proves who calls.
 type Authenticator interface {
-	Principal(ctx context.Context, authorization string) (auth.Principal, error)
+	Operator(ctx context.Context, authorization string) (auth.Principal, error)
 	BootstrapVM(ctx context.Context, vmID int64, imdsToken, authorization string) (auth.BootstrapVM, error)
 }
 
@@ -59,6 +59,17 @@ type Reporter interface {
 	Report(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
 }
 
+// NodeBootstraps shows and re-opens a node's bootstrap for its operator.
+type NodeBootstraps interface {
+	Bootstrap(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
+	Reopen(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
+}
+
+var _ NodeBootstraps = (*progress.Nodes)(nil)
+
+// nodeAction is one of NodeBootstraps' methods.
+type nodeAction func(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
+
 // Check is one dependency the deep health check pings.
 type Check struct {
 	Name string
@@ -74,6 +85,7 @@ type Server struct {
 	Bundles  Bundles
 	Renewals Renewals
 	Progress Reporter
+	Nodes    NodeBootstraps
 	Checks   []Check
 	Draining func() bool
 	Log      *slog.Logger

@@ -1,10 +1,17 @@
 // Package auth answers who is calling: operators by bearer principal token,
-// VMs by an IMDS session token plus a bearer principal token (the four
-// proofs of GET /bootstrap/control-plane/{vm_id}).
+// VMs by an IMDS session token plus the bearer token the platform issued to
+// that VM (the four proofs of GET /bootstrap/control-plane/{vm_id}).
+//
+// Tokens have a purpose: a token the platform issued to a VM names the VM
+// (principal_tokens.vm_id) and opens that VM's bootstrap routes only; an
+// operator's token names no VM and opens the operator routes only. Either
+// used for the other is 403 token_scope.
 //
 // In: raw header values and the token tables (through Tokens). Out: a
-// Principal or a BootstrapVM, or an *apperr.Error that fails closed. Tokens
-// are only ever handled as SHA-256 hashes past this package's entry.
+// Principal or a BootstrapVM, or an *apperr.Error that fails closed. The
+// Authorization header is parsed here once; the Principal carries the
+// validated token on for the platform calls made on the caller's behalf.
+// Tokens are looked up only as SHA-256 hashes.
 package auth
 
 import (
@@ -43,6 +50,21 @@ type Authenticator struct {
 // Principal is an authenticated operator or VM identity.
 type Principal struct {
 	OrgID int64
+	// VMID is the VM the token was issued to; 0 for an operator.
+	VMID int64
+	// bearer is the validated token itself, for Bearer.
+	bearer string
+}
+
+// Bearer is the validated token, to act on the caller's behalf on the
+// platform APIs (internal/platformauth). Unexported behind a method so it
+// is never marshalled or logged with the Principal.
+func (p Principal) Bearer() string { return p.bearer }
+
+// NewPrincipal is a Principal as the token tables would have proved it
+// (tests and stand-ins of the Authenticator).
+func NewPrincipal(orgID, vmID int64, bearer string) Principal {
+	return Principal{OrgID: orgID, VMID: vmID, bearer: bearer}
 }
 
 // BootstrapVM is a VM that passed all four proofs.
@@ -71,6 +93,11 @@ func forbidden(msg string) *apperr.Error {
 	return apperr.New(apperr.Forbidden, "forbidden", msg)
 }
 
+// wrongPurpose refuses a valid token used where its purpose does not reach.
+func wrongPurpose(msg string) *apperr.Error {
+	return apperr.New(apperr.Forbidden, "token_scope", msg)
+}
+
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
 func bearer(header string) (string, error) {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
@@ -86,8 +113,19 @@ func dependencyError(err error) error {
 	return apperr.Wrap(apperr.Unavailable, "unavailable", "the token service is unavailable", err)
 }
 
-// Principal validates an Authorization header and returns its org.
-func (a *Authenticator) Principal(ctx context.Context, authorization string) (Principal, error) {
+// Operator validates an operator's Authorization header: a live principal
+// token issued to no VM. A VM's token is refused (403 token_scope): it
+// exists to fetch that VM's bundle, not to act for the org.
+func (a *Authenticator) Operator(ctx context.Context, authorization string) (Principal, error) {
+	p, err := a.principal(ctx, authorization)
+	if err == nil && p.VMID != 0 {
+		return Principal{}, wrongPurpose("a VM's token cannot be used on operator routes")
+	}
+	return p, err
+}
+
+// principal validates an Authorization header: a live principal token.
+func (a *Authenticator) principal(ctx context.Context, authorization string) (Principal, error) {
 	token, err := bearer(authorization)
 	if err != nil {
 		return Principal{}, err
@@ -103,36 +141,51 @@ func (a *Authenticator) Principal(ctx context.Context, authorization string) (Pr
 	case row.Scope != PrincipalScope:
 		return Principal{}, forbidden("the bearer token is not a principal token")
 	}
-	return Principal{OrgID: row.OrgID}, nil
+	p := Principal{OrgID: row.OrgID, bearer: token}
+	if row.VMID != nil {
+		p.VMID = *row.VMID
+	}
+	return p, nil
 }
 
 // BootstrapVM runs proofs two to four for a VM asking for vmID's bundle
 // (proof one, vmID being a positive integer, is the caller's parse): the IMDS
-// session token is live, the bearer token is a live principal token of the
-// same org, and the IMDS session belongs to vmID itself.
+// session token is live, the bearer token is a live token the platform
+// issued to vmID itself (an operator's is 403 token_scope, another VM's
+// 403), of the same org as the IMDS session, and that session is vmID's.
 func (a *Authenticator) BootstrapVM(ctx context.Context, vmID int64, imdsToken, authorization string) (BootstrapVM, error) {
+	session, err := a.imdsSession(ctx, imdsToken)
+	if err != nil {
+		return BootstrapVM{}, err
+	}
+	principal, err := a.principal(ctx, authorization)
+	switch {
+	case err != nil:
+		return BootstrapVM{}, err
+	case principal.VMID == 0:
+		return BootstrapVM{}, wrongPurpose("an operator's token cannot be used on a VM's bootstrap routes")
+	case principal.OrgID != session.OrgID:
+		return BootstrapVM{}, forbidden("the bearer token and the IMDS session belong to different orgs")
+	case principal.VMID != vmID || session.VMID != vmID:
+		return BootstrapVM{}, forbidden("a VM may only fetch its own bundle")
+	}
+	return BootstrapVM{VMID: vmID, OrgID: session.OrgID}, nil
+}
+
+// imdsSession validates an X-exc-imds-token header: a live IMDS session.
+func (a *Authenticator) imdsSession(ctx context.Context, imdsToken string) (store.IMDSToken, error) {
 	imdsToken = strings.TrimSpace(imdsToken)
 	if imdsToken == "" || len(imdsToken) > maxTokenLen {
-		return BootstrapVM{}, unauthenticated("an X-exc-imds-token header is required")
+		return store.IMDSToken{}, unauthenticated("an X-exc-imds-token header is required")
 	}
 	session, err := a.Tokens.IMDSTokenByHash(ctx, Hash(imdsToken))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return BootstrapVM{}, unauthenticated("the IMDS token is not valid")
+		return session, unauthenticated("the IMDS token is not valid")
 	case err != nil:
-		return BootstrapVM{}, dependencyError(err)
+		return session, dependencyError(err)
 	case !a.now().Before(session.ExpiryAt):
-		return BootstrapVM{}, unauthenticated("the IMDS token is expired")
+		return session, unauthenticated("the IMDS token is expired")
 	}
-	principal, err := a.Principal(ctx, authorization)
-	if err != nil {
-		return BootstrapVM{}, err
-	}
-	if principal.OrgID != session.OrgID {
-		return BootstrapVM{}, forbidden("the bearer token and the IMDS session belong to different orgs")
-	}
-	if session.VMID != vmID {
-		return BootstrapVM{}, forbidden("a VM may only fetch its own bundle")
-	}
-	return BootstrapVM{VMID: vmID, OrgID: session.OrgID}, nil
+	return session, nil
 }

@@ -18,6 +18,7 @@ type fakeVM struct {
 	mu       sync.Mutex
 	reports  []vmReport
 	statuses []int
+	fetches  int // bundle fetches answered
 }
 
 type vmReport struct {
@@ -67,6 +68,9 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 		_, _ = w.Write([]byte(`{"access_token": "principal-token"}`))
 	}))
 	mux.HandleFunc("GET /api/bootstrap/control-plane/{vm}", proven(func(w http.ResponseWriter, _ *http.Request) {
+		vm.mu.Lock()
+		vm.fetches++
+		vm.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(bundleBody)
 	}))
@@ -97,8 +101,16 @@ func (vm *fakeVM) env(root string) []string {
 	return []string{
 		"EXC_IMDS_BASE_URL=" + vm.srv.URL + "/imds",
 		"EXK8S_BOOTSTRAP_BASE_URL=" + vm.srv.URL + "/api",
+		// What a shim rendered for a local run exports: the fake is http.
+		"EXK8S_CURL_PROTO==http,https",
 		"EXK8S_ROOT=" + root,
 	}
+}
+
+func (vm *fakeVM) bundleFetches() int {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return vm.fetches
 }
 
 func (vm *fakeVM) received() []vmReport {

@@ -66,7 +66,7 @@ func issueClusterPKI(t testing.TB, c Cluster, nodes []Node, now func() time.Time
 	cp := &clusterPKI{trust: trust, saKey: saKey, saPub: saPub, identities: map[int64]map[pki.Name]pki.KeyPair{}}
 	for _, n := range nodes {
 		ids := map[pki.Name]pki.KeyPair{}
-		for _, name := range RequiredIdentities() {
+		for _, name := range RequiredIdentities(true) {
 			kp, err := is.Issue(trust, name, pkiNode(c, n))
 			if err != nil {
 				t.Fatal(err)

@@ -103,10 +103,18 @@ type Input struct {
 // requiredCAs are the CA certificates every bundle carries.
 var requiredCAs = []pki.Name{pki.ClusterCA, pki.EtcdCA, pki.FrontProxyCA}
 
-// RequiredIdentities lists the key pairs a bundle needs, in cert-table
-// order: the node's stored serving pairs and every per-fetch identity.
-func RequiredIdentities() []pki.Name {
-	return append(pki.Names(pki.PhaseFounding), pki.Names(pki.PhaseFetch)...)
+// RequiredIdentities lists the key pairs a node's bundle carries, in
+// cert-table order: its stored serving pairs and the per-fetch identities it
+// gets (the initial node's include the addons' system:masters one).
+func RequiredIdentities(initial bool) []pki.Name {
+	return append(pki.IssuedTo(pki.PhaseFounding, initial), pki.IssuedTo(pki.PhaseFetch, initial)...)
+}
+
+// IsInitial reports whether the input's own node is the cluster's initial
+// control-plane node (the lowest ordinal), false if it is no node of it.
+func (in *Input) IsInitial() bool {
+	topo, err := newTopology(in.Nodes, in.SelfVMID)
+	return err == nil && topo.isInitial
 }
 
 var (
@@ -205,7 +213,7 @@ func secretRules(in *Input) []validation.Rule {
 	rules = append(rules,
 		rule("service_account_key", len(in.ServiceAccountKeyPEM) > 0, "missing"),
 		rule("service_account_pub", len(in.ServiceAccountPubPEM) > 0, "missing"))
-	for _, name := range RequiredIdentities() {
+	for _, name := range RequiredIdentities(in.IsInitial()) {
 		kp := in.Identities[name]
 		rules = append(rules, rule("identities."+string(name), len(kp.CertPEM) > 0 && len(kp.KeyPEM) > 0, "missing certificate or key"))
 	}

@@ -78,7 +78,7 @@ func pkiPart(v *view) []fileSpec {
 		fileSpec{path: path.Join(pkiDir, "service-account.pem"), mode: modePublic, raw: v.in.ServiceAccountPubPEM},
 		fileSpec{path: path.Join(pkiDir, "service-account-key.pem"), mode: modeSecret, raw: v.in.ServiceAccountKeyPEM},
 	)
-	for _, name := range RequiredIdentities() {
+	for _, name := range RequiredIdentities(v.IsInitial) {
 		kp := v.in.Identities[name]
 		out = append(out,
 			fileSpec{path: CertPath(name), mode: modePublic, raw: kp.CertPEM},
@@ -110,13 +110,16 @@ func KubeconfigPath(stem string) string { return path.Join(kubeconfigDir, stem+"
 // others use the node's address, which the apiserver cert names.
 func kubeconfigSpecs(v *view) []kubeconfigSpec {
 	const loopback = "https://127.0.0.1:6443"
-	return []kubeconfigSpec{
-		{"admin", pki.Admin, "cluster-admin", v.APIServerEndpoint},
+	specs := []kubeconfigSpec{
 		{"controller-manager", pki.ControllerManager, "system:kube-controller-manager", loopback},
 		{"kube-proxy", pki.KubeProxy, "system:kube-proxy", v.APIServerEndpoint},
 		{"kubelet", pki.KubeletClient, "system:node:" + v.Node.Name, v.APIServerEndpoint},
 		{"scheduler", pki.Scheduler, "system:kube-scheduler", loopback},
 	}
+	if v.IsInitial { // the addons' identity (pki: InitialOnly)
+		specs = append([]kubeconfigSpec{{"admin", pki.Admin, "cluster-admin", v.APIServerEndpoint}}, specs...)
+	}
+	return specs
 }
 
 func kubeconfigPart(v *view) []fileSpec {
@@ -148,6 +151,8 @@ func containerdPart(v *view) []fileSpec {
 
 func kubeletPart(v *view) []fileSpec {
 	return []fileSpec{
+		tmpl(unitDir+"/exk8s-imds-guard.service", "exk8s-imds-guard.service", modePublic, v),
+		tmpl(binDir+"/exk8s-imds-guard.sh", "exk8s-imds-guard.sh", modeScript, v),
 		tmpl(unitDir+"/kubelet.service", "kubelet.service", modePublic, v),
 		tmpl("/var/lib/kubelet/config.yaml", "kubelet-config.yaml", modePublic, v),
 	}

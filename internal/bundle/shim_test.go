@@ -63,11 +63,18 @@ func TestUserdataShimWritesBundle(t *testing.T) {
 	}
 }
 
-// runShim renders the shim and runs it against vm with EXK8S_ROOT and
-// EXK8S_SKIP_HOST_SETUP, as the e2e proof does.
+// runShim renders the shim for a local run (an http base URL, so it may
+// talk to the fake services over http) and runs it against vm with
+// EXK8S_ROOT and EXK8S_SKIP_HOST_SETUP, as the e2e proof does.
 func runShim(t *testing.T, r *Renderer, vm *fakeVM, root string) ([]byte, error) {
 	t.Helper()
-	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.invalid"})
+	return runShimRenderedFor(t, r, vm, root, "http://k8sapi.invalid")
+}
+
+// runShimRenderedFor is runShim with the shim rendered for base.
+func runShimRenderedFor(t *testing.T, r *Renderer, vm *fakeVM, root, base string) ([]byte, error) {
+	t.Helper()
+	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,5 +123,45 @@ func checkFailureMessage(t *testing.T, msg, step, tail string) {
 	}
 	if strings.Contains(msg, "principal-token") || strings.Contains(msg, "imds-session") {
 		t.Errorf("a token in the message:\n%s", msg)
+	}
+}
+
+// A shim rendered for an https k8sapi (every run but a local one) talks to
+// k8sapi over https only: an http base URL, even set by
+// EXK8S_BOOTSTRAP_BASE_URL, is refused by curl before a byte is sent, so
+// nothing is fetched or written and no report leaves.
+func TestUserdataShimRefusesHTTPWhenRenderedForHTTPS(t *testing.T) {
+	requireTools(t, "bash", "curl", "jq")
+	vm := newFakeVM(t, []byte(`{"files": {}}`))
+	root := filepath.Join(t.TempDir(), "root")
+	out, err := runShimRenderedFor(t, newTestRenderer(t), vm, root, "https://k8sapi.invalid")
+	if err == nil {
+		t.Fatalf("the shim fetched over http:\n%s", out)
+	}
+	if !strings.Contains(string(out), "FATAL: the k8sapi base URL must be https") || vm.bundleFetches() != 0 || len(vm.received()) != 0 {
+		t.Errorf("want the shim to refuse http, no fetch, no report; got %d fetches, reports %v:\n%s",
+			vm.bundleFetches(), vm.received(), out)
+	}
+}
+
+// The shim writes only under its allow-list of directories: a bundle that
+// names any other path is refused whole, before a single file is written.
+func TestUserdataShimRefusesPathsOutsideItsDirectories(t *testing.T) {
+	requireTools(t, "bash", "curl", "jq")
+	for _, path := range []string{"/root/.ssh/authorized_keys", "/etc/sudoers.d/exk8s", "/etc/exk8s", "/etc/exk8sx/a",
+		"/usr/local/bin/../../../etc/passwd", "/etc/exk8s//a", "/etc/exk8s/./a", "relative/file"} {
+		body, err := json.Marshal(map[string]any{"files": map[string]string{"/etc/exk8s/config/cluster.env": "A=1\n", path: "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm := newFakeVM(t, body)
+		root := filepath.Join(t.TempDir(), "root")
+		out, err := runShim(t, newTestRenderer(t), vm, root)
+		if err == nil || !strings.Contains(string(out), "refusing a path outside the allowed directories in bundle") {
+			t.Errorf("%s: the shim did not refuse it: %v\n%s", path, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(root, "etc/exk8s/config/cluster.env")); err == nil {
+			t.Errorf("%s: the shim wrote the bundle's other files first", path)
+		}
 	}
 }

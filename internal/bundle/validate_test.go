@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -178,29 +179,95 @@ func TestConflistIsJSON(t *testing.T) {
 	}
 }
 
-// wantKubeconfigs: file stem → identity, CN, O, server.
-func wantKubeconfigs(n Node) map[string]struct {
+// wantKubeconfigs: file stem → identity, CN, O, server. Only the initial
+// node holds the admin (system:masters) kubeconfig, for the addons.
+func wantKubeconfigs(n Node, initial bool) map[string]struct {
 	cn, server string
 	orgs       []string
 } {
 	self := "https://" + n.IPv4 + ":6443"
-	return map[string]struct {
+	want := map[string]struct {
 		cn, server string
 		orgs       []string
 	}{
-		"admin":              {"cluster-admin", self, []string{"system:masters"}},
 		"kubelet":            {"system:node:" + n.Name, self, []string{"system:nodes"}},
 		"kube-proxy":         {"system:kube-proxy", self, []string{"system:node-proxier"}},
 		"controller-manager": {"system:kube-controller-manager", "https://127.0.0.1:6443", nil},
 		"scheduler":          {"system:kube-scheduler", "https://127.0.0.1:6443", nil},
 	}
+	if initial {
+		want["admin"] = struct {
+			cn, server string
+			orgs       []string
+		}{"cluster-admin", self, []string{"system:masters"}}
+	}
+	return want
+}
+
+// Least authority: system:masters is on the initial node only (its admin
+// kubeconfig and the admin pair); no other file of any bundle names it in a
+// certificate, and the API server's kubelet client is in no group.
+func TestOnlyTheInitialNodeHoldsSystemMasters(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		initial := b.Metadata.IsInitialControlPlane
+		var masters []string
+		for _, f := range b.Files {
+			p := f.Path
+			for _, cert := range certsIn(t, p, f.Content) {
+				if slices.Contains(cert.Subject.Organization, "system:masters") {
+					masters = append(masters, p)
+				}
+				if cert.Subject.CommonName == "kube-apiserver-kubelet-client" && len(cert.Subject.Organization) > 0 {
+					t.Errorf("%s: the kubelet client is in %v", p, cert.Subject.Organization)
+				}
+			}
+		}
+		slices.Sort(masters)
+		want := []string{}
+		if initial {
+			want = []string{KubeconfigPath("admin"), CertPath(pki.Admin)}
+		}
+		if !slices.Equal(masters, want) && !(len(masters) == 0 && len(want) == 0) {
+			t.Errorf("%s (initial %v): system:masters in %v, want %v", b.Metadata.NodeName, initial, masters, want)
+		}
+	}
+}
+
+// certsIn returns the certificates a bundle file holds: PEM blocks, and a
+// kubeconfig's client certificate.
+func certsIn(t *testing.T, path, content string) []*x509.Certificate {
+	t.Helper()
+	var out []*x509.Certificate
+	rest := []byte(content)
+	for {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
+			out = append(out, cert)
+		}
+	}
+	if strings.HasSuffix(path, ".kubeconfig") {
+		cfg, err := clientcmd.Load([]byte(content))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, user := range cfg.AuthInfos {
+			if cert, err := pki.ParseCert(user.ClientCertificateData); err == nil {
+				out = append(out, cert)
+			}
+		}
+	}
+	return out
 }
 
 func TestKubeconfigsLoadAndChain(t *testing.T) {
 	cp, bundles := realBundles(t)
 	for _, b := range bundles {
 		n := selfNode(t, b)
-		for stem, want := range wantKubeconfigs(n) {
+		for stem, want := range wantKubeconfigs(n, b.Metadata.IsInitialControlPlane) {
 			p := KubeconfigPath(stem)
 			cfg, err := clientcmd.Load([]byte(mustFile(t, b, p)))
 			if err != nil {
@@ -306,8 +373,8 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 			scripts[filepath.Base(f.Path)] = f.Content
 		}
 	}
-	if len(scripts) != 6 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh and exk8s-renew-certificates.sh, got %d", len(scripts))
+	if len(scripts) != 7 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh and exk8s-imds-guard.sh, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -572,7 +639,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 23 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service and the renewal's timer, service and script", len(used))
+	if len(used) != 25 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script and the IMDS guard's script and unit", len(used))
 	}
 }

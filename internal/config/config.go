@@ -8,23 +8,32 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 )
 
 // Config is the process configuration. Empty strings mean "not set" for
 // variables without a default.
 type Config struct {
-	DatabaseURL       string // local: a plain DSN
-	DBSecretARN       string // AWS: Secrets Manager secret with RDS-style JSON
-	KMSKeyID          string
-	ComputeAPIURL     string
-	DNSAPIURL         string
-	BaseDNSDomain     string
-	BootstrapBaseURL  string
+	DatabaseURL      string // local: a plain DSN
+	DBSecretARN      string // AWS: Secrets Manager secret with RDS-style JSON
+	KMSKeyID         string
+	ComputeAPIURL    string
+	DNSAPIURL        string
+	BaseDNSDomain    string
+	BootstrapBaseURL string
+	// BootstrapWindow is how long a node's bundle may be fetched after
+	// founding or a re-open (progress.Window); see BootstrapWindowLength.
+	BootstrapWindow   string
 	KubernetesVersion string
 	LogLevel          string // debug, info, warn or error; see SlogLevel
+	// LocalRun is "true" only for the local stack and tests: it allows an
+	// http BOOTSTRAP_BASE_URL and a database connection that does not
+	// verify the server (see IsLocal).
+	LocalRun string
 	// Artifacts are where nodes download from, configurable for air-gapped
 	// installs. Their defaults are the bundle's (bundle.DefaultArtifacts),
 	// the one place upstream sources and versions are written.
@@ -43,7 +52,11 @@ type Config struct {
 // DB shapes the connection pool (see DB.Pool for the typed values). Empty
 // means the store's default, which is the shape behind RDS Proxy.
 type DB struct {
-	ProxyEndpoint    string // connect here instead of the secret's host (RDS Proxy)
+	ProxyEndpoint string // connect here instead of the secret's host (RDS Proxy)
+	// CABundle is a PEM file of the CAs the database's certificate chains
+	// to (the RDS CA bundle, packaged with the function); empty: the
+	// system's roots, which hold RDS Proxy's (Amazon Trust Services).
+	CABundle         string
 	IAMAuth          string // "true": an RDS IAM auth token per connection instead of the password
 	MaxConns         string
 	ConnMaxLifetime  string
@@ -73,6 +86,8 @@ var variables = []variable{
 	{"DNS_API_URL", "", func(c *Config) *string { return &c.DNSAPIURL }, checkURL("http", "https")},
 	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checkDomain},
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
+	{"LOCAL_RUN", "false", func(c *Config) *string { return &c.LocalRun }, checkBool},
+	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
 	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
@@ -87,6 +102,7 @@ var variables = []variable{
 	{"SERVICE_TOKEN", "", func(c *Config) *string { return &c.ServiceToken }, nil},
 	{"SERVICE_TOKEN_SECRET_ARN", "", func(c *Config) *string { return &c.ServiceTokenSecretARN }, checkARN},
 	{"DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checkHost},
+	{"DB_CA_BUNDLE", "", func(c *Config) *string { return &c.DB.CABundle }, checkAbsPath},
 	{"DB_IAM_AUTH", "false", func(c *Config) *string { return &c.DB.IAMAuth }, checkBool},
 	{"DB_MAX_CONNS", "", func(c *Config) *string { return &c.DB.MaxConns }, checkMaxConns},
 	{"DB_CONN_MAX_LIFETIME", "", func(c *Config) *string { return &c.DB.ConnMaxLifetime }, checkDuration},
@@ -134,7 +150,27 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if err := c.checkRenewalWindow(); err != nil {
 		errs = append(errs, err)
 	}
+	if !c.IsLocal() {
+		errs = append(errs, deployedRules(c)...)
+	}
 	return c, errors.Join(errs...)
+}
+
+// IsLocal reports whether this is a local run (LOCAL_RUN=true).
+func (c Config) IsLocal() bool { return c.LocalRun == "true" }
+
+// deployedRules are what every run but a local one must hold: VMs fetch
+// their keys over HTTPS only, and the database is reached over TLS that
+// verifies the server (DatabaseDSN adds verify-full to a secret's DSN).
+func deployedRules(c Config) []error {
+	var errs []error
+	if u, err := url.Parse(c.BootstrapBaseURL); c.BootstrapBaseURL != "" && (err != nil || u.Scheme != "https") {
+		errs = append(errs, errors.New("BOOTSTRAP_BASE_URL: must be https outside local runs (LOCAL_RUN=true)"))
+	}
+	if u, err := url.Parse(c.DatabaseURL); c.DatabaseURL != "" && (err != nil || u.Query().Get("sslmode") != verifyFull) {
+		errs = append(errs, errors.New("DATABASE_URL: must set sslmode=verify-full outside local runs (LOCAL_RUN=true)"))
+	}
+	return errs
 }
 
 // Require reports every named variable that is empty, so each function
@@ -221,6 +257,38 @@ func checkLogLevel(s string) error {
 		return nil
 	}
 	return errors.New("must be debug, info, warn or error")
+}
+
+// Bounds of BOOTSTRAP_WINDOW: a VM needs minutes to boot and fetch; a
+// window of more than a day is a standing credential, not a bootstrap.
+const (
+	minWindow = time.Minute
+	maxWindow = 24 * time.Hour
+)
+
+func checkWindow(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < minWindow || d > maxWindow {
+		return errors.New("must be a duration from 1m to 24h, like 1h or 30m")
+	}
+	return nil
+}
+
+// BootstrapWindowLength is BOOTSTRAP_WINDOW as a duration (the default when
+// the Config was not loaded by FromLookup, which has already refused values
+// that do not parse).
+func (c Config) BootstrapWindowLength() time.Duration {
+	if d, err := time.ParseDuration(c.BootstrapWindow); err == nil && d > 0 {
+		return d
+	}
+	return progress.DefaultWindow
+}
+
+func checkAbsPath(s string) error {
+	if !strings.HasPrefix(s, "/") {
+		return errors.New("must be an absolute file path")
+	}
+	return nil
 }
 
 func checkARN(s string) error {

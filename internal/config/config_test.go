@@ -14,6 +14,7 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/testenv"
 	"github.com/jackc/pgx/v5"
 )
@@ -23,15 +24,17 @@ func lookup(env map[string]string) func(string) (string, bool) {
 }
 
 func TestDefaults(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db", "BASE_DNS_DOMAIN": ""}))
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db?sslmode=verify-full", "BASE_DNS_DOMAIN": ""}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config.Config{
-		DatabaseURL:       "postgres://x@h/db",
+		DatabaseURL:       "postgres://x@h/db?sslmode=verify-full",
 		BaseDNSDomain:     "k8s.excloud.co.in",
+		BootstrapWindow:   "1h",
 		KubernetesVersion: "v1.35.4",
 		LogLevel:          "info",
+		LocalRun:          "false",
 		Artifacts:         bundle.DefaultArtifacts(),
 		DB:                config.DB{IAMAuth: "false"},
 		LeafCertLifetime:  "8760h0m0s",
@@ -43,7 +46,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("artifact defaults: %+v", c.Artifacts)
 	}
 	// A variable lands in the bundle's artifacts; the rest stay upstream's.
-	c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db", "ETCD_VERSION": "v3.6.11",
+	c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db?sslmode=verify-full", "ETCD_VERSION": "v3.6.11",
 		"IMAGE_REGISTRY": "mirror.example:5000/k8s"}))
 	if err != nil || c.Artifacts.EtcdVersion != "v3.6.11" || c.Artifacts.ImageRegistry != "mirror.example:5000/k8s" ||
 		c.Artifacts.PauseVersion != bundle.DefaultArtifacts().PauseVersion {
@@ -51,6 +54,43 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.SlogLevel() != slog.LevelInfo {
 		t.Fatalf("level %v", c.SlogLevel())
+	}
+	if c.BootstrapWindowLength() != progress.DefaultWindow || c.IsLocal() {
+		t.Fatalf("window %v, local %v: want progress.DefaultWindow, not local", c.BootstrapWindowLength(), c.IsLocal())
+	}
+}
+
+// Outside local runs VMs fetch keys over HTTPS only and the database's
+// certificate is verified; a local run may do neither. Each by exact text.
+func TestDeployedRules(t *testing.T) {
+	weak := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=require", "BOOTSTRAP_BASE_URL": "http://k8sapi.example"}
+	_, err := config.FromLookup(lookup(weak))
+	want := "BOOTSTRAP_BASE_URL: must be https outside local runs (LOCAL_RUN=true)\n" +
+		"DATABASE_URL: must set sslmode=verify-full outside local runs (LOCAL_RUN=true)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
+	}
+	weak["LOCAL_RUN"] = "true"
+	if c, err := config.FromLookup(lookup(weak)); err != nil || !c.IsLocal() {
+		t.Fatalf("a local run: %v", err)
+	}
+	strong := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "BOOTSTRAP_BASE_URL": "https://k8sapi.example",
+		"BOOTSTRAP_WINDOW": "30m", "DB_CA_BUNDLE": "/opt/rds/global-bundle.pem"}
+	c, err := config.FromLookup(lookup(strong))
+	if err != nil || c.BootstrapWindowLength() != 30*time.Minute || c.DB.CABundle != "/opt/rds/global-bundle.pem" {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	for _, bad := range []struct{ name, value, err string }{
+		{"BOOTSTRAP_WINDOW", "30s", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
+		{"BOOTSTRAP_WINDOW", "25h", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
+		{"BOOTSTRAP_WINDOW", "soon", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
+		{"DB_CA_BUNDLE", "rds.pem", "DB_CA_BUNDLE: must be an absolute file path"},
+		{"LOCAL_RUN", "yes", "LOCAL_RUN: must be true or false"},
+	} {
+		env := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", bad.name: bad.value}
+		if _, err := config.FromLookup(lookup(env)); err == nil || err.Error() != bad.err {
+			t.Errorf("%s=%s: %v, want %q", bad.name, bad.value, err, bad.err)
+		}
 	}
 }
 
@@ -92,7 +132,7 @@ func TestFromLookupCollectsErrors(t *testing.T) {
 }
 
 func TestRequire(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db", "KMS_KEY_ID": "k"}))
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "KMS_KEY_ID": "k"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +160,9 @@ func TestDatabaseDSNFromSecretsManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := config.FromLookup(lookup(map[string]string{"DB_SECRET_ARN": arn}))
+	// A local run: the test's server has no TLS (verify-full is
+	// TestDSNFromSecretVerifiesTheServer's).
+	c, err := config.FromLookup(lookup(map[string]string{"DB_SECRET_ARN": arn, "LOCAL_RUN": "true"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +221,7 @@ func TestAWSFromLookup(t *testing.T) {
 // The pool variables arrive typed; unset ones stay zero (the store's default).
 func TestPool(t *testing.T) {
 	c, err := config.FromLookup(lookup(map[string]string{
-		"DATABASE_URL": "postgres://h/db", "DB_PROXY_ENDPOINT": "k8sapi.proxy-abc.eu-west-1.rds.amazonaws.com",
+		"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "DB_PROXY_ENDPOINT": "k8sapi.proxy-abc.eu-west-1.rds.amazonaws.com",
 		"DB_IAM_AUTH": "true", "DB_MAX_CONNS": "2", "DB_CONN_MAX_LIFETIME": "5m",
 		"DB_STATEMENT_TIMEOUT": "10s", "DB_QUERY_EXEC_MODE": "simple_protocol",
 	}))

@@ -71,7 +71,27 @@ func DatabaseDSN(ctx context.Context, cfg Config, secrets SecretGetter) (string,
 	if err != nil {
 		return "", fmt.Errorf("reading the database secret: %w", err)
 	}
-	return dsnFromSecret(aws.ToString(out.SecretString), cfg.DB.ProxyEndpoint)
+	return dsnFromSecret(aws.ToString(out.SecretString), cfg.DB.ProxyEndpoint, serverCheck(cfg))
+}
+
+// verifyFull is the only sslmode outside local runs: TLS, the server's
+// certificate chained to a trusted root and naming the host dialled.
+const verifyFull = "verify-full"
+
+// tlsCheck is how a DSN built from a secret verifies the database: ""
+// leaves the secret's sslmode (local runs), else sslmode=verify-full with
+// this sslrootcert (a CA bundle file, or "system" for the system's roots).
+type tlsCheck string
+
+// serverCheck is the database TLS check cfg asks for.
+func serverCheck(cfg Config) tlsCheck {
+	switch {
+	case cfg.IsLocal():
+		return ""
+	case cfg.DB.CABundle != "":
+		return tlsCheck(cfg.DB.CABundle)
+	}
+	return "system"
 }
 
 // proxyPort is where RDS Proxy listens for PostgreSQL, whatever port the
@@ -91,7 +111,7 @@ type rdsSecret struct {
 	SSLMode  string          `json:"sslmode"`
 }
 
-func dsnFromSecret(body, proxyHost string) (string, error) {
+func dsnFromSecret(body, proxyHost string, check tlsCheck) (string, error) {
 	var s rdsSecret
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		// The error text of encoding/json can quote the input: not wrapped.
@@ -113,6 +133,9 @@ func dsnFromSecret(body, proxyHost string) (string, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if check != "" && s.SSLMode != "" && s.SSLMode != verifyFull {
+		errs = append(errs, errors.New("database secret: sslmode must be verify-full (or absent) outside local runs"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
@@ -125,12 +148,16 @@ func dsnFromSecret(body, proxyHost string) (string, error) {
 	if proxyHost != "" {
 		s.Host, port = proxyHost, proxyPort
 	}
+	query := url.Values{"sslmode": {s.SSLMode}}
+	if check != "" {
+		query = url.Values{"sslmode": {verifyFull}, "sslrootcert": {string(check)}}
+	}
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.UserPassword(s.Username, s.Password),
 		Host:     net.JoinHostPort(s.Host, strconv.Itoa(port)),
 		Path:     "/" + s.DBName,
-		RawQuery: url.Values{"sslmode": {s.SSLMode}}.Encode(),
+		RawQuery: query.Encode(),
 	}
 	return u.String(), nil
 }

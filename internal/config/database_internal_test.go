@@ -1,7 +1,22 @@
 package config
 
-import "testing"
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Local runs keep the secret's sslmode (the local stack's is disable).
 func TestDSNFromSecret(t *testing.T) {
 	for _, tc := range []struct{ name, secret, proxy, want, err string }{
 		{"rds", `{"username":"app","password":"p@ss word","host":"db.example","port":5432,"dbname":"k8sapi","engine":"postgres"}`,
@@ -16,7 +31,7 @@ func TestDSNFromSecret(t *testing.T) {
 		{"not json", `password=hunter2`, "", "", "database secret: not valid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := dsnFromSecret(tc.secret, tc.proxy)
+			got, err := dsnFromSecret(tc.secret, tc.proxy, "")
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("err %v, want %q", err, tc.err)
@@ -28,4 +43,89 @@ func TestDSNFromSecret(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Outside local runs every DSN from a secret verifies the server: the
+// secret may not weaken it, and the roots are the CA bundle file or the
+// system's.
+func TestDSNFromSecretVerifiesTheServer(t *testing.T) {
+	proxy := "prx.proxy-abc.eu-west-1.rds.amazonaws.com"
+	for _, tc := range []struct {
+		name, secret string
+		check        tlsCheck
+		want, err    string
+	}{
+		{"proxy, system roots", `{"username":"app","password":"pw","host":"db.example"}`, "system",
+			"postgres://app:pw@" + proxy + ":5432/postgres?sslmode=verify-full&sslrootcert=system", ""},
+		{"RDS CA bundle", `{"username":"app","password":"pw","host":"db.example","sslmode":"verify-full"}`, "/opt/rds/global-bundle.pem",
+			"postgres://app:pw@" + proxy + ":5432/postgres?sslmode=verify-full&sslrootcert=%2Fopt%2Frds%2Fglobal-bundle.pem", ""},
+		{"secret says disable", `{"username":"app","password":"pw","host":"db.example","sslmode":"disable"}`, "system", "",
+			"database secret: sslmode must be verify-full (or absent) outside local runs"},
+		{"secret says require", `{"username":"app","password":"pw","host":"db.example","sslmode":"require"}`, "system", "",
+			"database secret: sslmode must be verify-full (or absent) outside local runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := dsnFromSecret(tc.secret, proxy, tc.check)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if got := serverCheck(Config{LocalRun: "true", DB: DB{CABundle: "/x.pem"}}); got != "" {
+		t.Errorf("a local run verifies %q", got)
+	}
+	if got := serverCheck(Config{DB: DB{CABundle: "/x.pem"}}); got != "/x.pem" {
+		t.Errorf("the CA bundle gave %q", got)
+	}
+	if got := serverCheck(Config{}); got != "system" {
+		t.Errorf("no CA bundle gave %q", got)
+	}
+}
+
+// The DSN means what it says to pgx: the CA bundle file (made here, never
+// downloaded) is the only root, and the host dialled is the name checked.
+func TestVerifyFullDSNParsesToAStrictTLSConfig(t *testing.T) {
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(bundle, selfSignedCA(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dsn, err := dsnFromSecret(`{"username":"app","password":"pw","host":"db.example"}`, "prx.example", tlsCheck(bundle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := cfg.TLSConfig
+	if tc == nil || tc.InsecureSkipVerify && tc.VerifyPeerCertificate == nil || tc.ServerName != "prx.example" || tc.RootCAs == nil {
+		t.Fatalf("TLS config %+v: want the bundle as roots and the proxy's name verified", tc)
+	}
+	for _, f := range cfg.Fallbacks {
+		if f.TLSConfig == nil {
+			t.Error("verify-full must not fall back to plaintext")
+		}
+	}
+}
+
+func selfSignedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test RDS CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

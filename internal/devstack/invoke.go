@@ -94,6 +94,7 @@ func invokeEnv(opt InvokeOptions) (map[string]string, error) {
 		})
 	} else {
 		env["DATABASE_URL"] = DefaultLocalPostgres
+		env["LOCAL_RUN"] = "true" // a local database: no TLS to verify
 		if v := os.Getenv("DATABASE_URL"); v != "" {
 			env["DATABASE_URL"] = v
 		}

@@ -374,6 +374,8 @@ func FunctionOverrides(st Stack) map[string]string {
 		"COMPUTE_API_URL":       st.SimURL + "/compute",
 		"DNS_API_URL":           st.SimURL + "/dns",
 		"BOOTSTRAP_BASE_URL":    st.APIURL,
+		// Plain http and an unverified database connection: local only.
+		"LOCAL_RUN": "true",
 		// Each response says its DB round trips and KMS calls (internal/metrics).
 		metrics.DebugEnv: "1",
 	}

@@ -19,7 +19,8 @@ func TestProjectTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"ClustersFunction":      {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}"},
+		"ClustersFunction": {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}",
+			"GET /clusters/{id}/nodes/{vm_id}/bootstrap", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap"},
 		"CreateClusterFunction": {"POST /clusters"},
 		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status"},
 		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},

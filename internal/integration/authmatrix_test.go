@@ -59,36 +59,50 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{valid, validOrg2, expired, wrongScope, revoked, imds1, access1, imdsOrg2, accessOrg2, expiredIMDS}
+	// A token the platform issued to vm2 (a peer of vm1, same org).
+	vmToken2, err := simulator.IssueVMToken(ctx, s.pool, 1, vm2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{valid, validOrg2, expired, wrongScope, revoked, imds1, access1, imdsOrg2, accessOrg2, expiredIMDS, vmToken2}
 
 	// The callers every principal route must refuse.
 	refused := []struct {
 		name, authorization string
 		status              int
 		code                string
+		vmToken             bool // a VM's token: refused on operator routes only
 	}{
-		{"no token", "", 401, "unauthenticated"},
-		{"basic scheme", "Basic dXNlcjpwYXNz", 401, "unauthenticated"},
-		{"bearer without token", "Bearer", 401, "unauthenticated"},
-		{"bearer blank", "Bearer   ", 401, "unauthenticated"},
-		{"token scheme", "Token " + valid, 401, "unauthenticated"},
-		{"no scheme", valid, 401, "unauthenticated"},
-		{"token with junk", "Bearer " + valid + " x", 401, "unauthenticated"},
-		{"oversized token", "Bearer " + strings.Repeat("a", 600), 401, "unauthenticated"},
-		{"unknown token", "Bearer forged-token", 401, "unauthenticated"},
-		{"expired", "Bearer " + expired, 401, "unauthenticated"},
-		{"revoked", "Bearer " + revoked, 401, "unauthenticated"},
-		{"wrong scope", "Bearer " + wrongScope, 403, "forbidden"},
-		{"IMDS session token as bearer", "Bearer " + imds1, 401, "unauthenticated"},
-		{"hash of a token as bearer", "Bearer " + simulator.HashToken(valid), 401, "unauthenticated"},
+		{"no token", "", 401, "unauthenticated", false},
+		{"basic scheme", "Basic dXNlcjpwYXNz", 401, "unauthenticated", false},
+		{"bearer without token", "Bearer", 401, "unauthenticated", false},
+		{"bearer blank", "Bearer   ", 401, "unauthenticated", false},
+		{"token scheme", "Token " + valid, 401, "unauthenticated", false},
+		{"no scheme", valid, 401, "unauthenticated", false},
+		{"token with junk", "Bearer " + valid + " x", 401, "unauthenticated", false},
+		{"oversized token", "Bearer " + strings.Repeat("a", 600), 401, "unauthenticated", false},
+		{"unknown token", "Bearer forged-token", 401, "unauthenticated", false},
+		{"expired", "Bearer " + expired, 401, "unauthenticated", false},
+		{"revoked", "Bearer " + revoked, 401, "unauthenticated", false},
+		{"wrong scope", "Bearer " + wrongScope, 403, "forbidden", false},
+		{"IMDS session token as bearer", "Bearer " + imds1, 401, "unauthenticated", false},
+		{"hash of a token as bearer", "Bearer " + simulator.HashToken(valid), 401, "unauthenticated", false},
+		// A VM's token is for its bootstrap routes only: never an operator.
+		{"VM token as operator", "Bearer " + access1, 403, "token_scope", true},
+		{"other org's VM token as operator", "Bearer " + accessOrg2, 403, "token_scope", true},
 	}
 	id1, idDel, id2 := itoa(c1.ClusterID), itoa(c1del.ClusterID), itoa(c2.ClusterID)
 	var cases []authCase
+	nodePath := func(cluster string, vm int64, what string) string {
+		return "/clusters/" + cluster + "/nodes/" + itoa(vm) + "/" + what
+	}
 	principalRoutes := []struct{ method, path, body string }{
 		{"POST", "/clusters", one},
 		{"GET", "/clusters", ""},
 		{"GET", "/clusters/" + id1, ""},
 		{"DELETE", "/clusters/" + id1, ""},
+		{"GET", nodePath(id1, vm1, "bootstrap"), ""},
+		{"POST", nodePath(id1, vm1, "rebootstrap"), ""},
 	}
 	for _, r := range principalRoutes {
 		for _, c := range refused {
@@ -111,6 +125,16 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"org 1 gets org 2's", "GET", "/clusters/" + id2, bearer1, "", 404, "not_found"},
 		authCase{"no such cluster", "GET", "/clusters/987654321", bearer1, "", 404, "not_found"},
 		authCase{"valid delete", "DELETE", "/clusters/" + idDel, bearer1, "", 200, ""},
+		authCase{"node bootstrap", "GET", nodePath(id1, vm1, "bootstrap"), bearer1, "", 200, ""},
+		authCase{"node bootstrap other org", "GET", nodePath(id1, vm1, "bootstrap"), bearer2, "", 404, "not_found"},
+		authCase{"node bootstrap VM of another cluster", "GET", nodePath(id1, c2.ControlPlaneVMIDs[0], "bootstrap"), bearer1, "", 404, "not_found"},
+		authCase{"node bootstrap deleted cluster", "GET", nodePath(idDel, c1del.ControlPlaneVMIDs[0], "bootstrap"), bearer1, "", 404, "not_found"},
+		authCase{"rebootstrap other org", "POST", nodePath(id1, vm1, "rebootstrap"), bearer2, "", 404, "not_found"},
+		authCase{"rebootstrap org 2 by org 1", "POST", nodePath(id2, c2.ControlPlaneVMIDs[0], "rebootstrap"), bearer1, "", 404, "not_found"},
+		authCase{"rebootstrap no such node", "POST", nodePath(id1, 987654321, "rebootstrap"), bearer1, "", 404, "not_found"},
+		authCase{"rebootstrap deleted cluster", "POST", nodePath(idDel, c1del.ControlPlaneVMIDs[0], "rebootstrap"), bearer1, "", 404, "not_found"},
+		authCase{"rebootstrap by the VM itself", "POST", nodePath(id1, vm1, "rebootstrap"), map[string]string{"Authorization": "Bearer " + access1, "X-exc-imds-token": imds1}, "", 403, "token_scope"},
+		authCase{"rebootstrap by its operator", "POST", nodePath(id1, vm2, "rebootstrap"), bearer1, "", 200, ""},
 	)
 	// Bad ids: refused as a 400 once authenticated, as a 401 before (the
 	// token is checked first, so an id never tells a stranger anything).
@@ -125,6 +149,14 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		// Unclean paths are no route at all (never a redirect).
 		for _, p := range []string{"/clusters/../" + id1, "/clusters//" + id1, "/clusters/./" + id1, "/clusters/" + id1 + "/", "/clusters/" + id1 + "/.."} {
 			cases = append(cases, authCase{"unclean " + p, method, p, bearer1, "", 404, "not_found"})
+		}
+	}
+	for _, r := range []struct{ method, what string }{{"GET", "bootstrap"}, {"POST", "rebootstrap"}} {
+		for _, id := range badIDs {
+			cases = append(cases,
+				authCase{"node bad id " + id, r.method, "/clusters/" + id + "/nodes/" + itoa(vm1) + "/" + r.what, bearer1, "", 400, "invalid_path"},
+				authCase{"node bad vm_id " + id, r.method, "/clusters/" + id1 + "/nodes/" + id + "/" + r.what, bearer1, "", 400, "invalid_path"},
+				authCase{"node bad vm_id " + id + " no token", r.method, "/clusters/" + id1 + "/nodes/" + id + "/" + r.what, nil, "", 401, "unauthenticated"})
 		}
 	}
 
@@ -142,14 +174,16 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	}
 	bundlePath := "/bootstrap/control-plane/"
 	for _, c := range refused {
-		if c.authorization == "" {
+		if c.authorization == "" || c.vmToken {
 			continue
 		}
 		cases = append(cases, authCase{"bundle bearer: " + c.name, "GET", bundlePath + itoa(vm1), both(imds1, c.authorization), "", c.status, c.code})
 	}
 	cases = append(cases,
 		authCase{"bundle valid", "GET", bundlePath + itoa(vm1), both(imds1, "Bearer "+access1), "", 200, ""},
-		authCase{"bundle operator token with the VM's IMDS", "GET", bundlePath + itoa(vm1), both(imds1, "Bearer "+valid), "", 200, ""},
+		authCase{"bundle operator token with the VM's IMDS", "GET", bundlePath + itoa(vm1), both(imds1, "Bearer "+valid), "", 403, "token_scope"},
+		authCase{"bundle a peer VM's token with the VM's IMDS", "GET", bundlePath + itoa(vm1), both(imds1, "Bearer "+vmToken2), "", 403, "forbidden"},
+		authCase{"bundle the VM's token for a peer's path", "GET", bundlePath + itoa(vm2), both(imds1, "Bearer "+access1), "", 403, "forbidden"},
 		authCase{"bundle principal token as IMDS token", "GET", bundlePath + itoa(vm1), both(access1, "Bearer "+access1), "", 401, "unauthenticated"},
 		authCase{"bundle oversized IMDS token", "GET", bundlePath + itoa(vm1), both(strings.Repeat("i", 600), "Bearer "+access1), "", 401, "unauthenticated"},
 		authCase{"bundle expired IMDS", "GET", bundlePath + itoa(vm1), both(expiredIMDS, "Bearer "+access1), "", 401, "unauthenticated"},
@@ -199,7 +233,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	statusPath := func(vm int64) string { return bundlePath + itoa(vm) + "/status" }
 	report := func(phase string) string { return `{"phase":"` + phase + `"}` }
 	for _, c := range refused {
-		if c.authorization == "" {
+		if c.authorization == "" || c.vmToken {
 			continue
 		}
 		cases = append(cases, authCase{"status bearer: " + c.name, "POST", statusPath(vm1), both(imds1, c.authorization), report("ready"), c.status, c.code})
@@ -226,7 +260,8 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"status NUL in message", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"a\u0000b"}`, 400, "invalid_request"},
 		authCase{"status body over 64 KiB", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"` + strings.Repeat("m", 70000) + `"}`, 413, "body_too_large"},
 		authCase{"status valid", "POST", statusPath(vm1), vmProof, report("kubelet_started"), 204, ""},
-		authCase{"status operator token with the VM's IMDS", "POST", statusPath(vm1), both(imds1, "Bearer "+valid), report("kubelet_started"), 204, ""},
+		authCase{"status operator token with the VM's IMDS", "POST", statusPath(vm1), both(imds1, "Bearer "+valid), report("kubelet_started"), 403, "token_scope"},
+		authCase{"status a peer VM's token with the VM's IMDS", "POST", statusPath(vm1), both(imds1, "Bearer "+vmToken2), report("kubelet_started"), 403, "forbidden"},
 		authCase{"status backwards", "POST", statusPath(vm1), vmProof, report("prerequisites_installed"), 409, "phase_regression"},
 		authCase{"status failed", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"step x failed"}`, 204, ""},
 		authCase{"status failed again", "POST", statusPath(vm1), vmProof, report("failed"), 204, ""},
@@ -244,7 +279,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		switch {
 		case strings.HasPrefix(path, bundlePath):
 			return servers["GetBundleFunction"]
-		case method == "POST":
+		case method == "POST" && path == "/clusters":
 			return servers["CreateClusterFunction"]
 		}
 		return servers["ClustersFunction"]
@@ -287,7 +322,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 7)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 9)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int

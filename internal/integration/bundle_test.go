@@ -32,7 +32,8 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 	wantFiles := []string{
 		"/etc/exk8s/pki/ca.pem", "/etc/exk8s/pki/etcd-ca.pem", "/etc/exk8s/pki/front-proxy-ca.pem",
 		"/etc/exk8s/pki/etcd-peer-key.pem", "/etc/exk8s/pki/apiserver-key.pem", "/etc/exk8s/pki/service-account-key.pem",
-		"/etc/exk8s/kubeconfig/admin.kubeconfig", "/etc/exk8s/kubeconfig/kubelet.kubeconfig",
+		"/etc/exk8s/kubeconfig/kubelet.kubeconfig", "/usr/local/bin/exk8s-imds-guard.sh",
+		"/etc/systemd/system/exk8s-imds-guard.service",
 		"/etc/exk8s/config/cluster.env", "/var/lib/kubelet/config.yaml", "/etc/systemd/system/etcd.service",
 		"/etc/systemd/system/kubelet.service", "/etc/kubernetes/manifests/kube-apiserver.yaml",
 		"/etc/kubernetes/manifests/kube-controller-manager.yaml", "/etc/kubernetes/manifests/kube-scheduler.yaml",
@@ -54,6 +55,11 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 			if b.Files[f] == "" {
 				t.Errorf("vm %d: missing %s", vmID, f)
 			}
+		}
+		// The addons' system:masters identity: the initial node's only.
+		const admin = "/etc/exk8s/kubeconfig/admin.kubeconfig"
+		if initial := i == 0; (b.Files[admin] != "") != initial {
+			t.Errorf("vm %d (initial %v): admin.kubeconfig present %v", vmID, initial, b.Files[admin] != "")
 		}
 		if b.FileModes["/etc/exk8s/pki/apiserver-key.pem"] != "0600" || b.FileModes["/usr/local/bin/exk8s-bootstrap-control-plane.sh"] != "0755" ||
 			b.FileModes["/etc/exk8s/pki/ca.pem"] != "0644" {

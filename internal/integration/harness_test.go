@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -21,6 +23,10 @@ import (
 
 const baseDomain = "k8s.test.excloud"
 
+// testWindow is the stacks' BOOTSTRAP_WINDOW: shorter than the simulator's
+// token lifetimes (an hour), so a test steps past it with tokens still live.
+const testWindow = 10 * time.Minute
+
 // stack is k8sapi in-process: every function's routes on one server, over a
 // fresh database, a fresh KMS key and a simulator.
 type stack struct {
@@ -33,8 +39,16 @@ type stack struct {
 	founder           *founding.Service
 	server            *api.Server             // every function's handlers: server.Handler(logical id)
 	logs              *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
+	clock             *clock                  // k8sapi's clock: real time plus what a test advanced it by
 	*stacktest.Client                         // the operator's and the VMs' requests
 }
+
+// clock is real time moved forward by a test (bootstrap windows), never
+// back, so tokens the simulator issued on real time stay live.
+type clock struct{ ahead atomic.Int64 }
+
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *clock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // newStack builds the stack; opts adjust its configuration (a clock, lifetimes).
 func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
@@ -65,10 +79,11 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 
 	kmsClient, keyID := testenv.KMSKey(t)
 	env := envelope.New(kmsClient, keyID, nil)
-	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, logs: &stacktest.LockedBuffer{}}
+	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, logs: &stacktest.LockedBuffer{}, clock: &clock{}}
 	cfg := stacktest.Config{
 		Pool: pool, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
 		BaseDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
+		Now: s.clock.Now, BootstrapWindow: testWindow,
 		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, opt := range opts {

@@ -13,17 +13,17 @@ import (
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
-// clock is the injected time every certificate is issued and judged by.
-type clock struct {
+// fixedClock is the injected time every certificate is issued and judged by.
+type fixedClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(d time.Duration)  { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
-func newClock(start time.Time) *clock { return &clock{t: start} }
-func hourLeaves() pki.Renewal         { return pki.Renewal{Lifetime: time.Hour, RenewBefore: 20 * time.Minute} }
-func renewingStack(t *testing.T) (*stack, *clock) {
+func (c *fixedClock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fixedClock) Set(d time.Duration)  { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+func newClock(start time.Time) *fixedClock { return &fixedClock{t: start} }
+func hourLeaves() pki.Renewal              { return pki.Renewal{Lifetime: time.Hour, RenewBefore: 20 * time.Minute} }
+func renewingStack(t *testing.T) (*stack, *fixedClock) {
 	c := newClock(time.Now().Truncate(time.Second))
 	s := newStack(t, func(cfg *stacktest.Config) { cfg.Now, cfg.Renewal = c.Now, hourLeaves() })
 	return s, c

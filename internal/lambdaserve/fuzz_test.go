@@ -18,7 +18,7 @@ import (
 // run the real handlers up to their first proof without a database.
 type refuseAll struct{}
 
-func (refuseAll) Principal(context.Context, string) (auth.Principal, error) {
+func (refuseAll) Operator(context.Context, string) (auth.Principal, error) {
 	return auth.Principal{}, apperr.New(apperr.Unauthenticated, "unauthenticated", "no")
 }
 

@@ -26,7 +26,7 @@ const secret = "s3cr3t-principal-token"
 // founder (to prove the 500 path).
 type refuse struct{}
 
-func (refuse) Principal(_ context.Context, authorization string) (auth.Principal, error) {
+func (refuse) Operator(_ context.Context, authorization string) (auth.Principal, error) {
 	if authorization == "Bearer panic" {
 		return auth.Principal{OrgID: 1}, nil
 	}

@@ -1,12 +1,16 @@
 // Package nodebootstrap is the GET /bootstrap/control-plane/{vm_id} use
-// case after the four proofs: load the topology, rehydrate the cluster's
-// CAs (one KMS Decrypt, or none on a warm container), mint this fetch's
-// client identities and render the bundle.
+// case after the four proofs: load the topology, check the node's bootstrap
+// window (progress.Window: open from founding or a re-open until the node is
+// ready, for at most BOOTSTRAP_WINDOW), rehydrate the cluster's CAs (one KMS
+// Decrypt, or none on a warm container), mint this fetch's client
+// identities and render the bundle.
 //
-// In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error.
-// Rendering only signs leaves; it never writes to the cluster. A successful
-// fetch moves a pending node to bundle_fetched (internal/progress), best
-// effort: the bundle matters more than the record of it.
+// In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error
+// (409 bootstrap_closed outside the window). Rendering only signs leaves;
+// it never writes to the cluster. Every fetch past the proofs is recorded
+// (time, VM, request id, served or refused) before the bundle is answered:
+// a fetch that cannot be recorded is not served (503). A served fetch also
+// moves a pending node to bundle_fetched (internal/progress), best effort.
 package nodebootstrap
 
 import (
@@ -23,12 +27,14 @@ import (
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
+	"github.com/excloud/k8sapi/internal/requestid"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// Topologies loads what a bundle is rendered from.
+// Topologies loads what a bundle is rendered from and records each fetch.
 type Topologies interface {
 	TopologyForVM(ctx context.Context, vmID int64) (store.Topology, error)
+	RecordFetch(ctx context.Context, f store.Fetch) error
 }
 
 var _ Topologies = (*store.Store)(nil)
@@ -44,14 +50,21 @@ type Service struct {
 	// Renewal is the leaf lifetime every identity is issued with and when a
 	// stored one is renewed (renew.go).
 	Renewal pki.Renewal
-	Now     func() time.Time
-	Log     *slog.Logger
+	// Window is the bootstrap window's length (BOOTSTRAP_WINDOW).
+	Window time.Duration
+	Now    func() time.Time
+	Log    *slog.Logger
 }
 
 // Bundle renders vm's bundle.
 func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error) {
 	topo, self, err := s.load(ctx, vm)
 	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if err := s.windowRefusal(self, now); err != nil {
+		s.recordRefusal(ctx, vm, now)
 		return nil, err
 	}
 	opened, ids, err := s.open(ctx, &topo.Cluster, self)
@@ -62,7 +75,10 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 	if err != nil {
 		return nil, err
 	}
-	s.recordFetch(ctx, vm, self)
+	if err := s.record(ctx, vm, store.FetchServed, now); err != nil {
+		return nil, databaseError(err)
+	}
+	s.recordPhase(ctx, vm, self)
 	return b, nil
 }
 
@@ -97,12 +113,39 @@ func databaseError(err error) error {
 	return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
 }
 
-// recordFetch moves a pending node to bundle_fetched. A failure is logged,
+// windowRefusal is progress.Window's answer for self at now.
+func (s *Service) windowRefusal(self store.Node, now time.Time) error {
+	w := progress.Window{OpenedAt: self.BootstrapOpenedAt, Length: s.Window}
+	return w.Refusal(progress.Phase(self.Phase), now)
+}
+
+// record writes one fetch of vm's bundle with this request's id.
+func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, outcome string, at time.Time) error {
+	return s.Store.RecordFetch(ctx, store.Fetch{VMID: vm.VMID, RequestID: requestid.From(ctx), Outcome: outcome, FetchedAt: at})
+}
+
+// recordRefusal records a fetch refused because the bootstrap is closed: a
+// ready node's VM asking again is worth an operator's look. The refusal is
+// answered whether or not it could be recorded.
+func (s *Service) recordRefusal(ctx context.Context, vm auth.BootstrapVM, at time.Time) {
+	if err := s.record(ctx, vm, store.FetchClosed, at); err != nil {
+		s.logger().WarnContext(ctx, "recording a refused fetch failed", "vm_id", vm.VMID, "cause", err.Error())
+	}
+}
+
+// recordPhase moves a pending node to bundle_fetched. A failure is logged,
 // never answered: the VM has its bundle, and its next report moves it on.
-func (s *Service) recordFetch(ctx context.Context, vm auth.BootstrapVM, self store.Node) {
+func (s *Service) recordPhase(ctx context.Context, vm auth.BootstrapVM, self store.Node) {
 	if err := progress.RecordFetch(ctx, s.Phases, vm, progress.Phase(self.Phase)); err != nil {
 		s.logger().WarnContext(ctx, "recording bundle_fetched failed", "vm_id", vm.VMID, "cause", err.Error())
 	}
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 func notFound() error {
@@ -139,12 +182,14 @@ func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, 
 	if err != nil {
 		return nil, err
 	}
+	in := bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids)
+	facts.Initial = in.IsInitial() // only it gets the addons' system:masters identity
 	minted, err := s.issuer(c).IssuePhase(opened.Trust, pki.PhaseFetch, facts)
 	if err != nil {
 		return nil, err
 	}
 	maps.Copy(ids, minted)
-	return s.Renderer.Render(bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids))
+	return s.Renderer.Render(in) // in holds ids, the minted identities included
 }
 
 // issuer signs c's leaves with the configured lifetime.

@@ -2,7 +2,6 @@ package nodebootstrap
 
 import (
 	"context"
-	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
@@ -114,13 +113,6 @@ func (s *Service) storeRenewal(ctx context.Context, change store.Renewal) error 
 			"the node's certificates changed while this renewal ran; renew again")
 	}
 	return nil
-}
-
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
 }
 
 // RenewalResponse is the JSON body of a renewal: the bundle's shape, with

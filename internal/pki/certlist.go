@@ -64,6 +64,9 @@ type Node struct {
 	IPv4, IPv6          string
 	PublicIPv4          string
 	ServiceIP           net.IP // first IP of the service CIDR (the kubernetes Service)
+	// Initial is the cluster's initial control-plane node, the one that
+	// installs the addons: only it gets the InitialOnly identities.
+	Initial bool
 }
 
 // Spec declares one certificate.
@@ -79,6 +82,8 @@ type Spec struct {
 	Usages       []x509.ExtKeyUsage
 	// SANs returns DNS names and IPs; nil for client certs.
 	SANs func(Node) ([]string, []net.IP)
+	// InitialOnly identities are issued to the initial node only.
+	InitialOnly bool
 }
 
 // CertList is the one table of every certificate a cluster has, CAs first.
@@ -94,7 +99,11 @@ func CertList() []Spec {
 		serving(EtcdPeer, EtcdCA, PhaseFounding, etcdSANs, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth),
 		serving(APIServer, ClusterCA, PhaseFounding, apiserverSANs, x509.ExtKeyUsageServerAuth),
 
-		client(Admin, ClusterCA, "cluster-admin", "system:masters"),
+		// system:masters bypasses RBAC: the initial node needs it once, to
+		// install the addons and the control plane's own RBAC; no other
+		// node holds it (a node's own components need no more than their
+		// identities below).
+		initialOnly(client(Admin, ClusterCA, "cluster-admin", "system:masters")),
 		client(APIServerEtcdClient, EtcdCA, "kube-apiserver-etcd-client"),
 		client(APIServerKubeletClient, ClusterCA, "kube-apiserver-kubelet-client"),
 		client(FrontProxyClient, FrontProxyCA, "front-proxy-client"),
@@ -116,6 +125,11 @@ func client(name, signer Name, cn string, orgs ...string) Spec {
 		CommonName: fixed(cn), Organization: orgs,
 		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
+}
+
+func initialOnly(s Spec) Spec {
+	s.InitialOnly = true
+	return s
 }
 
 // nodeClient is the kubelet's identity for the Node authorizer:
@@ -186,6 +200,18 @@ func Names(phase Phase) []Name {
 	var out []Name
 	for _, s := range CertList() {
 		if s.Phase == phase {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// IssuedTo returns the names of one phase a node gets, in table order:
+// every spec of the phase, less the InitialOnly ones unless it is initial.
+func IssuedTo(phase Phase, initial bool) []Name {
+	var out []Name
+	for _, s := range CertList() {
+		if s.Phase == phase && (initial || !s.InitialOnly) {
 			out = append(out, s.Name)
 		}
 	}

@@ -148,10 +148,10 @@ func (is Issuer) Issue(t *Trust, name Name, n Node) (KeyPair, error) {
 	return KeyPair{CertPEM: EncodeCert(der), KeyPEM: keyPEM}, nil
 }
 
-// IssuePhase issues every leaf of one phase for node n, keyed by name.
+// IssuePhase issues every leaf of one phase node n gets, keyed by name.
 func (is Issuer) IssuePhase(t *Trust, phase Phase, n Node) (map[Name]KeyPair, error) {
 	out := map[Name]KeyPair{}
-	for _, name := range Names(phase) {
+	for _, name := range IssuedTo(phase, n.Initial) {
 		kp, err := is.Issue(t, name, n)
 		if err != nil {
 			return nil, err

@@ -40,7 +40,8 @@ type phaseSpec struct {
 // A report may skip phases forward (a node that is not the initial one has
 // no addons; a lost report must not stall the next). failed, last, is
 // outside the order: it may be entered from any phase, and only a re-open
-// of the node's bootstrap (a later issue) leaves it.
+// of the node's bootstrap (Nodes.Reopen) leaves it: a re-open moves a node
+// in any phase back to pending, and its phases start over.
 var phaseTable = []phaseSpec{
 	{Pending, byK8sapi, "founded; the VM has not fetched its bundle yet"},
 	{BundleFetched, byK8sapi, "the VM fetched its bundle (recorded by k8sapi on the first successful fetch)"},

@@ -68,15 +68,15 @@ func (s *Simulator) imdsNodeIdentity(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int64{"node_id": vmID})
 }
 
-// imdsAccessToken issues a short-lived principal token of the VM's org: the
-// second factor the VM presents to k8sapi with its IMDS token.
+// imdsAccessToken issues a short-lived principal token of the VM's org,
+// bound to the VM: the second factor the VM presents to k8sapi with its
+// IMDS token, which opens that VM's bootstrap routes and nothing else.
 func (s *Simulator) imdsAccessToken(w http.ResponseWriter, r *http.Request) {
 	vmID, orgID, ok := s.imdsSession(w, r)
 	if !ok {
 		return
 	}
-	tok, err := issuePrincipalToken(r.Context(), s.db, orgID, ScopePrincipal,
-		fmt.Sprintf(bootstrapTokenDescr, vmID), s.now().Add(BootstrapTokenTTL))
+	tok, err := issuePrincipalToken(r.Context(), s.db, vmGrant(orgID, vmID), s.now().Add(BootstrapTokenTTL))
 	if err != nil {
 		s.internal(w, r, "issuing access token", err)
 		return

@@ -34,11 +34,32 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// IssuePrincipalToken stores a new bearer token for orgID with scope (the
-// API accepts only ScopePrincipal; other scopes are for testing refusals),
-// valid for ttl from now, and returns it. Only its hash is stored.
+// IssuePrincipalToken stores a new operator's bearer token for orgID with
+// scope (the API accepts only ScopePrincipal; other scopes are for testing
+// refusals), valid for ttl from now, and returns it. It names no VM. Only
+// its hash is stored.
 func IssuePrincipalToken(ctx context.Context, db Execer, orgID int64, scope string, ttl time.Duration) (string, error) {
-	return issuePrincipalToken(ctx, db, orgID, scope, "issued by simulator.IssuePrincipalToken", time.Now().Add(ttl))
+	return issuePrincipalToken(ctx, db, tokenGrant{orgID: orgID, scope: scope,
+		description: "issued by simulator.IssuePrincipalToken"}, time.Now().Add(ttl))
+}
+
+// IssueVMToken stores a new bearer token of orgID bound to vmID, as IMDS's
+// access-token issues it, valid for ttl from now.
+func IssueVMToken(ctx context.Context, db Execer, orgID, vmID int64, ttl time.Duration) (string, error) {
+	return issuePrincipalToken(ctx, db, vmGrant(orgID, vmID), time.Now().Add(ttl))
+}
+
+// tokenGrant is what a principal token is issued for: an org, a scope, and
+// the VM it is bound to (0: an operator's token, bound to none).
+type tokenGrant struct {
+	orgID, vmID int64
+	scope       string
+	description string
+}
+
+// vmGrant is the grant of a VM's token: the principal scope, bound to vmID.
+func vmGrant(orgID, vmID int64) tokenGrant {
+	return tokenGrant{orgID: orgID, vmID: vmID, scope: ScopePrincipal, description: fmt.Sprintf(bootstrapTokenDescr, vmID)}
 }
 
 // IssueIMDSToken stores a new IMDS session token for live VM vmID (in the
@@ -54,16 +75,17 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func issuePrincipalToken(ctx context.Context, db Execer, orgID int64, scope, description string, expiresAt time.Time) (string, error) {
+func issuePrincipalToken(ctx context.Context, db Execer, g tokenGrant, expiresAt time.Time) (string, error) {
 	tok, err := newToken()
 	if err != nil {
 		return "", err
 	}
 	_, err = db.Exec(ctx,
-		`INSERT INTO principal_tokens (hash, org_id, scope, description, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		HashToken(tok), orgID, scope, description, expiresAt)
+		`INSERT INTO principal_tokens (hash, org_id, vm_id, scope, description, expires_at)
+		 VALUES ($1, $2, nullif($3, 0), $4, $5, $6)`,
+		HashToken(tok), g.orgID, g.vmID, g.scope, g.description, expiresAt)
 	if err != nil {
-		return "", fmt.Errorf("storing principal token for org %d: %w", orgID, err)
+		return "", fmt.Errorf("storing principal token for org %d: %w", g.orgID, err)
 	}
 	return tok, nil
 }

@@ -11,6 +11,7 @@
 package stacktest
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -48,6 +49,8 @@ type Config struct {
 	// and judged by and the leaf lifetime and renewal window.
 	Now     func() time.Time
 	Renewal pki.Renewal
+	// BootstrapWindow is BOOTSTRAP_WINDOW (0: progress.DefaultWindow).
+	BootstrapWindow time.Duration
 }
 
 // Stack is k8sapi in-process.
@@ -87,11 +90,13 @@ func New(cfg Config) (*Stack, error) {
 	if cfg.Renewal == (pki.Renewal{}) {
 		cfg.Renewal = pki.DefaultRenewal()
 	}
+	window := cmp.Or(cfg.BootstrapWindow, progress.DefaultWindow)
 	nodes := &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
-		Artifacts: bundle.DefaultArtifacts(), Renewal: cfg.Renewal, Now: cfg.Now, Log: cfg.Log}
+		Artifacts: bundle.DefaultArtifacts(), Renewal: cfg.Renewal, Window: window, Now: cfg.Now, Log: cfg.Log}
 	srv := &api.Server{
-		Auth: &auth.Authenticator{Tokens: st}, Founder: founder, Clusters: founder, Log: cfg.Log,
+		Auth: &auth.Authenticator{Tokens: st, Now: cfg.Now}, Founder: founder, Clusters: founder, Log: cfg.Log,
 		Progress: &progress.Service{Store: st}, Bundles: nodes, Renewals: nodes,
+		Nodes: &progress.Nodes{Store: st, Window: window, Now: cfg.Now},
 	}
 	mux := http.NewServeMux()
 	for _, fn := range functions {

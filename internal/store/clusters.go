@@ -87,6 +87,9 @@ type Node struct {
 	Phase          string
 	PhaseMessage   string
 	PhaseUpdatedAt time.Time
+	// BootstrapOpenedAt is when the node's bootstrap window opened: at
+	// founding, or at its last re-open.
+	BootstrapOpenedAt time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -168,7 +171,7 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
-		       n.phase, n.message, n.updated_at,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at,
 		       ids.names, ids.certs, ids.keys, ids.not_afters, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
@@ -196,7 +199,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		notAfters    []*time.Time
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &names, &certs, &keys, &notAfters,
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &names, &certs, &keys, &notAfters,
 		&n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
 	}

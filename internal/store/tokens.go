@@ -8,7 +8,10 @@ import (
 
 // PrincipalToken is a row of the platform's principal token table.
 type PrincipalToken struct {
-	OrgID     int64
+	OrgID int64
+	// VMID is the VM the platform issued the token to (through IMDS); nil
+	// for an operator's token.
+	VMID      *int64
 	Scope     string
 	ExpiresAt time.Time
 	RevokedAt *time.Time
@@ -24,8 +27,8 @@ type IMDSToken struct {
 func (s *Store) PrincipalTokenByHash(ctx context.Context, hash string) (PrincipalToken, error) {
 	var t PrincipalToken
 	err := s.pool.QueryRow(ctx,
-		`SELECT org_id, scope, expires_at, revoked_at FROM principal_tokens WHERE hash = $1`, hash,
-	).Scan(&t.OrgID, &t.Scope, &t.ExpiresAt, &t.RevokedAt)
+		`SELECT org_id, vm_id, scope, expires_at, revoked_at FROM principal_tokens WHERE hash = $1`, hash,
+	).Scan(&t.OrgID, &t.VMID, &t.Scope, &t.ExpiresAt, &t.RevokedAt)
 	if err != nil {
 		return t, fmt.Errorf("looking up principal token: %w", notFound(err))
 	}

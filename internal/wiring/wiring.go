@@ -30,6 +30,7 @@ import (
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -158,7 +159,12 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
-		Artifacts: a.Config.Artifacts, Renewal: a.Renewal, Log: a.Log}
+		Artifacts: a.Config.Artifacts, Renewal: a.Renewal, Window: a.Config.BootstrapWindowLength(), Log: a.Log}
+}
+
+// Nodes returns the operator's view and re-open of a node's bootstrap.
+func (a *App) Nodes() *progress.Nodes {
+	return &progress.Nodes{Store: a.Store, Window: a.Config.BootstrapWindowLength()}
 }
 
 // ServiceToken is k8sapi's own platform credential (the reconciler's):

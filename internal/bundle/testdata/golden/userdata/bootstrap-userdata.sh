@@ -26,8 +26,19 @@ IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
 DEFAULT_BOOTSTRAP_BASE_URL='https://k8sapi.excloud.in'
 BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
 BOOTSTRAP_BASE_URL="${BOOTSTRAP_BASE_URL%/}"
-# The bundle's scripts report their phases to the same places.
-export EXC_IMDS_BASE_URL="$IMDS_BASE_URL" EXK8S_BOOTSTRAP_BASE_URL="$BOOTSTRAP_BASE_URL"
+# k8sapi hands out keys: its calls go over https only, redirects included,
+# whatever EXK8S_BOOTSTRAP_BASE_URL says. Only a shim rendered for a local
+# run (an http base URL, which k8sapi refuses outside LOCAL_RUN) allows http.
+K8SAPI_PROTO="=https"
+if [[ "$DEFAULT_BOOTSTRAP_BASE_URL" == http://* ]]; then
+  K8SAPI_PROTO="=http,https"
+elif [[ "$BOOTSTRAP_BASE_URL" != https://* ]]; then
+  # Said at once, not retried for ten minutes: curl would refuse it anyway.
+  printf 'exk8s-userdata: FATAL: the k8sapi base URL must be https, got %s\n' "$BOOTSTRAP_BASE_URL" >&2
+  exit 1
+fi
+# The bundle's scripts report their phases to the same places, the same way.
+export EXC_IMDS_BASE_URL="$IMDS_BASE_URL" EXK8S_BOOTSTRAP_BASE_URL="$BOOTSTRAP_BASE_URL" EXK8S_CURL_PROTO="$K8SAPI_PROTO"
 
 log() { printf '%s exk8s-userdata: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
@@ -78,7 +89,7 @@ report() {
   [[ -s "$WORK/auth.header" && -n "${NODE_ID:-}" ]] || return 0
   if ! jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$WORK/status.json" ||
     ! curl -fsS --connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused \
-      -X POST -H "@$WORK/imds.header" -H "@$WORK/auth.header" -H 'Content-Type: application/json' \
+      --proto "$K8SAPI_PROTO" --proto-redir "$K8SAPI_PROTO" -X POST -H "@$WORK/imds.header" -H "@$WORK/auth.header" -H 'Content-Type: application/json' \
       --data-binary "@$WORK/status.json" -o /dev/null "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}/status"; then
     log "could not report ${1}; the bootstrap goes on"
   fi
@@ -118,14 +129,31 @@ printf 'Authorization: Bearer %s\n' "$ACCESS_TOKEN" >"$WORK/auth.header"
 BUNDLE="$WORK/bundle.json"
 step "fetching the bundle of VM ${NODE_ID} from ${BOOTSTRAP_BASE_URL}"
 retry 120 5 get "$BUNDLE" "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}" \
+  --proto "$K8SAPI_PROTO" --proto-redir "$K8SAPI_PROTO" \
   -H "@$WORK/imds.header" -H "@$WORK/auth.header" || die "cannot fetch the bootstrap bundle"
 jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
   "$BUNDLE" >/dev/null || die "bundle is not a JSON object of files"
 
+# The only directories a bundle may write into: what a control-plane node's
+# files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
+# is refused before a single file is written.
+ALLOWED_DIRS=(/etc/exk8s/ /etc/kubernetes/ /etc/systemd/system/ /etc/cni/net.d/ /usr/local/bin/ /var/lib/kubelet/)
+
+# allowed PATH: PATH is absolute, has no "..", "//" or "/./", and lies
+# under one of ALLOWED_DIRS.
+allowed() {
+  local path=$1 dir
+  [[ "$path" == /* && "$path" != *..* && "$path" != *//* && "$path" != */./* ]] || return 1
+  for dir in "${ALLOWED_DIRS[@]}"; do
+    [[ "$path" == "$dir"?* ]] && return 0
+  done
+  return 1
+}
+
 # write_file MODE PATH: write one bundle file atomically with its mode.
 write_file() {
   local mode=$1 path=$2 dest tmp
-  [[ "$path" == /* && "$path" != *..* ]] || die "refusing unsafe path in bundle: ${path}"
+  allowed "$path" || die "refusing a path outside the allowed directories in bundle: ${path}"
   [[ "$mode" =~ ^0?[0-7]{3}$ ]] || die "bad mode ${mode} for ${path}"
   dest="${ROOT}${path}"
   mkdir -p "$(dirname "$dest")"
@@ -138,6 +166,9 @@ write_file() {
 step "writing the bundle's files"
 # One "<mode> <path>" line per file; files without a mode get 0644.
 jq -r '(.file_modes // {}) as $modes | .files | keys[] | "\($modes[.] // "0644") \(.)"' "$BUNDLE" >"$WORK/files"
+while read -r _ path; do
+  allowed "$path" || die "refusing a path outside the allowed directories in bundle: ${path}"
+done <"$WORK/files"
 count=0
 while read -r mode path; do
   write_file "$mode" "$path"
@@ -145,14 +176,16 @@ while read -r mode path; do
 done <"$WORK/files"
 log "wrote ${count} files under ${ROOT:-/}"
 
+# So a script run again by hand reports to the same places, the same way.
+mkdir -p "${ROOT}/etc/exk8s/config"
+printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' "$IMDS_BASE_URL" "$BOOTSTRAP_BASE_URL" "$K8SAPI_PROTO" \
+  >"${ROOT}/etc/exk8s/config/progress.env"
+
 if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
   log "EXK8S_SKIP_HOST_SETUP=1: files written, skipping host setup"
   exit 0
 fi
 
-# So a script run again by hand reports to the same places.
-printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\n' "$IMDS_BASE_URL" "$BOOTSTRAP_BASE_URL" \
-  >"${ROOT}/etc/exk8s/config/progress.env"
 if command -v kubelet >/dev/null 2>&1; then
   report prerequisites_installed "already installed in the image"
 else

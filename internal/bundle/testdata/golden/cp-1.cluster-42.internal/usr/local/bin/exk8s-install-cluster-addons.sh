@@ -28,6 +28,7 @@ if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" != "true" ]]; then
 fi
 : "${CILIUM_CHART:?CILIUM_CHART missing from cluster.env}"
 : "${CILIUM_VERSION:?CILIUM_VERSION missing from cluster.env}"
+: "${ETCD_INITIAL_CLUSTER:?ETCD_INITIAL_CLUSTER missing from cluster.env}"
 
 export KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
 
@@ -41,7 +42,7 @@ fi
 step "waiting for the API server to be ready"
 retry 120 5 readyz || die "API server not ready after 10 minutes"
 
-step "applying the control plane's RBAC"
+step "applying the control-plane RBAC"
 retry 5 10 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
 
 step "installing kube-proxy"
@@ -58,6 +59,33 @@ retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
 
 step "installing CoreDNS"
 retry 5 10 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
+
+# Every control-plane node gets its role label from here: a kubelet may not
+# set node-role labels on itself, and only this node holds an identity
+# that may (system:masters, for the addons). A node that has not
+# registered yet is labelled when it does, within 10 minutes; one that
+# takes longer is logged, not fatal: the label is informational.
+label_control_planes() {
+  local member name pending=() i
+  for member in ${ETCD_INITIAL_CLUSTER//,/ }; do
+    pending+=("${member%%=*}")
+  done
+  for ((i = 1; i <= 120 && ${#pending[@]} > 0; i++)); do
+    local left=()
+    for name in "${pending[@]}"; do
+      if kubectl label node "$name" node-role.kubernetes.io/control-plane= --overwrite >/dev/null 2>&1; then
+        log "labelled ${name} node-role.kubernetes.io/control-plane"
+      else
+        left+=("$name")
+      fi
+    done
+    pending=("${left[@]}")
+    ((${#pending[@]} == 0)) || sleep 5
+  done
+  ((${#pending[@]} == 0)) || log "not registered within 10 minutes, left unlabelled: ${pending[*]}"
+}
+step "labelling the control-plane nodes"
+label_control_planes
 kubectl -n kube-system rollout status deployment/coredns --timeout=10m
 log "addons installed"
 progress_report addons_installed

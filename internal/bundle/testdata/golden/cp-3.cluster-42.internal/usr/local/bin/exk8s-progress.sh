@@ -62,17 +62,23 @@ progress_get() {
 
 # progress_credentials WORK: this VM's proofs for k8sapi's VM routes, fresh
 # from IMDS: curl header files WORK/imds.header and WORK/auth.header, the
-# VM's id in WORK/node and k8sapi's base URL in WORK/base (also used by
+# VM's id in WORK/node, k8sapi's base URL in WORK/base and the protocols
+# curl may use towards it in WORK/proto (also used by
 # exk8s-renew-certificates.sh). Each step checks its own result: callers
 # run it as a condition, where set -e does not apply.
 progress_credentials() {
-  local work=$1 imds base node
-  if [[ -z "${EXK8S_BOOTSTRAP_BASE_URL:-}" && -r "$PROGRESS_ENV" ]]; then
+  local work=$1 imds base proto node
+  # What the environment says wins; progress.env fills in the rest.
+  imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
+  if [[ -r "$PROGRESS_ENV" ]]; then
     # shellcheck source=/dev/null
     . "$PROGRESS_ENV"
   fi
-  imds="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
-  base="${EXK8S_BOOTSTRAP_BASE_URL:-}"
+  imds="${imds:-${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}}"
+  base="${base:-${EXK8S_BOOTSTRAP_BASE_URL:-}}"
+  # k8sapi over https only (redirects included), unless the shim was
+  # rendered for a local run (its EXK8S_CURL_PROTO, exported and saved).
+  proto="${proto:-${EXK8S_CURL_PROTO:-=https}}"
   [[ -n "$base" ]] || { progress_log "no EXK8S_BOOTSTRAP_BASE_URL and no ${PROGRESS_ENV}"; return 1; }
   progress_get "$work/imds-token" "${imds}/token" || return 1
   printf 'X-exc-imds-token: %s\n' "$(cat "$work/imds-token")" >"$work/imds.header"
@@ -83,6 +89,7 @@ progress_credentials() {
   printf 'Authorization: Bearer %s\n' "$(jq -r '.access_token // empty' "$work/access.json")" >"$work/auth.header"
   printf '%s\n' "$node" >"$work/node"
   printf '%s\n' "${base%/}" >"$work/base"
+  printf '%s\n' "$proto" >"$work/proto"
 }
 
 # progress_send PHASE MESSAGE: the report itself, run in a subshell.
@@ -93,6 +100,7 @@ progress_send() {
   progress_credentials "$work" || return 1
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
   progress_get /dev/null "$(cat "$work/base")/bootstrap/control-plane/$(cat "$work/node")/status" -X POST \
+    --proto "$(cat "$work/proto")" --proto-redir "$(cat "$work/proto")" \
     -H "@$work/imds.header" -H "@$work/auth.header" -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 

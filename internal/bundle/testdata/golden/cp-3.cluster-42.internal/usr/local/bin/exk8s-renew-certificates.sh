@@ -52,7 +52,7 @@ progress_credentials "$work"
 
 step "asking k8sapi for this node's certificates"
 progress_get "$work/renewal.json" "$(cat "$work/base")/bootstrap/control-plane/$(cat "$work/node")/renew" -X POST \
-  -H "@$work/imds.header" -H "@$work/auth.header"
+  --proto "$(cat "$work/proto")" --proto-redir "$(cat "$work/proto")" -H "@$work/imds.header" -H "@$work/auth.header"
 log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
 
 # is_installed PATH: the served content of PATH is what the node has.

@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/stacktest"
+)
+
+// nodeDetail is GET /clusters/{id}/nodes/{vm_id}/bootstrap.
+type nodeDetail struct {
+	Phase  string `json:"phase"`
+	Window struct {
+		OpenedAt time.Time `json:"opened_at"`
+		ClosesAt time.Time `json:"closes_at"`
+		Open     bool      `json:"open"`
+	} `json:"window"`
+	Fetches []struct {
+		VMID      int64  `json:"vm_id"`
+		RequestID string `json:"request_id"`
+		Outcome   string `json:"outcome"`
+	} `json:"fetches"`
+}
+
+func nodeURL(s *stack, clusterID, vmID int64, what string) string {
+	return s.api.URL + "/clusters/" + itoa(clusterID) + "/nodes/" + itoa(vmID) + "/" + what
+}
+
+// nodeOf reads one node's bootstrap as org 1's operator.
+func (s *stack) nodeOf(clusterID, vmID int64) nodeDetail {
+	s.t.Helper()
+	r := stacktest.Do(s.t, http.MethodGet, nodeURL(s, clusterID, vmID, "bootstrap"), "", s.Bearer(1))
+	if r.Status != http.StatusOK {
+		s.t.Fatalf("node bootstrap: %d %s", r.Status, r.Body)
+	}
+	var d nodeDetail
+	r.JSON(s.t, &d)
+	return d
+}
+
+// reopen re-opens a node's bootstrap as org 1's operator.
+func (s *stack) reopen(clusterID, vmID int64) nodeDetail {
+	s.t.Helper()
+	r := stacktest.Do(s.t, http.MethodPost, nodeURL(s, clusterID, vmID, "rebootstrap"), "", s.Bearer(1))
+	if r.Status != http.StatusOK {
+		s.t.Fatalf("rebootstrap: %d %s", r.Status, r.Body)
+	}
+	var d nodeDetail
+	r.JSON(s.t, &d)
+	return d
+}
+
+func (s *stack) fetch(vm vmProof, status int, code string) stacktest.Response {
+	s.t.Helper()
+	r := s.FetchBundle(vm.id, vm.imds, vm.access)
+	if r.Status != status || (code != "" && r.ErrorCode(s.t) != code) {
+		s.t.Fatalf("fetch: %d %s, want %d %s", r.Status, r.Body, status, code)
+	}
+	return r
+}
+
+// A ready node's bundle is closed: a second fetch is refused (and
+// recorded) until its operator re-opens it; then the node starts over
+// from pending and may fetch and report again.
+func TestReadyNodeIsClosedUntilReopened(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	first := s.fetch(vm, 200, "")
+	s.mustReport(vm, `{"phase":"ready"}`, 204)
+	refused := s.fetch(vm, 409, "bootstrap_closed")
+
+	d := s.nodeOf(res.ClusterID, vm.id)
+	if d.Phase != "ready" || d.Window.Open || len(d.Fetches) != 2 {
+		t.Fatalf("after ready: %+v", d)
+	}
+	// Newest first, each with the request id its answer carried.
+	if f := d.Fetches[0]; f.Outcome != "bootstrap_closed" || f.RequestID != refused.Header.Get("X-Request-Id") || f.VMID != vm.id {
+		t.Errorf("the refused fetch recorded as %+v", f)
+	}
+	if f := d.Fetches[1]; f.Outcome != "served" || f.RequestID != first.Header.Get("X-Request-Id") {
+		t.Errorf("the served fetch recorded as %+v", f)
+	}
+
+	d = s.reopen(res.ClusterID, vm.id)
+	if d.Phase != "pending" || !d.Window.Open {
+		t.Fatalf("after re-open: %+v", d)
+	}
+	s.fetch(vm, 200, "")
+	// The phases start over: an early phase is no regression any more.
+	s.mustReport(vm, `{"phase":"prerequisites_installed"}`, 204)
+	s.bootstrapOf(1, res.ClusterID).want(t, "bootstrapping", "prerequisites_installed")
+}
+
+// The window closes BOOTSTRAP_WINDOW after founding whatever the phase,
+// and a re-open opens it for another window from then (the injected clock
+// stands in for the wait).
+func TestWindowClosesAndReopens(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	s.clock.Advance(testWindow - time.Minute)
+	s.fetch(vm, 200, "")
+	s.clock.Advance(time.Minute)
+	s.fetch(vm, 409, "bootstrap_closed")
+	if d := s.nodeOf(res.ClusterID, vm.id); d.Window.Open || d.Phase != "bundle_fetched" {
+		t.Fatalf("past the window: %+v", d)
+	}
+	d := s.reopen(res.ClusterID, vm.id)
+	if !d.Window.Open || !d.Window.ClosesAt.Equal(d.Window.OpenedAt.Add(testWindow)) {
+		t.Fatalf("re-opened window: %+v", d.Window)
+	}
+	s.fetch(vm, 200, "")
+	s.clock.Advance(testWindow)
+	s.fetch(vm, 409, "bootstrap_closed")
+}
+
+// A failed node takes nothing but failed until it is re-opened; then it
+// reports forward from pending again.
+func TestReopenLeavesFailed(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	s.mustReport(vm, `{"phase":"failed","message":"disk"}`, 204)
+	s.mustReport(vm, `{"phase":"etcd_started"}`, 409)
+	s.reopen(res.ClusterID, vm.id)
+	s.mustReport(vm, `{"phase":"etcd_started"}`, 204)
+	c := s.bootstrapOf(1, res.ClusterID)
+	c.want(t, "bootstrapping", "etcd_started")
+	if c.Bootstrap.Nodes[0].Message != "" {
+		t.Errorf("the failure's message survived the re-open: %q", c.Bootstrap.Nodes[0].Message)
+	}
+}
+
+// A re-open of a cluster that is not active is refused, nothing changed.
+func TestReopenInactiveCluster(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	s.mustReport(vm, `{"phase":"ready"}`, 204)
+	if _, err := s.pool.Exec(t.Context(), `UPDATE kube_clusters SET status = 'failed' WHERE id = $1`, res.ClusterID); err != nil {
+		t.Fatal(err)
+	}
+	r := stacktest.Do(t, http.MethodPost, nodeURL(s, res.ClusterID, vm.id, "rebootstrap"), "", s.Bearer(1))
+	if r.Status != 409 || r.ErrorCode(t) != "cluster_not_active" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if d := s.nodeOf(res.ClusterID, vm.id); d.Phase != "ready" {
+		t.Errorf("phase %s after a refused re-open", d.Phase)
+	}
+}

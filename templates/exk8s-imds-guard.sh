@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# exk8s-imds-guard.sh: keeps pods away from IMDS. IMDS hands this VM's
+# credentials to whoever asks from the VM's address, and a pod's traffic
+# leaves the node masqueraded to that address (both CNI choices masquerade),
+# so a pod that reached IMDS would be the VM. This drops every packet from
+# the pod CIDR to the IMDS addresses before anything else sees it.
+#
+# Why nftables, in a table of its own, at the prerouting hook with priority
+# raw: a pod's packets enter the node's network stack through its veth (the
+# bridge CNI's cni0, Cilium's lxc devices) and meet prerouting first,
+# whether they are then forwarded or delivered locally; the node's own
+# traffic never passes prerouting (it leaves through output), so the node
+# still reaches IMDS. nftables evaluates every base chain registered at a
+# hook, and a drop in any of them is final: no accept that kube-proxy's or
+# Cilium's iptables rules (in their own tables) may add can let a packet
+# past this one. Under Cilium this holds because pod egress goes through
+# the host stack (cilium-values.yaml keeps bpf.hostLegacyRouting on, so
+# BPF host routing never hands a pod's packet to the wire past netfilter).
+#
+# Run by exk8s-imds-guard.service, which the kubelet requires: no pod
+# starts on a boot where the rule could not be installed.
+set -euo pipefail
+
+CLUSTER_ENV=/etc/exk8s/config/cluster.env
+PROGRESS_ENV=/etc/exk8s/config/progress.env
+
+log() { printf '%s exk8s-imds-guard: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+die() { log "FATAL: $*"; exit 1; }
+
+# shellcheck source=/dev/null
+. "$CLUSTER_ENV"
+if [[ -z "${EXC_IMDS_BASE_URL:-}" && -r "$PROGRESS_ENV" ]]; then
+  # shellcheck source=/dev/null
+  . "$PROGRESS_ENV"
+fi
+: "${POD_CIDR:?POD_CIDR missing from cluster.env}"
+
+# imds_addresses: the IPv4 addresses of the IMDS host, comma-separated.
+imds_addresses() {
+  local host="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
+  host="${host#*://}"
+  host="${host%%[:/]*}"
+  if [[ "$host" =~ ^[0-9.]+$ ]]; then
+    printf '%s' "$host"
+    return
+  fi
+  getent ahostsv4 "$host" | awk '{ print $1 }' | sort -u | paste -sd, -
+}
+
+addresses="$(imds_addresses)"
+[[ -n "$addresses" ]] || die "cannot resolve the IMDS host; refusing to let the kubelet start without the guard"
+# One transaction: the table is replaced whole, never half-written.
+nft -f - <<RULES
+table inet exk8s_imds_guard
+delete table inet exk8s_imds_guard
+table inet exk8s_imds_guard {
+  chain pods_to_imds {
+    type filter hook prerouting priority raw; policy accept;
+    ip saddr ${POD_CIDR} ip daddr { ${addresses} } counter drop
+  }
+}
+RULES
+log "pods (${POD_CIDR}) may not reach IMDS (${addresses})"
