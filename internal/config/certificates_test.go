@@ -25,7 +25,7 @@ func TestCertificateLifetimes(t *testing.T) {
 		{"1h", "-1m", pki.Renewal{}, "CERT_RENEW_BEFORE: must be a positive duration like 10s or 5m"},
 		{"9m", "1h", pki.Renewal{}, "LEAF_CERT_LIFETIME: must be a duration of at least 10m0s like 8760h"},
 	} {
-		cfg, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db",
+		cfg, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db", "LOCAL_RUN": "true",
 			"LEAF_CERT_LIFETIME": c.lifetime, "CERT_RENEW_BEFORE": c.before}))
 		if c.err != "" {
 			if err == nil || err.Error() != c.err {

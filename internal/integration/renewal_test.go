@@ -87,10 +87,18 @@ func (s *stack) expiryOf(t *testing.T, clusterID int64) expiryBody {
 
 // readyNode founds three nodes and reports the first ready.
 func (s *stack) readyNode(t *testing.T) (clusterID int64, vm vmProof) {
+	clusterID, vm, _ = s.readyNodeWithBundle(t)
+	return clusterID, vm
+}
+
+// readyNodeWithBundle is readyNode with the bundle the node fetched before
+// it reported ready (its bootstrap is closed after).
+func (s *stack) readyNodeWithBundle(t *testing.T) (clusterID int64, vm vmProof, b bundleBody) {
 	res := s.Found(1, stacktest.ThreeNodes)
 	vm = s.proof(res.ControlPlaneVMIDs[0])
+	s.FetchBundle(vm.id, vm.imds, vm.access).JSON(t, &b)
 	s.mustReport(vm, `{"phase":"ready"}`, http.StatusNoContent)
-	return res.ClusterID, vm
+	return res.ClusterID, vm, b
 }
 
 func (s *stack) mustRenew(t *testing.T, vm vmProof) renewalBody {
@@ -108,11 +116,8 @@ func (s *stack) mustRenew(t *testing.T, vm vmProof) renewalBody {
 // changes, the clients are fresh, and only credentials are served.
 func TestRenewalNotDueServesTheStoredIdentities(t *testing.T) {
 	s, clk := renewingStack(t)
-	clusterID, vm := s.readyNode(t)
+	clusterID, vm, b := s.readyNodeWithBundle(t)
 	before, row := s.identityRows(t), s.clusterRow(t, clusterID)
-	fetched := s.FetchBundle(vm.id, vm.imds, vm.access)
-	var b bundleBody
-	fetched.JSON(t, &b)
 
 	clk.Set(39 * time.Minute) // 21 minutes left, the window is 20
 	got := s.mustRenew(t, vm)
