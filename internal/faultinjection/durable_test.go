@@ -112,19 +112,26 @@ func (s *stack) assertSettled() {
 	}
 }
 
+// foundingStep is one remote step of founding, held at its nth call.
+type foundingStep struct {
+	step string
+	gate func(*stack) *gate
+	n    int
+}
+
+// foundingSteps are founding's remote steps, in order: where a cut-off or
+// a killed function can leave a founding.
+var foundingSteps = []foundingStep{
+	{"security group create", func(s *stack) *gate { return &s.sgCreates }, 1},
+	{"first VM create", func(s *stack) *gate { return &s.vmCreates }, 1},
+	{"last VM create", func(s *stack) *gate { return &s.vmCreates }, 3},
+	{"address polling", func(s *stack) *gate { return &s.vmReads }, 2},
+}
+
 // A founding cut off at each of its remote steps is undone by the
 // reconciler: its caller got no answer and holds no key, so nothing is kept.
 func TestFoundingCutOffAtEachStepIsUndone(t *testing.T) {
-	for _, c := range []struct {
-		step string
-		gate func(*stack) *gate
-		n    int
-	}{
-		{"security group create", func(s *stack) *gate { return &s.sgCreates }, 1},
-		{"first VM create", func(s *stack) *gate { return &s.vmCreates }, 1},
-		{"last VM create", func(s *stack) *gate { return &s.vmCreates }, 3},
-		{"address polling", func(s *stack) *gate { return &s.vmReads }, 2},
-	} {
+	for _, c := range foundingSteps {
 		t.Run(c.step, func(t *testing.T) {
 			s := newStack(t)
 			s.cutOff(c.gate(s), c.n, func() stacktest.Response { return s.Create(1, stacktest.ThreeNodes) })

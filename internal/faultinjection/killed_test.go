@@ -153,16 +153,7 @@ func letGo(g *gate) {
 // the compute call that was in flight, finished after the kill, leaves
 // nothing behind.
 func TestFunctionKilledAtEachFoundingStep(t *testing.T) {
-	for _, c := range []struct {
-		step string
-		gate func(*stack) *gate
-		n    int
-	}{
-		{"security group create", func(s *stack) *gate { return &s.sgCreates }, 1},
-		{"first VM create", func(s *stack) *gate { return &s.vmCreates }, 1},
-		{"last VM create", func(s *stack) *gate { return &s.vmCreates }, 3},
-		{"address polling", func(s *stack) *gate { return &s.vmReads }, 2},
-	} {
+	for _, c := range foundingSteps {
 		t.Run(c.step, func(t *testing.T) {
 			s := newStack(t)
 			p := s.realProcesses()
