@@ -112,46 +112,15 @@ func ParseTemplate(b []byte) (*Template, error) {
 			params[name] = fmt.Sprint(p.Default)
 		}
 	}
-	g := raw.Globals.Function
 	t := &Template{}
 	for id, res := range raw.Resources {
 		if res.Type != "AWS::Serverless::Function" {
 			continue
 		}
-		p := res.Properties
-		codeURI, ok := p.CodeURI.(string)
-		if !ok || codeURI == "" {
-			return nil, fmt.Errorf("%s: CodeUri must be a local directory", id)
+		f, err := samFunction(id, res.Properties, raw.Globals.Function, params)
+		if err != nil {
+			return nil, err
 		}
-		f := Function{
-			LogicalID:  id,
-			CodeURI:    filepath.ToSlash(filepath.Clean(codeURI)),
-			Timeout:    time.Duration(firstNonZero(p.Timeout, g.Timeout, 3)) * time.Second,
-			MemorySize: firstNonZero(p.MemorySize, g.MemorySize, 128),
-			Env:        map[string]string{},
-		}
-		for _, vars := range []map[string]any{g.Environment.Variables, p.Environment.Variables} {
-			for k, v := range vars {
-				f.Env[k] = resolveValue(v, params)
-			}
-		}
-		for name, ev := range p.Events {
-			if ev.Type == "Schedule" {
-				if f.Schedule, err = parseRate(ev.Properties.Schedule); err != nil {
-					return nil, fmt.Errorf("%s.Events.%s: %w", id, name, err)
-				}
-				continue
-			}
-			if ev.Type != "HttpApi" {
-				continue
-			}
-			method := strings.ToUpper(ev.Properties.Method)
-			if method == "" || ev.Properties.Path == "" {
-				return nil, fmt.Errorf("%s.Events.%s: HttpApi events need Path and Method here", id, name)
-			}
-			f.Routes = append(f.Routes, Route{Method: method, Path: ev.Properties.Path})
-		}
-		sort.Slice(f.Routes, func(i, j int) bool { return f.Routes[i].Key() < f.Routes[j].Key() })
 		t.Functions = append(t.Functions, f)
 	}
 	if len(t.Functions) == 0 {
@@ -159,6 +128,54 @@ func ParseTemplate(b []byte) (*Template, error) {
 	}
 	sort.Slice(t.Functions, func(i, j int) bool { return t.Functions[i].LogicalID < t.Functions[j].LogicalID })
 	return t, nil
+}
+
+// samFunction is one function resource as `sam local` runs it: its
+// properties over the Globals, environment values resolved with params.
+func samFunction(id string, p, g samFunctionProps, params map[string]string) (Function, error) {
+	codeURI, ok := p.CodeURI.(string)
+	if !ok || codeURI == "" {
+		return Function{}, fmt.Errorf("%s: CodeUri must be a local directory", id)
+	}
+	f := Function{
+		LogicalID:  id,
+		CodeURI:    filepath.ToSlash(filepath.Clean(codeURI)),
+		Timeout:    time.Duration(firstNonZero(p.Timeout, g.Timeout, 3)) * time.Second,
+		MemorySize: firstNonZero(p.MemorySize, g.MemorySize, 128),
+		Env:        map[string]string{},
+	}
+	for _, vars := range []map[string]any{g.Environment.Variables, p.Environment.Variables} {
+		for k, v := range vars {
+			f.Env[k] = resolveValue(v, params)
+		}
+	}
+	if err := f.addEvents(id, p); err != nil {
+		return Function{}, err
+	}
+	sort.Slice(f.Routes, func(i, j int) bool { return f.Routes[i].Key() < f.Routes[j].Key() })
+	return f, nil
+}
+
+// addEvents takes the events local runs serve: HttpApi routes and
+// Schedule rates; others are left to AWS.
+func (f *Function) addEvents(id string, p samFunctionProps) error {
+	for name, ev := range p.Events {
+		switch ev.Type {
+		case "Schedule":
+			rate, err := parseRate(ev.Properties.Schedule)
+			if err != nil {
+				return fmt.Errorf("%s.Events.%s: %w", id, name, err)
+			}
+			f.Schedule = rate
+		case "HttpApi":
+			method := strings.ToUpper(ev.Properties.Method)
+			if method == "" || ev.Properties.Path == "" {
+				return fmt.Errorf("%s.Events.%s: HttpApi events need Path and Method here", id, name)
+			}
+			f.Routes = append(f.Routes, Route{Method: method, Path: ev.Properties.Path})
+		}
+	}
+	return nil
 }
 
 // rateRE is a Schedule event's rate expression, the only form we read:
