@@ -32,15 +32,7 @@ func TestDSNFromSecret(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := dsnFromSecret(tc.secret, tc.proxy, "")
-			if tc.err != "" {
-				if err == nil || err.Error() != tc.err {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
-			}
+			wantDSN(t, got, err, tc.want, tc.err)
 		})
 	}
 }
@@ -66,15 +58,7 @@ func TestDSNFromSecretVerifiesTheServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := dsnFromSecret(tc.secret, proxy, tc.check)
-			if tc.err != "" {
-				if err == nil || err.Error() != tc.err {
-					t.Fatalf("err %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
-			}
+			wantDSN(t, got, err, tc.want, tc.err)
 		})
 	}
 	if got := serverCheck(Config{LocalRun: "true", DB: DB{CABundle: "/x.pem"}}); got != "" {
@@ -128,4 +112,19 @@ func selfSignedCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// wantDSN: the DSN is want, or, when wantErr is set, the error says exactly
+// that.
+func wantDSN(t *testing.T, got string, err error, want, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("err %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil || got != want {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
+	}
 }

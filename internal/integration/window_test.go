@@ -29,22 +29,21 @@ func nodeURL(s *stack, clusterID, vmID int64, what string) string {
 
 // nodeOf reads one node's bootstrap as org 1's operator.
 func (s *stack) nodeOf(clusterID, vmID int64) nodeDetail {
-	s.t.Helper()
-	r := stacktest.Do(s.t, http.MethodGet, nodeURL(s, clusterID, vmID, "bootstrap"), "", s.Bearer(1))
-	if r.Status != http.StatusOK {
-		s.t.Fatalf("node bootstrap: %d %s", r.Status, r.Body)
-	}
-	var d nodeDetail
-	r.JSON(s.t, &d)
-	return d
+	return s.nodeCall(http.MethodGet, clusterID, vmID, "bootstrap")
 }
 
 // reopen re-opens a node's bootstrap as org 1's operator.
 func (s *stack) reopen(clusterID, vmID int64) nodeDetail {
+	return s.nodeCall(http.MethodPost, clusterID, vmID, "rebootstrap")
+}
+
+// nodeCall is one of the node bootstrap routes as org 1's operator, which
+// must answer 200 with the node's detail.
+func (s *stack) nodeCall(method string, clusterID, vmID int64, what string) nodeDetail {
 	s.t.Helper()
-	r := stacktest.Do(s.t, http.MethodPost, nodeURL(s, clusterID, vmID, "rebootstrap"), "", s.Bearer(1))
+	r := stacktest.Do(s.t, method, nodeURL(s, clusterID, vmID, what), "", s.Bearer(1))
 	if r.Status != http.StatusOK {
-		s.t.Fatalf("rebootstrap: %d %s", r.Status, r.Body)
+		s.t.Fatalf("%s %s: %d %s", method, what, r.Status, r.Body)
 	}
 	var d nodeDetail
 	r.JSON(s.t, &d)
