@@ -1,5 +1,3 @@
-//go:build nodes
-
 package e2e
 
 import (
@@ -16,9 +14,9 @@ import (
 	"github.com/excloud/k8sapi/e2e/harness"
 )
 
-// The node proof (make e2e-nodes) boots nodes as systemd machines. It is
-// built only with the "nodes" tag until it replaces the process-level
-// proof in make e2e.
+// The node proof boots nodes as systemd machines. make e2e (and so make
+// test) runs it beside the process-level proof; make e2e-nodes runs it
+// alone.
 
 var (
 	nodeImageOnce sync.Once
