@@ -14,7 +14,8 @@
 #   registry                 from github.com/distribution/distribution/v3
 #   runc                     github.com/opencontainers/runc (cgo, seccomp)
 #   bridge, host-local,
-#   loopback, portmap        github.com/containernetworking/plugins
+#   loopback, portmap,
+#   firewall                 github.com/containernetworking/plugins
 # runc's and the CNI plugins' commands live in their modules' own main
 # packages, which cannot be imported: those are built with `go install
 # module@version` straight from the module proxy.
@@ -142,6 +143,7 @@ install_upstream() {
 install_upstream runc "CGO_ENABLED=1 GOFLAGS=-tags=seccomp" "github.com/opencontainers/runc@${runc_version}"
 cni=github.com/containernetworking/plugins/plugins
 install_upstream cni-plugins "CGO_ENABLED=0" "$cni/main/bridge@${cni_version}" \
-	"$cni/ipam/host-local@${cni_version}" "$cni/main/loopback@${cni_version}" "$cni/meta/portmap@${cni_version}"
+	"$cni/ipam/host-local@${cni_version}" "$cni/main/loopback@${cni_version}" "$cni/meta/portmap@${cni_version}" \
+	"$cni/meta/firewall@${cni_version}"
 
 report_versions
