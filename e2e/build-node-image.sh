@@ -31,7 +31,7 @@ packages=(
 	systemd systemd-sysv systemd-resolved dbus libpam-systemd
 	bash coreutils util-linux mount procps kmod less
 	ca-certificates curl jq
-	iproute2 iptables ebtables conntrack ethtool socat iputils-ping
+	iproute2 iptables nftables ebtables conntrack ethtool socat iputils-ping
 	libseccomp2 tar gzip
 )
 
@@ -51,6 +51,16 @@ customise() {
 	install -D -m 0644 "$here/node-image/cloud-init-standin.service" \
 		"$root/etc/systemd/system/cloud-init-standin.service"
 	chroot "$root" systemctl enable cloud-init-standin.service >/dev/null 2>&1
+	# Adaptations of a node to this sandbox (e2e/README.md lists each with
+	# its reason): writable cgroup controllers, and the host facts the
+	# kubelet and containerd take from their drop-in directories.
+	install -D -m 0755 "$here/node-image/sandbox-cgroups" "$root/usr/lib/cloud-init-standin/sandbox-cgroups"
+	install -D -m 0644 "$here/node-image/sandbox-cgroups.service" "$root/etc/systemd/system/sandbox-cgroups.service"
+	chroot "$root" systemctl enable sandbox-cgroups.service >/dev/null 2>&1
+	install -D -m 0644 "$here/node-image/kubelet-sandbox-cgroup-v1.conf" \
+		"$root/etc/kubernetes/kubelet.conf.d/90-sandbox-cgroup-v1.conf"
+	install -D -m 0644 "$here/node-image/containerd-sandbox.toml" "$root/etc/containerd/conf.d/90-sandbox.toml"
+	install -D -m 0644 "$here/node-image/resolved-sandbox.conf" "$root/etc/systemd/resolved.conf.d/90-sandbox.conf"
 	chroot "$root" apt-get clean
 	rm -rf "$root/var/lib/apt/lists/"*
 }
@@ -78,7 +88,14 @@ done
 # never leaves a half image behind a current stamp.
 mkdir -p "$image_dir"
 staging="$(mktemp -d "$image_dir/build.XXXXXX")"
-trap 'rm -rf "$staging"' EXIT
+# An interrupted debootstrap leaves its /proc (and more) mounted in the
+# staging root: unmount everything below it before removing it.
+cleanup_staging() {
+	local m
+	grep -o " $staging/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	rm -rf "$staging"
+}
+trap cleanup_staging EXIT
 start=$SECONDS
 echo "build-node-image: debootstrap $suite (${#packages[@]} packages)"
 include="$(

@@ -42,7 +42,9 @@ func repoRoot() string { return filepath.Dir(e2eDir) }
 // startStack builds and starts the product's local stack in the host
 // namespace (it is the API and the platform simulator; the VMs reach it
 // only through the shim, which runs on the host) and waits for stack.env.
-func startStack(t *testing.T, r *harness.Run) stack {
+// extraEnv is added to the stack's environment (the configuration its
+// functions found clusters with: devstack passes the artifact settings).
+func startStack(t *testing.T, r *harness.Run, extraEnv ...string) stack {
 	t.Helper()
 	start := time.Now()
 	// E2E_STACK_BIN names a prebuilt stack binary (debugging the stack itself).
@@ -67,7 +69,7 @@ func startStack(t *testing.T, r *harness.Run) stack {
 	// clusters, and whatever schema it is at never decides this proof.
 	database := fmt.Sprintf("k8sapi_e2e_%d", time.Now().UnixNano())
 	args := []string{"-port", strconv.Itoa(port), "-database", database}
-	p, err := r.Start("stack", harness.Host{}, repoRoot(), os.Environ(), append([]string{exe}, args...))
+	p, err := r.Start("stack", harness.Host{}, repoRoot(), append(os.Environ(), extraEnv...), append([]string{exe}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,9 @@ type clusterResponse struct {
 	ControlPlaneDNSName string  `json:"control_plane_dns_name"`
 }
 
-func foundCluster(t *testing.T, r *harness.Run, st stack, count int) clusterResponse {
+// foundCluster founds a cluster of count nodes; fields are extra members
+// of the request body (`"cni":"bridge"`).
+func foundCluster(t *testing.T, r *harness.Run, st stack, count int, fields ...string) clusterResponse {
 	t.Helper()
 	// Any failure here is the stack's: its log tail is the one to show.
 	r.Suspect("stack")
@@ -165,7 +169,8 @@ func foundCluster(t *testing.T, r *harness.Run, st stack, count int) clusterResp
 			r.Unsuspect("stack")
 		}
 	}()
-	body := fmt.Sprintf(`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":%d}`, count)
+	body := fmt.Sprintf(`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":%d%s}`,
+		count, strings.Join(append([]string{""}, fields...), ","))
 	req, err := http.NewRequest(http.MethodPost, st.get(t, "API_URL")+"/clusters", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -193,34 +198,46 @@ func foundCluster(t *testing.T, r *harness.Run, st stack, count int) clusterResp
 	return cl
 }
 
+// bootstrap is the bootstrap part of GET /clusters/{id}.
+type bootstrap struct {
+	State string `json:"state"`
+	Nodes []struct {
+		VMID  int64  `json:"vm_id"`
+		Phase string `json:"phase"`
+	} `json:"nodes"`
+}
+
+// getBootstrap reads the cluster's bootstrap progress as an operator does.
+func getBootstrap(st stack, id int64) (bootstrap, error) {
+	var c struct {
+		Bootstrap bootstrap `json:"bootstrap"`
+	}
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/clusters/%d", st.env["API_URL"], id), nil)
+	if err != nil {
+		return c.Bootstrap, err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.env["DEV_TOKEN"])
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return c.Bootstrap, fmt.Errorf("GET /clusters/%d: %w", id, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &c) != nil || len(c.Bootstrap.Nodes) == 0 {
+		return c.Bootstrap, fmt.Errorf("GET /clusters/%d: %d %s", id, resp.StatusCode, raw)
+	}
+	return c.Bootstrap, nil
+}
+
 // checkBootstrapPhase: GET /clusters/{id} reports every node in phase
 // (the cluster's bootstrap state being state), as k8sapi recorded it.
 func checkBootstrapPhase(t *testing.T, st stack, id int64, state, phase string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/clusters/%d", st.get(t, "API_URL"), id), nil)
-	if err != nil {
-		t.Fatal(err)
+	b, err := getBootstrap(st, id)
+	if err != nil || b.State != state {
+		t.Fatalf("%v; want bootstrap state %s, got %+v", err, state, b)
 	}
-	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
-	if err != nil {
-		t.Fatalf("GET /clusters/%d: %v", id, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var c struct {
-		Bootstrap struct {
-			State string `json:"state"`
-			Nodes []struct {
-				VMID  int64  `json:"vm_id"`
-				Phase string `json:"phase"`
-			} `json:"nodes"`
-		} `json:"bootstrap"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &c) != nil || c.Bootstrap.State != state || len(c.Bootstrap.Nodes) == 0 {
-		t.Fatalf("GET /clusters/%d: %d %s; want bootstrap state %s", id, resp.StatusCode, raw, state)
-	}
-	for _, n := range c.Bootstrap.Nodes {
+	for _, n := range b.Nodes {
 		if n.Phase != phase {
 			t.Errorf("VM %d: bootstrap phase %s, want %s", n.VMID, n.Phase, phase)
 		}

@@ -57,7 +57,7 @@ func mirrorArtifacts(v MirrorVersions) []mirrorArtifact {
 			sumsPath: "runc/" + v.Runc + "/runc.sha256sum", sumsEntry: runcFile, make: copyBinary("runc")},
 		mirrorArtifact{path: "cni/" + v.CNIPlugins + "/" + cniFile, pin: cniFile,
 			sumsPath: "cni/" + v.CNIPlugins + "/" + cniFile + ".sha256", sumsEntry: cniFile,
-			make: tarGz("./", "bridge", "host-local", "loopback", "portmap")},
+			make: tarGz("./", "bridge", "host-local", "loopback", "portmap", "firewall")},
 	)
 }
 

@@ -21,6 +21,14 @@ import (
 // creating process's pid follows it, so stale ones can be told apart.
 const NamePrefix = "exk8se2e-"
 
+// ServicesAddr is where the node network reaches what a cloud VM reaches
+// beyond its subnet: the artifact mirror, the image registry, and the
+// local stack's API and IMDS (forwarded from the host's loopback). It sits
+// on the switch, which every node routes through, and is the same in every
+// run, so a cluster can be founded with its download bases before the
+// network exists. 198.51.100.0/24 is TEST-NET-2: never a real host.
+var ServicesAddr = netip.MustParseAddr("198.51.100.1")
+
 // Network is one run's set of hosts: a switch namespace holding a bridge,
 // and one namespace per node joined to the bridge by a veth pair. The
 // bridge carries the subnet's gateway address, which is also where the
@@ -76,6 +84,8 @@ func NewNetwork(run string, addrs []netip.Prefix) (_ *Network, err error) {
 		{"-n", sw, "link", "set", "lo", "up"},
 		{"-n", sw, "link", "add", "br0", "type", "bridge"},
 		{"-n", sw, "addr", "add", n.Gateway.String(), "dev", "br0"},
+		// The platform's services as the nodes see them (see ServicesAddr).
+		{"-n", sw, "addr", "add", ServicesAddr.String() + "/32", "dev", "br0"},
 		{"-n", sw, "link", "set", "br0", "up"},
 	}
 	for i, node := range n.Nodes {

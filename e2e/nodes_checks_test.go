@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubeList is the part of a kubectl -o json list the checks read.
+type kubeList struct {
+	Items []struct {
+		Metadata struct {
+			Name        string            `json:"name"`
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			NodeName string `json:"nodeName"`
+		} `json:"spec"`
+		Status struct {
+			Phase      string `json:"phase"`
+			PodIP      string `json:"podIP"`
+			Conditions []struct {
+				Type   string `json:"type"`
+				Status string `json:"status"`
+			} `json:"conditions"`
+			Addresses []struct {
+				Type    string `json:"type"`
+				Address string `json:"address"`
+			} `json:"addresses"`
+			NodeInfo struct {
+				KubeletVersion string `json:"kubeletVersion"`
+			} `json:"nodeInfo"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
+// condition returns the status of an item's condition of that type.
+func condition(item int, l kubeList, typ string) string {
+	for _, c := range l.Items[item].Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// checkNodesReady: every VM is a Node, registered by its own kubelet (its
+// version, its address), Ready, labelled control-plane.
+func (c *machineCluster) checkNodesReady(t *testing.T, vms []vm, tl *timeline) {
+	t.Helper()
+	eventually(t, c.r, "every Node Ready", c.consoles(), 5*time.Minute, func(ctx context.Context) (string, error) {
+		var nodes kubeList
+		if err := c.kubectlJSON(ctx, &nodes, "get", "nodes"); err != nil {
+			return "", err
+		}
+		var ready []string
+		for i, n := range nodes.Items {
+			addr := ""
+			for _, a := range n.Status.Addresses {
+				if a.Type == "InternalIP" {
+					addr = a.Address
+				}
+			}
+			_, labelled := n.Metadata.Labels["node-role.kubernetes.io/control-plane"]
+			if condition(i, nodes, "Ready") == "True" && n.Status.NodeInfo.KubeletVersion == nodeVersions.Kubernetes && labelled && vmHas(vms, addr) {
+				ready = append(ready, n.Metadata.Name)
+			}
+		}
+		if len(ready) != len(vms) {
+			return "", fmt.Errorf("%d of %d Nodes Ready, labelled and at a VM's address: %v", len(ready), len(vms), ready)
+		}
+		return strings.Join(ready, ", "), nil
+	})
+	tl.mark("every node Ready")
+}
+
+func vmHas(vms []vm, addr string) bool {
+	return slices.ContainsFunc(vms, func(v vm) bool { return v.addr.Addr().String() == addr })
+}
+
+// consoles are the machines' console logs, the suspects of a node check.
+func (c *machineCluster) consoles() []string {
+	var out []string
+	for _, m := range c.machines {
+		out = append(out, m.Name+"/console")
+	}
+	return out
+}
+
+// checkMirrorPods: each node's static pods run, seen as mirror pods.
+func (c *machineCluster) checkMirrorPods(t *testing.T) {
+	t.Helper()
+	eventually(t, c.r, "every node's static pods Running", nil, 3*time.Minute, func(ctx context.Context) (string, error) {
+		var pods kubeList
+		if err := c.kubectlJSON(ctx, &pods, "-n", "kube-system", "get", "pods"); err != nil {
+			return "", err
+		}
+		running := map[string]int{}
+		for i, p := range pods.Items {
+			if _, mirror := p.Metadata.Annotations["kubernetes.io/config.mirror"]; mirror && p.Status.Phase == "Running" && condition(i, pods, "Ready") == "True" {
+				running[p.Spec.NodeName]++
+			}
+		}
+		if len(running) != len(c.machines) {
+			return "", fmt.Errorf("ready mirror pods per node: %v", running)
+		}
+		for node, n := range running {
+			if n != 3 {
+				return "", fmt.Errorf("node %s has %d of 3 control-plane mirror pods ready", node, n)
+			}
+		}
+		return fmt.Sprintf("3 on each of %d nodes", len(running)), nil
+	})
+}
+
+// checkAddonsReady: kube-proxy on every node and CoreDNS are ready.
+func (c *machineCluster) checkAddonsReady(t *testing.T) {
+	t.Helper()
+	for _, what := range []string{"daemonset/kube-proxy", "deployment/coredns"} {
+		eventually(t, c.r, what+" ready", nil, 3*time.Minute, func(ctx context.Context) (string, error) {
+			out, err := c.kubectl(ctx, "-n", "kube-system", "rollout", "status", what, "--timeout=5s")
+			return strings.TrimSpace(string(out)), err
+		})
+	}
+}
+
+// timeline records when each phase of the proof was reached, from the
+// moment POST /clusters was sent.
+type timeline struct {
+	t0     time.Time
+	phases []string
+	times  map[string]time.Duration
+}
+
+func newTimeline() *timeline { return &timeline{times: map[string]time.Duration{}} }
+
+func (tl *timeline) start() { tl.t0 = time.Now() }
+
+func (tl *timeline) mark(phase string) {
+	tl.phases = append(tl.phases, phase)
+	tl.times[phase] = time.Since(tl.t0)
+}
+
+func (tl *timeline) at(phase string) time.Duration { return tl.times[phase] }
+
+// report prints every phase with its time since POST /clusters.
+func (tl *timeline) report(t *testing.T) {
+	var b strings.Builder
+	for _, p := range tl.phases {
+		fmt.Fprintf(&b, "  %7.1f s  %s\n", tl.times[p].Seconds(), p)
+	}
+	t.Logf("phases, from POST /clusters:\n%s", b.String())
+}
+
+// writeInMachine puts a file into the machine's root filesystem.
+func (c *machineCluster) writeInMachine(i int, path string, content []byte) error {
+	full := filepath.Join(c.machines[i].Root, path)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(full, content, 0o644)
+}

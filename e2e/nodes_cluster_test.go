@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/e2e/harness"
+)
+
+// nodeJournals are the units whose journals each node keeps in the run's
+// log folder (n<i>_<unit>.journal), pass or fail.
+var nodeJournals = []string{"cloud-init-standin", "containerd", "etcd", "kubelet", "exk8s-imds-guard", "exk8s-pod-network"}
+
+const adminKubeconfig = "/etc/exk8s/kubeconfig/admin.kubeconfig"
+
+// machineCluster is the founded cluster's VMs, each a booted machine.
+type machineCluster struct {
+	r        *harness.Run
+	machines []*harness.Machine
+	vms      []vm
+}
+
+// bootCluster boots each VM as a machine whose cloud-init seed carries
+// the userdata k8sapi gave it, and the endpoints as the node network
+// sees them.
+func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Network, vms []vm, svc services) *machineCluster {
+	t.Helper()
+	c := &machineCluster{r: r, vms: vms}
+	for i, v := range vms {
+		name := fmt.Sprintf("n%d", i+1)
+		seed := harness.Seed{InstanceID: fmt.Sprintf("vm-%d", v.id), Hostname: fmt.Sprintf("vm-%d", v.id),
+			UserData: []byte(v.userdata), Env: map[string]string{
+				"EXC_IMDS_BASE_URL":        fmt.Sprintf("%s/imds/%d", svc.simURL, v.id),
+				"EXK8S_BOOTSTRAP_BASE_URL": svc.apiURL,
+			}}
+		m, err := harness.BootMachine(r, name, image, network.Nodes[i].NS, filepath.Join(r.WorkDir, name), seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.machines = append(c.machines, m)
+	}
+	return c
+}
+
+// initial is the initial control-plane node (the lowest ordinal: the
+// founding answer lists VMs in ordinal order).
+func (c *machineCluster) initial() *harness.Machine { return c.machines[0] }
+
+// kubectl runs kubectl with the addons' admin identity on the initial
+// node, as an operator logged into it would.
+func (c *machineCluster) kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	return c.initial().Exec(ctx, append([]string{"kubectl", "--kubeconfig=" + adminKubeconfig}, args...)...)
+}
+
+// kubectlJSON runs kubectl ... -o json and decodes the answer into v.
+func (c *machineCluster) kubectlJSON(ctx context.Context, v any, args ...string) error {
+	out, err := c.kubectl(ctx, append(args, "-o", "json")...)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(out, v)
+}
+
+// waitUserdata waits until every machine's cloud-init stand-in finished
+// the userdata: the shim, the prerequisites, the bootstrap and, on the
+// initial node, the addons. A failed userdata fails at once with its tail.
+func (c *machineCluster) waitUserdata(t *testing.T, tl *timeline) {
+	t.Helper()
+	for i, m := range c.machines {
+		eventually(t, c.r, fmt.Sprintf("userdata finished on %s", m.Name), []string{m.Name + "/console"}, 25*time.Minute, func(ctx context.Context) (string, error) {
+			out, _ := m.Exec(ctx, "systemctl", "is-active", "cloud-init-standin.service")
+			switch state := strings.TrimSpace(string(out)); state {
+			case "active":
+				return "active", nil
+			case "failed":
+				t.Fatalf("the userdata failed on %s:\n%s", m.Name, c.journalTail(ctx, m, "cloud-init-standin", 40))
+			default:
+				return "", fmt.Errorf("cloud-init-standin is %q", state)
+			}
+			return "", nil
+		})
+		tl.mark(fmt.Sprintf("userdata finished on node %d", i+1))
+	}
+}
+
+// waitBootstrapReady: k8sapi's own view (GET /clusters/{id}) reaches
+// ready from the phases the nodes reported.
+func (c *machineCluster) waitBootstrapReady(t *testing.T, st stack, id int64, tl *timeline) {
+	t.Helper()
+	eventually(t, c.r, "the cluster's bootstrap state ready in the API", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
+		b, err := getBootstrap(st, id)
+		if err != nil {
+			return "", err
+		}
+		if b.State != "ready" {
+			return "", fmt.Errorf("bootstrap state %s (%+v)", b.State, b.Nodes)
+		}
+		return "ready", nil
+	})
+	tl.mark("the API says ready")
+}
+
+// checkUnits: etcd, containerd and the kubelet are active under systemd on
+// every node.
+func (c *machineCluster) checkUnits(t *testing.T) {
+	t.Helper()
+	for _, m := range c.machines {
+		eventually(t, c.r, "etcd, containerd and kubelet active on "+m.Name, nil, time.Minute, func(ctx context.Context) (string, error) {
+			out, err := m.Exec(ctx, "systemctl", "is-active", "etcd", "containerd", "kubelet")
+			if err != nil {
+				return "", fmt.Errorf("%s", strings.Join(strings.Fields(string(out)), " "))
+			}
+			return "active", nil
+		})
+	}
+}
+
+// checkAddonsOnInitialOnly: the addons script ran to its end on the
+// initial node and on no other (which also holds no admin identity).
+func (c *machineCluster) checkAddonsOnInitialOnly(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, m := range c.machines {
+		out, _ := m.Exec(ctx, "journalctl", "-u", "cloud-init-standin", "-o", "cat", "--no-pager")
+		ran := strings.Contains(string(out), "exk8s-addons: addons installed")
+		_, adminErr := os.Stat(filepath.Join(m.Root, adminKubeconfig))
+		if ran != (i == 0) || (adminErr == nil) != (i == 0) {
+			t.Errorf("%s: addons ran %v, admin kubeconfig present %v; want both only on the initial node", m.Name, ran, adminErr == nil)
+		}
+	}
+}
+
+// saveJournals keeps each node's journals in the run's log folder.
+func (c *machineCluster) saveJournals() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range c.machines {
+		for _, unit := range nodeJournals {
+			out, err := m.Exec(ctx, "journalctl", "-u", unit, "--no-pager", "-o", "short-precise")
+			if err != nil && len(out) == 0 {
+				continue
+			}
+			_ = os.WriteFile(filepath.Join(c.r.LogDir, fmt.Sprintf("%s_%s.journal", m.Name, unit)), out, 0o644)
+		}
+	}
+}
+
+// journalTail is the last lines of a unit's journal on m.
+func (c *machineCluster) journalTail(ctx context.Context, m *harness.Machine, unit string, n int) string {
+	out, _ := m.Exec(ctx, "journalctl", "-u", unit, "--no-pager", "-o", "cat", "-n", fmt.Sprint(n))
+	return string(out)
+}

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// probeManifest is the test workload: one probe pod on every node and a
+// Service in front of them.
+func probeManifest() string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: probe
+  namespace: default
+spec:
+  selector:
+    matchLabels: {app: probe}
+  template:
+    metadata:
+      labels: {app: probe}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers:
+      - name: probe
+        image: %s/e2e/probe:1
+        imagePullPolicy: IfNotPresent
+        ports: [{containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: probe
+  namespace: default
+spec:
+  selector: {app: probe}
+  ports: [{port: 8080, targetPort: 8080}]
+`, svcAddr(registryPort))
+}
+
+// probePod is one probe pod: its name, node and address.
+type probePod struct{ name, node, ip string }
+
+// checkWorkloads runs the probe on every node and checks, from the probe
+// on the initial node: pod-to-pod across nodes, the kubernetes Service's
+// VIP, Service names through CoreDNS, kubectl logs and exec (every check
+// is an exec), and that a pod cannot reach IMDS while its node can. It
+// returns what held, for the summary line.
+func (c *machineCluster) checkWorkloads(t *testing.T, svc services, tl *timeline) []string {
+	t.Helper()
+	if err := c.writeInMachine(0, "/root/probe.yaml", []byte(probeManifest())); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, c.r, "the probe on every node", nil, 3*time.Minute, func(ctx context.Context) (string, error) {
+		if out, err := c.kubectl(ctx, "apply", "-f", "/root/probe.yaml"); err != nil {
+			return "", fmt.Errorf("%v: %s", err, out)
+		}
+		out, err := c.kubectl(ctx, "rollout", "status", "daemonset/probe", "--timeout=8s")
+		return strings.TrimSpace(string(out)), err
+	})
+	pods := c.probePods(t)
+	from := pods[0]
+	for _, to := range pods[1:] {
+		c.execExpect(t, from, fmt.Sprintf("pod %s on %s reaches pod %s on %s", from.name, from.node, to.name, to.node),
+			"probe "+to.name, "curl", "-s", "--max-time", "5", fmt.Sprintf("http://%s:8080/", to.ip))
+	}
+	c.execExpect(t, from, "the kubernetes Service VIP answers", "HTTP/", "curl", "-sk", "--max-time", "5", "-o", "/dev/null",
+		"-w", "HTTP/%{http_code}", "https://"+c.kubernetesServiceIP(t)+"/version")
+	c.execExpect(t, from, "kubernetes.default.svc resolves through CoreDNS and answers", "HTTP/", "curl", "-sk", "--max-time", "5",
+		"-o", "/dev/null", "-w", "HTTP/%{http_code}", "https://kubernetes.default.svc.cluster.local/version")
+	c.execExpect(t, from, "the probe Service by name", "probe ", "curl", "-s", "--max-time", "5", "http://probe:8080/")
+	c.checkLogs(t, from)
+	c.checkIMDSGuard(t, from, svc)
+	tl.mark("workloads reachable")
+	return []string{"static pods, kube-proxy and CoreDNS ready", "pod-to-pod across nodes, Service VIP and DNS",
+		"kubectl logs and exec", "pods cannot reach IMDS, nodes can"}
+}
+
+// probePods lists the probe pods, one per node, the initial node's first.
+func (c *machineCluster) probePods(t *testing.T) []probePod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var l kubeList
+	if err := c.kubectlJSON(ctx, &l, "get", "pods", "-l", "app=probe"); err != nil {
+		t.Fatal(err)
+	}
+	var pods []probePod
+	nodes := map[string]bool{}
+	for _, p := range l.Items {
+		pp := probePod{p.Metadata.Name, p.Spec.NodeName, p.Status.PodIP}
+		nodes[pp.node] = true
+		if c.isInitialNode(ctx, pp.node) {
+			pods = append([]probePod{pp}, pods...)
+		} else {
+			pods = append(pods, pp)
+		}
+	}
+	if len(nodes) != len(c.machines) || len(pods) != len(c.machines) {
+		t.Fatalf("probe pods %+v: want one on each of %d nodes", pods, len(c.machines))
+	}
+	return pods
+}
+
+// isInitialNode says whether a Node is the initial machine's (its address).
+func (c *machineCluster) isInitialNode(ctx context.Context, node string) bool {
+	out, err := c.kubectl(ctx, "get", "node", node, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
+	return err == nil && strings.TrimSpace(string(out)) == c.vms[0].addr.Addr().String()
+}
+
+func (c *machineCluster) kubernetesServiceIP(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := c.kubectl(ctx, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// execExpect runs argv in the pod (kubectl exec) until its output holds
+// want.
+func (c *machineCluster) execExpect(t *testing.T, p probePod, what, want string, argv ...string) {
+	t.Helper()
+	eventually(t, c.r, what, nil, 2*time.Minute, func(ctx context.Context) (string, error) {
+		out, err := c.kubectl(ctx, append([]string{"exec", p.name, "--"}, argv...)...)
+		if err != nil || !strings.Contains(string(out), want) {
+			return "", fmt.Errorf("want %q, got %q (%v)", want, out, err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	})
+}
+
+// checkLogs: kubectl logs reaches the kubelet (the apiserver's
+// kubelet-client identity is authorized there).
+func (c *machineCluster) checkLogs(t *testing.T, p probePod) {
+	t.Helper()
+	eventually(t, c.r, "kubectl logs of "+p.name, nil, time.Minute, func(ctx context.Context) (string, error) {
+		out, err := c.kubectl(ctx, "logs", p.name)
+		if err != nil || !strings.Contains(string(out), "listening on 8080") {
+			return "", fmt.Errorf("got %q (%v)", out, err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	})
+}
+
+// checkIMDSGuard: the node reaches IMDS, a pod on it cannot (the guard's
+// nftables drop): a pod must never get the VM's credentials.
+func (c *machineCluster) checkIMDSGuard(t *testing.T, p probePod, svc services) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	imds := fmt.Sprintf("%s/imds/%d/", svc.simURL, c.vms[0].id)
+	code, err := c.initial().Exec(ctx, "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", imds)
+	if err != nil || strings.TrimSpace(string(code)) == "000" {
+		t.Errorf("the initial node cannot reach IMDS at %s: %q (%v)", imds, code, err)
+	}
+	out, err := c.kubectl(ctx, "exec", p.name, "--", "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", imds)
+	if err == nil {
+		t.Errorf("pod %s reached IMDS at %s: HTTP %s", p.name, imds, out)
+	}
+}
+
+// checkReboot reboots machine i and, until it is back, writes through the
+// initial node every second: each write needs an etcd quorum, so none may
+// fail. Then the node is Ready again and every etcd member healthy.
+func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) {
+	t.Helper()
+	m := c.machines[i]
+	before, err := m.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, _ = m.Exec(ctx, "systemctl", "reboot")
+	cancel()
+	writes := 0
+	eventually(t, c.r, fmt.Sprintf("%s rebooted and Ready again, every write meanwhile accepted", m.Name), c.consoles(), 5*time.Minute, func(ctx context.Context) (string, error) {
+		writes++
+		if out, err := c.kubectl(ctx, "create", "configmap", fmt.Sprintf("quorum-%d", writes)); err != nil {
+			t.Fatalf("write %d during the reboot of %s failed (etcd quorum lost?): %v %s", writes, m.Name, err, out)
+		}
+		return c.rebootedAndReady(ctx, i, before)
+	})
+	tl.mark(fmt.Sprintf("node %d rebooted and Ready (%.0f s)", i+1, time.Since(start).Seconds()))
+	eventually(t, c.r, "every etcd member healthy", nil, 2*time.Minute, c.etcdHealthy)
+}
+
+// rebootedAndReady: machine i runs a new PID 1 (it did reboot) and its
+// Node is Ready.
+func (c *machineCluster) rebootedAndReady(ctx context.Context, i int, before int) (string, error) {
+	leader, err := c.machines[i].Leader()
+	if err != nil || leader == before {
+		return "", fmt.Errorf("not rebooted yet (PID 1 %d, %v)", leader, err)
+	}
+	var nodes kubeList
+	if err := c.kubectlJSON(ctx, &nodes, "get", "nodes"); err != nil {
+		return "", err
+	}
+	for j, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Address == c.vms[i].addr.Addr().String() && condition(j, nodes, "Ready") == "True" {
+				return n.Metadata.Name + " Ready", nil
+			}
+		}
+	}
+	return "", fmt.Errorf("node at %s not Ready yet", c.vms[i].addr.Addr())
+}
+
+// etcdHealthy asks every member over mutual TLS, from the initial node.
+func (c *machineCluster) etcdHealthy(ctx context.Context) (string, error) {
+	var endpoints []string
+	for _, v := range c.vms {
+		endpoints = append(endpoints, "https://"+v.addr.Addr().String()+":2379")
+	}
+	out, err := c.initial().Exec(ctx, "etcdctl", "--endpoints="+strings.Join(endpoints, ","),
+		"--cacert=/etc/exk8s/pki/etcd-ca.pem", "--cert=/etc/exk8s/pki/apiserver-etcd-client.pem",
+		"--key=/etc/exk8s/pki/apiserver-etcd-client-key.pem", "endpoint", "health")
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d members healthy", strings.Count(string(out), "is healthy")), nil
+}
