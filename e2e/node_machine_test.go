@@ -77,7 +77,8 @@ func TestNodeMachineBoots(t *testing.T) {
 	t.Logf("n1: systemd %s %s after boot", state, time.Since(start).Round(100*time.Millisecond))
 	expect := map[string][]string{
 		"userdata ran with a value with spaces": {"cat", "/var/lib/userdata-ran"},
-		"active":                                {"systemctl", "is-active", "cloud-init-standin.service"},
+		"active":                                {"systemctl", "is-active", "cloud-init-standin.service", "sandbox-cgroups.service"},
+		"writable":                              {"sh", "-c", "mkdir /sys/fs/cgroup/memory/e2e-probe && rmdir /sys/fs/cgroup/memory/e2e-probe && echo writable"},
 		"node-1":                                {"hostname"},
 		addr.String():                           {"ip", "-4", "-o", "addr", "show", "dev", "eth0"},
 	}
@@ -86,5 +87,32 @@ func TestNodeMachineBoots(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), want) {
 			t.Errorf("%s: want %q, got %q (%v)", strings.Join(argv, " "), want, out, err)
 		}
+	}
+	checkRebootKeepsInstance(ctx, t, m)
+}
+
+// checkRebootKeepsInstance reboots the machine: it comes back (a new PID
+// 1, systemd running) and the userdata does not run again.
+func checkRebootKeepsInstance(ctx context.Context, t *testing.T, m *harness.Machine) {
+	before, err := m.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = m.Exec(ctx, "systemctl", "reboot")
+	for {
+		if leader, err := m.Leader(); err == nil && leader != before {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not come back from a reboot: %v", m.Name, ctx.Err())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := m.WaitSystemRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Exec(ctx, "journalctl", "-b", "-u", "cloud-init-standin", "-o", "cat")
+	if err != nil || !strings.Contains(string(out), "already ran") {
+		t.Errorf("after the reboot the userdata should not run again: %q (%v)", out, err)
 	}
 }

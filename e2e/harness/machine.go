@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -43,8 +44,12 @@ type Machine struct {
 	NS     string
 	Root   string // the overlay's merged view: the machine's /
 	dir    string // upper and work folders of the overlay
-	proc   *Proc
 	logDir string
+
+	mu       sync.Mutex
+	proc     *Proc         // the running systemd-nspawn (a new one after each reboot)
+	stopping bool          // Stop was called: an exit is not a reboot
+	ended    chan struct{} // closed when the machine is down for good
 }
 
 // BootMachine mounts an overlay of image (the image stays untouched, each
@@ -53,6 +58,9 @@ type Machine struct {
 // the console log goes to logDir/<name>_console.log.
 func BootMachine(r *Run, name, image, ns, dir string, seed Seed) (*Machine, error) {
 	m := &Machine{Name: name, NS: ns, Root: filepath.Join(dir, "root"), dir: dir, logDir: r.LogDir}
+	if err := nspawnRuntimeOnTmpfs(); err != nil {
+		return nil, err
+	}
 	if err := m.mountOverlay(image); err != nil {
 		return nil, err
 	}
@@ -60,13 +68,78 @@ func BootMachine(r *Run, name, image, ns, dir string, seed Seed) (*Machine, erro
 	if err := writeSeed(m.Root, seed); err != nil {
 		return nil, fmt.Errorf("writing the seed of %s: %w", name, err)
 	}
-	p, err := r.Start(name+"/console", Host{}, dir, machineEnv(), m.nspawnArgv())
+	console := filepath.Join(r.LogDir, fileName(name+"/console")+".log")
+	start := func() (*Proc, error) { return Start(name+"/console", Host{}, dir, console, machineEnv(), m.nspawnArgv()) }
+	p, err := start()
 	if err != nil {
 		return nil, err
 	}
-	m.proc = p
+	m.proc, m.ended = p, make(chan struct{})
+	go m.supervise(start)
 	r.registerMachine(m)
 	return m, nil
+}
+
+// nspawnRebootStatus is systemd-nspawn's exit status when the machine
+// asked to reboot; its service unit restarts it on that status, and so
+// does the harness, as a hypervisor restarts a rebooting VM.
+const nspawnRebootStatus = 133
+
+// supervise boots the machine again each time it reboots, until it stops
+// for another reason.
+func (m *Machine) supervise(start func() (*Proc, error)) {
+	defer close(m.ended)
+	for {
+		p := m.current()
+		<-p.done
+		m.mu.Lock()
+		reboot := !m.stopping && p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == nspawnRebootStatus
+		m.mu.Unlock()
+		if !reboot {
+			return
+		}
+		next, err := start()
+		if err != nil {
+			return
+		}
+		m.mu.Lock()
+		m.proc = next
+		m.mu.Unlock()
+	}
+}
+
+// current is the running systemd-nspawn process.
+func (m *Machine) current() *Proc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
+}
+
+// nspawnRuntime is where systemd-nspawn keeps each machine's runtime
+// state. On a reboot nspawn empties it, and refuses to unless it is on a
+// temporary file system; on these hosts /run is part of the disk, so the
+// harness mounts a tmpfs there (once; later runs share it).
+const nspawnRuntime = "/run/systemd/nspawn"
+
+func nspawnRuntimeOnTmpfs() error {
+	if err := os.MkdirAll(nspawnRuntime, 0o755); err != nil {
+		return err
+	}
+	var here, parent syscall.Statfs_t
+	if err := syscall.Statfs(nspawnRuntime, &here); err != nil {
+		return err
+	}
+	if err := syscall.Statfs(filepath.Dir(nspawnRuntime), &parent); err != nil {
+		return err
+	}
+	const tmpfsMagic = 0x01021994
+	if here.Type == tmpfsMagic {
+		return nil
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", nspawnRuntime).CombinedOutput(); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w: %s", nspawnRuntime, err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 func (m *Machine) mountOverlay(image string) error {
@@ -142,10 +215,11 @@ func (m *Machine) nspawnArgv() []string {
 // Leader returns the host pid of the machine's PID 1 (systemd), the
 // child of systemd-nspawn.
 func (m *Machine) Leader() (int, error) {
-	if done, err := m.proc.Exited(); done {
+	p := m.current()
+	if done, err := p.Exited(); done {
 		return 0, fmt.Errorf("machine %s is not running (systemd-nspawn exited: %v)", m.Name, err)
 	}
-	pid := m.proc.Pid()
+	pid := p.Pid()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 	if err != nil {
 		return 0, fmt.Errorf("finding the PID 1 of %s: %w", m.Name, err)
@@ -187,19 +261,31 @@ func (m *Machine) SystemState(ctx context.Context) (string, error) {
 	return "", err
 }
 
-// Exited reports whether systemd-nspawn has ended (the machine is down).
-func (m *Machine) Exited() (bool, error) { return m.proc.Exited() }
+// Exited reports whether the machine is down for good (not rebooting),
+// and how its last systemd-nspawn ended.
+func (m *Machine) Exited() (bool, error) {
+	select {
+	case <-m.ended:
+		return m.current().Exited()
+	default:
+		return false, nil
+	}
+}
 
 // Stop asks the machine to power off (SIGTERM to systemd-nspawn, which
 // tells the machine's systemd to halt) and, after grace, kills its PID 1.
 // It returns how long it took.
 func (m *Machine) Stop(grace time.Duration) time.Duration {
 	start := time.Now()
-	if done, _ := m.proc.Exited(); done {
+	m.mu.Lock()
+	m.stopping = true
+	p := m.proc
+	m.mu.Unlock()
+	if done, _ := p.Exited(); done {
 		return 0
 	}
 	leader, leaderErr := m.Leader()
-	_ = syscall.Kill(m.proc.Pid(), syscall.SIGTERM)
+	_ = syscall.Kill(p.Pid(), syscall.SIGTERM)
 	if m.waitExit(grace) {
 		return time.Since(start)
 	}
@@ -207,14 +293,14 @@ func (m *Machine) Stop(grace time.Duration) time.Duration {
 		_ = syscall.Kill(leader, syscall.SIGKILL)
 	}
 	if !m.waitExit(10 * time.Second) {
-		m.proc.Stop(0)
+		p.Stop(0)
 	}
 	return time.Since(start)
 }
 
 func (m *Machine) waitExit(d time.Duration) bool {
 	select {
-	case <-m.proc.done:
+	case <-m.ended:
 		return true
 	case <-time.After(d):
 		return false
@@ -229,7 +315,7 @@ func (m *Machine) WaitSystemRunning(ctx context.Context) (string, error) {
 	var lastErr error
 	for {
 		if done, err := m.Exited(); done {
-			return "", fmt.Errorf("machine %s exited while booting (%v); console: %s", m.Name, err, m.proc.Tail(20))
+			return "", fmt.Errorf("machine %s exited while booting (%v); console: %s", m.Name, err, m.current().Tail(20))
 		}
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
 		state, err := m.SystemState(c)

@@ -155,6 +155,12 @@ func (r *Run) Dead() error {
 			r.suspects[p.Name] = true
 		}
 	}
+	for _, m := range r.machines {
+		if done, err := m.Exited(); done {
+			dead = append(dead, fmt.Sprintf("machine %s (%v)", m.Name, err))
+			r.suspects[m.Name+"/console"] = true
+		}
+	}
 	if len(dead) == 0 {
 		return nil
 	}
@@ -164,6 +170,9 @@ func (r *Run) Dead() error {
 func (r *Run) printTails(t testing.TB) {
 	r.mu.Lock()
 	procs := append([]*Proc(nil), r.procs...)
+	for _, m := range r.machines {
+		procs = append(procs, m.current())
+	}
 	var names []string
 	for n := range r.suspects {
 		names = append(names, n)
