@@ -188,6 +188,10 @@ func machineEnv() []string {
 		// The host's cgroups are v1 (hybrid, an empty cgroup2): the machine
 		// gets the v1 controllers, which bookworm's systemd boots on.
 		"SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0",
+		// The node's own network settings (ip_forward, the bridge's
+		// netfilter hooks) live in /proc/sys/net, which nspawn mounts
+		// read-only unless told the network is the machine's own.
+		"SYSTEMD_NSPAWN_API_VFS_WRITABLE=network",
 	)
 }
 
