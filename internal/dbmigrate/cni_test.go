@@ -6,28 +6,16 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/dbmigrate"
-	"github.com/excloud/k8sapi/internal/envelope"
-	"github.com/excloud/k8sapi/internal/testenv"
 )
 
 // Migration 007: a cluster founded before it (every one a Cilium cluster)
 // reads back as cilium, and the column takes no CNI k8sapi does not know.
 func TestClusterCNIMigration(t *testing.T) {
 	ctx := context.Background()
-	dsn := emptyDatabase(t)
-	if err := dbmigrate.ApplyK8sapiTo(ctx, dsn, true, 6); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	kmsClient, keyID := testenv.KMSKey(t)
-	c, _, _ := v1Cluster(t, pool, envelope.New(kmsClient, keyID, nil), 1)
+	dsn, pool, env := databaseAt(t, 6)
+	c, _, _ := v1Cluster(t, pool, env, 1)
 	if err := dbmigrate.Apply(ctx, dsn, true); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +23,7 @@ func TestClusterCNIMigration(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT cni FROM kube_clusters WHERE id = $1`, c.ID).Scan(&cni); err != nil || cni != "cilium" {
 		t.Fatalf("cni of a cluster founded before 007: %q, %v", cni, err)
 	}
-	_, err = pool.Exec(ctx, `UPDATE kube_clusters SET cni = 'calico' WHERE id = $1`, c.ID)
+	_, err := pool.Exec(ctx, `UPDATE kube_clusters SET cni = 'calico' WHERE id = $1`, c.ID)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.ConstraintName != "kube_clusters_cni_check" {
 		t.Errorf("an unknown CNI stored: %v", err)
