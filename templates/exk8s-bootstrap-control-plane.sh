@@ -27,6 +27,7 @@ set -a
 . "$CLUSTER_ENV"
 set +a
 : "${NODE_NAME:?NODE_NAME missing from cluster.env}"
+: "${CNI:?CNI missing from cluster.env}"
 
 for bin in containerd etcd kubelet kubectl; do
   command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
@@ -69,6 +70,14 @@ progress_report etcd_started
 # the kubelet requires it on every boot (exk8s-imds-guard.service).
 step "installing the IMDS guard"
 systemctl enable --now exk8s-imds-guard.service
+
+# Under the bridge CNI the node routes its peers' pod subnets itself, on
+# every boot before the kubelet (exk8s-pod-network.service); Cilium needs
+# nothing on the host.
+if [[ "$CNI" == bridge ]]; then
+  step "routing the pod network to the other control-plane nodes"
+  systemctl enable --now exk8s-pod-network.service
+fi
 
 step "starting the kubelet"
 systemctl restart kubelet

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # exk8s-imds-guard.sh: keeps pods away from IMDS. IMDS hands this VM's
 # credentials to whoever asks from the VM's address, and a pod's traffic
-# leaves the node masqueraded to that address (both CNI choices masquerade),
-# so a pod that reached IMDS would be the VM. This drops every packet from
-# the pod CIDR to the IMDS addresses before anything else sees it.
+# leaves the node masqueraded to that address (Cilium masquerades it; under
+# the bridge CNI exk8s-pod-network.sh masquerades whatever leaves the pod
+# CIDR), so a pod that reached IMDS would be the VM. This drops every packet
+# from the pod CIDR to the IMDS addresses before anything else sees it.
+# Under the bridge CNI each node's pods take their addresses from the node's
+# /24 of the pod CIDR, so the match covers the pods on cni0 as it covers
+# Cilium's.
 #
 # Why nftables, in a table of its own, at the prerouting hook with priority
 # raw: a pod's packets enter the node's network stack through its veth (the

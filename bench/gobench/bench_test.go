@@ -51,7 +51,7 @@ func founded(b *testing.B, alg pki.Algorithm, env *envelope.Envelope) store.Topo
 	ctx := context.Background()
 	c := store.Cluster{ID: 42, OrgID: 7, Name: "exk8s-7-2a", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
 		Status: store.StatusActive, KeyAlgorithm: string(alg), KubernetesVersion: "v1.35.4",
-		ClusterDomain: "cluster.local", ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", ControlPlaneCount: 3}
+		ClusterDomain: "cluster.local", ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", CNI: "cilium", ControlPlaneCount: 3}
 	is := pki.Issuer{Algorithm: alg}
 	trust, err := is.NewTrust()
 	if err != nil {

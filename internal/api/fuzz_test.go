@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -51,6 +52,7 @@ func FuzzCreateClusterBody(f *testing.F) {
 		`{"control_plane_image_id":1e400}`, `{"control_plane_count":1.5}`, `{"ssh_pubkey":"ssh-rsa a\nb"}`,
 		`{"control_plane_instance_type":"E2"}`, `{"root_volume_size_gib":9223372036854775808}`,
 		`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"key_algorithm":null}`,
+		`{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"cni":"bridge"}`, `{"cni":"Bridge"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -109,6 +111,9 @@ func checkSpec(t *testing.T, s founding.Spec) {
 	}
 	if _, err := pki.ParseAlgorithm(string(s.KeyAlgorithm)); err != nil || s.KeyAlgorithm == "" {
 		fail("key_algorithm")
+	}
+	if !slices.Contains(bundle.CNIs(), s.CNI) {
+		fail("cni")
 	}
 }
 

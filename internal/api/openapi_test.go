@@ -17,6 +17,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apidocs"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -119,6 +120,18 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 	if !slices.Equal(algs, []string{string(pki.ECDSAP256), string(pki.RSA2048)}) {
 		t.Errorf("key_algorithm enum %v", algs)
 	}
+	var cnis []bundle.CNI
+	for _, c := range prop(t, req, "cni")["enum"].([]any) {
+		cnis = append(cnis, bundle.CNI(c.(string)))
+	}
+	for _, schema := range []string{"FoundingResult", "ClusterView"} {
+		if got := prop(t, schema, "cni")["enum"]; fmt.Sprint(got) != fmt.Sprint(cnis) {
+			t.Errorf("%s.cni enum %v, request's %v", schema, got, cnis)
+		}
+	}
+	if !slices.Equal(cnis, bundle.CNIs()) {
+		t.Errorf("cni enum %v in the document, %v in the code", cnis, bundle.CNIs())
+	}
 	if p := prop(t, req, "control_plane_instance_type")["pattern"]; p != `^[a-z0-9][a-z0-9.\-]*$` {
 		t.Errorf("instance type pattern %v", p)
 	}
@@ -127,7 +140,7 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 	minimal := `{"control_plane_image_id":1,"control_plane_instance_type":"c1.large","subnet_id":1}`
 	spec := mustValidate(t, minimal)
 	defaults := map[string]any{
-		"control_plane_count": spec.ControlPlaneCount, "zone_id": spec.ZoneID, "key_algorithm": string(spec.KeyAlgorithm),
+		"control_plane_count": spec.ControlPlaneCount, "zone_id": spec.ZoneID, "key_algorithm": string(spec.KeyAlgorithm), "cni": string(spec.CNI),
 		"allocate_public_ipv4": spec.AllocatePublicIPv4, "ssh_pubkey": spec.SSHPubkey, "security_group_ids": spec.SecurityGroupIDs,
 	}
 	for field, want := range defaults {

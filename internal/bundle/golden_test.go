@@ -115,3 +115,40 @@ func firstDiff(want, got string) string {
 	}
 	return ""
 }
+
+// TestGoldenBridge: what the bridge CNI changes in each node's bundle, as
+// golden files under testdata/golden/bridge/<node>: every file that differs
+// from (or is absent in) the same node's Cilium bundle at its host path,
+// and not-rendered.txt listing the Cilium bundle's files the bridge bundle
+// does not carry.
+func TestGoldenBridge(t *testing.T) {
+	fx := loadFixtures(t)
+	r := newTestRenderer(t)
+	c, nodes := testCluster()
+	for _, n := range nodes {
+		cilium, err := r.Render(fx.input(c, nodes, n.VMID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc := c
+		bc.CNI = CNIBridge
+		bridge, err := r.Render(fx.input(bc, nodes, n.VMID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]byte{}
+		for _, f := range bridge.Files {
+			if other, ok := cilium.File(f.Path); !ok || other.Content != f.Content {
+				got[strings.TrimPrefix(f.Path, "/")] = []byte(f.Content)
+			}
+		}
+		var dropped strings.Builder
+		for _, f := range cilium.Files {
+			if _, ok := bridge.File(f.Path); !ok {
+				dropped.WriteString(f.Path + "\n")
+			}
+		}
+		got["not-rendered.txt"] = []byte(dropped.String())
+		assertGoldenDir(t, filepath.Join(goldenDir, "bridge", n.Name), got)
+	}
+}

@@ -20,7 +20,7 @@ func testCluster() (Cluster, []Node) {
 		OrgID: 7, ID: 42, Name: "exk8s-7-2a",
 		ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
 		KubernetesVersion:   "v1.35.4", ClusterDomain: "cluster.local",
-		ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12",
+		ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", CNI: CNICilium,
 	}
 	// Listed out of ordinal order on purpose: the renderer sorts.
 	nodes := []Node{
@@ -28,6 +28,13 @@ func testCluster() (Cluster, []Node) {
 		{VMID: 101, Ordinal: 1, Name: "cp-1.cluster-42.internal", IPv4: "10.0.0.11", IPv6: "fd00::11", PublicIPv4: "203.0.113.11"},
 		{VMID: 103, Ordinal: 3, Name: "cp-3.cluster-42.internal", IPv4: "10.0.0.13"},
 	}
+	return c, nodes
+}
+
+// bridgeCluster is the test cluster under the bridge CNI.
+func bridgeCluster() (Cluster, []Node) {
+	c, nodes := testCluster()
+	c.CNI = CNIBridge
 	return c, nodes
 }
 

@@ -22,6 +22,7 @@ type Cluster struct {
 	ClusterDomain       string // cluster.local
 	ServiceCIDR         string // 10.96.0.0/12
 	PodCIDR             string // 172.16.0.0/12
+	CNI                 CNI    // cilium or bridge
 }
 
 // Node is one control-plane peer.
@@ -131,7 +132,7 @@ var (
 // bad request says everything that is wrong with it. The rules are tables,
 // one per part of the input, checked in this order.
 func (in *Input) validate() error {
-	return validation.Join(clusterRules(in.Cluster), nodeRules(in.Nodes, in.SelfVMID),
+	return validation.Join(clusterRules(in.Cluster), networkRules(in.Cluster, in.Nodes), nodeRules(in.Nodes, in.SelfVMID),
 		artifactRules(in.Artifacts), secretRules(in))
 }
 
@@ -151,6 +152,23 @@ func clusterRules(c Cluster) []validation.Rule {
 		rule("cluster.service_cidr", serviceErr == nil, validation.Describe(serviceErr)),
 		rule("cluster.pod_cidr", podErr == nil, got("must be a CIDR", c.PodCIDR)),
 	}
+}
+
+// networkRules: a known CNI and, under the bridge CNI, a pod CIDR that
+// holds a node subnet for the highest ordinal (so for every node). A pod
+// CIDR that is no CIDR at all is clusterRules' to report.
+func networkRules(c Cluster, nodes []Node) []validation.Rule {
+	rules := []validation.Rule{rule("cluster.cni", slices.Contains(CNIs(), c.CNI), got(cniChoices(), string(c.CNI)))}
+	_, _, podErr := net.ParseCIDR(c.PodCIDR)
+	last := 0
+	for _, n := range nodes {
+		last = max(last, n.Ordinal)
+	}
+	if c.CNI != CNIBridge || podErr != nil || last < 1 {
+		return rules
+	}
+	_, carveErr := NodePodCIDR(c.PodCIDR, last)
+	return append(rules, rule("cluster.pod_cidr", carveErr == nil, validation.Describe(carveErr)))
 }
 
 // nodeRules: every peer's own rules, each unique among the peers before it,

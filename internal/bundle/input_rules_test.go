@@ -13,7 +13,7 @@ import (
 func TestValidateSaysEveryRuleExactly(t *testing.T) {
 	in := Input{
 		Cluster: Cluster{Name: "Bad Name", ControlPlaneDNSName: "-x", ClusterDomain: "", KubernetesVersion: "1.35.4",
-			ServiceCIDR: "nope", PodCIDR: "10.0.0.0"},
+			ServiceCIDR: "nope", PodCIDR: "10.0.0.0", CNI: "calico"},
 		Nodes: []Node{
 			{VMID: 1, Ordinal: 1, Name: "cp-1", IPv4: "10.0.0.1", IPv6: "10.0.0.9", PublicIPv4: "fd00::1"},
 			{VMID: 1, Ordinal: 1, Name: "cp-1", IPv4: "fd00::2"},
@@ -38,6 +38,7 @@ func TestValidateSaysEveryRuleExactly(t *testing.T) {
 		`cluster.kubernetes_version: must look like v1.35.4, got "1.35.4"`,
 		`cluster.service_cidr: must be a CIDR, got "nope"`,
 		`cluster.pod_cidr: must be a CIDR, got "10.0.0.0"`,
+		`cluster.cni: must be "cilium" or "bridge", got "calico"`,
 		`nodes[0].ipv6: must be empty or an IPv6 address, got "10.0.0.9"`,
 		`nodes[0].public_ipv4: must be empty or an IPv4 address, got "fd00::1"`,
 		"nodes[1].vm_id: must be positive and unique, got 1",

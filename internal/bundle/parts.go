@@ -166,10 +166,32 @@ func controlPlanePart(v *view) []fileSpec {
 	return out
 }
 
+// conflistView is the CNI bridge plugin's settings: the subnet its
+// host-local IPAM hands out and whether the plugin masquerades pod traffic.
+type conflistView struct {
+	Subnet string
+	IPMasq bool
+}
+
+// networkPart is the pod network of the cluster's CNI. Under Cilium: a
+// bridge conflist over the whole pod CIDR, so the kubelet has a network
+// before the addons script installs Cilium (whose own config then takes
+// over), and Cilium's helm values. Under the bridge CNI: the node's own
+// conflist over its pod subnet, not masquerading (pods reach pods by their
+// addresses), and the unit and script that route the peers' subnets and
+// masquerade only what leaves the pod CIDR.
 func networkPart(v *view) []fileSpec {
+	const conflist = "/etc/cni/net.d/10-exk8s.conflist"
+	if v.PodNetwork == nil {
+		return []fileSpec{
+			tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.Cluster.PodCIDR, IPMasq: true}),
+			tmpl(configDir+"/cilium-values.yaml", "cilium-values.yaml", modePublic, v),
+		}
+	}
 	return []fileSpec{
-		tmpl("/etc/cni/net.d/10-exk8s.conflist", "single-node-bridge-cni.conflist", modePublic, v),
-		tmpl(configDir+"/cilium-values.yaml", "cilium-values.yaml", modePublic, v),
+		tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.PodNetwork.NodeSubnet}),
+		tmpl(unitDir+"/exk8s-pod-network.service", "exk8s-pod-network.service", modePublic, v),
+		tmpl(binDir+"/exk8s-pod-network.sh", "exk8s-pod-network.sh", modeScript, v.PodNetwork),
 	}
 }
 

@@ -136,8 +136,13 @@ type view struct {
 	EtcdInitialCluster string // name=https://ip:2380,... by ordinal
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
-	Checksums          []checksum
-	Renewal            renewalView
+	// Cilium: the cluster's CNI is Cilium, so helm, the chart's settings
+	// and cilium-values.yaml are in the bundle. PodNetwork is the bridge
+	// CNI's (this node's pod subnet, routes to its peers'); nil under Cilium.
+	Cilium     bool
+	PodNetwork *podNetwork
+	Checksums  []checksum
+	Renewal    renewalView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -162,7 +167,13 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
+		Cilium:             in.Cluster.CNI == CNICilium,
 		Renewal:            newRenewalView(),
+	}
+	if in.Cluster.CNI == CNIBridge {
+		if v.PodNetwork, err = topo.podNetwork(in.Cluster.PodCIDR); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, f := range slices.Sorted(maps.Keys(in.Artifacts.SHA256)) {
 		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: in.Artifacts.SHA256[f]})

@@ -33,6 +33,33 @@ func addToIP(ip net.IP, n int64) net.IP {
 	return out
 }
 
+// NodePodPrefix is the prefix length of each node's pod subnet under the
+// bridge CNI: 256 addresses, room for the kubelet's default of 110 pods
+// (kubenet's, and the controller manager's default node CIDR size).
+const NodePodPrefix = 24
+
+// NodePodCIDR is the pod subnet of the node with that ordinal under the
+// bridge CNI: the one rule the node's own conflist and every peer's route to
+// it are rendered from. The cluster's IPv4 pod CIDR is cut into /24s in
+// address order and ordinal k takes subnet k-1, so the carve depends on the
+// node list alone (never on which node registers first). It fails when the
+// pod CIDR is not IPv4, is smaller than a /24, or holds fewer than k of them.
+func NodePodCIDR(podCIDR string, ordinal int) (string, error) {
+	_, ipnet, err := net.ParseCIDR(podCIDR)
+	if err != nil || ipnet.IP.To4() == nil {
+		return "", fmt.Errorf("must be an IPv4 CIDR for the bridge CNI, got %q", podCIDR)
+	}
+	ones, _ := ipnet.Mask.Size()
+	if ones > NodePodPrefix {
+		return "", fmt.Errorf("%s is too small: the bridge CNI gives every node a /%d of it", podCIDR, NodePodPrefix)
+	}
+	if subnets := 1 << (NodePodPrefix - ones); ordinal < 1 || ordinal > subnets {
+		return "", fmt.Errorf("%s holds %d node pod subnets (/%d), none for ordinal %d", podCIDR, subnets, NodePodPrefix, ordinal)
+	}
+	first := addToIP(ipnet.IP, int64(ordinal-1)<<(32-NodePodPrefix))
+	return fmt.Sprintf("%s/%d", first, NodePodPrefix), nil
+}
+
 // topology is what a bundle knows about the control plane, derived once.
 type topology struct {
 	peers     []Node // sorted by ordinal
@@ -67,4 +94,37 @@ func (t topology) etcdServers() string {
 		parts[i] = "https://" + net.JoinHostPort(n.IPv4, "2379")
 	}
 	return strings.Join(parts, ",")
+}
+
+// podNetwork is what the bridge CNI renders on one node: its own pod subnet
+// (its conflist) and a route to every peer's (exk8s-pod-network.sh).
+type podNetwork struct {
+	PodCIDR    string // the cluster's: traffic leaving it is masqueraded
+	NodeSubnet string // this node's, by NodePodCIDR
+	Routes     []podRoute
+}
+
+// podRoute sends a peer's pod subnet to that peer's private address.
+type podRoute struct {
+	Node, Subnet, Via string
+}
+
+// podNetwork carves the pod CIDR for every peer, by ordinal.
+func (t topology) podNetwork(podCIDR string) (*podNetwork, error) {
+	self, err := NodePodCIDR(podCIDR, t.self.Ordinal)
+	if err != nil {
+		return nil, err
+	}
+	pn := &podNetwork{PodCIDR: podCIDR, NodeSubnet: self}
+	for _, p := range t.peers {
+		if p.VMID == t.self.VMID {
+			continue
+		}
+		subnet, err := NodePodCIDR(podCIDR, p.Ordinal)
+		if err != nil {
+			return nil, err
+		}
+		pn.Routes = append(pn.Routes, podRoute{Node: p.Name, Subnet: subnet, Via: p.IPv4})
+	}
+	return pn, nil
 }

@@ -3,7 +3,6 @@ package bundle
 import (
 	"crypto"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -30,6 +29,12 @@ import (
 func realBundles(t *testing.T) (*clusterPKI, map[int64]*Bundle) {
 	t.Helper()
 	c, nodes := testCluster()
+	return realBundlesOf(t, c, nodes)
+}
+
+// realBundlesOf is realBundles for another cluster (another CNI).
+func realBundlesOf(t *testing.T, c Cluster, nodes []Node) (*clusterPKI, map[int64]*Bundle) {
+	t.Helper()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
 	r := newTestRenderer(t)
 	out := map[int64]*Bundle{}
@@ -153,30 +158,6 @@ func selfNode(t *testing.T, b *Bundle) Node {
 	}
 	t.Fatalf("no node %d", b.Metadata.VMID)
 	return Node{}
-}
-
-func TestConflistIsJSON(t *testing.T) {
-	_, bundles := realBundles(t)
-	for _, b := range bundles {
-		var conf struct {
-			CNIVersion string `json:"cniVersion"`
-			Name       string `json:"name"`
-			Plugins    []struct {
-				Type string `json:"type"`
-				IPAM struct {
-					Ranges [][]struct {
-						Subnet string `json:"subnet"`
-					} `json:"ranges"`
-				} `json:"ipam"`
-			} `json:"plugins"`
-		}
-		if err := json.Unmarshal([]byte(mustFile(t, b, "/etc/cni/net.d/10-exk8s.conflist")), &conf); err != nil {
-			t.Fatalf("conflist is not JSON: %v", err)
-		}
-		if conf.Plugins[0].Type != "bridge" || conf.Plugins[0].IPAM.Ranges[0][0].Subnet != "172.16.0.0/12" {
-			t.Errorf("conflist: %+v", conf)
-		}
-	}
 }
 
 // wantKubeconfigs: file stem → identity, CN, O, server. Only the initial
@@ -368,13 +349,15 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	scripts := map[string]string{"bootstrap-userdata.sh": ud}
-	for _, f := range bundles[101].Files {
+	bc, bn := bridgeCluster()
+	_, bridge := realBundlesOf(t, bc, bn)
+	for _, f := range append(bundles[101].Files, bridge[102].Files...) {
 		if strings.HasSuffix(f.Path, ".sh") {
-			scripts[filepath.Base(f.Path)] = f.Content
+			scripts[filepath.Base(f.Path)] = f.Content // the same but for exk8s-pod-network.sh, bridge's only
 		}
 	}
-	if len(scripts) != 7 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh and exk8s-imds-guard.sh, got %d", len(scripts))
+	if len(scripts) != 8 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-imds-guard.sh and the bridge CNI's exk8s-pod-network.sh, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -542,6 +525,7 @@ func TestAPIServerWiring(t *testing.T) {
 
 		cm := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-controller-manager.yaml"))
 		for k, v := range map[string]string{
+			"allocate-node-cidrs":              "false",
 			"kubeconfig":                       "/etc/exk8s/kubeconfig/controller-manager.kubeconfig",
 			"authentication-kubeconfig":        "/etc/exk8s/kubeconfig/controller-manager.kubeconfig",
 			"authorization-kubeconfig":         "/etc/exk8s/kubeconfig/controller-manager.kubeconfig",
@@ -622,15 +606,18 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	used := map[string]bool{"bootstrap-userdata.sh": true}
 	c, nodes := testCluster()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
-	in := cp.input(c, nodes, 101)
-	view, _, err := newView(&in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range parts() {
-		for _, s := range p.files(view) {
-			if s.template != "" {
-				used[s.template] = true
+	for _, cni := range CNIs() {
+		c.CNI = cni
+		in := cp.input(c, nodes, 101)
+		view, _, err := newView(&in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts() {
+			for _, s := range p.files(view) {
+				if s.template != "" {
+					used[s.template] = true
+				}
 			}
 		}
 	}
@@ -639,7 +626,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 25 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script and the IMDS guard's script and unit", len(used))
+	if len(used) != 27 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit and the bridge CNI's script and unit", len(used))
 	}
 }

@@ -45,18 +45,7 @@ var v1Tables = []struct {
 // over moto) and matches its certificate.
 func TestNodeIdentitiesMigrationMovesEveryNode(t *testing.T) {
 	ctx := context.Background()
-	dsn := emptyDatabase(t)
-	if err := dbmigrate.ApplyK8sapiTo(ctx, dsn, true, 1); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	kmsClient, keyID := testenv.KMSKey(t)
-	env := envelope.New(kmsClient, keyID, nil)
-
+	dsn, pool, env := databaseAt(t, 1)
 	var nodes []v1Node
 	for _, count := range []int{3, 1} {
 		nodes = append(nodes, foundV1(t, pool, env, count)...)
@@ -74,6 +63,25 @@ func TestNodeIdentitiesMigrationMovesEveryNode(t *testing.T) {
 	for _, n := range nodes {
 		assertOpens(t, store.New(pool), env, n)
 	}
+}
+
+// databaseAt is a fresh database at version of k8sapi's migrations (the
+// platform stand-ins at their latest), a pool on it and an envelope over
+// moto's KMS, for writing rows as that version's code did.
+func databaseAt(t *testing.T, version int32) (string, *pgxpool.Pool, *envelope.Envelope) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := emptyDatabase(t)
+	if err := dbmigrate.ApplyK8sapiTo(ctx, dsn, true, version); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	kmsClient, keyID := testenv.KMSKey(t)
+	return dsn, pool, envelope.New(kmsClient, keyID, nil)
 }
 
 func emptyDatabase(t *testing.T) string {

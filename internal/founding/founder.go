@@ -189,7 +189,7 @@ func (s *Service) newCluster(org, id int64, spec Spec, key string) store.Cluster
 		ControlPlaneDNSName: name + "." + s.Settings.BaseDNSDomain,
 		Status:              store.StatusFounding, KeyAlgorithm: string(spec.KeyAlgorithm),
 		KubernetesVersion: s.Settings.KubernetesVersion, ClusterDomain: s.Settings.ClusterDomain,
-		ServiceCIDR: s.Settings.ServiceCIDR, PodCIDR: s.Settings.PodCIDR,
+		ServiceCIDR: s.Settings.ServiceCIDR, PodCIDR: s.Settings.PodCIDR, CNI: string(spec.CNI),
 		ControlPlaneCount: spec.ControlPlaneCount, SecurityGroupIDs: spec.SecurityGroupIDs,
 		IdempotencyKey: &key, RequestFingerprint: &fp, FoundingSpec: specJSON,
 		CreatedAt: s.now(), UpdatedAt: s.now(),

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
 )
@@ -42,6 +43,7 @@ type Request struct {
 	SSHPubkey                *string `json:"ssh_pubkey"`
 	RootVolumeSizeGiB        *int    `json:"root_volume_size_gib"`
 	KeyAlgorithm             *string `json:"key_algorithm"`
+	CNI                      *string `json:"cni"`
 }
 
 // Spec is a validated Request with defaults applied.
@@ -56,6 +58,7 @@ type Spec struct {
 	SSHPubkey                string        `json:"ssh_pubkey"`
 	RootVolumeSizeGiB        int           `json:"root_volume_size_gib"`
 	KeyAlgorithm             pki.Algorithm `json:"key_algorithm"`
+	CNI                      bundle.CNI    `json:"cni"`
 }
 
 var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
@@ -81,6 +84,7 @@ func (r Request) withDefaults() Spec {
 		RootVolumeSizeGiB: valueOr(r.RootVolumeSizeGiB, 0),
 	}
 	s.KeyAlgorithm, _ = pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, "")) // refused by optionRules
+	s.CNI, _ = bundle.ParseCNI(valueOr(r.CNI, ""))                      // refused by optionRules
 	return s
 }
 
@@ -131,12 +135,14 @@ func securityGroupRules(ids []int64) []validation.Rule {
 // optionRules: the optional fields, checked only when given.
 func optionRules(r Request, s Spec) []validation.Rule {
 	_, algErr := pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, ""))
+	_, cniErr := bundle.ParseCNI(valueOr(r.CNI, ""))
 	return []validation.Rule{
 		rule("ssh_pubkey", len(s.SSHPubkey) <= MaxSSHPubkeyBytes && !strings.ContainsAny(s.SSHPubkey, "\r\n") && looksLikeSSHKey(s.SSHPubkey),
 			"must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*)"),
 		rule("root_volume_size_gib", r.RootVolumeSizeGiB == nil || s.RootVolumeSizeGiB >= MinRootVolumeGiB && s.RootVolumeSizeGiB <= MaxRootVolumeGiB,
 			fmt.Sprintf("must be %d to %d", MinRootVolumeGiB, MaxRootVolumeGiB)),
 		rule("key_algorithm", algErr == nil, validation.Describe(algErr)),
+		rule("cni", cniErr == nil, validation.Describe(cniErr)),
 	}
 }
 

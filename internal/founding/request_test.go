@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -22,14 +23,14 @@ func TestValidateAppliesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ControlPlaneCount != 1 || s.ZoneID != 1 || s.KeyAlgorithm != pki.ECDSAP256 || s.AllocatePublicIPv4 || len(s.SecurityGroupIDs) != 0 {
+	if s.ControlPlaneCount != 1 || s.ZoneID != 1 || s.KeyAlgorithm != pki.ECDSAP256 || s.CNI != bundle.CNICilium || s.AllocatePublicIPv4 || len(s.SecurityGroupIDs) != 0 {
 		t.Errorf("defaults: %+v", s)
 	}
 }
 
 func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 	_, err := decode(t, `{"control_plane_count":4,"control_plane_image_id":0,"control_plane_instance_type":"E2 Medium",
-		"zone_id":-1,"security_group_ids":[5,5,0,1,2,3],"root_volume_size_gib":4096,"ssh_pubkey":"x","key_algorithm":"rsa-1024"}`).Validate()
+		"zone_id":-1,"security_group_ids":[5,5,0,1,2,3],"root_volume_size_gib":4096,"ssh_pubkey":"x","key_algorithm":"rsa-1024","cni":"calico"}`).Validate()
 	e, ok := apperr.As(err)
 	if !ok || e.Kind != apperr.Invalid {
 		t.Fatalf("err = %v", err)
@@ -44,7 +45,8 @@ func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 		"security_group_ids[2]: must be a positive integer; " +
 		"ssh_pubkey: must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*); " +
 		"root_volume_size_gib: must be 10 to 2048; " +
-		`key_algorithm: must be "ecdsa-p256" or "rsa-2048"`
+		`key_algorithm: must be "ecdsa-p256" or "rsa-2048"; ` +
+		`cni: must be "cilium" or "bridge"`
 	if e.Message != want {
 		t.Errorf("message:\n got %s\nwant %s", e.Message, want)
 	}
@@ -69,9 +71,10 @@ func TestValidateSaysRequiredAndRangeApart(t *testing.T) {
 	}
 	s, err := decode(t, `{"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3,"zone_id":2,
 		"control_plane_count":3,"security_group_ids":[4,5],"allocate_public_ipv4":true,"ssh_pubkey":" ssh-ed25519 AAAA ",
-		"root_volume_size_gib":20,"key_algorithm":"rsa-2048"}`).Validate()
+		"root_volume_size_gib":20,"key_algorithm":"rsa-2048","cni":"bridge"}`).Validate()
 	want2 := Spec{ControlPlaneCount: 3, ControlPlaneImageID: 7, ControlPlaneInstanceType: "e2.medium", ZoneID: 2, SubnetID: 3,
-		SecurityGroupIDs: []int64{4, 5}, AllocatePublicIPv4: true, SSHPubkey: "ssh-ed25519 AAAA", RootVolumeSizeGiB: 20, KeyAlgorithm: pki.RSA2048}
+		SecurityGroupIDs: []int64{4, 5}, AllocatePublicIPv4: true, SSHPubkey: "ssh-ed25519 AAAA", RootVolumeSizeGiB: 20, KeyAlgorithm: pki.RSA2048,
+		CNI: bundle.CNIBridge}
 	if err != nil || s.Fingerprint() != want2.Fingerprint() {
 		t.Errorf("spec %+v, %v; want %+v", s, err, want2)
 	}
@@ -79,13 +82,14 @@ func TestValidateSaysRequiredAndRangeApart(t *testing.T) {
 
 func TestFingerprintFollowsTheNormalizedRequest(t *testing.T) {
 	a, _ := decode(t, `{"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
-	b, _ := decode(t, `{"control_plane_count":1,"zone_id":1,"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
+	b, _ := decode(t, `{"control_plane_count":1,"zone_id":1,"cni":"cilium","control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
 	c, _ := decode(t, `{"control_plane_count":2,"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
+	d, _ := decode(t, `{"cni":"bridge","control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3}`).Validate()
 	if a.Fingerprint() != b.Fingerprint() {
 		t.Error("explicit defaults changed the fingerprint")
 	}
-	if a.Fingerprint() == c.Fingerprint() {
-		t.Error("a different count kept the fingerprint")
+	if a.Fingerprint() == c.Fingerprint() || a.Fingerprint() == d.Fingerprint() {
+		t.Error("a different count or CNI kept the fingerprint")
 	}
 }
 

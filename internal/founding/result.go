@@ -20,6 +20,7 @@ type Result struct {
 	ControlPlaneDNSName   string             `json:"control_plane_dns_name"`
 	ServiceCIDR           string             `json:"service_cidr"`
 	PodCIDR               string             `json:"pod_cidr"`
+	CNI                   string             `json:"cni"`
 	KubernetesVersion     string             `json:"kubernetes_version"`
 	KeyAlgorithm          string             `json:"key_algorithm"`
 	DNSConfigured         bool               `json:"dns_configured"`
@@ -57,6 +58,7 @@ type ClusterView struct {
 	Nodes               []NodeView `json:"nodes"`
 	ServiceCIDR         string     `json:"service_cidr"`
 	PodCIDR             string     `json:"pod_cidr"`
+	CNI                 string     `json:"cni"`
 	KubernetesVersion   string     `json:"kubernetes_version"`
 	KeyAlgorithm        string     `json:"key_algorithm"`
 	DNSConfigured       bool       `json:"dns_configured"`
@@ -77,7 +79,7 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 	v := ClusterView{
 		ID: c.ID, Name: c.Name, Status: c.Status, StatusReason: c.StatusReason, ControlPlaneDNSName: c.ControlPlaneDNSName,
 		ControlPlaneVMIDs: []int64{}, Nodes: []NodeView{},
-		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, KubernetesVersion: c.KubernetesVersion,
+		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: c.CNI, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
@@ -121,7 +123,7 @@ func resultOf(v ClusterView, nodes []store.Node, kubeconfig string) *Result {
 	return &Result{
 		ClusterID: v.ID, Name: v.Name, Status: v.Status, Kubeconfig: kubeconfig,
 		ControlPlaneVMIDs: v.ControlPlaneVMIDs, ControlPlaneDNSName: v.ControlPlaneDNSName,
-		ServiceCIDR: v.ServiceCIDR, PodCIDR: v.PodCIDR, KubernetesVersion: v.KubernetesVersion,
+		ServiceCIDR: v.ServiceCIDR, PodCIDR: v.PodCIDR, CNI: v.CNI, KubernetesVersion: v.KubernetesVersion,
 		KeyAlgorithm: v.KeyAlgorithm, DNSConfigured: v.DNSConfigured, DNSError: v.DNSError,
 		BootstrapPathTemplate: bundle.PathTemplate,
 		IngressWildcardDNS:    "*." + v.ControlPlaneDNSName,

@@ -204,7 +204,7 @@ func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifact
 	in := bundle.Input{
 		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
-			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR},
+			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: bundle.CNI(c.CNI)},
 		SelfVMID:             self.VMID,
 		Artifacts:            artifacts,
 		CACerts:              keyring.CACerts(c),

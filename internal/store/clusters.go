@@ -30,6 +30,7 @@ type Cluster struct {
 	ClusterDomain           string    `db:"cluster_domain"`
 	ServiceCIDR             string    `db:"service_cidr"`
 	PodCIDR                 string    `db:"pod_cidr"`
+	CNI                     string    `db:"cni"` // migration 007
 	ControlPlaneCount       int       `db:"control_plane_count"`
 	SecurityGroupIDs        []int64   `db:"security_group_ids"`
 	CreatedSecurityGroupID  *int64    `db:"created_security_group_id"`
@@ -62,7 +63,7 @@ type Cluster struct {
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
-	kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count, security_group_ids, created_security_group_id,
+	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count, security_group_ids, created_security_group_id,
 	kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # exk8s-install-cluster-addons.sh: installs the cluster-wide addons (the
-# control plane's own RBAC, kube-proxy, Cilium, CoreDNS) once, from the
-# initial control-plane node only, and reports addons_installed to k8sapi
-# (or failed, with the step).
+# control plane's own RBAC, kube-proxy, Cilium when it is the cluster's CNI,
+# CoreDNS) once, from the initial control-plane node only, and reports
+# addons_installed to k8sapi (or failed, with the step). Under the bridge
+# CNI there is no network addon: every node configures its own
+# (exk8s-pod-network.service), and helm is never needed.
 set -euo pipefail
 
 CLUSTER_ENV=/etc/exk8s/config/cluster.env
@@ -26,15 +28,22 @@ if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" != "true" ]]; then
   log "not the initial control-plane node; nothing to do"
   exit 0
 fi
-: "${CILIUM_CHART:?CILIUM_CHART missing from cluster.env}"
-: "${CILIUM_VERSION:?CILIUM_VERSION missing from cluster.env}"
+: "${CNI:?CNI missing from cluster.env}"
 : "${ETCD_INITIAL_CLUSTER:?ETCD_INITIAL_CLUSTER missing from cluster.env}"
+case "$CNI" in
+  cilium)
+    : "${CILIUM_CHART:?CILIUM_CHART missing from cluster.env}"
+    : "${CILIUM_VERSION:?CILIUM_VERSION missing from cluster.env}"
+    ;;
+  bridge) ;;
+  *) die "unknown CNI ${CNI} in cluster.env" ;;
+esac
 
 export KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
 
 readyz() { kubectl get --raw=/readyz >/dev/null 2>&1; }
 
-if ! command -v helm >/dev/null 2>&1; then
+if [[ "$CNI" == cilium ]] && ! command -v helm >/dev/null 2>&1; then
   step "installing helm"
   /usr/local/bin/exk8s-install-control-plane-prereqs.sh helm
 fi
@@ -49,13 +58,15 @@ step "installing kube-proxy"
 retry 5 10 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
 kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
 
-step "installing Cilium ${CILIUM_VERSION}"
-retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
-  --version "$CILIUM_VERSION" \
-  --namespace kube-system \
-  --values /etc/exk8s/config/cilium-values.yaml \
-  --wait \
-  --timeout 10m || die "cannot install Cilium ${CILIUM_VERSION} from ${CILIUM_CHART}"
+if [[ "$CNI" == cilium ]]; then
+  step "installing Cilium ${CILIUM_VERSION}"
+  retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
+    --version "$CILIUM_VERSION" \
+    --namespace kube-system \
+    --values /etc/exk8s/config/cilium-values.yaml \
+    --wait \
+    --timeout 10m || die "cannot install Cilium ${CILIUM_VERSION} from ${CILIUM_CHART}"
+fi
 
 step "installing CoreDNS"
 retry 5 10 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"

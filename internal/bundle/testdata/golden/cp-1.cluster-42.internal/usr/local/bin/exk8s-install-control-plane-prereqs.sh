@@ -3,7 +3,9 @@
 #
 # Prepares a control-plane host: OS packages, kernel settings, containerd,
 # runc and the CNI plugins from their release artifacts (configured here),
-# and the kubelet, kubectl, etcd and helm binaries. Every download is checked
+# the kubelet, kubectl and etcd binaries, and helm when the cluster's CNI is
+# Cilium (the addons script installs Cilium with it; a bridge CNI cluster
+# has no use for helm and never downloads it). Every download is checked
 # against a SHA-256 before it is installed: the digest pinned in
 # /etc/exk8s/config/artifacts.sha256 if there is one, else the digest
 # published beside the artifact. A mismatch stops the bootstrap.
@@ -35,8 +37,11 @@ set +a
 : "${KUBE_DOWNLOAD_BASE:?KUBE_DOWNLOAD_BASE missing from cluster.env}"
 : "${ETCD_VERSION:?ETCD_VERSION missing from cluster.env}"
 : "${ETCD_DOWNLOAD_BASE:?ETCD_DOWNLOAD_BASE missing from cluster.env}"
-: "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
-: "${HELM_DOWNLOAD_BASE:?HELM_DOWNLOAD_BASE missing from cluster.env}"
+: "${CNI:?CNI missing from cluster.env}"
+if [[ "$CNI" == cilium ]]; then
+  : "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
+  : "${HELM_DOWNLOAD_BASE:?HELM_DOWNLOAD_BASE missing from cluster.env}"
+fi
 : "${CONTAINERD_VERSION:?CONTAINERD_VERSION missing from cluster.env}"
 : "${CONTAINERD_DOWNLOAD_BASE:?CONTAINERD_DOWNLOAD_BASE missing from cluster.env}"
 : "${RUNC_VERSION:?RUNC_VERSION missing from cluster.env}"
@@ -240,10 +245,13 @@ main() {
       install_kube_binaries
       step "installing etcd ${ETCD_VERSION}"
       install_etcd
-      step "installing helm ${HELM_VERSION}"
-      install_helm
+      if [[ "$CNI" == cilium ]]; then
+        step "installing helm ${HELM_VERSION}"
+        install_helm
+      fi
       ;;
     helm)
+      [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
       step "installing helm ${HELM_VERSION}"
       install_helm
       ;;

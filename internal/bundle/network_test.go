@@ -1,0 +1,256 @@
+package bundle
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestNodePodCIDR(t *testing.T) {
+	for _, tc := range []struct {
+		podCIDR string
+		ordinal int
+		want    string
+		err     string
+	}{
+		{"172.16.0.0/12", 1, "172.16.0.0/24", ""},
+		{"172.16.0.0/12", 2, "172.16.1.0/24", ""},
+		{"172.16.0.0/12", 3, "172.16.2.0/24", ""},
+		{"172.16.0.0/12", 257, "172.17.0.0/24", ""},
+		{"172.16.9.9/12", 1, "172.16.0.0/24", ""}, // the network, not the address written
+		{"10.244.0.0/16", 256, "10.244.255.0/24", ""},
+		{"10.244.0.0/24", 1, "10.244.0.0/24", ""},
+		{"10.244.0.0/16", 257, "", "10.244.0.0/16 holds 256 node pod subnets (/24), none for ordinal 257"},
+		{"172.16.0.0/23", 3, "", "172.16.0.0/23 holds 2 node pod subnets (/24), none for ordinal 3"},
+		{"172.16.0.0/12", 0, "", "172.16.0.0/12 holds 4096 node pod subnets (/24), none for ordinal 0"},
+		{"172.16.0.0/25", 1, "", "172.16.0.0/25 is too small: the bridge CNI gives every node a /24 of it"},
+		{"fd00:10::/48", 1, "", `must be an IPv4 CIDR for the bridge CNI, got "fd00:10::/48"`},
+		{"nope", 1, "", `must be an IPv4 CIDR for the bridge CNI, got "nope"`},
+	} {
+		got, err := NodePodCIDR(tc.podCIDR, tc.ordinal)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("NodePodCIDR(%q, %d) = %q, %v; want %q, %q", tc.podCIDR, tc.ordinal, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// The bundle refuses a bridge cluster whose pod CIDR cannot give every node
+// its /24, with the field and the reason; Cilium carves its own pool, so
+// the same CIDR renders under it.
+func TestBridgeNeedsAPodSubnetForEveryNode(t *testing.T) {
+	fx := loadFixtures(t)
+	r := newTestRenderer(t)
+	for _, tc := range []struct{ podCIDR, want string }{
+		{"172.16.0.0/23", "cluster.pod_cidr: 172.16.0.0/23 holds 2 node pod subnets (/24), none for ordinal 3"},
+		{"172.16.0.0/25", "cluster.pod_cidr: 172.16.0.0/25 is too small: the bridge CNI gives every node a /24 of it"},
+		{"fd00:10::/48", `cluster.pod_cidr: must be an IPv4 CIDR for the bridge CNI, got "fd00:10::/48"`},
+	} {
+		c, nodes := bridgeCluster()
+		c.PodCIDR = tc.podCIDR
+		if _, err := r.Render(fx.input(c, nodes, 102)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.podCIDR, err, tc.want)
+		}
+		c.CNI = CNICilium
+		if _, err := r.Render(fx.input(c, nodes, 102)); err != nil && !strings.Contains(tc.podCIDR, ":") {
+			t.Errorf("%s under Cilium: %v", tc.podCIDR, err)
+		}
+	}
+}
+
+// conflist is what the tests read of 10-exk8s.conflist.
+type conflist struct {
+	CNIVersion string `json:"cniVersion"`
+	Name       string `json:"name"`
+	Plugins    []struct {
+		Type      string `json:"type"`
+		Bridge    string `json:"bridge"`
+		IsGateway bool   `json:"isGateway"`
+		IPMasq    bool   `json:"ipMasq"`
+		IPAM      struct {
+			Type   string `json:"type"`
+			Ranges [][]struct {
+				Subnet string `json:"subnet"`
+			} `json:"ranges"`
+		} `json:"ipam"`
+	} `json:"plugins"`
+}
+
+func readConflist(t *testing.T, b *Bundle) conflist {
+	t.Helper()
+	var conf conflist
+	if err := json.Unmarshal([]byte(mustFile(t, b, "/etc/cni/net.d/10-exk8s.conflist")), &conf); err != nil {
+		t.Fatalf("%s: conflist is not JSON: %v", b.Metadata.NodeName, err)
+	}
+	if conf.CNIVersion != "1.0.0" || len(conf.Plugins) != 3 || conf.Plugins[0].Type != "bridge" || conf.Plugins[0].Bridge != "cni0" ||
+		!conf.Plugins[0].IsGateway || conf.Plugins[0].IPAM.Type != "host-local" || conf.Plugins[1].Type != "portmap" || conf.Plugins[2].Type != "firewall" {
+		t.Errorf("%s: conflist %+v", b.Metadata.NodeName, conf)
+	}
+	return conf
+}
+
+// Under Cilium every node's conflist spans the pod CIDR (until Cilium takes
+// over); under the bridge CNI each node hands out its own /24, by ordinal,
+// disjoint from its peers' and inside the pod CIDR, without masquerading.
+func TestConflists(t *testing.T) {
+	_, cilium := realBundles(t)
+	for _, b := range cilium {
+		if conf := readConflist(t, b); conf.Plugins[0].IPAM.Ranges[0][0].Subnet != "172.16.0.0/12" || !conf.Plugins[0].IPMasq {
+			t.Errorf("cilium %s: %+v", b.Metadata.NodeName, conf)
+		}
+	}
+	c, nodes := bridgeCluster()
+	_, bridge := realBundlesOf(t, c, nodes)
+	_, podNet, _ := net.ParseCIDR(c.PodCIDR)
+	seen := map[string]bool{}
+	for _, b := range bridge {
+		conf := readConflist(t, b)
+		subnet := conf.Plugins[0].IPAM.Ranges[0][0].Subnet
+		want, err := NodePodCIDR(c.PodCIDR, selfNode(t, b).Ordinal)
+		if err != nil || subnet != want || conf.Plugins[0].IPMasq || seen[subnet] || !podNet.Contains(net.ParseIP(strings.TrimSuffix(subnet, "/24"))) {
+			t.Errorf("bridge %s: subnet %s (want %s, %v), ipMasq %v", b.Metadata.NodeName, subnet, want, err, conf.Plugins[0].IPMasq)
+		}
+		seen[subnet] = true
+	}
+}
+
+// A bundle carries only what its CNI uses: no helm, chart or values under
+// the bridge CNI; no pod-network unit under Cilium. The controller
+// manager allocates no node CIDRs and kube-proxy's cluster CIDR is the
+// cluster's pod CIDR under both.
+func TestEachCNIBundleCarriesOnlyWhatItUses(t *testing.T) {
+	fx := loadFixtures(t)
+	r := newTestRenderer(t)
+	const unit, script = "/etc/systemd/system/exk8s-pod-network.service", "/usr/local/bin/exk8s-pod-network.sh"
+	for _, cni := range CNIs() {
+		c, nodes := testCluster()
+		c.CNI = cni
+		b, err := r.Render(fx.input(c, nodes, 101))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bridge := cni == CNIBridge
+		env := mustFile(t, b, "/etc/exk8s/config/cluster.env")
+		_, values := b.File("/etc/exk8s/config/cilium-values.yaml")
+		_, hasUnit := b.File(unit)
+		_, hasScript := b.File(script)
+		kubelet := mustFile(t, b, "/etc/systemd/system/kubelet.service")
+		if values == bridge || strings.Contains(env, "HELM_") == bridge || strings.Contains(env, "CILIUM_") == bridge ||
+			!strings.Contains(env, "\nCNI='"+string(cni)+"'\n") || hasUnit != bridge || hasScript != bridge ||
+			strings.Contains(kubelet, "Wants=network-online.target exk8s-pod-network.service\n") != bridge ||
+			strings.Contains(kubelet, " exk8s-imds-guard.service exk8s-pod-network.service\n") != bridge {
+			t.Errorf("%s: values %v, unit %v, script %v, cluster.env:\n%s\nkubelet.service:\n%s", cni, values, hasUnit, hasScript, env, kubelet)
+		}
+		cm := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-controller-manager.yaml"))
+		proxy := flags(mustFile(t, b, "/etc/exk8s/manifests/kube-proxy.yaml"))
+		if cm["allocate-node-cidrs"] != "false" || cm["cluster-cidr"] != c.PodCIDR || proxy["cluster-cidr"] != c.PodCIDR {
+			t.Errorf("%s: controller manager %v, kube-proxy %v", cni, cm, proxy)
+		}
+	}
+}
+
+// The IMDS guard drops by source address from the cluster's whole pod
+// CIDR, on every interface: every bridge node's pod subnet (its pods on
+// cni0) lies inside the CIDR the guard reads from cluster.env.
+func TestIMDSGuardCoversBridgePods(t *testing.T) {
+	c, nodes := bridgeCluster()
+	_, bundles := realBundlesOf(t, c, nodes)
+	for _, b := range bundles {
+		guard := mustFile(t, b, "/usr/local/bin/exk8s-imds-guard.sh")
+		if !strings.Contains(guard, "ip saddr ${POD_CIDR} ip daddr { ${addresses} } counter drop") || strings.Contains(guard, "iif") {
+			t.Errorf("%s: the guard's rule is not a drop from the whole pod CIDR on every interface", b.Metadata.NodeName)
+		}
+		if !strings.Contains(mustFile(t, b, "/etc/exk8s/config/cluster.env"), "\nPOD_CIDR='"+c.PodCIDR+"'\n") {
+			t.Errorf("%s: cluster.env does not give the guard the pod CIDR", b.Metadata.NodeName)
+		}
+		_, podNet, _ := net.ParseCIDR(c.PodCIDR)
+		_, nodeNet, err := net.ParseCIDR(readConflist(t, b).Plugins[0].IPAM.Ranges[0][0].Subnet)
+		if ones, _ := nodeNet.Mask.Size(); err != nil || !podNet.Contains(nodeNet.IP) || ones < 12 {
+			t.Errorf("%s: pods on cni0 (%v) outside the guarded %s", b.Metadata.NodeName, nodeNet, c.PodCIDR)
+		}
+	}
+}
+
+// fakeNetTools are an ip and an iptables that log their arguments to
+// $FAKE_LOG; the fake iptables keeps the rules it was asked to append in
+// $FAKE_RULES and answers -C from them, as the real one does.
+var fakeNetTools = map[string]string{
+	"ip": `#!/usr/bin/env bash
+echo "ip $*" >>"$FAKE_LOG"
+`,
+	"iptables": `#!/usr/bin/env bash
+echo "iptables $*" >>"$FAKE_LOG"
+rule="$*"
+case " $rule " in
+  *" -C "*) grep -qxF -- "${rule/ -C / -A }" "$FAKE_RULES" 2>/dev/null ;;
+  *" -A "*) echo "$rule" >>"$FAKE_RULES" ;;
+esac
+`,
+}
+
+// runPodNetwork runs a node's exk8s-pod-network.sh with the fakes first on
+// PATH and returns what they were asked, by this run only.
+func runPodNetwork(t *testing.T, dir, script string) []string {
+	t.Helper()
+	log := filepath.Join(dir, "calls")
+	_ = os.Remove(log)
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"),
+		"FAKE_LOG="+log, "FAKE_RULES="+filepath.Join(dir, "rules"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	calls, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(calls), "\n"), "\n")
+}
+
+// Node 2's script routes each peer's pod subnet to that peer and
+// masquerades its own pods' traffic leaving the pod CIDR; run again (a
+// reboot, a restart of the unit) it replaces the same routes and adds no
+// second rule. A single node routes nothing.
+func TestPodNetworkScript(t *testing.T) {
+	requireTools(t, "bash", "grep")
+	fx := loadFixtures(t)
+	r := newTestRenderer(t)
+	const masq = "-s 172.16.1.0/24 ! -d 172.16.0.0/12 -m comment --comment exk8s: pod traffic leaving the pod CIDR -j MASQUERADE"
+	routes := []string{"ip route replace 172.16.0.0/24 via 10.0.0.11", "ip route replace 172.16.2.0/24 via 10.0.0.13"}
+	check, add := "iptables -w -t nat -C POSTROUTING "+masq, "iptables -w -t nat -A POSTROUTING "+masq
+	c, nodes := bridgeCluster()
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		runs  [][]string
+	}{
+		{"three nodes", nodes, [][]string{append(routes, check, add), append(routes, check)}},
+		{"one node", []Node{{VMID: 102, Ordinal: 2, Name: "cp-2.cluster-42.internal", IPv4: "10.0.0.12"}}, [][]string{{check, add}, {check}}},
+	} {
+		b, err := r.Render(fx.input(c, tc.nodes, 102))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		for name, body := range fakeNetTools {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := filepath.Join(dir, "exk8s-pod-network.sh")
+		if err := os.WriteFile(script, []byte(mustFile(t, b, "/usr/local/bin/exk8s-pod-network.sh")), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range tc.runs {
+			if got := runPodNetwork(t, dir, script); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s, run %d:\n got %q\nwant %q", tc.name, i+1, got, want)
+			}
+		}
+		if rules, _ := os.ReadFile(filepath.Join(dir, "rules")); string(rules) != "-w -t nat -A POSTROUTING "+masq+"\n" {
+			t.Errorf("%s: NAT rules after two runs:\n%s", tc.name, rules)
+		}
+	}
+}
