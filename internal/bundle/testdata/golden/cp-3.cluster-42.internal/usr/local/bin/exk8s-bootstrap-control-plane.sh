@@ -17,10 +17,6 @@ KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
 . /usr/local/bin/exk8s-progress.sh
 progress_begin exk8s-bootstrap-control-plane
 
-# Host-specific kubelet settings: drop-ins over the rendered config.yaml
-# (kubelet --config-dir), so no rendered file is ever edited on the host.
-KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
-
 log() { printf '%s exk8s-bootstrap: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
 
