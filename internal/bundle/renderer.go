@@ -137,6 +137,7 @@ type view struct {
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
 	Checksums          []checksum
+	ArtifactFiles      []ArtifactFile // what the prereqs script downloads, by the manifest's names
 	Renewal            renewalView
 }
 
@@ -162,6 +163,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
+		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion),
 		Renewal:            newRenewalView(),
 	}
 	for _, f := range slices.Sorted(maps.Keys(in.Artifacts.SHA256)) {

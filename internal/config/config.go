@@ -88,7 +88,7 @@ var variables = []variable{
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
 	{"LOCAL_RUN", "false", func(c *Config) *string { return &c.LocalRun }, checkBool},
 	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
-	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
+	{"KUBERNETES_VERSION", bundle.DefaultKubernetesVersion, func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
 	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
