@@ -376,6 +376,11 @@ func FunctionOverrides(st Stack) map[string]string {
 		"BOOTSTRAP_BASE_URL":    st.APIURL,
 		// Plain http and an unverified database connection: local only.
 		"LOCAL_RUN": "true",
+		// The simulator's VMs download nothing (nothing runs their bundle's
+		// prerequisites), and the manifest k8sapi ships may pin nothing yet:
+		// founding would refuse without this. A proof whose VMs do download
+		// passes its own manifest and false through (passedThrough).
+		"ARTIFACT_DIGEST_FALLBACK": "true",
 		// Each response says its DB round trips and KMS calls (internal/metrics).
 		metrics.DebugEnv: "1",
 	}
@@ -385,8 +390,11 @@ func FunctionOverrides(st Stack) map[string]string {
 
 // passedThrough are the variables `make local` takes from its own
 // environment for every function, so a short-lived stack is one command:
-// LEAF_CERT_LIFETIME=1h CERT_RENEW_BEFORE=59m45s make local.
-var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE"}
+// LEAF_CERT_LIFETIME=1h CERT_RENEW_BEFORE=59m45s make local, and a stack
+// whose nodes do download verifies them against a manifest of its own:
+// ARTIFACT_MANIFEST_FILE=/path ARTIFACT_DIGEST_FALLBACK=false make local.
+var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE",
+	"ARTIFACT_MANIFEST_FILE", "ARTIFACT_DIGEST_FALLBACK", "IMAGE_REGISTRY_PLAIN_HTTP"}
 
 // PassedThrough returns the passed-through variables lookup has a value for.
 func PassedThrough(lookup func(string) (string, bool)) map[string]string {
