@@ -183,3 +183,18 @@ func ManifestText(pins map[string]string) string {
 	}
 	return b.String()
 }
+
+// PinPlan is what scripts/pin-artifacts.sh fetches: one line per file of
+// a's versions on every architecture, "<manifest name> <URL> <published
+// digest URL> <entry there, or - for a bare digest>".
+func PinPlan(a Artifacts, kubernetesVersion string) string {
+	var b strings.Builder
+	for _, f := range a.Files(kubernetesVersion) {
+		entry := f.SumsEntry
+		if entry == "" {
+			entry = "-"
+		}
+		fmt.Fprintf(&b, "%s %s %s %s\n", f.Name, f.URL, f.SumsURL, entry)
+	}
+	return b.String()
+}

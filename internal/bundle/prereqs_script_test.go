@@ -282,3 +282,45 @@ func TestPrereqsRegistryHostConfig(t *testing.T) {
 		}
 	}
 }
+
+// scripts/pin-artifacts.sh writes the digest published for every file of
+// the plan into the manifest, keeping its comments; asked to download, it
+// refuses a published digest the file does not have, and writes nothing.
+func TestPinArtifactsScript(t *testing.T) {
+	requireTools(t, "bash", "curl", "sha256sum", "awk", "sort")
+	m, a := newArtifactMirror(t, DefaultArtifacts(), DefaultKubernetesVersion, false)
+	dir := t.TempDir()
+	plan, manifest := filepath.Join(dir, "plan"), filepath.Join(dir, "pins.sha256")
+	header := "# reviewed like code\n"
+	for _, f := range []struct{ path, content string }{{plan, PinPlan(a, DefaultKubernetesVersion)}, {manifest, header + "# stale\n"}} {
+		if err := os.WriteFile(f.path, []byte(f.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(env ...string) (string, error) {
+		cmd := exec.Command("bash", "../../scripts/pin-artifacts.sh", plan)
+		cmd.Env = append(os.Environ(), append(env, "PIN_MANIFEST="+manifest)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("DOWNLOAD=1"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	written, _ := os.ReadFile(manifest)
+	pins, err := ParseManifest(string(written))
+	if err != nil || !maps.Equal(pins, m.digests) || len(pins) != len(Arches)*len(artifactFiles) ||
+		!strings.HasPrefix(string(written), header+"# stale\n") {
+		t.Fatalf("manifest (%v):\n%s", err, written)
+	}
+
+	liar, _ := newArtifactMirror(t, DefaultArtifacts(), DefaultKubernetesVersion, true)
+	liarPlan := strings.ReplaceAll(PinPlan(a, DefaultKubernetesVersion), m.srv.URL, liar.srv.URL)
+	if err := os.WriteFile(plan, []byte(liarPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("DOWNLOAD=1")
+	if again, _ := os.ReadFile(manifest); err == nil || !strings.Contains(out, "but "+strings.Repeat("0", 64)+" is published for it") ||
+		string(again) != string(written) {
+		t.Fatalf("a lying mirror: %v\n%s", err, out)
+	}
+}
