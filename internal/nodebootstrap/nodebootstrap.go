@@ -43,11 +43,11 @@ var _ Topologies = (*store.Store)(nil)
 
 // Service renders bundles.
 type Service struct {
-	Store     Topologies
-	Renewer   Renewer
-	Phases    progress.Recorder
-	Envelope  *envelope.Envelope
-	Renderer  *bundle.Renderer
+	Store    Topologies
+	Renewer  Renewer
+	Phases   progress.Recorder
+	Envelope *envelope.Envelope
+	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
 	// for clusters founded before sets were recorded (artifacts).
 	Artifacts bundle.Artifacts
