@@ -3,7 +3,8 @@
 // window (progress.Window: open from founding or a re-open until the node is
 // ready, for at most BOOTSTRAP_WINDOW), rehydrate the cluster's CAs (one KMS
 // Decrypt, or none on a warm container), mint this fetch's client
-// identities and render the bundle.
+// identities and render the bundle from the artifact set the cluster
+// recorded at founding (the configured one for clusters founded before).
 //
 // In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error
 // (409 bootstrap_closed outside the window). Rendering only signs leaves;
