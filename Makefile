@@ -41,7 +41,7 @@ migrate:
 	$(GO) run ./cmd/k8sapi-migrate $(if $(PLATFORM_DEV),-platform-dev)
 
 SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh e2e/build-node-image.sh \
-	e2e/node-image/cloud-init-standin
+	e2e/node-image/cloud-init-standin scripts/pin-artifacts.sh
 
 ## lint: go vet, cfn-lint, shellcheck
 lint:

@@ -17,6 +17,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.NotFound:        http.StatusNotFound,
 	apperr.Conflict:        http.StatusConflict,
 	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
+	apperr.Unprocessable:   http.StatusUnprocessableEntity,
 	apperr.Unavailable:     http.StatusServiceUnavailable,
 	apperr.BadGateway:      http.StatusBadGateway,
 }

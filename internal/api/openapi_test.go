@@ -250,7 +250,7 @@ func TestOpenAPIErrorCodesMatchTheCode(t *testing.T) {
 	kinds := map[string]apperr.Kind{
 		"Internal": apperr.Internal, "Invalid": apperr.Invalid, "Unauthenticated": apperr.Unauthenticated,
 		"Forbidden": apperr.Forbidden, "NotFound": apperr.NotFound, "Conflict": apperr.Conflict,
-		"TooLarge": apperr.TooLarge, "Unavailable": apperr.Unavailable, "BadGateway": apperr.BadGateway,
+		"TooLarge": apperr.TooLarge, "Unprocessable": apperr.Unprocessable, "Unavailable": apperr.Unavailable, "BadGateway": apperr.BadGateway,
 	}
 	if len(kinds) != len(statusOf) {
 		t.Fatalf("apperr kinds changed: update this test (%d kinds, %d statuses)", len(kinds), len(statusOf))

@@ -23,6 +23,7 @@ const (
 	TooLarge                    // 413
 	Unavailable                 // 503: a dependency (database, KMS) is down
 	BadGateway                  // 502: a platform API failed
+	Unprocessable               // 422: a well-formed request this deployment cannot carry out as configured
 )
 
 // Error is a failure the client may be told about.

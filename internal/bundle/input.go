@@ -35,34 +35,48 @@ type Node struct {
 	PublicIPv4 string // optional
 }
 
-// Artifacts says where a node downloads binaries, charts and images from, and
-// which versions. Point the bases at a mirror for an air-gapped install.
+// Artifacts says where a node downloads binaries, charts and images from,
+// which versions, and how each download is verified. Point the bases at a
+// mirror for an air-gapped install. A cluster records its set at founding
+// (Record; the JSON names are that record's and must not change).
 type Artifacts struct {
-	KubeDownloadBase string // <base>/<k8s version>/bin/linux/<arch>/<bin> (+ .sha256)
-	EtcdDownloadBase string // <base>/<etcd version>/etcd-<v>-linux-<arch>.tar.gz (+ SHA256SUMS)
-	EtcdVersion      string
-	HelmDownloadBase string // <base>/helm-<v>-linux-<arch>.tar.gz (+ .sha256sum)
-	HelmVersion      string
+	KubeDownloadBase string `json:"kube_download_base"` // <base>/<k8s version>/bin/linux/<arch>/<bin> (+ .sha256)
+	EtcdDownloadBase string `json:"etcd_download_base"` // <base>/<etcd version>/etcd-<v>-linux-<arch>.tar.gz (+ SHA256SUMS)
+	EtcdVersion      string `json:"etcd_version"`
+	HelmDownloadBase string `json:"helm_download_base"` // <base>/helm-<v>-linux-<arch>.tar.gz (+ .sha256sum)
+	HelmVersion      string `json:"helm_version"`
 	// The container runtime comes from release artifacts, never the
 	// distribution: Debian 12's containerd 1.6 is outside what Kubernetes
 	// 1.35 supports (2.2.0+, 2.1.5+, 1.7.28+).
-	ContainerdDownloadBase string // <base>/<v>/containerd-<v without "v">-linux-<arch>.tar.gz (+ .sha256sum)
-	ContainerdVersion      string
-	RuncDownloadBase       string // <base>/<v>/runc.<arch> (+ runc.sha256sum)
-	RuncVersion            string
-	CNIPluginsDownloadBase string // <base>/<v>/cni-plugins-linux-<arch>-<v>.tgz (+ .sha256)
-	CNIPluginsVersion      string
-	CiliumChart            string
-	CiliumVersion          string
-	ImageRegistry          string // control-plane, kube-proxy, CoreDNS and pause images
-	CoreDNSVersion         string
-	PauseVersion           string
-	// SHA256 pins digests by artifact file name (kubelet-v1.35.4-linux-amd64,
-	// etcd-v3.6.10-linux-amd64.tar.gz, helm-v3.19.2-linux-arm64.tar.gz).
-	// Rendered into /etc/exk8s/config/artifacts.sha256; artifacts not pinned
-	// are checked against the digest published beside them.
-	SHA256 map[string]string
+	ContainerdDownloadBase string `json:"containerd_download_base"` // <base>/<v>/containerd-<v without "v">-linux-<arch>.tar.gz (+ .sha256sum)
+	ContainerdVersion      string `json:"containerd_version"`
+	RuncDownloadBase       string `json:"runc_download_base"` // <base>/<v>/runc.<arch> (+ runc.sha256sum)
+	RuncVersion            string `json:"runc_version"`
+	CNIPluginsDownloadBase string `json:"cni_plugins_download_base"` // <base>/<v>/cni-plugins-linux-<arch>-<v>.tgz (+ .sha256)
+	CNIPluginsVersion      string `json:"cni_plugins_version"`
+	CiliumChart            string `json:"cilium_chart"`
+	CiliumVersion          string `json:"cilium_version"`
+	ImageRegistry          string `json:"image_registry"` // control-plane, kube-proxy, CoreDNS and pause images
+	// ImageRegistryPlainHTTP: containerd pulls from ImageRegistry over plain
+	// HTTP (a registry on a private network, as kind's local registry).
+	ImageRegistryPlainHTTP bool   `json:"image_registry_plain_http"`
+	CoreDNSVersion         string `json:"coredns_version"`
+	PauseVersion           string `json:"pause_version"`
+	// SHA256 pins digests by artifact file name (artifactFiles: the names
+	// kubelet-v1.35.4-linux-amd64, etcd-v3.6.10-linux-amd64.tar.gz, ...).
+	// Rendered into /etc/exk8s/config/artifacts.sha256; the prereqs script
+	// refuses a download it pins nothing for unless DigestFallback is set.
+	SHA256 map[string]string `json:"sha256"`
+	// DigestFallback is the operator's explicit allowance to check an
+	// artifact no pin covers against the digest published beside it, that
+	// is, to trust whatever the mirror serves.
+	DigestFallback bool `json:"digest_fallback"`
 }
+
+// DefaultKubernetesVersion is the Kubernetes version clusters are founded
+// with unless configured (KUBERNETES_VERSION); the artifacts below are the
+// versions that go with it.
+const DefaultKubernetesVersion = "v1.35.4"
 
 // DefaultArtifacts returns the upstream sources and versions.
 func DefaultArtifacts() Artifacts {

@@ -139,10 +139,11 @@ type view struct {
 	// Cilium: the cluster's CNI is Cilium, so helm, the chart's settings
 	// and cilium-values.yaml are in the bundle. PodNetwork is the bridge
 	// CNI's (this node's pod subnet, routes to its peers'); nil under Cilium.
-	Cilium     bool
-	PodNetwork *podNetwork
-	Checksums  []checksum
-	Renewal    renewalView
+	Cilium        bool
+	PodNetwork    *podNetwork
+	Checksums     []checksum
+	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
+	Renewal       renewalView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -168,6 +169,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
 		Cilium:             in.Cluster.CNI == CNICilium,
+		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
 		Renewal:            newRenewalView(),
 	}
 	if in.Cluster.CNI == CNIBridge {

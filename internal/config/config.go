@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,15 @@ type Config struct {
 	// installs. Their defaults are the bundle's (bundle.DefaultArtifacts),
 	// the one place upstream sources and versions are written.
 	Artifacts bundle.Artifacts
-	DB        DB
+	// ArtifactManifestFile replaces the manifest of pins k8sapi ships
+	// (bundle.ShippedManifest) with an operator's; ArtifactDigestFallback
+	// "true" lets nodes trust the digest published beside a file no pin
+	// covers; ImageRegistryPlainHTTP "true" pulls images over plain HTTP.
+	// NodeArtifacts puts them together.
+	ArtifactManifestFile   string
+	ArtifactDigestFallback string
+	ImageRegistryPlainHTTP string
+	DB                     DB
 	// k8sapi's own platform credential, for the reconciler only: the token
 	// itself (local), or the Secrets Manager secret holding it (AWS).
 	ServiceToken          string
@@ -88,7 +97,7 @@ var variables = []variable{
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
 	{"LOCAL_RUN", "false", func(c *Config) *string { return &c.LocalRun }, checkBool},
 	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
-	{"KUBERNETES_VERSION", "v1.35.4", func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
+	{"KUBERNETES_VERSION", bundle.DefaultKubernetesVersion, func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
 	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, checkURL("http", "https")},
@@ -99,6 +108,9 @@ var variables = []variable{
 	{"CNI_PLUGINS_DOWNLOAD_BASE", upstream.CNIPluginsDownloadBase, func(c *Config) *string { return &c.Artifacts.CNIPluginsDownloadBase }, checkURL("http", "https")},
 	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checkURL("oci", "https", "http")},
 	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checkRegistry},
+	{"IMAGE_REGISTRY_PLAIN_HTTP", "false", func(c *Config) *string { return &c.ImageRegistryPlainHTTP }, checkBool},
+	{"ARTIFACT_MANIFEST_FILE", "", func(c *Config) *string { return &c.ArtifactManifestFile }, checkAbsPath},
+	{"ARTIFACT_DIGEST_FALLBACK", "false", func(c *Config) *string { return &c.ArtifactDigestFallback }, checkBool},
 	{"SERVICE_TOKEN", "", func(c *Config) *string { return &c.ServiceToken }, nil},
 	{"SERVICE_TOKEN_SECRET_ARN", "", func(c *Config) *string { return &c.ServiceTokenSecretARN }, checkARN},
 	{"DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checkHost},
@@ -188,6 +200,38 @@ func (c Config) Require(names ...string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// NodeArtifacts is the artifact set clusters are founded with: Artifacts
+// with the pins of ARTIFACT_MANIFEST_FILE (else the manifest k8sapi ships),
+// whether the published-digest fallback is allowed, and the registry's
+// scheme. A manifest that cannot be read or parsed is an error.
+func (c Config) NodeArtifacts() (bundle.Artifacts, error) {
+	pins, err := c.artifactManifest()
+	if err != nil {
+		return bundle.Artifacts{}, err
+	}
+	a := c.Artifacts
+	a.SHA256 = pins
+	// FromLookup has refused values ParseBool does not take.
+	a.DigestFallback, _ = strconv.ParseBool(c.ArtifactDigestFallback)
+	a.ImageRegistryPlainHTTP, _ = strconv.ParseBool(c.ImageRegistryPlainHTTP)
+	return a, nil
+}
+
+func (c Config) artifactManifest() (map[string]string, error) {
+	if c.ArtifactManifestFile == "" {
+		return bundle.ShippedManifest()
+	}
+	text, err := os.ReadFile(c.ArtifactManifestFile)
+	if err != nil {
+		return nil, fmt.Errorf("ARTIFACT_MANIFEST_FILE: %w", err)
+	}
+	pins, err := bundle.ParseManifest(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("ARTIFACT_MANIFEST_FILE %s: %w", c.ArtifactManifestFile, err)
+	}
+	return pins, nil
 }
 
 // SlogLevel is LogLevel as a slog.Level (info if unparseable, which FromEnv

@@ -3,7 +3,10 @@ package config_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,6 +41,9 @@ func TestDefaults(t *testing.T) {
 		Artifacts:         bundle.DefaultArtifacts(),
 		DB:                config.DB{IAMAuth: "false"},
 		LeafCertLifetime:  "8760h0m0s",
+		// No manifest file: the one k8sapi ships; no fallback; https.
+		ArtifactDigestFallback: "false",
+		ImageRegistryPlainHTTP: "false",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
@@ -97,17 +103,20 @@ func TestDeployedRules(t *testing.T) {
 // Every problem is reported at once, by variable name, without echoing values.
 func TestFromLookupCollectsErrors(t *testing.T) {
 	_, err := config.FromLookup(lookup(map[string]string{
-		"COMPUTE_API_URL":      "not a url with secret",
-		"KUBERNETES_VERSION":   "1.35",
-		"LOG_LEVEL":            "loud",
-		"BASE_DNS_DOMAIN":      "Bad_Domain",
-		"IMAGE_REGISTRY":       "https://registry.example.com",
-		"DB_PROXY_ENDPOINT":    "https://proxy.example.com:5432",
-		"DB_IAM_AUTH":          "maybe",
-		"DB_MAX_CONNS":         "50",
-		"DB_CONN_MAX_LIFETIME": "-1m",
-		"DB_STATEMENT_TIMEOUT": "10",
-		"DB_QUERY_EXEC_MODE":   "cache_statement",
+		"COMPUTE_API_URL":           "not a url with secret",
+		"KUBERNETES_VERSION":        "1.35",
+		"LOG_LEVEL":                 "loud",
+		"BASE_DNS_DOMAIN":           "Bad_Domain",
+		"IMAGE_REGISTRY":            "https://registry.example.com",
+		"DB_PROXY_ENDPOINT":         "https://proxy.example.com:5432",
+		"DB_IAM_AUTH":               "maybe",
+		"DB_MAX_CONNS":              "50",
+		"DB_CONN_MAX_LIFETIME":      "-1m",
+		"DB_STATEMENT_TIMEOUT":      "10",
+		"DB_QUERY_EXEC_MODE":        "cache_statement",
+		"IMAGE_REGISTRY_PLAIN_HTTP": "http",
+		"ARTIFACT_MANIFEST_FILE":    "pins.sha256",
+		"ARTIFACT_DIGEST_FALLBACK":  "sometimes",
 	}))
 	want := strings.Join([]string{
 		"COMPUTE_API_URL: must be an absolute URL (http, https)",
@@ -115,6 +124,9 @@ func TestFromLookupCollectsErrors(t *testing.T) {
 		"KUBERNETES_VERSION: must look like v1.2.3",
 		"LOG_LEVEL: must be debug, info, warn or error",
 		"IMAGE_REGISTRY: must be a registry host[:port][/path] without a scheme",
+		"IMAGE_REGISTRY_PLAIN_HTTP: must be true or false",
+		"ARTIFACT_MANIFEST_FILE: must be an absolute file path",
+		"ARTIFACT_DIGEST_FALLBACK: must be true or false",
 		"DB_PROXY_ENDPOINT: must be a host name without scheme or port",
 		"DB_IAM_AUTH: must be true or false",
 		"DB_MAX_CONNS: must be a whole number from 1 to 8",
@@ -128,6 +140,49 @@ func TestFromLookupCollectsErrors(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "with secret") {
 		t.Fatal("error echoes a value")
+	}
+}
+
+// The artifact set founding records: the shipped manifest's pins unless an
+// operator's file replaces them, the fallback and the registry's scheme
+// only when asked for; a manifest that does not parse stops the start.
+func TestNodeArtifacts(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full"}
+	c, err := config.FromLookup(lookup(env))
+	shipped, serr := bundle.ShippedManifest()
+	a, aerr := c.NodeArtifacts()
+	if err != nil || serr != nil || aerr != nil || !maps.Equal(a.SHA256, shipped) || a.DigestFallback || a.ImageRegistryPlainHTTP {
+		t.Fatalf("defaults: %+v, %v %v %v", a, err, serr, aerr)
+	}
+	dir := t.TempDir()
+	pins := filepath.Join(dir, "pins.sha256")
+	digest := strings.Repeat("c", 64)
+	if err := os.WriteFile(pins, []byte("# the mirror's builds\n"+digest+"  kubelet-v1.35.4-linux-amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env["ARTIFACT_MANIFEST_FILE"], env["ARTIFACT_DIGEST_FALLBACK"], env["IMAGE_REGISTRY_PLAIN_HTTP"] = pins, "true", "TRUE"
+	c, err = config.FromLookup(lookup(env))
+	a, aerr = c.NodeArtifacts()
+	if err != nil || aerr != nil || !maps.Equal(a.SHA256, map[string]string{"kubelet-v1.35.4-linux-amd64": digest}) ||
+		!a.DigestFallback || !a.ImageRegistryPlainHTTP || a.ImageRegistry != "registry.k8s.io" {
+		t.Fatalf("an operator's manifest: %+v, %v %v", a, err, aerr)
+	}
+	for content, want := range map[string]string{
+		"": "ARTIFACT_MANIFEST_FILE: open " + filepath.Join(dir, "none") + ": no such file or directory",
+		"kubelet-v1.35.4-linux-amd64  " + digest + "\n": "ARTIFACT_MANIFEST_FILE " + pins +
+			`: line 1: "kubelet-v1.35.4-linux-amd64" is not a hex SHA-256`,
+	} {
+		env["ARTIFACT_MANIFEST_FILE"] = filepath.Join(dir, "none")
+		if content != "" {
+			env["ARTIFACT_MANIFEST_FILE"] = pins
+			if err := os.WriteFile(pins, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := config.FromLookup(lookup(env))
+		if _, err := c.NodeArtifacts(); err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
 	}
 }
 

@@ -376,6 +376,11 @@ func FunctionOverrides(st Stack) map[string]string {
 		"BOOTSTRAP_BASE_URL":    st.APIURL,
 		// Plain http and an unverified database connection: local only.
 		"LOCAL_RUN": "true",
+		// The simulator's VMs download nothing (nothing runs their bundle's
+		// prerequisites), and the manifest k8sapi ships may pin nothing yet:
+		// founding would refuse without this. A proof whose VMs do download
+		// passes its own manifest and false through (passedThrough).
+		"ARTIFACT_DIGEST_FALLBACK": "true",
 		// Each response says its DB round trips and KMS calls (internal/metrics).
 		metrics.DebugEnv: "1",
 	}

@@ -9,5 +9,7 @@
 // commit → DNS. What the seed leaves rough is made right: any failure after
 // the first VM exists deletes every VM (and the security group) created so
 // far and rolls the transaction back, so a cluster is founded whole or not
-// at all; DNS stays best effort.
+// at all; DNS stays best effort. Before any remote call the cluster's
+// artifact set is fixed (artifacts.go): recorded on its row, or refused
+// (422 artifacts_not_pinned) when its nodes could not verify a download.
 package founding

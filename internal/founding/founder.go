@@ -50,6 +50,9 @@ type Settings struct {
 	AddressPolls        int
 	AddressPollInterval time.Duration
 	LeafLifetime        time.Duration // zero: the cert table's
+	// Artifacts is the configured artifact set with its manifest's pins;
+	// a cluster records its part of it at founding (artifacts.go).
+	Artifacts bundle.Artifacts
 }
 
 // DefaultNetworks are the seed's cluster networks.
@@ -121,12 +124,18 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	} else {
 		idempotencyKey = generatedKey()
 	}
+	// Before any remote call: a cluster whose nodes could not verify their
+	// downloads is not founded.
+	artifacts, err := s.recordedArtifacts(spec.CNI)
+	if err != nil {
+		return nil, err
+	}
 	// A read, no side effect: a bad subnet is bad input, and nothing is
 	// written for it.
 	if _, err := s.subnet(ctx, spec.SubnetID); err != nil {
 		return nil, err
 	}
-	op, err := s.begin(ctx, org.OrgID, spec, idempotencyKey, ownKey)
+	op, err := s.begin(ctx, org.OrgID, spec, idempotencyKey, ownKey, artifacts)
 	if errors.Is(err, store.ErrDuplicate) {
 		// A concurrent request with the same key committed first.
 		return s.replay(ctx, org, idempotencyKey, spec)
@@ -148,7 +157,7 @@ func generatedKey() string {
 // reserved id and commits the cluster (founding, leased to this request)
 // with its intended nodes. Nothing remote has happened yet but the KMS
 // data key, which leaves nothing behind if this fails.
-func (s *Service) begin(ctx context.Context, org int64, spec Spec, key string, ownKey bool) (*operation, error) {
+func (s *Service) begin(ctx context.Context, org int64, spec Spec, key string, ownKey bool, artifacts []byte) (*operation, error) {
 	trust, err := s.issuer(spec.KeyAlgorithm).NewTrust()
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster trust: %w", err)
@@ -159,7 +168,7 @@ func (s *Service) begin(ctx context.Context, org int64, spec Spec, key string, o
 	}
 	op := &operation{spec: spec, trust: trust, lease: s.newLease(s.Settings.Lease, DefaultLease)}
 	op.cluster = s.newCluster(org, id, spec, key)
-	op.cluster.Resumable = ownKey
+	op.cluster.Resumable, op.cluster.Artifacts = ownKey, artifacts
 	if op.dataKey, err = s.Envelope.NewDataKey(ctx, keyring.Scope(&op.cluster)); err != nil {
 		return nil, kmsError(err)
 	}

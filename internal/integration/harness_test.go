@@ -15,6 +15,7 @@ import (
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/metrics"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
@@ -37,6 +38,7 @@ type stack struct {
 	api               *httptest.Server
 	envelope          *envelope.Envelope
 	founder           *founding.Service
+	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
 	server            *api.Server             // every function's handlers: server.Handler(logical id)
 	logs              *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
 	clock             *clock                  // k8sapi's clock: real time plus what a test advanced it by
@@ -93,7 +95,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.founder, s.server = in.Founder, in.Server
+	s.founder, s.bundles, s.server = in.Founder, in.Bundles, in.Server
 	s.api = httptest.NewServer(in.Handler)
 	t.Cleanup(s.api.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: s.api.URL, SimURL: simSrv.URL, Pool: pool}

@@ -3,7 +3,8 @@
 // window (progress.Window: open from founding or a re-open until the node is
 // ready, for at most BOOTSTRAP_WINDOW), rehydrate the cluster's CAs (one KMS
 // Decrypt, or none on a warm container), mint this fetch's client
-// identities and render the bundle.
+// identities and render the bundle from the artifact set the cluster
+// recorded at founding (the configured one for clusters founded before).
 //
 // In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error
 // (409 bootstrap_closed outside the window). Rendering only signs leaves;
@@ -15,7 +16,9 @@ package nodebootstrap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"time"
@@ -41,11 +44,13 @@ var _ Topologies = (*store.Store)(nil)
 
 // Service renders bundles.
 type Service struct {
-	Store     Topologies
-	Renewer   Renewer
-	Phases    progress.Recorder
-	Envelope  *envelope.Envelope
-	Renderer  *bundle.Renderer
+	Store    Topologies
+	Renewer  Renewer
+	Phases   progress.Recorder
+	Envelope *envelope.Envelope
+	Renderer *bundle.Renderer
+	// Artifacts is the configured artifact set with its manifest's pins,
+	// for clusters founded before sets were recorded (artifacts).
 	Artifacts bundle.Artifacts
 	// Renewal is the leaf lifetime every identity is issued with and when a
 	// stored one is renewed (renew.go).
@@ -182,7 +187,11 @@ func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, 
 	if err != nil {
 		return nil, err
 	}
-	in := bundleInput(c, nodes, self, s.Artifacts, opened.ServiceAccountKey, ids)
+	artifacts, err := s.artifacts(c)
+	if err != nil {
+		return nil, err
+	}
+	in := bundleInput(c, nodes, self, artifacts, opened.ServiceAccountKey, ids)
 	facts.Initial = in.IsInitial() // only it gets the addons' system:masters identity
 	minted, err := s.issuer(c).IssuePhase(opened.Trust, pki.PhaseFetch, facts)
 	if err != nil {
@@ -190,6 +199,23 @@ func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, 
 	}
 	maps.Copy(ids, minted)
 	return s.Renderer.Render(in) // in holds ids, the minted identities included
+}
+
+// artifacts is the artifact set c's nodes use: the one recorded at its
+// founding, whatever the configuration says now. A cluster founded before
+// sets were recorded (migration 008) renders from the configuration, as it
+// always did. A field the record lacks (added to bundle.Artifacts since)
+// comes from the configuration too.
+func (s *Service) artifacts(c *store.Cluster) (bundle.Artifacts, error) {
+	a := s.Artifacts.Record(c.KubernetesVersion, bundle.CNI(c.CNI))
+	if c.Artifacts == nil {
+		return a, nil
+	}
+	a.SHA256 = nil // the record's pins only, never merged with today's
+	if err := json.Unmarshal(c.Artifacts, &a); err != nil {
+		return a, fmt.Errorf("reading cluster %d's recorded artifacts: %w", c.ID, err)
+	}
+	return a, nil
 }
 
 // issuer signs c's leaves with the configured lifetime.

@@ -12,6 +12,8 @@ package stacktest
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -51,11 +53,28 @@ type Config struct {
 	Renewal pki.Renewal
 	// BootstrapWindow is BOOTSTRAP_WINDOW (0: progress.DefaultWindow).
 	BootstrapWindow time.Duration
+	// Artifacts is the configured artifact set with its pins (nil:
+	// PinnedArtifacts, every file of the default versions pinned).
+	Artifacts *bundle.Artifacts
+}
+
+// PinnedArtifacts is the default artifact set with a made-up pin for every
+// file of the default versions on every architecture (the digest of its
+// name), so founding never refuses for want of pins.
+func PinnedArtifacts() bundle.Artifacts {
+	a := bundle.DefaultArtifacts()
+	a.SHA256 = map[string]string{}
+	for _, f := range a.Files(bundle.DefaultKubernetesVersion, "") {
+		sum := sha256.Sum256([]byte(f.Name))
+		a.SHA256[f.Name] = hex.EncodeToString(sum[:])
+	}
+	return a
 }
 
 // Stack is k8sapi in-process.
 type Stack struct {
 	Founder *founding.Service
+	Bundles *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
 	Server  *api.Server
 	// Handler serves the routes of every function the stack has use cases
 	// for, each through its own function's handler, as the gateway does.
@@ -76,14 +95,18 @@ func New(cfg Config) (*Stack, error) {
 	if cfg.WrapTopologies != nil {
 		topologies = cfg.WrapTopologies(st)
 	}
+	artifacts := PinnedArtifacts()
+	if cfg.Artifacts != nil {
+		artifacts = *cfg.Artifacts
+	}
 	founder := &founding.Service{
 		Store: st, Envelope: cfg.Envelope, Renderer: renderer, Log: cfg.Log,
 		Compute: compute.NewHTTP(cfg.SimURL+"/compute", cfg.SimClient),
 		DNS:     dns.NewHTTP(cfg.SimURL+"/dns", cfg.SimClient),
 		Settings: founding.Settings{
-			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: "v1.35.4",
+			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: bundle.DefaultKubernetesVersion,
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
-			LeafLifetime: cfg.Renewal.Lifetime,
+			LeafLifetime: cfg.Renewal.Lifetime, Artifacts: artifacts,
 		},
 		Now: cfg.Now,
 	}
@@ -92,7 +115,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	window := cmp.Or(cfg.BootstrapWindow, progress.DefaultWindow)
 	nodes := &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
-		Artifacts: bundle.DefaultArtifacts(), Renewal: cfg.Renewal, Window: window, Now: cfg.Now, Log: cfg.Log}
+		Artifacts: artifacts, Renewal: cfg.Renewal, Window: window, Now: cfg.Now, Log: cfg.Log}
 	srv := &api.Server{
 		Auth: &auth.Authenticator{Tokens: st, Now: cfg.Now}, Founder: founder, Clusters: founder, Log: cfg.Log,
 		Progress: &progress.Service{Store: st}, Bundles: nodes, Renewals: nodes,
@@ -107,7 +130,7 @@ func New(cfg Config) (*Stack, error) {
 			}
 		}
 	}
-	return &Stack{Founder: founder, Server: srv, Handler: mux}, nil
+	return &Stack{Founder: founder, Bundles: nodes, Server: srv, Handler: mux}, nil
 }
 
 // LockedBuffer collects log lines written by concurrent requests.

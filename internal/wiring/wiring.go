@@ -52,8 +52,11 @@ type App struct {
 	AWS    aws.Config
 	Store  *store.Store
 	// Renewal is the configured leaf lifetime and renewal window.
-	Renewal  pki.Renewal
-	draining atomic.Bool
+	Renewal pki.Renewal
+	// Artifacts is the configured artifact set with its manifest's pins:
+	// what a cluster founded now records (config.NodeArtifacts).
+	Artifacts bundle.Artifacts
+	draining  atomic.Bool
 }
 
 // Load reads configuration, connects the pool (lazily: no connection is made
@@ -66,6 +69,10 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	var renewal pki.Renewal
 	if err == nil {
 		renewal, err = cfg.Renewal()
+	}
+	var artifacts bundle.Artifacts
+	if err == nil {
+		artifacts, err = cfg.NodeArtifacts()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -88,7 +95,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Renewal: renewal}
+	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Renewal: renewal, Artifacts: artifacts}
 	a.watchSIGTERM()
 	return a, nil
 }
@@ -152,6 +159,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 			KubernetesVersion: a.Config.KubernetesVersion,
 			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
 			ClusterDomain: founding.DefaultClusterDomain, LeafLifetime: a.Renewal.Lifetime,
+			Artifacts: a.Artifacts,
 		},
 	}
 }
@@ -159,7 +167,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
-		Artifacts: a.Config.Artifacts, Renewal: a.Renewal, Window: a.Config.BootstrapWindowLength(), Log: a.Log}
+		Artifacts: a.Artifacts, Renewal: a.Renewal, Window: a.Config.BootstrapWindowLength(), Log: a.Log}
 }
 
 // Nodes returns the operator's view and re-open of a node's bootstrap.

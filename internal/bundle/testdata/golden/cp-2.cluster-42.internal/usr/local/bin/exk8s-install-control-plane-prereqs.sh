@@ -6,12 +6,17 @@
 # the kubelet, kubectl and etcd binaries, and helm when the cluster's CNI is
 # Cilium (the addons script installs Cilium with it; a bridge CNI cluster
 # has no use for helm and never downloads it). Every download is checked
-# against a SHA-256 before it is installed: the digest pinned in
-# /etc/exk8s/config/artifacts.sha256 if there is one, else the digest
-# published beside the artifact. A mismatch stops the bootstrap.
-# Download bases and versions come from cluster.env, so pointing them at a
-# mirror is all an air-gapped install needs. A full run reports
+# against the SHA-256 pinned in /etc/exk8s/config/artifacts.sha256 (the
+# cluster's artifact manifest, recorded at founding). A download pinned
+# nowhere is refused, unless cluster.env allows the published-digest
+# fallback (ARTIFACT_DIGEST_FALLBACK=true): then the digest published beside
+# the artifact is trusted. A mismatch stops the bootstrap.
+# Download bases and versions are k8sapi's configuration (cluster.env shows
+# them), so pointing them at a mirror is all an air-gapped install needs.
+# A full run reports
 # prerequisites_installed to k8sapi (or failed, with the step).
+#
+# Sourced instead of run (the tests), it only defines its functions.
 set -euo pipefail
 umask 022
 
@@ -20,42 +25,55 @@ CLUSTER_ENV="${CONFIG_DIR}/cluster.env"
 ARTIFACT_MANIFEST="${CONFIG_DIR}/artifacts.sha256"
 BIN_DIR=/usr/local/bin
 
-# shellcheck source=/dev/null
-. /usr/local/bin/exk8s-progress.sh
-progress_begin exk8s-install-control-plane-prereqs
-
 log() { printf '%s exk8s-prereqs: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
 
-step "reading ${CLUSTER_ENV}"
-[[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
-set -a
-# shellcheck source=/dev/null
-. "$CLUSTER_ENV"
-set +a
-: "${KUBERNETES_VERSION:?KUBERNETES_VERSION missing from cluster.env}"
-: "${KUBE_DOWNLOAD_BASE:?KUBE_DOWNLOAD_BASE missing from cluster.env}"
-: "${ETCD_VERSION:?ETCD_VERSION missing from cluster.env}"
-: "${ETCD_DOWNLOAD_BASE:?ETCD_DOWNLOAD_BASE missing from cluster.env}"
-: "${CNI:?CNI missing from cluster.env}"
-if [[ "$CNI" == cilium ]]; then
-  : "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
-  : "${HELM_DOWNLOAD_BASE:?HELM_DOWNLOAD_BASE missing from cluster.env}"
-fi
-: "${CONTAINERD_VERSION:?CONTAINERD_VERSION missing from cluster.env}"
-: "${CONTAINERD_DOWNLOAD_BASE:?CONTAINERD_DOWNLOAD_BASE missing from cluster.env}"
-: "${RUNC_VERSION:?RUNC_VERSION missing from cluster.env}"
-: "${RUNC_DOWNLOAD_BASE:?RUNC_DOWNLOAD_BASE missing from cluster.env}"
-: "${CNI_PLUGINS_VERSION:?CNI_PLUGINS_VERSION missing from cluster.env}"
-: "${CNI_PLUGINS_DOWNLOAD_BASE:?CNI_PLUGINS_DOWNLOAD_BASE missing from cluster.env}"
-: "${IMAGE_REGISTRY:?IMAGE_REGISTRY missing from cluster.env}"
-: "${PAUSE_VERSION:?PAUSE_VERSION missing from cluster.env}"
+# load_cluster_env reads the cluster's facts and names this host's
+# architecture as the artifact manifest does. (What is downloaded from
+# where is rendered into download_artifact, from the same facts.)
+load_cluster_env() {
+  [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
+  set -a
+  # shellcheck source=/dev/null
+  . "$CLUSTER_ENV"
+  set +a
+  : "${KUBERNETES_VERSION:?KUBERNETES_VERSION missing from cluster.env}"
+  : "${ETCD_VERSION:?ETCD_VERSION missing from cluster.env}"
+  : "${CNI:?CNI missing from cluster.env}"
+  if [[ "$CNI" == cilium ]]; then
+    : "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
+  fi
+  : "${IMAGE_REGISTRY:?IMAGE_REGISTRY missing from cluster.env}"
+  : "${PAUSE_VERSION:?PAUSE_VERSION missing from cluster.env}"
+  case "$(uname -m)" in
+    x86_64 | amd64) ARCH=amd64 ;;
+    aarch64 | arm64) ARCH=arm64 ;;
+    *) die "unsupported architecture $(uname -m)" ;;
+  esac
+}
 
-case "$(uname -m)" in
-  x86_64 | amd64) ARCH=amd64 ;;
-  aarch64 | arm64) ARCH=arm64 ;;
-  *) die "unsupported architecture $(uname -m)" ;;
-esac
+# download_artifact KEY OUT: download this host's KEY to OUT, verified. The
+# rows are k8sapi's table of artifact files, rendered: the name the manifest
+# pins it by, its URL, and its published digest's URL and entry.
+download_artifact() {
+  case "${ARCH}/$1" in
+    amd64/kubelet) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubelet' 'kubelet-v1.35.4-linux-amd64' 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubelet.sha256' '' "$2" ;;
+    amd64/kubectl) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubectl' 'kubectl-v1.35.4-linux-amd64' 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubectl.sha256' '' "$2" ;;
+    amd64/etcd) download_verified 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/etcd-v3.6.10-linux-amd64.tar.gz' 'etcd-v3.6.10-linux-amd64.tar.gz' 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/SHA256SUMS' 'etcd-v3.6.10-linux-amd64.tar.gz' "$2" ;;
+    amd64/containerd) download_verified 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz' 'containerd-2.2.9-linux-amd64.tar.gz' 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz.sha256sum' 'containerd-2.2.9-linux-amd64.tar.gz' "$2" ;;
+    amd64/runc) download_verified 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.amd64' 'runc-v1.3.6-linux-amd64' 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.sha256sum' 'runc.amd64' "$2" ;;
+    amd64/cni-plugins) download_verified 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz' 'cni-plugins-linux-amd64-v1.9.1.tgz' 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz.sha256' 'cni-plugins-linux-amd64-v1.9.1.tgz' "$2" ;;
+    amd64/helm) download_verified 'https://get.helm.sh/helm-v3.19.2-linux-amd64.tar.gz' 'helm-v3.19.2-linux-amd64.tar.gz' 'https://get.helm.sh/helm-v3.19.2-linux-amd64.tar.gz.sha256sum' 'helm-v3.19.2-linux-amd64.tar.gz' "$2" ;;
+    arm64/kubelet) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubelet' 'kubelet-v1.35.4-linux-arm64' 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubelet.sha256' '' "$2" ;;
+    arm64/kubectl) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubectl' 'kubectl-v1.35.4-linux-arm64' 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubectl.sha256' '' "$2" ;;
+    arm64/etcd) download_verified 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/etcd-v3.6.10-linux-arm64.tar.gz' 'etcd-v3.6.10-linux-arm64.tar.gz' 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/SHA256SUMS' 'etcd-v3.6.10-linux-arm64.tar.gz' "$2" ;;
+    arm64/containerd) download_verified 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-arm64.tar.gz' 'containerd-2.2.9-linux-arm64.tar.gz' 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-arm64.tar.gz.sha256sum' 'containerd-2.2.9-linux-arm64.tar.gz' "$2" ;;
+    arm64/runc) download_verified 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.arm64' 'runc-v1.3.6-linux-arm64' 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.sha256sum' 'runc.arm64' "$2" ;;
+    arm64/cni-plugins) download_verified 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz' 'cni-plugins-linux-arm64-v1.9.1.tgz' 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz.sha256' 'cni-plugins-linux-arm64-v1.9.1.tgz' "$2" ;;
+    arm64/helm) download_verified 'https://get.helm.sh/helm-v3.19.2-linux-arm64.tar.gz' 'helm-v3.19.2-linux-arm64.tar.gz' 'https://get.helm.sh/helm-v3.19.2-linux-arm64.tar.gz.sha256sum' 'helm-v3.19.2-linux-arm64.tar.gz' "$2" ;;
+    *) die "no artifact ${1} for ${ARCH}" ;;
+  esac
+}
 
 # fetch URL OUT: download with curl's own retries, wrapped in ours.
 fetch() {
@@ -68,8 +86,8 @@ pinned_sha256() {
   awk -v f="$1" '$1 !~ /^#/ && NF >= 2 && $2 == f { print tolower($1); exit }' "$ARTIFACT_MANIFEST"
 }
 
-# published_sha256 SUMS_URL FILE: the digest published at SUMS_URL, which is
-# either a bare digest (dl.k8s.io) or "<digest>  <file>" lines (etcd, helm).
+# published_sha256 SUMS_URL ENTRY: the digest published at SUMS_URL: a bare
+# digest (dl.k8s.io; ENTRY empty) or ENTRY's in "<digest>  <file>" lines.
 published_sha256() {
   local sums
   sums="$(mktemp)"
@@ -78,20 +96,24 @@ published_sha256() {
     return 0
   fi
   awk -v f="$2" '
-    NF == 1 && !found { print tolower($1); found = 1 }
+    f == "" && NF == 1 && !found { print tolower($1); found = 1 }
     NF >= 2 { name = $2; sub(/^\*/, "", name); if (name == f && !found) { print tolower($1); found = 1 } }
   ' "$sums"
   rm -f "$sums"
 }
 
-# download_verified URL FILE SUMS_URL OUT: download URL to OUT and check it
-# against the pinned digest of FILE, else the one published at SUMS_URL.
+# download_verified URL FILE SUMS_URL SUMS_ENTRY OUT: download URL to OUT
+# and check it against the digest pinned for FILE. Pinned nowhere, FILE is
+# refused unless the cluster allows the fallback to the digest published at
+# SUMS_URL (SUMS_ENTRY's, or the bare digest there).
 download_verified() {
-  local url=$1 file=$2 sums_url=$3 out=$4 want got source
+  local url=$1 file=$2 sums_url=$3 sums_entry=$4 out=$5 want got source
   want="$(pinned_sha256 "$file")"
   source="$ARTIFACT_MANIFEST"
   if [[ -z "$want" ]]; then
-    want="$(published_sha256 "$sums_url" "$file")"
+    [[ "${ARTIFACT_DIGEST_FALLBACK:-false}" == "true" ]] || die "$(unpinned_refusal "$file")"
+    log "WARNING: ${file} is not pinned in ${ARTIFACT_MANIFEST}; trusting the digest published at ${sums_url} (ARTIFACT_DIGEST_FALLBACK=true)"
+    want="$(published_sha256 "$sums_url" "$sums_entry")"
     source="$sums_url"
   fi
   [[ "$want" =~ ^[0-9a-f]{64}$ ]] ||
@@ -104,6 +126,14 @@ download_verified() {
     die "SHA-256 MISMATCH for ${file} from ${url}: expected ${want} (from ${source}), got ${got}; bootstrap stopped"
   fi
   log "verified ${file} (sha256 ${got})"
+}
+
+# unpinned_refusal FILE: why FILE is not downloaded, and the two fixes.
+unpinned_refusal() {
+  printf '%s' "${1} is not pinned in ${ARTIFACT_MANIFEST} and this cluster does not allow the published-digest" \
+    " fallback (ARTIFACT_DIGEST_FALLBACK=false in ${CLUSTER_ENV}); refusing to download it. In k8sapi's" \
+    " configuration, pin it (ARTIFACT_MANIFEST_FILE, or scripts/pin-artifacts.sh for the shipped manifest) or" \
+    " allow the fallback (ARTIFACT_DIGEST_FALLBACK=true); a cluster keeps the artifact set it was founded with."
 }
 
 # host_tools: command and the Debian package that brings it, for the tools
@@ -129,20 +159,15 @@ install_packages() {
 }
 
 install_container_runtime() {
-  local file url tmp
+  local tmp
   tmp="$(mktemp -d)"
-  file="containerd-${CONTAINERD_VERSION#v}-linux-${ARCH}.tar.gz"
-  url="${CONTAINERD_DOWNLOAD_BASE%/}/${CONTAINERD_VERSION}/${file}"
-  download_verified "$url" "$file" "${url}.sha256sum" "${tmp}/${file}"
-  tar -xzf "${tmp}/${file}" -C /usr/local bin/
-  url="${RUNC_DOWNLOAD_BASE%/}/${RUNC_VERSION}/runc.${ARCH}"
-  download_verified "$url" "runc-${RUNC_VERSION}-linux-${ARCH}" "${RUNC_DOWNLOAD_BASE%/}/${RUNC_VERSION}/runc.sha256sum" "${tmp}/runc"
+  download_artifact containerd "${tmp}/containerd.tar.gz"
+  tar -xzf "${tmp}/containerd.tar.gz" -C /usr/local bin/
+  download_artifact runc "${tmp}/runc"
   install -m 0755 "${tmp}/runc" /usr/local/sbin/runc
-  file="cni-plugins-linux-${ARCH}-${CNI_PLUGINS_VERSION}.tgz"
-  url="${CNI_PLUGINS_DOWNLOAD_BASE%/}/${CNI_PLUGINS_VERSION}/${file}"
-  download_verified "$url" "$file" "${url}.sha256" "${tmp}/${file}"
+  download_artifact cni-plugins "${tmp}/cni-plugins.tgz"
   mkdir -p /opt/cni/bin
-  tar -xzf "${tmp}/${file}" -C /opt/cni/bin
+  tar -xzf "${tmp}/cni-plugins.tgz" -C /opt/cni/bin
   rm -rf "$tmp"
 }
 
@@ -167,43 +192,52 @@ SYSCTL
 # hosts.toml goes. Host-specific overrides go in /etc/containerd/conf.d/,
 # which containerd's default config imports, never into config.toml.
 configure_containerd() {
-  local config=/etc/containerd/config.toml registry_host="${IMAGE_REGISTRY%%/*}"
-  mkdir -p /etc/containerd/conf.d "/etc/containerd/certs.d/${registry_host}"
+  local config=/etc/containerd/config.toml
+  mkdir -p /etc/containerd/conf.d
   /usr/local/bin/containerd config default >"$config"
   sed -i -E 's/SystemdCgroup = false/SystemdCgroup = true/' "$config"
   sed -i -E "s#^([[:space:]]*sandbox(_image)?[[:space:]]*=[[:space:]]*).*#\\1'${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}'#" "$config"
   sed -i -E "s#^([[:space:]]*config_path[[:space:]]*=[[:space:]]*)''#\\1'/etc/containerd/certs.d'#" "$config"
   grep -q "SystemdCgroup = true" "$config" || die "containerd config: no SystemdCgroup setting to turn on"
   grep -q "${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}" "$config" || die "containerd config: no sandbox image setting"
-  cat >"/etc/containerd/certs.d/${registry_host}/hosts.toml" <<HOSTS
-server = "https://${registry_host}"
-
-[host."https://${registry_host}"]
-  capabilities = ["pull", "resolve"]
-HOSTS
+  write_registry_hosts /etc/containerd/certs.d
   systemctl daemon-reload
   systemctl enable containerd >/dev/null 2>&1 || true
   systemctl restart containerd || log "containerd restart failed; the bootstrap script retries"
 }
 
+# write_registry_hosts DIR: containerd's host config for IMAGE_REGISTRY's
+# host under DIR: https, or plain HTTP when IMAGE_REGISTRY_PLAIN_HTTP=true
+# (a registry on a private network, as kind's local registry).
+write_registry_hosts() {
+  local host="${IMAGE_REGISTRY%%/*}" scheme=https
+  if [[ "${IMAGE_REGISTRY_PLAIN_HTTP:-false}" == "true" ]]; then
+    scheme=http
+  fi
+  mkdir -p "${1}/${host}"
+  cat >"${1}/${host}/hosts.toml" <<HOSTS
+server = "${scheme}://${host}"
+
+[host."${scheme}://${host}"]
+  capabilities = ["pull", "resolve"]
+HOSTS
+}
+
 install_kube_binaries() {
-  local bin url tmp
+  local bin tmp
   tmp="$(mktemp -d)"
   for bin in kubelet kubectl; do
-    url="${KUBE_DOWNLOAD_BASE%/}/${KUBERNETES_VERSION}/bin/linux/${ARCH}/${bin}"
-    download_verified "$url" "${bin}-${KUBERNETES_VERSION}-linux-${ARCH}" "${url}.sha256" "${tmp}/${bin}"
+    download_artifact "$bin" "${tmp}/${bin}"
     install -m 0755 "${tmp}/${bin}" "${BIN_DIR}/${bin}"
   done
   rm -rf "$tmp"
 }
 
 install_etcd() {
-  local file url tmp
-  file="etcd-${ETCD_VERSION}-linux-${ARCH}.tar.gz"
-  url="${ETCD_DOWNLOAD_BASE%/}/${ETCD_VERSION}/${file}"
+  local tmp
   tmp="$(mktemp -d)"
-  download_verified "$url" "$file" "${ETCD_DOWNLOAD_BASE%/}/${ETCD_VERSION}/SHA256SUMS" "${tmp}/${file}"
-  tar -xzf "${tmp}/${file}" -C "$tmp" --strip-components=1
+  download_artifact etcd "${tmp}/etcd.tar.gz"
+  tar -xzf "${tmp}/etcd.tar.gz" -C "$tmp" --strip-components=1
   install -m 0755 "${tmp}/etcd" "${tmp}/etcdctl" "$BIN_DIR/"
   if [[ -f "${tmp}/etcdutl" ]]; then
     install -m 0755 "${tmp}/etcdutl" "$BIN_DIR/"
@@ -212,12 +246,10 @@ install_etcd() {
 }
 
 install_helm() {
-  local file url tmp
-  file="helm-${HELM_VERSION}-linux-${ARCH}.tar.gz"
-  url="${HELM_DOWNLOAD_BASE%/}/${file}"
+  local tmp
   tmp="$(mktemp -d)"
-  download_verified "$url" "$file" "${url}.sha256sum" "${tmp}/${file}"
-  tar -xzf "${tmp}/${file}" -C "$tmp"
+  download_artifact helm "${tmp}/helm.tar.gz"
+  tar -xzf "${tmp}/helm.tar.gz" -C "$tmp"
   install -m 0755 "${tmp}/linux-${ARCH}/helm" "${BIN_DIR}/helm"
   rm -rf "$tmp"
 }
@@ -230,6 +262,11 @@ make_dirs() {
 }
 
 main() {
+  # shellcheck source=/dev/null
+  . /usr/local/bin/exk8s-progress.sh
+  progress_begin exk8s-install-control-plane-prereqs
+  step "reading ${CLUSTER_ENV}"
+  load_cluster_env
   case "${1:-all}" in
     all)
       step "installing OS packages"
@@ -263,4 +300,6 @@ main() {
   fi
 }
 
-main "$@"
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi

@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# exk8s-install-control-plane-prereqs.sh [all|helm]
+#
+# Prepares a control-plane host: OS packages, kernel settings, containerd,
+# runc and the CNI plugins from their release artifacts (configured here),
+# the kubelet, kubectl and etcd binaries, and helm when the cluster's CNI is
+# Cilium (the addons script installs Cilium with it; a bridge CNI cluster
+# has no use for helm and never downloads it). Every download is checked
+# against the SHA-256 pinned in /etc/exk8s/config/artifacts.sha256 (the
+# cluster's artifact manifest, recorded at founding). A download pinned
+# nowhere is refused, unless cluster.env allows the published-digest
+# fallback (ARTIFACT_DIGEST_FALLBACK=true): then the digest published beside
+# the artifact is trusted. A mismatch stops the bootstrap.
+# Download bases and versions are k8sapi's configuration (cluster.env shows
+# them), so pointing them at a mirror is all an air-gapped install needs.
+# A full run reports
+# prerequisites_installed to k8sapi (or failed, with the step).
+#
+# Sourced instead of run (the tests), it only defines its functions.
+set -euo pipefail
+umask 022
+
+CONFIG_DIR=/etc/exk8s/config
+CLUSTER_ENV="${CONFIG_DIR}/cluster.env"
+ARTIFACT_MANIFEST="${CONFIG_DIR}/artifacts.sha256"
+BIN_DIR=/usr/local/bin
+
+log() { printf '%s exk8s-prereqs: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+die() { log "FATAL: $*"; exit 1; }
+
+# load_cluster_env reads the cluster's facts and names this host's
+# architecture as the artifact manifest does. (What is downloaded from
+# where is rendered into download_artifact, from the same facts.)
+load_cluster_env() {
+  [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
+  set -a
+  # shellcheck source=/dev/null
+  . "$CLUSTER_ENV"
+  set +a
+  : "${KUBERNETES_VERSION:?KUBERNETES_VERSION missing from cluster.env}"
+  : "${ETCD_VERSION:?ETCD_VERSION missing from cluster.env}"
+  : "${CNI:?CNI missing from cluster.env}"
+  if [[ "$CNI" == cilium ]]; then
+    : "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
+  fi
+  : "${IMAGE_REGISTRY:?IMAGE_REGISTRY missing from cluster.env}"
+  : "${PAUSE_VERSION:?PAUSE_VERSION missing from cluster.env}"
+  case "$(uname -m)" in
+    x86_64 | amd64) ARCH=amd64 ;;
+    aarch64 | arm64) ARCH=arm64 ;;
+    *) die "unsupported architecture $(uname -m)" ;;
+  esac
+}
+
+# download_artifact KEY OUT: download this host's KEY to OUT, verified. The
+# rows are k8sapi's table of artifact files, rendered: the name the manifest
+# pins it by, its URL, and its published digest's URL and entry.
+download_artifact() {
+  case "${ARCH}/$1" in
+    amd64/kubelet) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubelet' 'kubelet-v1.35.4-linux-amd64' 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubelet.sha256' '' "$2" ;;
+    amd64/kubectl) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubectl' 'kubectl-v1.35.4-linux-amd64' 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubectl.sha256' '' "$2" ;;
+    amd64/etcd) download_verified 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/etcd-v3.6.10-linux-amd64.tar.gz' 'etcd-v3.6.10-linux-amd64.tar.gz' 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/SHA256SUMS' 'etcd-v3.6.10-linux-amd64.tar.gz' "$2" ;;
+    amd64/containerd) download_verified 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz' 'containerd-2.2.9-linux-amd64.tar.gz' 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz.sha256sum' 'containerd-2.2.9-linux-amd64.tar.gz' "$2" ;;
+    amd64/runc) download_verified 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.amd64' 'runc-v1.3.6-linux-amd64' 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.sha256sum' 'runc.amd64' "$2" ;;
+    amd64/cni-plugins) download_verified 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz' 'cni-plugins-linux-amd64-v1.9.1.tgz' 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz.sha256' 'cni-plugins-linux-amd64-v1.9.1.tgz' "$2" ;;
+    arm64/kubelet) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubelet' 'kubelet-v1.35.4-linux-arm64' 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubelet.sha256' '' "$2" ;;
+    arm64/kubectl) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubectl' 'kubectl-v1.35.4-linux-arm64' 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubectl.sha256' '' "$2" ;;
+    arm64/etcd) download_verified 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/etcd-v3.6.10-linux-arm64.tar.gz' 'etcd-v3.6.10-linux-arm64.tar.gz' 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/SHA256SUMS' 'etcd-v3.6.10-linux-arm64.tar.gz' "$2" ;;
+    arm64/containerd) download_verified 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-arm64.tar.gz' 'containerd-2.2.9-linux-arm64.tar.gz' 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-arm64.tar.gz.sha256sum' 'containerd-2.2.9-linux-arm64.tar.gz' "$2" ;;
+    arm64/runc) download_verified 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.arm64' 'runc-v1.3.6-linux-arm64' 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.sha256sum' 'runc.arm64' "$2" ;;
+    arm64/cni-plugins) download_verified 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz' 'cni-plugins-linux-arm64-v1.9.1.tgz' 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz.sha256' 'cni-plugins-linux-arm64-v1.9.1.tgz' "$2" ;;
+    *) die "no artifact ${1} for ${ARCH}" ;;
+  esac
+}
+
+# fetch URL OUT: download with curl's own retries, wrapped in ours.
+fetch() {
+  retry 3 5 curl -fsSL --connect-timeout 10 --retry 5 --retry-delay 3 --retry-connrefused -o "$2" "$1"
+}
+
+# pinned_sha256 FILE: the digest pinned for an artifact file name, if any.
+pinned_sha256() {
+  [[ -f "$ARTIFACT_MANIFEST" ]] || return 0
+  awk -v f="$1" '$1 !~ /^#/ && NF >= 2 && $2 == f { print tolower($1); exit }' "$ARTIFACT_MANIFEST"
+}
+
+# published_sha256 SUMS_URL ENTRY: the digest published at SUMS_URL: a bare
+# digest (dl.k8s.io; ENTRY empty) or ENTRY's in "<digest>  <file>" lines.
+published_sha256() {
+  local sums
+  sums="$(mktemp)"
+  if ! fetch "$1" "$sums"; then
+    rm -f "$sums"
+    return 0
+  fi
+  awk -v f="$2" '
+    f == "" && NF == 1 && !found { print tolower($1); found = 1 }
+    NF >= 2 { name = $2; sub(/^\*/, "", name); if (name == f && !found) { print tolower($1); found = 1 } }
+  ' "$sums"
+  rm -f "$sums"
+}
+
+# download_verified URL FILE SUMS_URL SUMS_ENTRY OUT: download URL to OUT
+# and check it against the digest pinned for FILE. Pinned nowhere, FILE is
+# refused unless the cluster allows the fallback to the digest published at
+# SUMS_URL (SUMS_ENTRY's, or the bare digest there).
+download_verified() {
+  local url=$1 file=$2 sums_url=$3 sums_entry=$4 out=$5 want got source
+  want="$(pinned_sha256 "$file")"
+  source="$ARTIFACT_MANIFEST"
+  if [[ -z "$want" ]]; then
+    [[ "${ARTIFACT_DIGEST_FALLBACK:-false}" == "true" ]] || die "$(unpinned_refusal "$file")"
+    log "WARNING: ${file} is not pinned in ${ARTIFACT_MANIFEST}; trusting the digest published at ${sums_url} (ARTIFACT_DIGEST_FALLBACK=true)"
+    want="$(published_sha256 "$sums_url" "$sums_entry")"
+    source="$sums_url"
+  fi
+  [[ "$want" =~ ^[0-9a-f]{64}$ ]] ||
+    die "no SHA-256 for ${file}: not pinned in ${ARTIFACT_MANIFEST} and none published at ${sums_url}; refusing to install it"
+  log "downloading ${url}"
+  fetch "$url" "$out" || die "download failed: ${url}"
+  got="$(sha256sum "$out" | awk '{ print $1 }')"
+  if [[ "$got" != "$want" ]]; then
+    rm -f "$out"
+    die "SHA-256 MISMATCH for ${file} from ${url}: expected ${want} (from ${source}), got ${got}; bootstrap stopped"
+  fi
+  log "verified ${file} (sha256 ${got})"
+}
+
+# unpinned_refusal FILE: why FILE is not downloaded, and the two fixes.
+unpinned_refusal() {
+  printf '%s' "${1} is not pinned in ${ARTIFACT_MANIFEST} and this cluster does not allow the published-digest" \
+    " fallback (ARTIFACT_DIGEST_FALLBACK=false in ${CLUSTER_ENV}); refusing to download it. In k8sapi's" \
+    " configuration, pin it (ARTIFACT_MANIFEST_FILE, or scripts/pin-artifacts.sh for the shipped manifest) or" \
+    " allow the fallback (ARTIFACT_DIGEST_FALLBACK=true); a cluster keeps the artifact set it was founded with."
+}
+
+# host_tools: command and the Debian package that brings it, for the tools
+# the kubelet, kube-proxy and these scripts run on the host.
+host_tools=(conntrack:conntrack curl:curl ebtables:ebtables ethtool:ethtool ip:iproute2
+  iptables:iptables jq:jq nft:nftables socat:socat update-ca-certificates:ca-certificates)
+
+# install_packages installs the host tools that are missing, so an image
+# that already has them (an air-gapped one) never needs a package mirror.
+install_packages() {
+  local tool missing=()
+  for tool in "${host_tools[@]}"; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "host tools present; no packages to install"
+    return 0
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install ${missing[*]} by other means"
+  export DEBIAN_FRONTEND=noninteractive
+  retry 5 10 apt-get update -y || die "apt-get update failed"
+  retry 5 10 apt-get install -y "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+}
+
+install_container_runtime() {
+  local tmp
+  tmp="$(mktemp -d)"
+  download_artifact containerd "${tmp}/containerd.tar.gz"
+  tar -xzf "${tmp}/containerd.tar.gz" -C /usr/local bin/
+  download_artifact runc "${tmp}/runc"
+  install -m 0755 "${tmp}/runc" /usr/local/sbin/runc
+  download_artifact cni-plugins "${tmp}/cni-plugins.tgz"
+  mkdir -p /opt/cni/bin
+  tar -xzf "${tmp}/cni-plugins.tgz" -C /opt/cni/bin
+  rm -rf "$tmp"
+}
+
+configure_kernel() {
+  cat >/etc/modules-load.d/exk8s.conf <<'MODULES'
+overlay
+br_netfilter
+MODULES
+  modprobe overlay || true
+  modprobe br_netfilter || true
+  cat >/etc/sysctl.d/90-exk8s.conf <<'SYSCTL'
+net.bridge.bridge-nf-call-iptables = 1
+net.bridge.bridge-nf-call-ip6tables = 1
+net.ipv4.ip_forward = 1
+SYSCTL
+  sysctl --system >/dev/null || log "sysctl --system reported errors"
+}
+
+# configure_containerd: containerd's defaults with the kubelet's cgroup
+# driver (systemd), the sandbox (pause) image from IMAGE_REGISTRY, and
+# registry host configs under /etc/containerd/certs.d, where a mirror's
+# hosts.toml goes. Host-specific overrides go in /etc/containerd/conf.d/,
+# which containerd's default config imports, never into config.toml.
+configure_containerd() {
+  local config=/etc/containerd/config.toml
+  mkdir -p /etc/containerd/conf.d
+  /usr/local/bin/containerd config default >"$config"
+  sed -i -E 's/SystemdCgroup = false/SystemdCgroup = true/' "$config"
+  sed -i -E "s#^([[:space:]]*sandbox(_image)?[[:space:]]*=[[:space:]]*).*#\\1'${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}'#" "$config"
+  sed -i -E "s#^([[:space:]]*config_path[[:space:]]*=[[:space:]]*)''#\\1'/etc/containerd/certs.d'#" "$config"
+  grep -q "SystemdCgroup = true" "$config" || die "containerd config: no SystemdCgroup setting to turn on"
+  grep -q "${IMAGE_REGISTRY}/pause:${PAUSE_VERSION}" "$config" || die "containerd config: no sandbox image setting"
+  write_registry_hosts /etc/containerd/certs.d
+  systemctl daemon-reload
+  systemctl enable containerd >/dev/null 2>&1 || true
+  systemctl restart containerd || log "containerd restart failed; the bootstrap script retries"
+}
+
+# write_registry_hosts DIR: containerd's host config for IMAGE_REGISTRY's
+# host under DIR: https, or plain HTTP when IMAGE_REGISTRY_PLAIN_HTTP=true
+# (a registry on a private network, as kind's local registry).
+write_registry_hosts() {
+  local host="${IMAGE_REGISTRY%%/*}" scheme=https
+  if [[ "${IMAGE_REGISTRY_PLAIN_HTTP:-false}" == "true" ]]; then
+    scheme=http
+  fi
+  mkdir -p "${1}/${host}"
+  cat >"${1}/${host}/hosts.toml" <<HOSTS
+server = "${scheme}://${host}"
+
+[host."${scheme}://${host}"]
+  capabilities = ["pull", "resolve"]
+HOSTS
+}
+
+install_kube_binaries() {
+  local bin tmp
+  tmp="$(mktemp -d)"
+  for bin in kubelet kubectl; do
+    download_artifact "$bin" "${tmp}/${bin}"
+    install -m 0755 "${tmp}/${bin}" "${BIN_DIR}/${bin}"
+  done
+  rm -rf "$tmp"
+}
+
+install_etcd() {
+  local tmp
+  tmp="$(mktemp -d)"
+  download_artifact etcd "${tmp}/etcd.tar.gz"
+  tar -xzf "${tmp}/etcd.tar.gz" -C "$tmp" --strip-components=1
+  install -m 0755 "${tmp}/etcd" "${tmp}/etcdctl" "$BIN_DIR/"
+  if [[ -f "${tmp}/etcdutl" ]]; then
+    install -m 0755 "${tmp}/etcdutl" "$BIN_DIR/"
+  fi
+  rm -rf "$tmp"
+}
+
+install_helm() {
+  local tmp
+  tmp="$(mktemp -d)"
+  download_artifact helm "${tmp}/helm.tar.gz"
+  tar -xzf "${tmp}/helm.tar.gz" -C "$tmp"
+  install -m 0755 "${tmp}/linux-${ARCH}/helm" "${BIN_DIR}/helm"
+  rm -rf "$tmp"
+}
+
+make_dirs() {
+  mkdir -p /etc/exk8s/pki /etc/exk8s/kubeconfig /etc/exk8s/config /etc/exk8s/manifests \
+    /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s
+  mkdir -p /var/lib/etcd
+  chmod 0700 /var/lib/etcd
+}
+
+main() {
+  # shellcheck source=/dev/null
+  . /usr/local/bin/exk8s-progress.sh
+  progress_begin exk8s-install-control-plane-prereqs
+  step "reading ${CLUSTER_ENV}"
+  load_cluster_env
+  case "${1:-all}" in
+    all)
+      step "installing OS packages"
+      install_packages
+      step "configuring the kernel"
+      configure_kernel
+      step "installing containerd, runc and the CNI plugins"
+      install_container_runtime
+      step "configuring containerd"
+      configure_containerd
+      make_dirs
+      step "installing kubelet and kubectl ${KUBERNETES_VERSION}"
+      install_kube_binaries
+      step "installing etcd ${ETCD_VERSION}"
+      install_etcd
+      if [[ "$CNI" == cilium ]]; then
+        step "installing helm ${HELM_VERSION}"
+        install_helm
+      fi
+      ;;
+    helm)
+      [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
+      step "installing helm ${HELM_VERSION}"
+      install_helm
+      ;;
+    *) die "usage: $0 [all|helm]" ;;
+  esac
+  log "prerequisites installed (${1:-all})"
+  if [[ "${1:-all}" == "all" ]]; then
+    progress_report prerequisites_installed
+  fi
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi

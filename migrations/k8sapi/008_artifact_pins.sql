@@ -1,0 +1,11 @@
+-- The artifact set a cluster's nodes use, recorded at founding: download
+-- bases, versions, image registry (and whether it is plain HTTP), the SHA-256
+-- pins of the files those versions need on every architecture the manifest
+-- covered, and whether the published-digest fallback was allowed
+-- (bundle.Artifacts as JSON; bundle.Artifacts.Record). Bundles render from
+-- it, so a later change of k8sapi's configuration never changes what a
+-- running cluster's nodes download or trust.
+--
+-- NULL for clusters founded before this migration: their bundles keep
+-- rendering from the configuration at fetch time, as before.
+ALTER TABLE kube_clusters ADD COLUMN IF NOT EXISTS artifacts jsonb;
