@@ -69,7 +69,7 @@ func BootMachine(r *Run, name, image, ns, dir string, seed Seed) (*Machine, erro
 		return nil, fmt.Errorf("writing the seed of %s: %w", name, err)
 	}
 	console := filepath.Join(r.LogDir, fileName(name+"/console")+".log")
-	start := func() (*Proc, error) { return Start(name+"/console", Host{}, dir, console, machineEnv(), m.nspawnArgv()) }
+	start := func() (*Proc, error) { return StartPiped(name+"/console", Host{}, dir, console, machineEnv(), m.nspawnArgv()) }
 	p, err := start()
 	if err != nil {
 		return nil, err
@@ -212,7 +212,11 @@ func (m *Machine) nspawnArgv() []string {
 		"--resolv-conf=off",
 		"--timezone=off",
 		"--link-journal=no",
-		"--console=passive",
+		// The machine's console is nspawn's own output, written straight
+		// to the console log: a pty forwarded by nspawn stalls here (it
+		// forwards to no output it cannot poll), and a full pty blocks
+		// whatever writes to the console, PID 1 included.
+		"--console=pipe",
 	}
 }
 

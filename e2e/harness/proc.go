@@ -39,6 +39,23 @@ type Host struct {
 // the pid is the component's own) with its output in logPath. The process
 // gets its own process group and is killed if the harness dies.
 func Start(name string, host Host, dir, logPath string, env, argv []string) (*Proc, error) {
+	return start(name, host, dir, logPath, env, argv, false)
+}
+
+// StartPiped is Start with the output reaching the log through a pipe the
+// harness copies. systemd-nspawn forwards a machine's console only to an
+// output it can poll, which a regular file is not: given the log file
+// itself, it forwards nothing until it exits, the console's buffer fills
+// and the machine's journald blocks writing to it.
+func StartPiped(name string, host Host, dir, logPath string, env, argv []string) (*Proc, error) {
+	return start(name, host, dir, logPath, env, argv, true)
+}
+
+// pipedWriter hides the log file's *os.File, so exec gives the process a
+// pipe and copies it into the file (Wait waits for the copy).
+type pipedWriter struct{ io.Writer }
+
+func start(name string, host Host, dir, logPath string, env, argv []string, piped bool) (*Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -59,6 +76,10 @@ func Start(name string, host Host, dir, logPath string, env, argv []string) (*Pr
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if piped {
+		out := pipedWriter{logf}
+		cmd.Stdout, cmd.Stderr = out, out
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := startOnSpawner(cmd); err != nil {
 		_ = logf.Close()
