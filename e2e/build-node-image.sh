@@ -57,6 +57,10 @@ customise() {
 	install -D -m 0755 "$here/node-image/sandbox-cgroups" "$root/usr/lib/cloud-init-standin/sandbox-cgroups"
 	install -D -m 0644 "$here/node-image/sandbox-cgroups.service" "$root/etc/systemd/system/sandbox-cgroups.service"
 	chroot "$root" systemctl enable sandbox-cgroups.service >/dev/null 2>&1
+	install -D -m 0755 "$here/node-image/sandbox-kernel-tunables" "$root/usr/lib/cloud-init-standin/sandbox-kernel-tunables"
+	install -D -m 0644 "$here/node-image/sandbox-kernel-tunables.service" \
+		"$root/etc/systemd/system/sandbox-kernel-tunables.service"
+	chroot "$root" systemctl enable sandbox-kernel-tunables.service >/dev/null 2>&1
 	install -D -m 0644 "$here/node-image/kubelet-sandbox-cgroup-v1.conf" \
 		"$root/etc/kubernetes/kubelet.conf.d/90-sandbox-cgroup-v1.conf"
 	install -D -m 0644 "$here/node-image/containerd-sandbox.toml" "$root/etc/containerd/conf.d/90-sandbox.toml"

@@ -77,7 +77,8 @@ func TestNodeMachineBoots(t *testing.T) {
 	t.Logf("n1: systemd %s %s after boot", state, time.Since(start).Round(100*time.Millisecond))
 	expect := map[string][]string{
 		"userdata ran with a value with spaces": {"cat", "/var/lib/userdata-ran"},
-		"active":                                {"systemctl", "is-active", "cloud-init-standin.service", "sandbox-cgroups.service"},
+		"active":                                {"systemctl", "is-active", "cloud-init-standin.service", "sandbox-cgroups.service", "sandbox-kernel-tunables.service"},
+		"1\n10\n1":                              {"cat", "/proc/sys/vm/overcommit_memory", "/proc/sys/kernel/panic", "/proc/sys/kernel/panic_on_oops"},
 		"writable":                              {"sh", "-c", "mkdir /sys/fs/cgroup/memory/e2e-probe && rmdir /sys/fs/cgroup/memory/e2e-probe && echo writable"},
 		"node-1":                                {"hostname"},
 		addr.String():                           {"ip", "-4", "-o", "addr", "show", "dev", "eth0"},
