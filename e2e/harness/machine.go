@@ -144,7 +144,7 @@ func nspawnRuntimeOnTmpfs() error {
 
 func (m *Machine) mountOverlay(image string) error {
 	upper, work := filepath.Join(m.dir, "upper"), filepath.Join(m.dir, "work")
-	for _, d := range []string{upper, work, m.Root} {
+	for _, d := range []string{upper, work, m.Root, m.containerdDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -195,6 +195,11 @@ func machineEnv() []string {
 	)
 }
 
+// containerdDir is the machine's /var/lib/containerd, on the host's disk:
+// containerd's overlayfs snapshotter cannot stack its layers on the
+// machine's overlay root (a cloud VM's disk is ext4 or xfs).
+func (m *Machine) containerdDir() string { return filepath.Join(m.dir, "containerd") }
+
 func (m *Machine) nspawnArgv() []string {
 	return []string{"systemd-nspawn",
 		"--quiet",
@@ -206,6 +211,7 @@ func (m *Machine) nspawnArgv() []string {
 		"--network-namespace-path=/run/netns/" + m.NS,
 		// The kubelet exits without a kernel log device.
 		"--bind=/dev/kmsg",
+		"--bind=" + m.containerdDir() + ":/var/lib/containerd",
 		"--system-call-filter=" + SystemCallFilter,
 		"--capability=all",
 		// The node's resolv.conf is its own business (systemd-resolved).
