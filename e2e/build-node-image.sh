@@ -41,6 +41,9 @@ customise() {
 	# minbase writes no /etc/hosts; containerd's CRI refuses a sandbox
 	# without one, and every cloud image has it.
 	printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+	# A machine runs on the host's kernel, so the image holds no kernel and
+	# no modules; a cloud image has /lib/modules, which kube-proxy mounts.
+	mkdir -p "$root/lib/modules"
 	# Each node makes its own machine id on first boot, as a cloud VM does.
 	: >"$root/etc/machine-id"
 	rm -f "$root/var/lib/dbus/machine-id"
