@@ -32,6 +32,11 @@ type machineCluster struct {
 func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Network, vms []vm, svc services) *machineCluster {
 	t.Helper()
 	c := &machineCluster{r: r, vms: vms}
+	if set, err := harness.MatchConntrackToKubeProxy(); err != nil {
+		t.Fatal(err)
+	} else if set != "" {
+		t.Logf("host nf_conntrack_max set to %s, as kube-proxy sets it on a node", set)
+	}
 	for i, v := range vms {
 		name := fmt.Sprintf("n%d", i+1)
 		seed := harness.Seed{InstanceID: fmt.Sprintf("vm-%d", v.id), Hostname: fmt.Sprintf("vm-%d", v.id),

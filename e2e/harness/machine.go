@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,4 +368,21 @@ func CheckMachineSupport() error {
 		}
 	}
 	return nil
+}
+
+// conntrackMax is the host's connection-tracking table size, a kernel-wide
+// setting a machine can read but not write.
+const conntrackMax = "/proc/sys/net/netfilter/nf_conntrack_max"
+
+// MatchConntrackToKubeProxy sets the host's nf_conntrack_max to what
+// kube-proxy sets on a node of its own (32768 per core, at least 131072):
+// kube-proxy writes it whenever it differs, and a write from a machine is
+// refused, which stops kube-proxy. It returns the value set, if any.
+func MatchConntrackToKubeProxy() (string, error) {
+	want := strconv.Itoa(max(32768*runtime.NumCPU(), 131072))
+	have, err := os.ReadFile(conntrackMax)
+	if err != nil || strings.TrimSpace(string(have)) == want {
+		return "", err
+	}
+	return want, os.WriteFile(conntrackMax, []byte(want), 0o644)
 }
