@@ -202,5 +202,8 @@ func pushImages(t *testing.T, r *harness.Run, sw, image string) {
 func probeImage(rootfs string) harness.Image {
 	return harness.Image{Repo: "e2e/probe", Tag: "1", BaseRootfs: rootfs,
 		Entrypoint: []string{"/bin/bash", "-c",
-			`echo "probe $(hostname) listening on 8080"; exec socat TCP-LISTEN:8080,fork,reuseaddr SYSTEM:'printf "HTTP/1.0 200 OK\r\n\r\nprobe %s\n" "$(hostname)"'`}}
+			// socat reads backslash escapes (and ':' and ',') in its
+			// addresses itself: the reply is plain echo lines, which curl
+			// takes as HTTP/1.0.
+			`echo "probe $(hostname) listening on 8080"; exec socat TCP-LISTEN:8080,fork,reuseaddr SYSTEM:'echo HTTP/1.0 200 OK; echo; echo probe $(hostname)'`}}
 }
