@@ -74,7 +74,8 @@ func main() {
 	r.machine.loadEnd = loadavg()
 	table := r.table()
 	fmt.Print(table)
-	if err := os.WriteFile(o.out, []byte(r.markdown()), 0o644); err != nil {
+	old, _ := os.ReadFile(o.out) // a first report has no old one
+	if err := os.WriteFile(o.out, []byte(r.markdown()+keptSection(string(old))), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %s in %s", o.out, r.elapsed.Round(time.Second))

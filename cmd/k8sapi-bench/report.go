@@ -300,3 +300,22 @@ func (r *report) findings() []string {
 	}
 	return out
 }
+
+// keptHeading starts the report's one section this tool does not measure:
+// the node proof's figures (make e2e boots a cluster of real machines,
+// minutes of work no benchmark run repeats), written from its output.
+const keptHeading = "## Time to a working cluster"
+
+// keptSection is that section of the old report, to be carried into the
+// new one unchanged, or "" if the old report has none.
+func keptSection(old string) string {
+	i := strings.Index(old, keptHeading)
+	if i < 0 {
+		return ""
+	}
+	section := old[i:]
+	if j := strings.Index(section[len(keptHeading):], "\n## "); j >= 0 {
+		section = section[:len(keptHeading)+j]
+	}
+	return "\n" + strings.TrimRight(section, "\n") + "\n"
+}
