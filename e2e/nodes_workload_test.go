@@ -59,7 +59,10 @@ func (c *machineCluster) checkWorkloads(t *testing.T, svc services, tl *timeline
 			return "", fmt.Errorf("%v: %s", err, out)
 		}
 		out, err := c.kubectl(ctx, "rollout", "status", "daemonset/probe", "--timeout=8s")
-		return strings.TrimSpace(string(out)), err
+		if err != nil || !strings.Contains(string(out), "successfully rolled out") {
+			return "", fmt.Errorf("%s (%v)", lastLine(out), err)
+		}
+		return lastLine(out), nil
 	})
 	pods := c.probePods(t)
 	from := pods[0]
@@ -225,4 +228,10 @@ func (c *machineCluster) etcdHealthy(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%d members healthy", strings.Count(string(out), "is healthy")), nil
+}
+
+// lastLine is the last non-empty line of a command's output.
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }
