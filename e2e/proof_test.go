@@ -73,15 +73,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	vms := loadVMs(t, st, cl.ControlPlaneVMIDs)
 
 	// 2. One host per VM, carrying the address the simulator gave it.
-	var addrs []netip.Prefix
-	for _, vm := range vms {
-		addrs = append(addrs, vm.addr)
-	}
-	network, err := harness.NewNetwork(r.ID, addrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.SetNetwork(network)
+	network := nodeNetwork(t, r, vms)
 	dial := harness.Dialer(network.Switch)
 
 	// 3. Each VM's rendered shim writes its bundle under the node's root.

@@ -126,10 +126,23 @@ progress_failure() {
   tail -n "$PROGRESS_TAIL_LINES" "$PROGRESS_LOG" 2>/dev/null | tail -c "$PROGRESS_TAIL_BYTES" | tr -d '\000-\010\013-\037\177'
 }
 
+# progress_drain_log: give the script back its own output and wait (up to
+# 2 s) for tee to write the last of it to the log: tee runs on its own, and
+# a failure's last lines are the ones the report needs.
+progress_drain_log() {
+  exec >&"$PROGRESS_STDOUT" 2>&"$PROGRESS_STDERR"
+  local i
+  for ((i = 0; i < 40; i++)); do
+    kill -0 "$PROGRESS_TEE_PID" 2>/dev/null || return 0
+    sleep 0.05
+  done
+}
+
 # progress_exit STATUS: the EXIT trap of a script that began progress.
 progress_exit() {
   trap - EXIT
   if (($1 != 0)); then
+    progress_drain_log
     progress_report failed "$(progress_failure "$1")"
   fi
   exit "$1"
@@ -140,7 +153,9 @@ progress_begin() {
   PROGRESS_NAME=$1
   PROGRESS_LOG="${PROGRESS_LOG_DIR}/${1}.log"
   mkdir -p "$PROGRESS_LOG_DIR"
+  exec {PROGRESS_STDOUT}>&1 {PROGRESS_STDERR}>&2
   exec > >(tee -a "$PROGRESS_LOG") 2>&1
+  PROGRESS_TEE_PID=$!
   set -o errtrace
   trap 'PROGRESS_FAILED_COMMAND=$BASH_COMMAND' ERR
   trap 'progress_exit $?' EXIT
