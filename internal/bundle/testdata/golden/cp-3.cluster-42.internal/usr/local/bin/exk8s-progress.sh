@@ -130,7 +130,7 @@ progress_failure() {
 # 2 s) for tee to write the last of it to the log: tee runs on its own, and
 # a failure's last lines are the ones the report needs.
 progress_drain_log() {
-  exec >&"$PROGRESS_STDOUT" 2>&"$PROGRESS_STDERR"
+  exec 1>&"$PROGRESS_STDOUT" 2>&"$PROGRESS_STDERR"
   local i
   for ((i = 0; i < 40; i++)); do
     kill -0 "$PROGRESS_TEE_PID" 2>/dev/null || return 0
