@@ -15,7 +15,7 @@ import (
 func TestBuildMirrorLaysOutUpstreamReleases(t *testing.T) {
 	bin := t.TempDir()
 	for _, b := range []string{"kubelet", "kubectl", "etcd", "etcdctl", "containerd", "containerd-shim-runc-v2", "ctr",
-		"runc", "bridge", "host-local", "loopback", "portmap"} {
+		"runc", "bridge", "host-local", "loopback", "portmap", "firewall"} {
 		if err := os.WriteFile(filepath.Join(bin, b), []byte("binary "+b), 0o755); err != nil {
 			t.Fatal(err)
 		}
