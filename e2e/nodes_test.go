@@ -66,7 +66,10 @@ func mirrorEnv(mirrorDir string) []string {
 func TestNodesBecomeACluster(t *testing.T) {
 	image := nodeImage(t)
 	requireComponents(t, "nodes")
+	var workDir string
+	t.Cleanup(func() { removePassedRun(t, workDir) }) // after the run's teardown
 	r := harness.NewRun(t, e2eDir, "nodes")
+	workDir = r.WorkDir
 	tl := newTimeline()
 	mirrorDir := filepath.Join(r.WorkDir, "mirror")
 	if _, err := harness.BuildMirror(binDir, mirrorDir, nodeVersions); err != nil {
@@ -208,4 +211,16 @@ func probeImage(rootfs string) harness.Image {
 			// addresses itself: the reply is plain echo lines, which curl
 			// takes as HTTP/1.0.
 			`echo "probe $(hostname) listening on 8080"; exec socat TCP-LISTEN:8080,fork,reuseaddr SYSTEM:'echo HTTP/1.0 200 OK; echo; echo probe $(hostname)'`}}
+}
+
+// removePassedRun deletes a passed run's work folder (machine disks, the
+// registry's blobs: gigabytes a run); a failed run's stays for a look.
+// The logs and journals are kept either way.
+func removePassedRun(t *testing.T, workDir string) {
+	if t.Failed() || workDir == "" {
+		return
+	}
+	if err := os.RemoveAll(workDir); err != nil {
+		t.Logf("removing %s: %v", workDir, err)
+	}
 }
