@@ -99,7 +99,7 @@ staging="$(mktemp -d "$image_dir/build.XXXXXX")"
 # staging root: unmount everything below it before removing it.
 cleanup_staging() {
 	local m
-	grep -o " $staging/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	{ grep -o " $staging/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$staging"
 }
 trap cleanup_staging EXIT
