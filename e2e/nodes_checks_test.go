@@ -26,8 +26,9 @@ type kubeList struct {
 			Phase      string `json:"phase"`
 			PodIP      string `json:"podIP"`
 			Conditions []struct {
-				Type   string `json:"type"`
-				Status string `json:"status"`
+				Type              string    `json:"type"`
+				Status            string    `json:"status"`
+				LastHeartbeatTime time.Time `json:"lastHeartbeatTime"`
 			} `json:"conditions"`
 			Addresses []struct {
 				Type    string `json:"type"`
@@ -42,12 +43,19 @@ type kubeList struct {
 
 // condition returns the status of an item's condition of that type.
 func condition(item int, l kubeList, typ string) string {
+	status, _ := conditionSince(item, l, typ)
+	return status
+}
+
+// conditionSince returns the status of an item's condition of that type
+// and when its reporter last confirmed it.
+func conditionSince(item int, l kubeList, typ string) (string, time.Time) {
 	for _, c := range l.Items[item].Status.Conditions {
 		if c.Type == typ {
-			return c.Status
+			return c.Status, c.LastHeartbeatTime
 		}
 	}
-	return ""
+	return "", time.Time{}
 }
 
 // checkNodesReady: every VM is a Node, registered by its own kubelet (its

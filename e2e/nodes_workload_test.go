@@ -188,15 +188,16 @@ func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) {
 		if out, err := c.kubectl(ctx, "create", "configmap", fmt.Sprintf("quorum-%d", writes)); err != nil {
 			t.Fatalf("write %d during the reboot of %s failed (etcd quorum lost?): %v %s", writes, m.Name, err, out)
 		}
-		return c.rebootedAndReady(ctx, i, before)
+		return c.rebootedAndReady(ctx, i, before, start)
 	})
 	tl.mark(fmt.Sprintf("node %d rebooted and Ready (%.0f s)", i+1, time.Since(start).Seconds()))
 	eventually(t, c.r, "every etcd member healthy", nil, 2*time.Minute, c.etcdHealthy)
 }
 
 // rebootedAndReady: machine i runs a new PID 1 (it did reboot) and its
-// Node is Ready.
-func (c *machineCluster) rebootedAndReady(ctx context.Context, i int, before int) (string, error) {
+// Node is Ready as its kubelet reported after the reboot (a Ready from
+// before it stays on the Node until the node controller notices).
+func (c *machineCluster) rebootedAndReady(ctx context.Context, i int, before int, since time.Time) (string, error) {
 	leader, err := c.machines[i].Leader()
 	if err != nil || leader == before {
 		return "", fmt.Errorf("not rebooted yet (PID 1 %d, %v)", leader, err)
@@ -207,8 +208,9 @@ func (c *machineCluster) rebootedAndReady(ctx context.Context, i int, before int
 	}
 	for j, n := range nodes.Items {
 		for _, a := range n.Status.Addresses {
-			if a.Address == c.vms[i].addr.Addr().String() && condition(j, nodes, "Ready") == "True" {
-				return n.Metadata.Name + " Ready", nil
+			status, confirmed := conditionSince(j, nodes, "Ready")
+			if a.Address == c.vms[i].addr.Addr().String() && status == "True" && !confirmed.Before(since.Truncate(time.Second)) {
+				return n.Metadata.Name + " Ready, reported at " + confirmed.Format(time.TimeOnly), nil
 			}
 		}
 	}
