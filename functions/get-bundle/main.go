@@ -8,6 +8,7 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/progress"
+	"github.com/excloud/k8sapi/internal/vmlimit"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -17,6 +18,7 @@ func main() {
 		nodes := app.NodeBootstrap(r)
 		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Progress = &progress.Service{Store: app.Store}
+		srv.Limits = &vmlimit.Limiter{Store: app.Store}
 		return err
 	})
 }

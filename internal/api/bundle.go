@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/progress"
 )
 
@@ -43,14 +44,20 @@ func (s *Server) reportStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 // renewCertificates serves POST /bootstrap/control-plane/{vm_id}/renew: a
-// ready node's PKI files and kubeconfigs, its serving identities renewed
-// when due. It takes no body.
+// ready node proves it holds each of its keys (one certificate request per
+// identity) and gets certificates only, re-issued when due. The body is
+// read only once the VM has proved itself.
 func (s *Server) renewCertificates(w http.ResponseWriter, r *http.Request) {
 	vm, ok := s.bootstrapVM(w, r)
 	if !ok {
 		return
 	}
-	renewal, err := s.Renewals.Renew(r.Context(), vm)
+	var req nodebootstrap.RenewalRequest
+	err := decodeJSON(r, &req)
+	var renewal *nodebootstrap.Renewal
+	if err == nil {
+		renewal, err = s.Renewals.Renew(r.Context(), vm, req)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -61,16 +68,25 @@ func (s *Server) renewCertificates(w http.ResponseWriter, r *http.Request) {
 
 // bootstrapVM runs the four proofs of the VM routes, cheapest first, each
 // failing closed: vm_id parses (400), then the IMDS session, the principal
-// token, the org match and the VM match (auth). On failure it has already
-// answered.
+// token, the org match and the VM match (auth); then spends one call of the
+// VM's budget for the route (429). On failure it has already answered.
 func (s *Server) bootstrapVM(w http.ResponseWriter, r *http.Request) (auth.BootstrapVM, bool) {
-	vmID, err := parseID("vm_id", r.PathValue("vm_id"))
+	vm, err := s.proveVM(r)
 	if err == nil {
-		var vm auth.BootstrapVM
-		if vm, err = s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization")); err == nil {
-			return vm, true
-		}
+		err = s.Limits.Spend(r.Context(), vm.VMID, r.Pattern, budgetOf(r.Pattern))
 	}
-	s.writeError(w, r, err)
-	return auth.BootstrapVM{}, false
+	if err != nil {
+		s.writeError(w, r, err)
+		return auth.BootstrapVM{}, false
+	}
+	return vm, true
+}
+
+// proveVM runs the four proofs.
+func (s *Server) proveVM(r *http.Request) (auth.BootstrapVM, error) {
+	vmID, err := parseID("vm_id", r.PathValue("vm_id"))
+	if err != nil {
+		return auth.BootstrapVM{}, err
+	}
+	return s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"))
 }

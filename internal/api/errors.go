@@ -2,7 +2,9 @@ package api
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/requestid"
@@ -20,6 +22,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Unprocessable:   http.StatusUnprocessableEntity,
 	apperr.Unavailable:     http.StatusServiceUnavailable,
 	apperr.BadGateway:      http.StatusBadGateway,
+	apperr.TooManyRequests: http.StatusTooManyRequests,
 }
 
 // writeError answers with the JSON error shape. Errors that are not
@@ -34,6 +37,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		// The cause goes to the log, keyed by request id, never to the client.
 		s.logger().ErrorContext(r.Context(), "request failed", "request_id", id, "code", e.Code, "cause", causeOf(e))
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	apperr.WriteJSON(w, status, e.Code, e.Message, id)
 }

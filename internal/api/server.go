@@ -19,6 +19,7 @@ import (
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
+	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
 // MaxBodyBytes bounds every request body.
@@ -51,7 +52,7 @@ type Bundles interface {
 
 // Renewals renews a ready node's certificates.
 type Renewals interface {
-	Renew(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.Renewal, error)
+	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.Renewal, error)
 }
 
 // Reporter records the bootstrap phases VMs report.
@@ -66,6 +67,13 @@ type NodeBootstraps interface {
 }
 
 var _ NodeBootstraps = (*progress.Nodes)(nil)
+
+// Limiter spends a VM's budget of calls of one route.
+type Limiter interface {
+	Spend(ctx context.Context, vmID int64, route string, b vmlimit.Budget) error
+}
+
+var _ Limiter = (*vmlimit.Limiter)(nil)
 
 // nodeAction is one of NodeBootstraps' methods.
 type nodeAction func(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
@@ -86,6 +94,7 @@ type Server struct {
 	Renewals Renewals
 	Progress Reporter
 	Nodes    NodeBootstraps
+	Limits   Limiter
 	Checks   []Check
 	Draining func() bool
 	Log      *slog.Logger

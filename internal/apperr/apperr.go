@@ -8,6 +8,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies a failure for the client.
@@ -24,6 +25,7 @@ const (
 	Unavailable                 // 503: a dependency (database, KMS) is down
 	BadGateway                  // 502: a platform API failed
 	Unprocessable               // 422: a well-formed request this deployment cannot carry out as configured
+	TooManyRequests             // 429: the caller spent its budget; RetryAfter says when to come back
 )
 
 // Error is a failure the client may be told about.
@@ -32,6 +34,9 @@ type Error struct {
 	Code    string // machine-readable, e.g. "invalid_request"
 	Message string // safe for the client
 	Err     error  // the cause, for logs only
+	// RetryAfter, when positive, is when the client may try again
+	// (answered as a Retry-After header, in whole seconds, rounded up).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

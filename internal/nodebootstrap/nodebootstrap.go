@@ -34,9 +34,11 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// Topologies loads what a bundle is rendered from and records each fetch.
+// Topologies loads what a bundle is rendered from, keeps the identities a
+// window's first fetch issues, and records each fetch.
 type Topologies interface {
 	TopologyForVM(ctx context.Context, vmID int64) (store.Topology, error)
+	StoreWindowIdentities(ctx context.Context, w store.WindowIdentities) (bool, error)
 	RecordFetch(ctx context.Context, f store.Fetch) error
 }
 
@@ -72,11 +74,7 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 		s.recordRefusal(ctx, vm, now)
 		return nil, err
 	}
-	opened, ids, err := s.open(ctx, &topo.Cluster, self)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.render(&topo.Cluster, topo.Nodes, self, opened, ids)
+	b, err := s.render(ctx, &topo.Cluster, topo.Nodes, self)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +118,7 @@ func databaseError(err error) error {
 
 // windowRefusal is progress.Window's answer for self at now.
 func (s *Service) windowRefusal(self store.Node, now time.Time) error {
-	w := progress.Window{OpenedAt: self.BootstrapOpenedAt, Length: s.Window}
+	w := progress.Window{OpenedAt: self.BootstrapOpenedAt, ReadyAt: self.ReadyAt, Length: s.Window}
 	return w.Refusal(progress.Phase(self.Phase), now)
 }
 
@@ -179,11 +177,10 @@ func (s *Service) open(ctx context.Context, c *store.Cluster, self store.Node) (
 	return opened, ids, nil
 }
 
-// render mints the fetch phase's identities beside the stored ones in ids
-// and renders self's bundle.
-func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, opened *keyring.Opened,
-	ids map[pki.Name]pki.KeyPair) (*bundle.Bundle, error) {
-	facts, err := keyring.NodeFacts(c, self)
+// render opens c's trust and self's identities (issuing its window's on the
+// window's first fetch) and renders self's bundle.
+func (s *Service) render(ctx context.Context, c *store.Cluster, nodes []store.Node, self store.Node) (*bundle.Bundle, error) {
+	opened, ids, err := s.open(ctx, c, self)
 	if err != nil {
 		return nil, err
 	}
@@ -192,13 +189,12 @@ func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, 
 		return nil, err
 	}
 	in := bundleInput(c, nodes, self, artifacts, opened.ServiceAccountKey, ids)
-	facts.Initial = in.IsInitial() // only it gets the addons' system:masters identity
-	minted, err := s.issuer(c).IssuePhase(opened.Trust, pki.PhaseFetch, facts)
+	window, err := s.windowIdentities(ctx, c, self, opened, in.IsInitial())
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(ids, minted)
-	return s.Renderer.Render(in) // in holds ids, the minted identities included
+	maps.Copy(ids, window) // in holds ids: the window's identities are rendered too
+	return s.Renderer.Render(in)
 }
 
 // artifacts is the artifact set c's nodes use: the one recorded at its

@@ -2,15 +2,28 @@ package nodebootstrap
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
-	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
+
+// Renewal is proof of possession, and certificates only. The node signs a
+// certificate request with each key it holds (exk8s-renew-certificates.sh);
+// k8sapi checks that each request's key is the one in the certificate it
+// issued, re-issues the due ones over the same keys with the same names
+// and addresses (the cert table's, never the request's), and answers
+// certificates. Never a private key, the service-account signer, or the
+// bootstrap-only admin identity: the VM's proofs alone (what a pod with
+// host networking could obtain) renew nothing. Keys that must change (the
+// signer, a CA) are rotation, not renewal.
 
 // Renewer is the part of the store a renewal writes through.
 type Renewer interface {
@@ -19,86 +32,207 @@ type Renewer interface {
 
 var _ Renewer = (*store.Store)(nil)
 
-// Renewal is the answer of POST /bootstrap/control-plane/{vm_id}/renew: the
-// node's PKI files and kubeconfigs, and which stored identities were
-// re-issued (empty: the stored ones, byte for byte).
-type Renewal struct {
-	Credentials *bundle.Bundle
-	Renewed     []pki.Name
+// MaxCSRBytes bounds one certificate request: a P-256 or RSA-2048 request
+// is well under 2 KiB.
+const MaxCSRBytes = 8 << 10
+
+// RenewalRequest is the body of POST /bootstrap/control-plane/{vm_id}/renew:
+// one PEM certificate request per identity the node renews (pki.Renewable),
+// by name, each signed with that identity's current key.
+type RenewalRequest struct {
+	CSRs map[string]string `json:"csrs"`
 }
 
-// Renew gives a ready node its credentials again: each stored serving
-// identity re-issued and re-sealed once less than Renewal.RenewBefore of
-// its life is left, client identities fresh as on every fetch. CAs are
-// never re-issued here (CA rotation is its own step; docs/).
-func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM) (*Renewal, error) {
+// Renewal is the answer: every renewable identity's current certificate
+// (re-issued or not), and which were re-issued.
+type Renewal struct {
+	Certificates map[pki.Name]string
+	Renewed      []pki.Name
+}
+
+// Renew checks the node's possession of each of its keys and re-issues the
+// certificates less than Renewal.RenewBefore from their end. Every renewal
+// past the proofs is recorded, answered or refused.
+func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
+	out, err := s.renew(ctx, vm, req)
+	outcome := store.RenewalServed
+	if err != nil {
+		outcome = store.RenewalRefused
+	}
+	if rerr := s.record(ctx, vm, outcome, s.now()); rerr != nil && err == nil {
+		return nil, databaseError(rerr) // a renewal that cannot be recorded is not answered
+	}
+	return out, err
+}
+
+func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
 	topo, self, err := s.load(ctx, vm)
 	if err != nil {
 		return nil, err
 	}
-	if progress.Phase(self.Phase) != progress.Ready {
+	if self.ReadyAt == nil {
 		return nil, apperr.New(apperr.Conflict, "node_not_ready",
-			"the node is "+self.Phase+"; only a ready node renews its certificates")
+			"the node is "+self.Phase+"; only a node that finished its bootstrap renews its certificates")
 	}
-	c := &topo.Cluster
-	opened, ids, err := s.open(ctx, c, self)
+	held, err := heldKeys(self, req)
 	if err != nil {
 		return nil, err
 	}
-	renewed, err := s.reissueDue(ctx, vm, c, self, opened, ids)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.render(c, topo.Nodes, self, opened, ids)
-	if err != nil {
-		return nil, err
-	}
-	return &Renewal{Credentials: b.Credentials(), Renewed: renewed}, nil
+	return s.reissueDue(ctx, vm, &topo.Cluster, self, held)
 }
 
-// reissueDue re-issues the stored identities in ids that are due, replaces
-// them in ids and stores them sealed, all or none (store.RenewIdentities).
-func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, c *store.Cluster, self store.Node,
-	opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) ([]pki.Name, error) {
-	due, err := s.due(ids)
-	if err != nil || len(due) == 0 {
+// heldKey is one identity whose key the node proved it holds.
+type heldKey struct {
+	name pki.Name
+	cert string // the stored certificate
+	pub  any    // its public key, which the request was signed with
+}
+
+// heldKeys checks req against self's stored identities: exactly the
+// renewable names, each request signed with its certificate's key.
+func heldKeys(self store.Node, req RenewalRequest) ([]heldKey, error) {
+	if err := checkNames(req); err != nil {
 		return nil, err
+	}
+	stored := map[string]string{}
+	for _, id := range self.Identities {
+		stored[id.Name] = id.Cert
+	}
+	var out []heldKey
+	for _, name := range pki.Renewable() {
+		k, err := proveOne(name, req.CSRs[string(name)], stored[string(name)])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// checkNames says every problem with req's names at once: missing, unknown
+// or oversized requests.
+func checkNames(req RenewalRequest) error {
+	var errs []string
+	for _, name := range pki.Renewable() {
+		if _, ok := req.CSRs[string(name)]; !ok {
+			errs = append(errs, "csrs."+string(name)+": is required")
+		}
+	}
+	for name, csr := range req.CSRs {
+		switch {
+		case !slices.Contains(pki.Renewable(), pki.Name(name)):
+			errs = append(errs, "csrs."+name+": is no identity this node renews")
+		case len(csr) > MaxCSRBytes:
+			errs = append(errs, "csrs."+name+": is over 8 KiB")
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.Strings(errs)
+	return apperr.New(apperr.Invalid, "invalid_request", strings.Join(errs, "; "))
+}
+
+func proveOne(name pki.Name, csr, cert string) (heldKey, error) {
+	if cert == "" {
+		// Stored identities predate the window: the node's bundle was
+		// fetched before they were kept. A re-open issues them.
+		return heldKey{}, apperr.New(apperr.Conflict, "identity_not_stored",
+			"k8sapi holds no certificate of "+string(name)+" for this node; an operator may re-open its bootstrap")
+	}
+	pub, err := pki.ProvePossession([]byte(csr), []byte(cert))
+	switch {
+	case errors.Is(err, pki.ErrNotPossessed):
+		return heldKey{}, apperr.New(apperr.Forbidden, "proof_of_possession_failed",
+			"csrs."+string(name)+": is not signed with the key of the node's "+string(name)+" certificate")
+	case err != nil:
+		return heldKey{}, apperr.New(apperr.Invalid, "invalid_request", "csrs."+string(name)+": "+err.Error())
+	}
+	return heldKey{name: name, cert: cert, pub: pub}, nil
+}
+
+// reissueDue re-issues the due certificates over the held keys and stores
+// them, all or none (store.RenewIdentities).
+func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, c *store.Cluster, self store.Node,
+	held []heldKey) (*Renewal, error) {
+	out := &Renewal{}
+	change := store.Renewal{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
+	due, err := s.due(held)
+	if err != nil || len(due) == 0 {
+		out.Certificates = certsOf(held)
+		return out, err
+	}
+	sign, err := s.signer(ctx, c, self)
+	if err != nil {
+		return nil, err
+	}
+	out.Certificates = certsOf(held)
+	for _, k := range due {
+		id, err := sign.reissue(k)
+		if err != nil {
+			return nil, err
+		}
+		change.Previous[string(k.name)] = k.cert
+		change.Replace = append(change.Replace, id)
+		out.Certificates[k.name], out.Renewed = id.Cert, append(out.Renewed, k.name)
+	}
+	if len(change.Replace) == 0 {
+		return out, nil
+	}
+	return out, s.storeRenewal(ctx, change)
+}
+
+// due lists the held keys whose certificates have less than RenewBefore left.
+func (s *Service) due(held []heldKey) ([]heldKey, error) {
+	var out []heldKey
+	for _, k := range held {
+		isDue, err := s.Renewal.Due([]byte(k.cert), s.now())
+		if err != nil {
+			return nil, err
+		}
+		if isDue {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func certsOf(held []heldKey) map[pki.Name]string {
+	out := map[pki.Name]string{}
+	for _, k := range held {
+		out[k.name] = k.cert
+	}
+	return out
+}
+
+// signer re-issues one node's certificates from its cluster's CAs.
+type signer struct {
+	issuer pki.Issuer
+	trust  *pki.Trust
+	facts  pki.Node
+}
+
+// signer opens c's CAs (one KMS call, or none when warm): only a renewal
+// with something due needs them.
+func (s *Service) signer(ctx context.Context, c *store.Cluster, self store.Node) (*signer, error) {
+	opened, err := keyring.Open(ctx, s.Envelope, c)
+	if err != nil {
+		return nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
 	}
 	facts, err := keyring.NodeFacts(c, self)
 	if err != nil {
 		return nil, err
 	}
-	change := store.Renewal{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
-	for _, name := range due {
-		kp, err := s.issuer(c).Issue(opened.Trust, name, facts)
-		if err != nil {
-			return nil, err
-		}
-		id, err := keyring.SealIdentity(opened.DataKey, vm.VMID, name, kp)
-		if err != nil {
-			return nil, err
-		}
-		change.Previous[string(name)] = string(ids[name].CertPEM)
-		change.Replace = append(change.Replace, id)
-		ids[name] = kp
-	}
-	return due, s.storeRenewal(ctx, change)
+	return &signer{issuer: s.issuer(c), trust: opened.Trust, facts: facts}, nil
 }
 
-// due lists the stored identities whose remaining life is below the
-// renewal window, in cert-table order.
-func (s *Service) due(ids map[pki.Name]pki.KeyPair) ([]pki.Name, error) {
-	var out []pki.Name
-	for _, name := range pki.Names(pki.PhaseFounding) {
-		isDue, err := s.Renewal.Due(ids[name].CertPEM, s.now())
-		if err != nil {
-			return nil, err
-		}
-		if isDue {
-			out = append(out, name)
-		}
+func (g *signer) reissue(k heldKey) (store.Identity, error) {
+	certPEM, err := g.issuer.Reissue(g.trust, k.name, g.facts, k.pub)
+	if err != nil {
+		return store.Identity{}, err
 	}
-	return out, nil
+	notAfter, err := pki.NotAfter(certPEM)
+	return store.Identity{Name: string(k.name), Cert: string(certPEM), NotAfter: notAfter}, err
 }
 
 func (s *Service) storeRenewal(ctx context.Context, change store.Renewal) error {
@@ -107,26 +241,32 @@ func (s *Service) storeRenewal(ctx context.Context, change store.Renewal) error 
 		return databaseError(err)
 	}
 	if !wrote {
-		// Another renewal of this node won the race, or the node stopped
-		// being ready: what was read is no longer what is stored.
+		// Another renewal of this node won the race, or its bootstrap was
+		// re-opened: what was read is no longer what is stored.
 		return apperr.New(apperr.Conflict, "renewal_conflict",
 			"the node's certificates changed while this renewal ran; renew again")
 	}
 	return nil
 }
 
-// RenewalResponse is the JSON body of a renewal: the bundle's shape, with
-// the PKI files and kubeconfigs only, and the re-issued identities' names.
+// RenewalResponse is the JSON body of a renewal.
 type RenewalResponse struct {
-	bundle.Response
-	Renewed []pki.Name `json:"renewed"`
+	Certificates map[pki.Name]string `json:"certificates"`
+	Renewed      []pki.Name          `json:"renewed"`
+	// NotAfter is the earliest end among the answered certificates.
+	NotAfter time.Time `json:"not_after"`
 }
 
 // Response returns the renewal in its wire shape.
 func (r *Renewal) Response() RenewalResponse {
-	renewed := r.Renewed
-	if renewed == nil {
-		renewed = []pki.Name{}
+	out := RenewalResponse{Certificates: r.Certificates, Renewed: r.Renewed}
+	if out.Renewed == nil {
+		out.Renewed = []pki.Name{}
 	}
-	return RenewalResponse{Response: r.Credentials.Response(), Renewed: renewed}
+	for _, c := range r.Certificates {
+		if end, err := pki.NotAfter([]byte(c)); err == nil && (out.NotAfter.IsZero() || end.Before(out.NotAfter)) {
+			out.NotAfter = end
+		}
+	}
+	return out
 }

@@ -39,8 +39,10 @@ const (
 	// PhaseFounding certs are per-node serving identities, made at founding
 	// and stored (keys sealed) so every fetch serves the same identity.
 	PhaseFounding
-	// PhaseFetch certs are client identities minted fresh on every bundle
-	// fetch from the rehydrated CAs; they are never stored.
+	// PhaseFetch certs are issued on a node's first bundle fetch of each
+	// bootstrap window (founding, or an operator's re-open) and stored
+	// sealed: every later fetch in that window is served the same ones, so
+	// fetching again mints nothing.
 	PhaseFetch
 )
 
@@ -102,7 +104,8 @@ func CertList() []Spec {
 		// system:masters bypasses RBAC: the initial node needs it once, to
 		// install the addons and the control plane's own RBAC; no other
 		// node holds it (a node's own components need no more than their
-		// identities below).
+		// identities below). Bootstrap-only: it lives one bootstrap window
+		// (nodebootstrap) and is never renewed.
 		initialOnly(client(Admin, ClusterCA, "cluster-admin", "system:masters")),
 		client(APIServerEtcdClient, EtcdCA, "kube-apiserver-etcd-client"),
 		client(APIServerKubeletClient, ClusterCA, "kube-apiserver-kubelet-client"),
@@ -183,6 +186,18 @@ func nodeIPs(n Node, extra ...net.IP) []net.IP {
 		}
 	}
 	return ips
+}
+
+// Renewable lists the leaves a node renews, in table order: every leaf a
+// node holds but the bootstrap-only (InitialOnly) ones.
+func Renewable() []Name {
+	var out []Name
+	for _, s := range CertList() {
+		if s.Phase != PhaseRoot && !s.InitialOnly {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // Lookup returns the spec with the given name.

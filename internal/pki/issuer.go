@@ -125,13 +125,9 @@ func (is Issuer) NewTrust() (*Trust, error) {
 
 // Issue makes the named certificate for node n, signed by its CA in t.
 func (is Issuer) Issue(t *Trust, name Name, n Node) (KeyPair, error) {
-	spec, ok := Lookup(name)
-	if !ok || spec.IsCA {
-		return KeyPair{}, fmt.Errorf("issuing %s: not a leaf in the cert table", name)
-	}
-	ca := t.CAs[spec.Signer]
-	if ca == nil {
-		return KeyPair{}, fmt.Errorf("issuing %s: signer %s not loaded", name, spec.Signer)
+	spec, ca, err := is.leaf(t, name)
+	if err != nil {
+		return KeyPair{}, err
 	}
 	key, err := is.newKey()
 	if err != nil {
@@ -146,6 +142,19 @@ func (is Issuer) Issue(t *Trust, name Name, n Node) (KeyPair, error) {
 		return KeyPair{}, fmt.Errorf("encoding %s key: %w", name, err)
 	}
 	return KeyPair{CertPEM: EncodeCert(der), KeyPEM: keyPEM}, nil
+}
+
+// leaf finds the named leaf's spec and its signing CA in t.
+func (is Issuer) leaf(t *Trust, name Name) (Spec, *CA, error) {
+	spec, ok := Lookup(name)
+	if !ok || spec.IsCA {
+		return Spec{}, nil, fmt.Errorf("issuing %s: not a leaf in the cert table", name)
+	}
+	ca := t.CAs[spec.Signer]
+	if ca == nil {
+		return Spec{}, nil, fmt.Errorf("issuing %s: signer %s not loaded", name, spec.Signer)
+	}
+	return spec, ca, nil
 }
 
 // IssuePhase issues every leaf of one phase node n gets, keyed by name.

@@ -33,7 +33,10 @@ const (
 type phaseSpec struct {
 	phase Phase
 	by    recorder
-	means string
+	// initialOnly phases belong to the cluster's initial node (the one that
+	// installs the addons): the others' reports of them are refused.
+	initialOnly bool
+	means       string
 }
 
 // phaseTable is the one list of phases, in the order a node passes them.
@@ -43,15 +46,15 @@ type phaseSpec struct {
 // of the node's bootstrap (Nodes.Reopen) leaves it: a re-open moves a node
 // in any phase back to pending, and its phases start over.
 var phaseTable = []phaseSpec{
-	{Pending, byK8sapi, "founded; the VM has not fetched its bundle yet"},
-	{BundleFetched, byK8sapi, "the VM fetched its bundle (recorded by k8sapi on the first successful fetch)"},
-	{PrerequisitesInstalled, byVM, "packages, kernel settings, containerd and the verified binaries are installed"},
-	{EtcdStarted, byVM, "the etcd member's unit is started (it joins once its peers start)"},
-	{KubeletStarted, byVM, "the kubelet is started; it runs the control-plane static pods"},
-	{APIServerReady, byVM, "the node's own API server answers /readyz"},
-	{AddonsInstalled, byVM, "kube-proxy, Cilium and CoreDNS are installed (initial node only)"},
-	{Ready, byVM, "the node finished its bootstrap"},
-	{Failed, byVM, "a step failed; the message names the step and the tail of its output"},
+	{Pending, byK8sapi, false, "founded; the VM has not fetched its bundle yet"},
+	{BundleFetched, byK8sapi, false, "the VM fetched its bundle (recorded by k8sapi on the first successful fetch)"},
+	{PrerequisitesInstalled, byVM, false, "packages, kernel settings, containerd and the verified binaries are installed"},
+	{EtcdStarted, byVM, false, "the etcd member's unit is started (it joins once its peers start)"},
+	{KubeletStarted, byVM, false, "the kubelet is started; it runs the control-plane static pods"},
+	{APIServerReady, byVM, false, "the node's own API server answers /readyz"},
+	{AddonsInstalled, byVM, true, "kube-proxy, Cilium and CoreDNS are installed (initial node only)"},
+	{Ready, byVM, false, "the node finished its bootstrap"},
+	{Failed, byVM, false, "a step failed; the message names the step and the tail of its output"},
 }
 
 // Phases returns every phase, in order, failed last.
@@ -94,6 +97,12 @@ func reportableList() string {
 		out = append(out, string(p))
 	}
 	return strings.Join(out, ", ")
+}
+
+// InitialOnly reports whether only the cluster's initial node may report p.
+func InitialOnly(p Phase) bool {
+	i := rank(p)
+	return i >= 0 && phaseTable[i].initialOnly
 }
 
 // EnterableFrom lists the phases a node may be in for a report of to to

@@ -53,7 +53,7 @@ func (s *Nodes) Bootstrap(ctx context.Context, org auth.Principal, clusterID, vm
 	if err != nil {
 		return NodeBootstrap{}, nodeError(err)
 	}
-	w := Window{OpenedAt: b.BootstrapOpenedAt, Length: s.Window}
+	w := Window{OpenedAt: b.BootstrapOpenedAt, ReadyAt: b.ReadyAt, Length: s.Window}
 	fetches := b.Fetches
 	if fetches == nil {
 		fetches = []store.Fetch{}

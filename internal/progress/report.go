@@ -80,6 +80,7 @@ func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) err
 func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to Phase, msg string) error {
 	out, err := st.AdvancePhase(ctx, store.PhaseChange{
 		VMID: vm.VMID, OrgID: vm.OrgID, To: string(to), Message: msg, From: EnterableFrom(to),
+		FromOnceReady: enterableOnceReady(to), InitialOnly: InitialOnly(to), MarksReady: to == Ready,
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -91,7 +92,22 @@ func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to Phase, ms
 	case out.Moved:
 		return nil
 	}
+	if InitialOnly(to) && !out.Initial {
+		return apperr.New(apperr.Forbidden, "phase_not_for_this_node",
+			"only the cluster's initial node reports "+string(to))
+	}
 	return refusal(Phase(out.Current), to)
+}
+
+// enterableOnceReady lists the phases, beyond EnterableFrom's, that a node
+// which has been ready in its current bootstrap may leave for to: a ready
+// node whose renewal failed reports ready again once one succeeds. Its
+// bootstrap stays closed throughout (Window: ready_at), whatever it reports.
+func enterableOnceReady(to Phase) []string {
+	if to == Ready {
+		return []string{string(Failed)}
+	}
+	return nil
 }
 
 // refusal says why a report did not move the node. A second failed keeps

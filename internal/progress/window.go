@@ -14,10 +14,13 @@ import (
 const DefaultWindow = time.Hour
 
 // Window is when a node's bundle may be fetched: from when its bootstrap
-// opened (founding, or its last re-open) until it reports ready, and for
-// at most Length.
+// opened (founding, or its last re-open) until it first reports ready, and
+// for at most Length. Once ready, nothing the VM reports opens it again
+// (a failed after ready is a report, not a right): only the operator's
+// re-open does.
 type Window struct {
 	OpenedAt time.Time
+	ReadyAt  *time.Time // the node's first ready since OpenedAt
 	Length   time.Duration
 }
 
@@ -35,7 +38,7 @@ func (w Window) Open(phase Phase, now time.Time) bool {
 // operator re-opens it (POST /clusters/{id}/nodes/{vm_id}/rebootstrap).
 func (w Window) Refusal(phase Phase, now time.Time) error {
 	switch {
-	case phase == Ready:
+	case phase == Ready || w.ReadyAt != nil:
 		return closed("the node reported ready")
 	case !now.Before(w.ClosesAt()):
 		return closed(fmt.Sprintf("its window closed at %s", w.ClosesAt().UTC().Format(time.RFC3339)))

@@ -33,6 +33,7 @@ import (
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
 // Config is what the in-process stack is built from.
@@ -119,7 +120,8 @@ func New(cfg Config) (*Stack, error) {
 	srv := &api.Server{
 		Auth: &auth.Authenticator{Tokens: st, Now: cfg.Now}, Founder: founder, Clusters: founder, Log: cfg.Log,
 		Progress: &progress.Service{Store: st}, Bundles: nodes, Renewals: nodes,
-		Nodes: &progress.Nodes{Store: st, Window: window, Now: cfg.Now},
+		Nodes:  &progress.Nodes{Store: st, Window: window, Now: cfg.Now},
+		Limits: &vmlimit.Limiter{Store: st, Now: cfg.Now},
 	}
 	mux := http.NewServeMux()
 	for _, fn := range functions {

@@ -8,10 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Fetch outcomes, as bootstrap_fetches.outcome holds them.
+// Fetch outcomes, as bootstrap_fetches.outcome holds them: a bundle fetch
+// served or refused for a closed bootstrap, a renewal answered or refused.
 const (
-	FetchServed = "served"
-	FetchClosed = "bootstrap_closed"
+	FetchServed    = "served"
+	FetchClosed    = "bootstrap_closed"
+	RenewalServed  = "renewed"
+	RenewalRefused = "renewal_refused"
 )
 
 // Fetch is one recorded bundle fetch of a node (a bootstrap_fetches row).
@@ -49,7 +52,8 @@ type NodeBootstrap struct {
 	Phase, Message    string
 	UpdatedAt         time.Time
 	BootstrapOpenedAt time.Time
-	Fetches           []Fetch // newest first
+	ReadyAt           *time.Time // the node's first ready in this bootstrap
+	Fetches           []Fetch    // newest first
 }
 
 // MaxFetchesShown bounds the fetches NodeBootstrap returns (the newest).
@@ -59,7 +63,7 @@ const MaxFetchesShown = 100
 // cluster id $2, vm $3. Statements add what they read or change after it.
 const nodeOfOrg = `
 	WITH node AS (
-		SELECT n.id, n.node_name, n.phase, n.message, n.updated_at, n.bootstrap_opened_at, k.status
+		SELECT n.id, n.node_name, n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, k.status
 		FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 		WHERE k.org_id = $1 AND k.id = $2 AND n.vm_id = $3 AND k.status <> 'deleted'
 	)`
@@ -70,9 +74,9 @@ func (s *Store) NodeBootstrap(ctx context.Context, ref NodeRef) (NodeBootstrap, 
 	var b NodeBootstrap
 	var nodeID int64
 	err := s.pool.QueryRow(ctx, nodeOfOrg+`
-		SELECT id, status, node_name, phase, message, updated_at, bootstrap_opened_at FROM node`,
+		SELECT id, status, node_name, phase, message, updated_at, bootstrap_opened_at, ready_at FROM node`,
 		ref.OrgID, ref.ClusterID, ref.VMID).Scan(&nodeID, &b.ClusterStatus, &b.NodeName, &b.Phase, &b.Message,
-		&b.UpdatedAt, &b.BootstrapOpenedAt)
+		&b.UpdatedAt, &b.BootstrapOpenedAt, &b.ReadyAt)
 	if err != nil {
 		return b, fmt.Errorf("loading the bootstrap of vm %d: %w", ref.VMID, notFound(err))
 	}
@@ -98,12 +102,13 @@ type ReopenOutcome struct {
 }
 
 // ReopenBootstrap starts a node's bootstrap over in one statement, only if
-// its cluster is active: phase pending, no message, its window opened at
-// `at`. ErrNotFound: no such node in a live cluster of that org.
+// its cluster is active: phase pending, no message, not ready, its window
+// opened at `at`. ErrNotFound: no such node in a live cluster of that org.
 func (s *Store) ReopenBootstrap(ctx context.Context, ref NodeRef, pending string, at time.Time) (ReopenOutcome, error) {
 	var out ReopenOutcome
 	err := s.pool.QueryRow(ctx, nodeOfOrg+`, reopened AS (
-			UPDATE kube_nodes n SET phase = $4, message = '', updated_at = now(), bootstrap_opened_at = $5
+			UPDATE kube_nodes n SET phase = $4, message = '', updated_at = now(), bootstrap_opened_at = $5,
+				ready_at = NULL
 			FROM node WHERE n.id = node.id AND node.status = 'active'
 			RETURNING n.id
 		)

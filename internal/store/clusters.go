@@ -94,6 +94,10 @@ type Node struct {
 	// BootstrapOpenedAt is when the node's bootstrap window opened: at
 	// founding, or at its last re-open.
 	BootstrapOpenedAt time.Time
+	// ReadyAt is when the node first reported ready in its current
+	// bootstrap; nil until then and after a re-open. Once set, nothing the
+	// VM reports re-opens its bundle.
+	ReadyAt *time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -119,6 +123,11 @@ type Identity struct {
 	Cert      string
 	KeySealed []byte
 	NotAfter  time.Time
+	// WindowOpenedAt is the bootstrap window the identity was issued for;
+	// nil for one issued at founding, kept for the node's life.
+	WindowOpenedAt *time.Time
+	// BootstrapOnly identities are never renewed nor counted in Expiry.
+	BootstrapOnly bool
 }
 
 func collectCluster(rows pgx.Rows) (Cluster, error) {
@@ -175,17 +184,18 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at,
-		       ids.names, ids.certs, ids.keys, ids.not_afters, exp.earliest, exp.undated
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at,
+		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.only, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
-			       array_agg(key_sealed ORDER BY name) AS keys, array_agg(not_after ORDER BY name) AS not_afters
+			       array_agg(key_sealed ORDER BY name) AS keys, array_agg(not_after ORDER BY name) AS not_afters,
+			       array_agg(window_opened_at ORDER BY name) AS windows, array_agg(bootstrap_only ORDER BY name) AS only
 			FROM node_identities WHERE node_id = n.id AND n.vm_id = $2
 		) ids ON true
 		LEFT JOIN LATERAL (
 			SELECT min(not_after) AS earliest, array_agg(cert ORDER BY name) FILTER (WHERE not_after IS NULL) AS undated
-			FROM node_identities WHERE node_id = n.id
+			FROM node_identities WHERE node_id = n.id AND NOT bootstrap_only
 		) exp ON true
 		WHERE `+where+` ORDER BY n.kube_cluster_id, n.ordinal`, arg, selfVMID)
 	ns, err := pgx.CollectRows(rows, scanNode)
@@ -201,14 +211,16 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		names, certs []string
 		keys         [][]byte
 		notAfters    []*time.Time
+		windows      []*time.Time
+		only         []bool
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &names, &certs, &keys, &notAfters,
-		&n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &names, &certs, &keys, &notAfters,
+		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
 	}
 	for i := range names {
-		id := Identity{Name: names[i], Cert: certs[i], KeySealed: keys[i]}
+		id := Identity{Name: names[i], Cert: certs[i], KeySealed: keys[i], WindowOpenedAt: windows[i], BootstrapOnly: only[i]}
 		if notAfters[i] != nil {
 			id.NotAfter = *notAfters[i]
 		}

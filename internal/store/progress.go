@@ -6,18 +6,26 @@ import (
 )
 
 // PhaseChange asks to move one VM's node to phase To, only if the node is in
-// one of the phases From, the cluster is org's and it is active.
+// one of the phases From (or FromOnceReady, for a node that has reported
+// ready in its current bootstrap), the cluster is org's and it is active.
+// InitialOnly refuses the move unless the node is its cluster's initial one
+// (the lowest ordinal); MarksReady records the node's first ready.
 type PhaseChange struct {
-	VMID, OrgID int64
-	To, Message string
-	From        []string
+	VMID, OrgID   int64
+	To, Message   string
+	From          []string
+	FromOnceReady []string
+	InitialOnly   bool
+	MarksReady    bool
 }
 
 // PhaseOutcome is what AdvancePhase found: the cluster's status, the node's
-// phase when the statement began, and whether the node moved.
+// phase when the statement began, whether it is the initial node, and
+// whether it moved.
 type PhaseOutcome struct {
 	ClusterStatus string
 	Current       string
+	Initial       bool
 	Moved         bool
 }
 
@@ -30,17 +38,21 @@ func (s *Store) AdvancePhase(ctx context.Context, c PhaseChange) (PhaseOutcome, 
 	var out PhaseOutcome
 	err := s.pool.QueryRow(ctx, `
 		WITH node AS (
-			SELECT n.id, n.phase, k.status
+			SELECT n.id, n.phase, k.status, n.ordinal = (
+				SELECT min(m.ordinal) FROM kube_nodes m WHERE m.kube_cluster_id = n.kube_cluster_id) AS initial
 			FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2
 		), moved AS (
-			UPDATE kube_nodes n SET phase = $3, message = $4, updated_at = now()
+			UPDATE kube_nodes n SET phase = $3, message = $4, updated_at = now(),
+				ready_at = CASE WHEN $8 THEN coalesce(n.ready_at, now()) ELSE n.ready_at END
 			FROM node
-			WHERE n.id = node.id AND node.status = 'active' AND n.phase = ANY($5)
+			WHERE n.id = node.id AND node.status = 'active' AND (node.initial OR NOT $7)
+			  AND (n.phase = ANY($5) OR (n.ready_at IS NOT NULL AND n.phase = ANY($6)))
 			RETURNING n.id
 		)
-		SELECT node.status, node.phase, EXISTS (SELECT 1 FROM moved) FROM node`,
-		c.VMID, c.OrgID, c.To, c.Message, c.From).Scan(&out.ClusterStatus, &out.Current, &out.Moved)
+		SELECT node.status, node.phase, node.initial, EXISTS (SELECT 1 FROM moved) FROM node`,
+		c.VMID, c.OrgID, c.To, c.Message, c.From, c.FromOnceReady, c.InitialOnly, c.MarksReady).Scan(
+		&out.ClusterStatus, &out.Current, &out.Initial, &out.Moved)
 	if err != nil {
 		return out, fmt.Errorf("recording phase %s of vm %d: %w", c.To, c.VMID, notFound(err))
 	}

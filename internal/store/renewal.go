@@ -11,32 +11,37 @@ type identityArrays struct {
 	names, certs []string
 	keys         [][]byte
 	notAfters    []time.Time
+	only         []bool
 }
 
 func identityColumns(ids []Identity) identityArrays {
 	a := identityArrays{names: make([]string, len(ids)), certs: make([]string, len(ids)),
-		keys: make([][]byte, len(ids)), notAfters: make([]time.Time, len(ids))}
+		keys: make([][]byte, len(ids)), notAfters: make([]time.Time, len(ids)), only: make([]bool, len(ids))}
 	for i, id := range ids {
 		a.names[i], a.certs[i], a.keys[i], a.notAfters[i] = id.Name, id.Cert, id.KeySealed, id.NotAfter
+		a.only[i] = id.BootstrapOnly
 	}
 	return a
 }
 
-// Renewal asks to replace some of one VM's stored identities: each of
-// Replace by name, only where the row still holds the certificate in
-// Previous (same name), the node is ready and its cluster org's and active.
+// Renewal asks to replace the certificates of some of one VM's stored
+// identities, keys unchanged: each of Replace by name (its Cert and
+// NotAfter), only where the row still holds the certificate in Previous
+// (same name), the node has been ready in its current bootstrap and its
+// cluster is org's and active.
 type Renewal struct {
 	VMID, OrgID int64
 	Previous    map[string]string // name → the certificate the renewal read
 	Replace     []Identity
 }
 
-// RenewIdentities replaces the identities in one statement, all of them or
-// none: it locks the rows the renewal read, and writes only when every one
-// of them is still as read, the node still ready and its cluster active. A
-// concurrent renewal of the same node makes the later one write nothing
-// (PostgreSQL re-checks a locked row that changed), so a node never holds
-// half of one renewal and half of another. It reports whether it wrote.
+// RenewIdentities replaces the certificates in one statement, all of them
+// or none: it locks the rows the renewal read, and writes only when every
+// one of them is still as read, the node still once ready and its cluster
+// active. A concurrent renewal of the same node makes the later one write
+// nothing (PostgreSQL re-checks a locked row that changed), so a node never
+// holds half of one renewal and half of another. It reports whether it
+// wrote.
 func (s *Store) RenewIdentities(ctx context.Context, r Renewal) (bool, error) {
 	a := identityColumns(r.Replace)
 	previous := make([]string, len(r.Replace))
@@ -46,22 +51,58 @@ func (s *Store) RenewIdentities(ctx context.Context, r Renewal) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
 		WITH node AS (
 			SELECT n.id FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
-			WHERE n.vm_id = $1 AND k.org_id = $2 AND k.status = 'active' AND n.phase = 'ready'
+			WHERE n.vm_id = $1 AND k.org_id = $2 AND k.status = 'active' AND n.ready_at IS NOT NULL
 		), want AS (
-			SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
-				AS u (name, previous, cert, key_sealed, not_after)
+			SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[])
+				AS u (name, previous, cert, not_after)
 		), still AS (
 			SELECT i.name FROM node_identities i JOIN node ON i.node_id = node.id
 			JOIN want w ON w.name = i.name AND w.previous = i.cert
 			FOR UPDATE OF i
 		)
-		UPDATE node_identities i SET cert = w.cert, key_sealed = w.key_sealed, not_after = w.not_after
+		UPDATE node_identities i SET cert = w.cert, not_after = w.not_after
 		FROM node, want w
 		WHERE i.node_id = node.id AND i.name = w.name
 		  AND (SELECT count(*) FROM still) = cardinality($3::text[])`,
-		r.VMID, r.OrgID, a.names, previous, a.certs, a.keys, a.notAfters)
+		r.VMID, r.OrgID, a.names, previous, a.certs, a.notAfters)
 	if err != nil {
 		return false, fmt.Errorf("renewing identities of vm %d: %w", r.VMID, err)
 	}
 	return tag.RowsAffected() == int64(len(r.Replace)) && len(r.Replace) > 0, nil
+}
+
+// WindowIdentities asks to store the identities issued on a node's first
+// fetch of the bootstrap window that opened at OpenedAt.
+type WindowIdentities struct {
+	VMID     int64
+	OpenedAt time.Time
+	Issued   []Identity
+}
+
+// StoreWindowIdentities stores w's identities in one statement, only while
+// the node's window is still the one they were issued for. They replace
+// the same names issued for an earlier window, never those of this one nor
+// those issued at founding: of two first fetches racing, the first to
+// commit wins. It reports whether it wrote them all (false: the window
+// moved on, or another fetch's identities are stored; read them again).
+func (s *Store) StoreWindowIdentities(ctx context.Context, w WindowIdentities) (bool, error) {
+	a := identityColumns(w.Issued)
+	tag, err := s.pool.Exec(ctx, `
+		WITH node AS (
+			SELECT id FROM kube_nodes WHERE vm_id = $1 AND bootstrap_opened_at = $2
+		)
+		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after, window_opened_at, bootstrap_only)
+		SELECT node.id, u.name, u.cert, u.key_sealed, u.not_after, $2, u.only
+		FROM node, unnest($3::text[], $4::text[], $5::bytea[], $6::timestamptz[], $7::bool[])
+			AS u (name, cert, key_sealed, not_after, only)
+		ON CONFLICT (node_id, name) DO UPDATE SET cert = excluded.cert, key_sealed = excluded.key_sealed,
+			not_after = excluded.not_after, window_opened_at = excluded.window_opened_at,
+			bootstrap_only = excluded.bootstrap_only
+		WHERE node_identities.window_opened_at IS NOT NULL
+		  AND node_identities.window_opened_at <> excluded.window_opened_at`,
+		w.VMID, w.OpenedAt, a.names, a.certs, a.keys, a.notAfters, a.only)
+	if err != nil {
+		return false, fmt.Errorf("storing the window identities of vm %d: %w", w.VMID, err)
+	}
+	return tag.RowsAffected() == int64(len(w.Issued)), nil
 }
