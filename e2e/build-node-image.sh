@@ -30,7 +30,7 @@ mirror="${E2E_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 packages=(
 	systemd systemd-sysv systemd-resolved dbus libpam-systemd
 	bash coreutils util-linux mount procps kmod less
-	ca-certificates curl jq
+	ca-certificates curl jq openssl
 	iproute2 iptables nftables ebtables conntrack ethtool socat iputils-ping
 	libseccomp2 tar gzip
 )

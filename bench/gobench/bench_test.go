@@ -40,6 +40,12 @@ type topologies struct{ topo store.Topology }
 
 func (t topologies) TopologyForVM(context.Context, int64) (store.Topology, error) { return t.topo, nil }
 
+// StoreWindowIdentities keeps nothing, so every fetch is a window's first:
+// the costliest, the one that issues the window's identities.
+func (topologies) StoreWindowIdentities(context.Context, store.WindowIdentities) (bool, error) {
+	return true, nil
+}
+
 // RecordFetch records nothing: the benchmark is the fetch's CPU, not its
 // database round trips.
 func (topologies) RecordFetch(context.Context, store.Fetch) error { return nil }

@@ -170,8 +170,8 @@ func newView(in *Input) (*view, *topology, error) {
 		IsInitial:          topo.isInitial,
 		Cilium:             in.Cluster.CNI == CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
-		Renewal:            newRenewalView(),
 	}
+	v.Renewal = newRenewalView(v)
 	if in.Cluster.CNI == CNIBridge {
 		if v.PodNetwork, err = topo.podNetwork(in.Cluster.PodCIDR); err != nil {
 			return nil, nil, err

@@ -9,50 +9,49 @@ const (
 	RenewalTimer  = unitDir + "/exk8s-renew-certificates.timer"
 )
 
-// renewalView is what the renewal script needs to know about the files a
-// renewal serves.
+// renewalView is what the renewal script needs to know: each identity it
+// renews (pki.Renewable), where the node keeps it, and who reads it.
 type renewalView struct {
-	StoredCerts []string // the stored identities' certificates: they change only when renewed
-	Readers     []reader
+	Identities []renewableIdentity
 }
 
-// reader says which component reads a credential file, so a renewal
-// restarts exactly the components whose files changed.
-type reader struct{ Path, Component string }
+// renewableIdentity is one identity a renewal may re-issue: the node signs
+// its request with KeyPath's key and writes the answered certificate to
+// CertPath and, when one embeds it, into Kubeconfig; Component restarts.
+type renewableIdentity struct {
+	Name              pki.Name
+	KeyPath, CertPath string
+	Kubeconfig        string // "" when no kubeconfig embeds it
+	Component         string
+}
 
-// credentialReaders is the one table of who reads which credential a
-// renewal may change. CA certificates and the service-account key never
-// change in a renewal; the admin kubeconfig is read by no component.
-func credentialReaders() []reader {
-	var out []reader
-	add := func(component string, paths ...string) {
-		for _, p := range paths {
-			out = append(out, reader{Path: p, Component: component})
-		}
+// readerOf is the one table of which component reads each renewable
+// identity, so a renewal restarts exactly the components whose
+// certificates changed.
+var readerOf = map[pki.Name]string{
+	pki.EtcdPeer:               "etcd",
+	pki.APIServer:              "kube-apiserver",
+	pki.APIServerEtcdClient:    "kube-apiserver",
+	pki.APIServerKubeletClient: "kube-apiserver",
+	pki.FrontProxyClient:       "kube-apiserver",
+	pki.ControllerManager:      "kube-controller-manager",
+	pki.Scheduler:              "kube-scheduler",
+	pki.KubeProxy:              "kube-proxy",
+	pki.KubeletClient:          "kubelet",
+	pki.KubeletServing:         "kubelet",
+}
+
+func newRenewalView(v *view) renewalView {
+	embeddedIn := map[pki.Name]string{}
+	for _, s := range kubeconfigSpecs(v) {
+		embeddedIn[s.identity] = KubeconfigPath(s.stem)
 	}
-	add("etcd", keyPair(pki.EtcdPeer)...)
-	add("kube-apiserver", keyPair(pki.APIServer, pki.APIServerEtcdClient, pki.APIServerKubeletClient, pki.FrontProxyClient)...)
-	add("kubelet", append(keyPair(pki.KubeletServing), KubeconfigPath("kubelet"))...)
-	add("kube-controller-manager", KubeconfigPath("controller-manager"))
-	add("kube-scheduler", KubeconfigPath("scheduler"))
-	add("kube-proxy", KubeconfigPath("kube-proxy"))
+	var out renewalView
+	for _, name := range pki.Renewable() {
+		out.Identities = append(out.Identities, renewableIdentity{Name: name, KeyPath: KeyPath(name),
+			CertPath: CertPath(name), Kubeconfig: embeddedIn[name], Component: readerOf[name]})
+	}
 	return out
-}
-
-func keyPair(names ...pki.Name) []string {
-	var out []string
-	for _, n := range names {
-		out = append(out, CertPath(n), KeyPath(n))
-	}
-	return out
-}
-
-func newRenewalView() renewalView {
-	v := renewalView{Readers: credentialReaders()}
-	for _, name := range pki.Names(pki.PhaseFounding) {
-		v.StoredCerts = append(v.StoredCerts, CertPath(name))
-	}
-	return v
 }
 
 // renewalPart installs the daily renewal: its timer, service and script.

@@ -139,7 +139,7 @@ unpinned_refusal() {
 # host_tools: command and the Debian package that brings it, for the tools
 # the kubelet, kube-proxy and these scripts run on the host.
 host_tools=(conntrack:conntrack curl:curl ebtables:ebtables ethtool:ethtool ip:iproute2
-  iptables:iptables jq:jq nft:nftables socat:socat update-ca-certificates:ca-certificates)
+  iptables:iptables jq:jq nft:nftables openssl:openssl socat:socat update-ca-certificates:ca-certificates)
 
 # install_packages installs the host tools that are missing, so an image
 # that already has them (an air-gapped one) never needs a package mirror.
