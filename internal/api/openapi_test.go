@@ -251,6 +251,7 @@ func TestOpenAPIErrorCodesMatchTheCode(t *testing.T) {
 		"Internal": apperr.Internal, "Invalid": apperr.Invalid, "Unauthenticated": apperr.Unauthenticated,
 		"Forbidden": apperr.Forbidden, "NotFound": apperr.NotFound, "Conflict": apperr.Conflict,
 		"TooLarge": apperr.TooLarge, "Unprocessable": apperr.Unprocessable, "Unavailable": apperr.Unavailable, "BadGateway": apperr.BadGateway,
+		"TooManyRequests": apperr.TooManyRequests,
 	}
 	if len(kinds) != len(statusOf) {
 		t.Fatalf("apperr kinds changed: update this test (%d kinds, %d statuses)", len(kinds), len(statusOf))

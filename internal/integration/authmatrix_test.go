@@ -201,30 +201,34 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	}
 
 	// POST /bootstrap/control-plane/{vm_id}/renew: the bundle's four
-	// proofs, then the node must be ready (vm1 is bundle_fetched here, and
-	// failed once the status cases below ran: refused both times).
+	// proofs, then a JSON body, then the node must have been ready (vm1 is
+	// bundle_fetched here, and failed once the status cases below ran:
+	// refused both times). Proof of possession: renewal_test.go.
 	renewPath := func(vm int64) string { return bundlePath + itoa(vm) + "/renew" }
+	const noCSRs = `{"csrs":{}}`
 	for _, c := range refused {
 		if c.authorization == "" || c.vmToken {
 			continue
 		}
-		cases = append(cases, authCase{"renew bearer: " + c.name, "POST", renewPath(vm1), both(imds1, c.authorization), "", c.status, c.code})
+		cases = append(cases, authCase{"renew bearer: " + c.name, "POST", renewPath(vm1), both(imds1, c.authorization), noCSRs, c.status, c.code})
 	}
 	for _, id := range badIDs {
-		cases = append(cases, authCase{"renew bad vm_id " + id, "POST", bundlePath + id + "/renew", both(imds1, "Bearer "+access1), "", 400, "invalid_path"})
+		cases = append(cases, authCase{"renew bad vm_id " + id, "POST", bundlePath + id + "/renew", both(imds1, "Bearer "+access1), noCSRs, 400, "invalid_path"})
 	}
 	renewProof := both(imds1, "Bearer "+access1)
 	cases = append(cases,
-		authCase{"renew peer VM", "POST", renewPath(vm2), renewProof, "", 403, "forbidden"},
-		authCase{"renew operator token with the VM's IMDS", "POST", renewPath(vm1), both(imds1, "Bearer "+valid), "", 403, "token_scope"},
-		authCase{"renew other org's IMDS", "POST", renewPath(vm1), both(imdsOrg2, "Bearer "+access1), "", 403, "forbidden"},
-		authCase{"renew other org's VM and token", "POST", renewPath(vm1), both(imdsOrg2, "Bearer "+accessOrg2), "", 403, "forbidden"},
-		authCase{"renew another org's VM path", "POST", renewPath(c2.ControlPlaneVMIDs[0]), renewProof, "", 403, "forbidden"},
-		authCase{"renew operator token without IMDS proof", "POST", renewPath(vm1), both("", "Bearer "+valid), "", 401, "unauthenticated"},
-		authCase{"renew IMDS proof without a bearer", "POST", renewPath(vm1), both(imds1, ""), "", 401, "unauthenticated"},
-		authCase{"renew expired IMDS", "POST", renewPath(vm1), both(expiredIMDS, "Bearer "+access1), "", 401, "unauthenticated"},
+		authCase{"renew peer VM", "POST", renewPath(vm2), renewProof, noCSRs, 403, "forbidden"},
+		authCase{"renew operator token with the VM's IMDS", "POST", renewPath(vm1), both(imds1, "Bearer "+valid), noCSRs, 403, "token_scope"},
+		authCase{"renew other org's IMDS", "POST", renewPath(vm1), both(imdsOrg2, "Bearer "+access1), noCSRs, 403, "forbidden"},
+		authCase{"renew other org's VM and token", "POST", renewPath(vm1), both(imdsOrg2, "Bearer "+accessOrg2), noCSRs, 403, "forbidden"},
+		authCase{"renew another org's VM path", "POST", renewPath(c2.ControlPlaneVMIDs[0]), renewProof, noCSRs, 403, "forbidden"},
+		authCase{"renew operator token without IMDS proof", "POST", renewPath(vm1), both("", "Bearer "+valid), noCSRs, 401, "unauthenticated"},
+		authCase{"renew IMDS proof without a bearer", "POST", renewPath(vm1), both(imds1, ""), noCSRs, 401, "unauthenticated"},
+		authCase{"renew expired IMDS", "POST", renewPath(vm1), both(expiredIMDS, "Bearer "+access1), noCSRs, 401, "unauthenticated"},
 		authCase{"renew GET", "GET", renewPath(vm1), renewProof, "", 404, "not_found"},
-		authCase{"renew before ready", "POST", renewPath(vm1), renewProof, "", 409, "node_not_ready"},
+		authCase{"renew before ready", "POST", renewPath(vm1), renewProof, noCSRs, 409, "node_not_ready"},
+		authCase{"renew without a body", "POST", renewPath(vm1), renewProof, "", 400, "invalid_json"},
+		authCase{"renew with a key in the body", "POST", renewPath(vm1), renewProof, `{"csrs":{},"key":"x"}`, 400, "invalid_field"},
 	)
 
 	// POST /bootstrap/control-plane/{vm_id}/status: the bundle's four
@@ -267,7 +271,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"status failed", "POST", statusPath(vm1), vmProof, `{"phase":"failed","message":"step x failed"}`, 204, ""},
 		authCase{"status failed again", "POST", statusPath(vm1), vmProof, report("failed"), 204, ""},
 		authCase{"status forward after failed", "POST", statusPath(vm1), vmProof, report("ready"), 409, "bootstrap_failed"},
-		authCase{"renew after failed", "POST", renewPath(vm1), renewProof, "", 409, "node_not_ready"},
+		authCase{"renew after failed", "POST", renewPath(vm1), renewProof, `{"csrs":{}}`, 409, "node_not_ready"},
 	)
 
 	servers := map[string]string{}

@@ -292,8 +292,9 @@ func waitForLockWaiter(t *testing.T, s *stack) {
 	t.Fatal("the report never waited for the row")
 }
 
-// Recording bundle_fetched costs one statement on a node's first fetch
-// only: every later fetch sees in the topology that the node moved on.
+// Recording bundle_fetched and storing the window's identities cost one
+// statement each on a node's first fetch only: every later fetch sees in
+// the topology that the node moved on and its identities are stored.
 func TestBundleFetchRecordsItsPhaseOnce(t *testing.T) {
 	s := newStack(t)
 	s.server.DebugCounters = true
@@ -307,10 +308,10 @@ func TestBundleFetchRecordsItsPhaseOnce(t *testing.T) {
 		}
 		trips = append(trips, r.Header.Get(metrics.HeaderDBRoundTrips))
 	}
-	// 2 token lookups + 2 topology + 1 fetch record (+ 1 phase record on
-	// the first).
-	if fmt.Sprint(trips) != "[6 5]" {
-		t.Errorf("round trips of a first and a second fetch: %v, want [6 5]", trips)
+	// 2 token lookups + 1 call count + 2 topology + 1 fetch record (+ 1
+	// window identities' store and 1 phase record on the first).
+	if fmt.Sprint(trips) != "[8 6]" {
+		t.Errorf("round trips of a first and a second fetch: %v, want [8 6]", trips)
 	}
 	s.bootstrapOf(1, res.ClusterID).want(t, "bootstrapping", "bundle_fetched")
 }

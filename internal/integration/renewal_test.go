@@ -3,12 +3,16 @@ package integration
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -30,8 +34,9 @@ func renewingStack(t *testing.T) (*stack, *fixedClock) {
 }
 
 type renewalBody struct {
-	bundleBody
-	Renewed []string `json:"renewed"`
+	Certificates map[string]string `json:"certificates"`
+	Renewed      []string          `json:"renewed"`
+	NotAfter     time.Time         `json:"not_after"`
 }
 
 type expiryBody struct {
@@ -85,7 +90,8 @@ func (s *stack) expiryOf(t *testing.T, clusterID int64) expiryBody {
 	return e
 }
 
-// readyNode founds three nodes and reports the first ready.
+// readyNode founds three nodes, fetches the first one's bundle and reports
+// it ready.
 func (s *stack) readyNode(t *testing.T) (clusterID int64, vm vmProof) {
 	clusterID, vm, _ = s.readyNodeWithBundle(t)
 	return clusterID, vm
@@ -101,111 +107,112 @@ func (s *stack) readyNodeWithBundle(t *testing.T) (clusterID int64, vm vmProof, 
 	return res.ClusterID, vm, b
 }
 
-func (s *stack) mustRenew(t *testing.T, vm vmProof) renewalBody {
+// renew asks for vm's renewal as the node would, with the keys of b.
+func (s *stack) renew(t *testing.T, vm vmProof, b bundleBody) stacktest.Response {
 	t.Helper()
-	r := s.Renew(vm.id, vm.imds, vm.access)
+	return s.Renew(vm.id, vm.imds, vm.access, stacktest.RenewalRequest(t, b.Files))
+}
+
+func (s *stack) mustRenew(t *testing.T, vm vmProof, b bundleBody) renewalBody {
+	t.Helper()
+	r := s.renew(t, vm, b)
 	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("renew vm %d: %d %s", vm.id, r.Status, r.Body)
 	}
-	var b renewalBody
-	r.JSON(t, &b)
-	return b
+	if strings.Contains(string(r.Body), "PRIVATE KEY") {
+		t.Fatal("a renewal answered a private key")
+	}
+	var got renewalBody
+	r.JSON(t, &got)
+	return got
 }
 
-// Not due: the stored identities come back byte for byte, nothing stored
-// changes, the clients are fresh, and only credentials are served.
-func TestRenewalNotDueServesTheStoredIdentities(t *testing.T) {
+// Not due: every renewable certificate comes back as the bundle had it,
+// nothing stored changes, and the answer holds certificates only: no key,
+// no service-account signer, no admin identity.
+func TestRenewalNotDueServesTheStoredCertificates(t *testing.T) {
 	s, clk := renewingStack(t)
 	clusterID, vm, b := s.readyNodeWithBundle(t)
 	before, row := s.identityRows(t), s.clusterRow(t, clusterID)
 
 	clk.Set(39 * time.Minute) // 21 minutes left, the window is 20
-	got := s.mustRenew(t, vm)
+	got := s.mustRenew(t, vm, b)
 	if len(got.Renewed) != 0 {
 		t.Fatalf("renewed %v with 21 minutes left", got.Renewed)
 	}
-	for _, f := range []string{"/etc/exk8s/pki/apiserver.pem", "/etc/exk8s/pki/apiserver-key.pem", "/etc/exk8s/pki/etcd-peer.pem", "/etc/exk8s/pki/etcd-peer-key.pem"} {
-		if got.Files[f] != b.Files[f] {
-			t.Errorf("%s is not the stored one", f)
+	if len(got.Certificates) != len(pki.Renewable()) {
+		t.Errorf("answered %d certificates, want the %d renewable ones", len(got.Certificates), len(pki.Renewable()))
+	}
+	for _, name := range pki.Renewable() {
+		if got.Certificates[string(name)] != b.Files[bundle.CertPath(name)] {
+			t.Errorf("%s is not the one the bundle carried", name)
 		}
 	}
-	if got.Files["/etc/exk8s/pki/apiserver-etcd-client.pem"] == b.Files["/etc/exk8s/pki/apiserver-etcd-client.pem"] {
-		t.Error("the client identity was not fresh")
-	}
-	for f := range got.Files {
-		if !slices.Contains([]string{"/etc/exk8s/pki", "/etc/exk8s/kubeconfig"}, dirOf(f)) {
-			t.Errorf("a renewal served %s", f)
-		}
-	}
-	if len(got.Files) != len(got.FileModes) || got.FileModes["/etc/exk8s/kubeconfig/admin.kubeconfig"] != "0600" {
-		t.Errorf("modes %v", got.FileModes)
+	if _, ok := got.Certificates[string(pki.Admin)]; ok {
+		t.Error("a renewal answered the admin identity")
 	}
 	if !slices.EqualFunc(before, s.identityRows(t), sameRow) || s.clusterRow(t, clusterID) != row {
 		t.Error("a renewal with nothing due wrote to the database")
 	}
 }
 
-// Due: the node's sealed columns are replaced, and nothing else: not its
-// other rows' neighbours, not the peers' rows, not the cluster's row. The
-// new certificate chains to the same CA, and the cluster's expiry moves.
-func TestRenewalDueReplacesTheSealedColumns(t *testing.T) {
+// Due: every renewable certificate of the node is re-issued over the key
+// the node holds, and nothing else changes: not the keys, not the peers'
+// rows, not the cluster's row. The new certificates chain to the same CAs.
+func TestRenewalDueReissuesOverTheHeldKeys(t *testing.T) {
 	s, clk := renewingStack(t)
-	clusterID, vm := s.readyNode(t)
+	clusterID, vm, b := s.readyNodeWithBundle(t)
 	before, row := s.identityRows(t), s.clusterRow(t, clusterID)
 	expiryBefore := s.expiryOf(t, clusterID)
 	if expiryBefore.CertificatesExpireAt == nil || !expiryBefore.CertificatesExpireAt.Equal(clk.Now().Add(time.Hour)) {
 		t.Fatalf("certificates_expire_at %v, want founding + 1h (%v)", expiryBefore.CertificatesExpireAt, clk.Now().Add(time.Hour))
 	}
-	if len(expiryBefore.CAsExpireAt) != 3 || !expiryBefore.CAsExpireAt["ca"].After(clk.Now().Add(9*365*24*time.Hour)) {
-		t.Fatalf("cas_expire_at %v", expiryBefore.CAsExpireAt)
-	}
 
 	clk.Set(41 * time.Minute) // 19 minutes left
-	got := s.mustRenew(t, vm)
-	if !slices.Equal(got.Renewed, []string{"etcd-peer", "apiserver"}) {
-		t.Fatalf("renewed %v", got.Renewed)
+	got := s.mustRenew(t, vm, b)
+	if len(got.Renewed) != len(pki.Renewable()) {
+		t.Fatalf("renewed %v, want every renewable identity", got.Renewed)
 	}
 	after := s.identityRows(t)
 	for i := range before {
-		b, a := before[i], after[i]
-		if b.VMID != vm.id {
-			if !sameRow(a, b) {
-				t.Errorf("vm %d %s changed: a renewal touched a peer", b.VMID, b.Name)
+		was, is := before[i], after[i]
+		switch {
+		case was.VMID != vm.id || was.Name == string(pki.Admin):
+			if !sameRow(is, was) {
+				t.Errorf("vm %d %s changed", was.VMID, was.Name)
 			}
-			continue
-		}
-		if a.Cert == b.Cert || string(a.Key) == string(b.Key) || !a.NotAfter.Equal(clk.Now().Add(time.Hour)) {
-			t.Errorf("%s of the renewed node: cert, key and not_after not all replaced", b.Name)
-		}
-		if got.Files["/etc/exk8s/pki/"+b.Name+".pem"] != a.Cert {
-			t.Errorf("%s served is not %s stored", b.Name, b.Name)
+		case is.Cert == was.Cert || string(is.Key) != string(was.Key) || !is.NotAfter.Equal(clk.Now().Add(time.Hour)):
+			t.Errorf("%s of the renewed node: want a new certificate and expiry over the same sealed key", was.Name)
+		case got.Certificates[was.Name] != is.Cert:
+			t.Errorf("%s served is not %s stored", was.Name, was.Name)
 		}
 	}
 	if s.clusterRow(t, clusterID) != row {
 		t.Error("the cluster's row (its CAs) changed")
 	}
-	caPEM := got.Files["/etc/exk8s/pki/ca.pem"]
-	verifyChain(t, caPEM, got.Files["/etc/exk8s/pki/apiserver.pem"])
-	verifyChain(t, got.Files["/etc/exk8s/pki/etcd-ca.pem"], got.Files["/etc/exk8s/pki/etcd-peer.pem"])
-	// The peers keep founding's identities: the earliest expiry is theirs.
-	if e := s.expiryOf(t, clusterID); !e.CertificatesExpireAt.Equal(*expiryBefore.CertificatesExpireAt) {
-		t.Errorf("certificates_expire_at moved to %v while peers hold the founding's", e.CertificatesExpireAt)
+	for _, name := range []pki.Name{pki.APIServer, pki.KubeletClient} {
+		verifyChain(t, b.Files["/etc/exk8s/pki/ca.pem"], got.Certificates[string(name)])
+		verifyKeyPair(t, got.Certificates[string(name)], b.Files[bundle.KeyPath(name)])
 	}
+	verifyChain(t, b.Files["/etc/exk8s/pki/etcd-ca.pem"], got.Certificates[string(pki.EtcdPeer)])
 	// Renewed again right away: not due any more, the renewed ones come back.
-	if again := s.mustRenew(t, vm); len(again.Renewed) != 0 || again.Files["/etc/exk8s/pki/apiserver.pem"] != got.Files["/etc/exk8s/pki/apiserver.pem"] {
+	if again := s.mustRenew(t, vm, b); len(again.Renewed) != 0 || again.Certificates["apiserver"] != got.Certificates["apiserver"] {
 		t.Errorf("a second renewal re-issued %v", again.Renewed)
 	}
 }
 
-// When every node renewed, the cluster's expiry moves.
+// When every node renewed, the cluster's expiry moves; the admin identity,
+// bootstrap-only, never counts in it.
 func TestRenewalMovesTheClusterExpiry(t *testing.T) {
 	s, clk := renewingStack(t)
 	res := s.Found(1, `{"control_plane_count":1,"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
 	vm := s.proof(res.ControlPlaneVMIDs[0])
+	var b bundleBody
+	s.FetchBundle(vm.id, vm.imds, vm.access).JSON(t, &b)
 	s.mustReport(vm, `{"phase":"ready"}`, http.StatusNoContent)
 	before := s.expiryOf(t, res.ClusterID)
 	clk.Set(50 * time.Minute)
-	s.mustRenew(t, vm)
+	s.mustRenew(t, vm, b)
 	after := s.expiryOf(t, res.ClusterID)
 	if want := before.CertificatesExpireAt.Add(50 * time.Minute); !after.CertificatesExpireAt.Equal(want) {
 		t.Errorf("certificates_expire_at %v, want %v", after.CertificatesExpireAt, want)
@@ -215,19 +222,21 @@ func TestRenewalMovesTheClusterExpiry(t *testing.T) {
 	}
 }
 
-// Only a ready node renews: before ready, and after failed, 409 and
-// nothing written.
+// Only a node that finished its bootstrap renews: before ready, and after
+// a failed that came before any ready, 409 and nothing written.
 func TestRenewalRefusedBeforeReady(t *testing.T) {
 	s, clk := renewingStack(t)
 	res := s.Found(1, stacktest.ThreeNodes)
 	vm := s.proof(res.ControlPlaneVMIDs[0])
+	var b bundleBody
+	s.FetchBundle(vm.id, vm.imds, vm.access).JSON(t, &b)
 	clk.Set(59 * time.Minute)
 	before := s.identityRows(t)
 	for _, phase := range []string{"", `{"phase":"apiserver_ready"}`, `{"phase":"failed","message":"x"}`} {
 		if phase != "" {
 			s.mustReport(vm, phase, http.StatusNoContent)
 		}
-		r := s.Renew(vm.id, vm.imds, vm.access)
+		r := s.renew(t, vm, b)
 		if r.Status != http.StatusConflict || r.ErrorCode(t) != "node_not_ready" {
 			t.Errorf("after %q: %d %s", phase, r.Status, r.Body)
 		}
@@ -237,20 +246,94 @@ func TestRenewalRefusedBeforeReady(t *testing.T) {
 	}
 }
 
+// The VM's proofs alone renew nothing: without the keys (no requests,
+// requests signed with another key, a request of the wrong identity's key)
+// the renewal is refused, recorded, and writes nothing.
+func TestRenewalRequiresProofOfPossession(t *testing.T) {
+	s, clk := renewingStack(t)
+	clusterID, vm, b := s.readyNodeWithBundle(t)
+	clk.Set(45 * time.Minute)
+	before := s.identityRows(t)
+	stranger := mustKeyPEM(t)
+	swapped := maps.Clone(b.Files)
+	swapped[bundle.KeyPath(pki.APIServer)] = b.Files[bundle.KeyPath(pki.EtcdPeer)]
+	strange := maps.Clone(b.Files)
+	strange[bundle.KeyPath(pki.KubeletClient)] = stranger
+	cases := []struct {
+		name, body, code string
+		status           int
+	}{
+		{"no body", "", "invalid_json", 400},
+		{"no requests", `{"csrs":{}}`, "invalid_request", 400},
+		{"not a request", `{"csrs":{"apiserver":"hello"}}`, "invalid_request", 400},
+		{"the admin identity", adminRequest(t, b), "invalid_request", 400},
+		{"another identity's key", stacktest.RenewalRequest(t, swapped), "proof_of_possession_failed", 403},
+		{"a key of its own making", stacktest.RenewalRequest(t, strange), "proof_of_possession_failed", 403},
+	}
+	for _, c := range cases {
+		r := s.Renew(vm.id, vm.imds, vm.access, c.body)
+		if r.Status != c.status || r.ErrorCode(t) != c.code {
+			t.Errorf("%s: %d %s, want %d %s", c.name, r.Status, r.Body, c.status, c.code)
+		}
+	}
+	if !slices.EqualFunc(before, s.identityRows(t), sameRow) {
+		t.Error("a refused renewal wrote")
+	}
+	refused := 0
+	for _, f := range s.nodeOf(clusterID, vm.id).Fetches {
+		if f.Outcome == "renewal_refused" {
+			refused++
+		}
+	}
+	if refused != len(cases)-1 { // all but the one with no JSON body reached the node
+		t.Errorf("%d renewals recorded as refused, want %d", refused, len(cases)-1)
+	}
+}
+
+// One VM renewing in a loop meets its budget: 429 with Retry-After, and
+// every answered renewal is recorded.
+func TestRenewalIsLimitedPerVM(t *testing.T) {
+	s, _ := renewingStack(t)
+	clusterID, vm, b := s.readyNodeWithBundle(t)
+	body := stacktest.RenewalRequest(t, b.Files)
+	statuses := map[int]int{}
+	var last stacktest.Response
+	for range 15 {
+		last = s.Renew(vm.id, vm.imds, vm.access, body)
+		statuses[last.Status]++
+	}
+	if statuses[http.StatusOK] != 12 || statuses[http.StatusTooManyRequests] != 3 {
+		t.Fatalf("statuses %v, want 12 answered and 3 refused", statuses)
+	}
+	if last.ErrorCode(t) != "rate_limited" || last.Header.Get("Retry-After") == "" {
+		t.Errorf("the refusal: %s, Retry-After %q", last.Body, last.Header.Get("Retry-After"))
+	}
+	renewed := 0
+	for _, f := range s.nodeOf(clusterID, vm.id).Fetches {
+		if f.Outcome == "renewed" {
+			renewed++
+		}
+	}
+	if renewed != 12 {
+		t.Errorf("%d renewals recorded, want 12", renewed)
+	}
+}
+
 // Two renewals of one due node at once: one stores, the other stores
 // nothing (renewal_conflict) or finds the first one's (not due); the node
 // never holds a mix of both.
 func TestConcurrentRenewalsNeverMix(t *testing.T) {
 	s, clk := renewingStack(t)
-	_, vm := s.readyNode(t)
+	_, vm, b := s.readyNodeWithBundle(t)
 	clk.Set(45 * time.Minute)
+	body := stacktest.RenewalRequest(t, b.Files)
 	var wg sync.WaitGroup
 	statuses := make([]int, 4)
 	for i := range statuses {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = s.Renew(vm.id, vm.imds, vm.access).Status
+			statuses[i] = s.Renew(vm.id, vm.imds, vm.access, body).Status
 		}()
 	}
 	wg.Wait()
@@ -259,14 +342,38 @@ func TestConcurrentRenewalsNeverMix(t *testing.T) {
 			t.Errorf("statuses %v", statuses)
 		}
 	}
-	served := s.mustRenew(t, vm) // whatever is stored now, whole
+	served := s.mustRenew(t, vm, b) // whatever is stored now, whole
 	for _, r := range s.identityRows(t) {
-		if r.VMID == vm.id && served.Files["/etc/exk8s/pki/"+r.Name+".pem"] != r.Cert {
+		if r.VMID == vm.id && r.Name != string(pki.Admin) && served.Certificates[r.Name] != r.Cert {
 			t.Errorf("%s stored is not what a renewal serves", r.Name)
 		}
 	}
-	verifyKeyPair(t, served, "apiserver")
-	verifyKeyPair(t, served, "etcd-peer")
+}
+
+// adminRequest is a renewal that also asks for the admin identity.
+func adminRequest(t *testing.T, b bundleBody) string {
+	var req map[string]map[string]string
+	if err := json.Unmarshal([]byte(stacktest.RenewalRequest(t, b.Files)), &req); err != nil {
+		t.Fatal(err)
+	}
+	req["csrs"][string(pki.Admin)] = stacktest.SignedCSR(t, b.Files[bundle.KeyPath(pki.Admin)])
+	out, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func mustKeyPEM(t *testing.T) string {
+	key, err := pki.GenerateKey(pki.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pki.EncodeKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(p)
 }
 
 func sameRow(a, b identityRow) bool {
@@ -300,10 +407,10 @@ func verifyChain(t *testing.T, caPEM, leafPEM string) {
 	}
 }
 
-// verifyKeyPair checks the served key is the served certificate's.
-func verifyKeyPair(t *testing.T, b renewalBody, name string) {
+// verifyKeyPair checks the served certificate is over the node's key.
+func verifyKeyPair(t *testing.T, certPEM, keyPEM string) {
 	t.Helper()
-	if _, err := pki.LoadCA([]byte(b.Files["/etc/exk8s/pki/"+name+".pem"]), []byte(b.Files["/etc/exk8s/pki/"+name+"-key.pem"])); err != nil {
-		t.Errorf("%s: key and certificate do not match: %v", name, err)
+	if _, err := pki.LoadCA([]byte(certPEM), []byte(keyPEM)); err != nil {
+		t.Errorf("key and certificate do not match: %v", err)
 	}
 }

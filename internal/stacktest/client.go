@@ -3,7 +3,11 @@ package stacktest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,6 +21,7 @@ import (
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
@@ -164,10 +169,40 @@ func (c *Client) FetchBundle(vmID int64, imdsToken, accessToken string) Response
 }
 
 // Renew asks for vmID's certificate renewal with the VM's credentials.
-func (c *Client) Renew(vmID int64, imdsToken, accessToken string) Response {
+func (c *Client) Renew(vmID int64, imdsToken, accessToken, body string) Response {
 	c.T.Helper()
 	path := strings.Replace(bundle.PathTemplate, "{vm_id}", strconv.FormatInt(vmID, 10), 1) + "/renew"
-	return Do(c.T, http.MethodPost, c.APIURL+path, "", map[string]string{
+	return Do(c.T, http.MethodPost, c.APIURL+path, body, map[string]string{
 		"X-exc-imds-token": imdsToken, "Authorization": "Bearer " + accessToken,
 	})
+}
+
+// RenewalRequest is the body a node with the bundle files sends to renew:
+// one certificate request per renewable identity, signed with the key file
+// the bundle wrote for it, as exk8s-renew-certificates.sh makes them.
+func RenewalRequest(t testing.TB, files map[string]string) string {
+	t.Helper()
+	csrs := map[pki.Name]string{}
+	for _, name := range pki.Renewable() {
+		csrs[name] = SignedCSR(t, files[bundle.KeyPath(name)])
+	}
+	body, err := json.Marshal(map[string]any{"csrs": csrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+// SignedCSR is a PEM certificate request signed with the PEM key keyPEM.
+func SignedCSR(t testing.TB, keyPEM string) string {
+	t.Helper()
+	key, err := pki.ParseKey([]byte(keyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "renewal"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
 }

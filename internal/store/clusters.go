@@ -185,12 +185,12 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at,
-		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.only, exp.earliest, exp.undated
+		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
 			       array_agg(key_sealed ORDER BY name) AS keys, array_agg(not_after ORDER BY name) AS not_afters,
-			       array_agg(window_opened_at ORDER BY name) AS windows, array_agg(bootstrap_only ORDER BY name) AS only
+			       array_agg(window_opened_at ORDER BY name) AS windows, array_agg(bootstrap_only ORDER BY name) AS bootstrap_only
 			FROM node_identities WHERE node_id = n.id AND n.vm_id = $2
 		) ids ON true
 		LEFT JOIN LATERAL (

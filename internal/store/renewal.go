@@ -92,9 +92,9 @@ func (s *Store) StoreWindowIdentities(ctx context.Context, w WindowIdentities) (
 			SELECT id FROM kube_nodes WHERE vm_id = $1 AND bootstrap_opened_at = $2
 		)
 		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after, window_opened_at, bootstrap_only)
-		SELECT node.id, u.name, u.cert, u.key_sealed, u.not_after, $2, u.only
+		SELECT node.id, u.name, u.cert, u.key_sealed, u.not_after, $2, u.bootstrap_only
 		FROM node, unnest($3::text[], $4::text[], $5::bytea[], $6::timestamptz[], $7::bool[])
-			AS u (name, cert, key_sealed, not_after, only)
+			AS u (name, cert, key_sealed, not_after, bootstrap_only)
 		ON CONFLICT (node_id, name) DO UPDATE SET cert = excluded.cert, key_sealed = excluded.key_sealed,
 			not_after = excluded.not_after, window_opened_at = excluded.window_opened_at,
 			bootstrap_only = excluded.bootstrap_only
