@@ -75,7 +75,7 @@ func TestNodesBecomeACluster(t *testing.T) {
 	if _, err := harness.BuildMirror(binDir, mirrorDir, nodeVersions); err != nil {
 		t.Fatal(err)
 	}
-	st := startStack(t, r, mirrorEnv(mirrorDir)...)
+	st := startStack(t, r, append(mirrorEnv(mirrorDir), shortLeavesEnv...)...)
 	tl.start()
 	cl := foundCluster(t, r, st, 3, `"cni":"bridge"`)
 	tl.mark("POST /clusters answered")
@@ -95,6 +95,9 @@ func TestNodesBecomeACluster(t *testing.T) {
 	c.checkAddonsReady(t)
 	tl.mark("kube-proxy and CoreDNS ready")
 	held := c.checkWorkloads(t, svc, tl)
+	pods := c.probePods(t)
+	held = append(held, c.checkIMDSThroughService(t, pods[0], pods[1], svc))
+	held = append(held, c.checkRenewal(t, tl))
 	c.checkReboot(t, len(c.machines)-1, tl)
 	tl.report(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; time to ready %.0f s", len(c.machines), len(c.machines),

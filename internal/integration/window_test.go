@@ -2,9 +2,11 @@ package integration
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -148,4 +150,97 @@ func TestReopenInactiveCluster(t *testing.T) {
 	if d := s.nodeOf(res.ClusterID, vm.id); d.Phase != "ready" {
 		t.Errorf("phase %s after a refused re-open", d.Phase)
 	}
+}
+
+// Only the operator re-opens: a ready node that reports failed keeps its
+// bundle closed (the report is recorded, the right is not given back), may
+// report ready again (a renewal that failed, then succeeded), and fetches
+// again only after a re-open.
+func TestFailedAfterReadyDoesNotReopen(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	s.fetch(vm, 200, "")
+	s.mustReport(vm, `{"phase":"ready"}`, 204)
+	s.mustReport(vm, `{"phase":"failed","message":"renewal failed"}`, 204)
+	s.fetch(vm, 409, "bootstrap_closed")
+	if d := s.nodeOf(res.ClusterID, vm.id); d.Phase != "failed" || d.Window.Open {
+		t.Fatalf("after ready then failed: %+v", d)
+	}
+	s.mustReport(vm, `{"phase":"ready","message":"certificates renewed"}`, 204)
+	s.fetch(vm, 409, "bootstrap_closed")
+	s.reopen(res.ClusterID, vm.id)
+	s.fetch(vm, 200, "")
+}
+
+// Fetches inside one window mint nothing: every fetch serves the identities
+// the window's first fetch issued; the initial node's system:masters
+// identity lives one window's length. A re-open issues new ones.
+func TestFetchesInAWindowServeTheSameIdentities(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, stacktest.ThreeNodes)
+	vm := s.proof(res.ControlPlaneVMIDs[0])
+	admin := "/etc/exk8s/pki/admin.pem"
+	var first, second, reopened bundleBody
+	s.fetch(vm, 200, "").JSON(t, &first)
+	s.fetch(vm, 200, "").JSON(t, &second)
+	for _, f := range []string{admin, "/etc/exk8s/pki/kubelet-client.pem", "/etc/exk8s/kubeconfig/admin.kubeconfig"} {
+		if first.Files[f] == "" || first.Files[f] != second.Files[f] {
+			t.Errorf("%s differs between two fetches of one window", f)
+		}
+	}
+	cert, err := pki.ParseCert([]byte(first.Files[admin]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if life := cert.NotAfter.Sub(s.clock.Now()); life > testWindow {
+		t.Errorf("the admin identity lives %s, more than the window's %s", life, testWindow)
+	}
+	s.reopen(res.ClusterID, vm.id)
+	s.fetch(vm, 200, "").JSON(t, &reopened)
+	if reopened.Files[admin] == first.Files[admin] {
+		t.Error("a re-opened window served the last window's admin identity")
+	}
+}
+
+// Phases of the initial node are refused from the others.
+func TestAddonsInstalledOnlyFromTheInitialNode(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, stacktest.ThreeNodes)
+	second := s.proof(res.ControlPlaneVMIDs[1])
+	r := s.report(second, `{"phase":"addons_installed"}`)
+	if r.Status != http.StatusForbidden || r.ErrorCode(t) != "phase_not_for_this_node" {
+		t.Fatalf("addons_installed from node 2: %d %s", r.Status, r.Body)
+	}
+	s.mustReport(s.proof(res.ControlPlaneVMIDs[0]), `{"phase":"addons_installed"}`, 204)
+	if d := s.nodeOf(res.ClusterID, second.id); d.Phase != "pending" {
+		t.Errorf("node 2 moved to %s", d.Phase)
+	}
+}
+
+// One VM fetching in a loop meets its budget (429, Retry-After) and fills
+// no table; another VM of the same cluster is not affected.
+func TestBundleFetchesAreLimitedPerVM(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, stacktest.ThreeNodes)
+	vm, peer := s.proof(res.ControlPlaneVMIDs[0]), s.proof(res.ControlPlaneVMIDs[1])
+	statuses := map[int]int{}
+	var last stacktest.Response
+	for range 25 {
+		last = s.FetchBundle(vm.id, vm.imds, vm.access)
+		statuses[last.Status]++
+	}
+	if statuses[200] != 20 || statuses[429] != 5 || last.ErrorCode(t) != "rate_limited" {
+		t.Fatalf("statuses %v, last %s", statuses, last.Body)
+	}
+	if after, err := strconv.Atoi(last.Header.Get("Retry-After")); err != nil || after < 1 || after > 600 {
+		t.Errorf("Retry-After %q, want 1..600 s", last.Header.Get("Retry-After"))
+	}
+	if n := len(s.nodeOf(res.ClusterID, vm.id).Fetches); n != 20 {
+		t.Errorf("%d fetches recorded, want the 20 served", n)
+	}
+	s.fetch(peer, 200, "")
+	s.clock.Advance(10 * time.Minute) // the budget starts over (and the window closes: re-open it)
+	s.reopen(res.ClusterID, vm.id)
+	s.fetch(vm, 200, "")
 }
