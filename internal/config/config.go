@@ -28,9 +28,13 @@ type Config struct {
 	BootstrapBaseURL string
 	// BootstrapWindow is how long a node's bundle may be fetched after
 	// founding or a re-open (progress.Window); see BootstrapWindowLength.
-	BootstrapWindow   string
-	KubernetesVersion string
-	LogLevel          string // debug, info, warn or error; see SlogLevel
+	BootstrapWindow string
+	// VMCallBudgetFactor multiplies every per-VM budget of the VM routes
+	// (internal/vmlimit): 1 in every deployment; a load benchmark on one
+	// machine raises it.
+	VMCallBudgetFactor string
+	KubernetesVersion  string
+	LogLevel           string // debug, info, warn or error; see SlogLevel
 	// LocalRun is "true" only for the local stack and tests: it allows an
 	// http BOOTSTRAP_BASE_URL and a database connection that does not
 	// verify the server (see IsLocal).
@@ -97,6 +101,7 @@ var variables = []variable{
 	{"BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, checkURL("http", "https")},
 	{"LOCAL_RUN", "false", func(c *Config) *string { return &c.LocalRun }, checkBool},
 	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) *string { return &c.BootstrapWindow }, checkWindow},
+	{"VM_CALL_BUDGET_FACTOR", "1", func(c *Config) *string { return &c.VMCallBudgetFactor }, checkBudgetFactor},
 	{"KUBERNETES_VERSION", bundle.DefaultKubernetesVersion, func(c *Config) *string { return &c.KubernetesVersion }, checkVersion},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, checkVersion},
 	{"LOG_LEVEL", "info", func(c *Config) *string { return &c.LogLevel }, checkLogLevel},
@@ -316,6 +321,25 @@ func checkWindow(s string) error {
 		return errors.New("must be a duration from 1m to 24h, like 1h or 30m")
 	}
 	return nil
+}
+
+// maxBudgetFactor bounds VM_CALL_BUDGET_FACTOR: a load benchmark on one
+// machine drives a few VMs hard; more than that is no budget at all.
+const maxBudgetFactor = 1000
+
+func checkBudgetFactor(s string) error {
+	if n, err := strconv.Atoi(s); err != nil || n < 1 || n > maxBudgetFactor {
+		return fmt.Errorf("must be a whole number from 1 to %d", maxBudgetFactor)
+	}
+	return nil
+}
+
+// BudgetFactor is VM_CALL_BUDGET_FACTOR as a number (1 when unset).
+func (c Config) BudgetFactor() int {
+	if n, err := strconv.Atoi(c.VMCallBudgetFactor); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // BootstrapWindowLength is BOOTSTRAP_WINDOW as a duration (the default when
