@@ -32,9 +32,9 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.Config{
-		DatabaseURL:       "postgres://x@h/db?sslmode=verify-full",
-		BaseDNSDomain:     "k8s.excloud.co.in",
-		BootstrapWindow:   "1h",
+		DatabaseURL:     "postgres://x@h/db?sslmode=verify-full",
+		BaseDNSDomain:   "k8s.excloud.co.in",
+		BootstrapWindow: "1h", VMCallBudgetFactor: "1",
 		KubernetesVersion: "v1.35.4",
 		LogLevel:          "info",
 		LocalRun:          "false",
