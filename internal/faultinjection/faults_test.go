@@ -97,7 +97,7 @@ func TestPostgresStoppedDuringBundleFetch(t *testing.T) {
 	if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
 		t.Fatalf("fetch = %d %s", r.Status, r.Body)
 	}
-	before := s.pool.Stat().NewConnsCount()
+	before := s.pools["GetBundleFunction"].Stat().NewConnsCount()
 
 	s.topologies.holdOn(1)
 	done := make(chan stacktest.Response)
@@ -119,7 +119,7 @@ func TestPostgresStoppedDuringBundleFetch(t *testing.T) {
 	if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
 		t.Fatalf("the first fetch after the restart = %d %s", r.Status, r.Body)
 	}
-	if after := s.pool.Stat().NewConnsCount(); after <= before {
+	if after := s.pools["GetBundleFunction"].Stat().NewConnsCount(); after <= before {
 		t.Errorf("the pool made no new connection (%d → %d)", before, after)
 	}
 }
