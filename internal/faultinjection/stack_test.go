@@ -59,11 +59,11 @@ func (g *gate) pass() (held bool) {
 // test's own, the simulator behind a gate on instance creates, and the
 // bundle's topology load behind another.
 type stack struct {
-	t          *testing.T
-	pool       *pgxpool.Pool // the owner's: the tests' own setup and checks
+	t    *testing.T
+	pool *pgxpool.Pool // the owner's: the tests' own setup and checks
 	// pools are the functions' own, each logged in as its function's
 	// database user; never rebuilt.
-	pools map[string]*pgxpool.Pool
+	pools      map[string]*pgxpool.Pool
 	simPool    *pgxpool.Pool // the simulator's: another service, its own pool
 	sim        *simulator.Simulator
 	stopMoto   func()
@@ -74,7 +74,7 @@ type stack struct {
 	topologies gate
 	founder    *founding.Service // CreateClusterFunction's
 	reconciler *founding.Service // ReconcilerFunction's
-	reconciles int // reconciler runs so far (durable_test.go)
+	reconciles int               // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
 	// What a real function process needs to reach the same parts
 	// (killed_test.go).
