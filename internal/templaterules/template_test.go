@@ -35,6 +35,7 @@ var rules = []struct {
 	{"founding and the health check have reserved concurrency", reservedConcurrencyRule},
 	{"KMS use is the least each function needs", kmsLeastPrivilegeRule},
 	{"KMS data key use is bound to the encryption context the code sends", kmsContextRule},
+	{"the key policy itself refuses use without that encryption context", kmsKeyPolicyRule},
 }
 
 func TestTemplateRules(t *testing.T) {
@@ -356,6 +357,58 @@ func kmsContextRule(t *testing.T, c *cfnTemplate) {
 			}
 		}
 	}
+}
+
+// deniedWithout are the actions the key policy must refuse without the
+// encryption context: every use that takes one.
+var deniedWithout = []string{"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"}
+
+// kmsKeyPolicyRule requires, for each key of the context the code sends, a
+// Deny in the key policy for everyone (but the account root) when that key
+// is missing or, for the purpose, different: a Deny per key, because one
+// statement denies only when all its conditions hold.
+func kmsKeyPolicyRule(t *testing.T, c *cfnTemplate) {
+	denies := map[string]any{} // context key → the value a Deny requires of it
+	for _, st := range listOf(mapAt(c.Resources["ClusterKey"].Properties, "KeyPolicy")["Statement"]) {
+		for k, v := range contextDeny(t, mapOf(st)) {
+			denies[k] = v
+		}
+	}
+	for k, v := range encryptionContextSent(t) {
+		want := any("?*")
+		if !strings.HasSuffix(k, "_id") {
+			want = v
+		}
+		if denies[k] != want {
+			t.Errorf("the key policy does not refuse use without kms:EncryptionContext:%s = %v (has %v)", k, want, denies[k])
+		}
+	}
+}
+
+// contextDeny is what a Deny statement of the key policy requires of the
+// encryption context, if it is such a statement: for everyone, covering
+// every use that takes a context, exempting the account root only.
+func contextDeny(t *testing.T, st map[string]any) map[string]any {
+	var actions []string
+	for _, a := range listOf(st["Action"]) {
+		actions = append(actions, fmt.Sprint(a))
+	}
+	slices.Sort(actions)
+	if st["Effect"] != "Deny" {
+		return nil
+	}
+	cond := mapOf(st["Condition"])
+	if st["Principal"] != "*" || !slices.Equal(actions, deniedWithout) ||
+		!strings.Contains(fmt.Sprint(mapAt(cond, "ArnNotEquals")["aws:PrincipalArn"]), ":iam::${AWS::AccountId}:root") {
+		t.Errorf("key policy Deny %v: want Principal *, actions %v, only the account root exempt", st["Sid"], deniedWithout)
+	}
+	out := map[string]any{}
+	for _, op := range []string{"StringNotLike", "StringNotEquals"} {
+		for k, v := range mapAt(cond, op) {
+			out[strings.TrimPrefix(k, "kms:EncryptionContext:")] = v
+		}
+	}
+	return out
 }
 
 // recordingKMS passes calls to real KMS and keeps the last context sent.
