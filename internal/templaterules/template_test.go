@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/excloud/k8sapi/internal/config"
+	"github.com/excloud/k8sapi/internal/dbroles"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
@@ -26,6 +27,7 @@ var rules = []struct {
 }{
 	{"an RDS Proxy for PostgreSQL with TLS and Secrets Manager auth, IAM auth by parameter", proxyRule},
 	{"the proxy's target is the database the operator names", proxyTargetRule},
+	{"each function logs in to the database as its own user", dbUserRule},
 	{"every function connects through the proxy with a pool that does not pin", poolRule},
 	{"every function logs to its own group with retention", functionLogsRule},
 	{"the API writes JSON access logs with the request id", accessLogRule},
@@ -57,17 +59,55 @@ func proxyRule(t *testing.T, c *cfnTemplate) {
 	if p["EngineFamily"] != "POSTGRESQL" || p["RequireTLS"] != true {
 		t.Errorf("EngineFamily %v, RequireTLS %v", p["EngineFamily"], p["RequireTLS"])
 	}
-	auth, _ := p["Auth"].([]any)
-	if len(auth) != 1 {
-		t.Fatalf("Auth %v: want one entry", p["Auth"])
+	// One login per function: its own database user's secret.
+	var secrets []string
+	for _, entry := range listOf(p["Auth"]) {
+		a := mapOf(entry)
+		iam := fmt.Sprint(a["IAMAuth"])
+		if a["AuthScheme"] != "SECRETS" || !strings.Contains(iam, "UseIamAuth") {
+			t.Errorf("Auth %v: want SECRETS and IAMAuth under condition UseIamAuth", a)
+		}
+		secrets = append(secrets, fmt.Sprint(mapOf(a["SecretArn"])["Ref"]))
 	}
-	a, _ := auth[0].(map[string]any)
-	iam := fmt.Sprint(a["IAMAuth"])
-	if a["AuthScheme"] != "SECRETS" || !isRef(a["SecretArn"], "DbSecretArn") || !strings.Contains(iam, "UseIamAuth") {
-		t.Errorf("Auth %v: want SECRETS with DbSecretArn and IAMAuth under condition UseIamAuth", a)
+	slices.Sort(secrets)
+	if want := functionSecrets(c); !slices.Equal(secrets, want) {
+		t.Errorf("the proxy logs in with %v, want each function's own secret %v", secrets, want)
 	}
 	if !strings.Contains(fmt.Sprint(c.Conditions["UseIamAuth"]), "DbIamAuth") {
 		t.Errorf("condition UseIamAuth = %v, want it to test parameter DbIamAuth", c.Conditions["UseIamAuth"])
+	}
+}
+
+// functionSecrets are the parameters naming each function's own database
+// secret (its DB_SECRET_ARN), sorted.
+func functionSecrets(c *cfnTemplate) []string {
+	var out []string
+	for _, fn := range c.ofType(functionType) {
+		out = append(out, fmt.Sprint(mapOf(c.env(fn)["DB_SECRET_ARN"])["Ref"]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dbUserRule: each function reads its own database secret and no other,
+// and with IAM auth may connect as its own user only (dbroles.Login of its
+// role, the user migration 011's role is granted to).
+func dbUserRule(t *testing.T, c *cfnTemplate) {
+	for id, fn := range c.ofType(functionType) {
+		secret := fmt.Sprint(mapOf(c.env(fn)["DB_SECRET_ARN"])["Ref"])
+		if _, ok := c.Parameters[secret]; !ok {
+			t.Errorf("%s: DB_SECRET_ARN %v, want a parameter of its own", id, c.env(fn)["DB_SECRET_ARN"])
+		}
+		policies := fmt.Sprint(fn.Properties["Policies"])
+		for _, other := range functionSecrets(c) {
+			if (other == secret) != strings.Contains(policies, "SecretArn:map[Ref:"+other+"]") {
+				t.Errorf("%s: reads secret %s: %v, want its own only", id, other, other == secret)
+			}
+		}
+		user := dbroles.Login(dbroles.Functions[id])
+		if n := strings.Count(policies, "rds-db:connect"); n != 1 || !strings.Contains(policies, "/"+user+" ") {
+			t.Errorf("%s: rds-db:connect %d times, want once, as %s", id, n, user)
+		}
 	}
 }
 
