@@ -459,6 +459,7 @@ func writeStackEnv(path string, st Stack) error {
 // logical id what is its own (its database user, the service token).
 func writeSAMEnv(path string, tmpl *Template, st Stack) error {
 	overrides := FunctionOverrides(st)
+	delete(overrides, "DATABASE_URL") // each function's own, never the owner's to all
 	file := map[string]map[string]string{"Parameters": overrides}
 	for _, f := range tmpl.Functions {
 		env, err := FunctionEnv(f, st)
