@@ -4,8 +4,8 @@
 // import it; no function links it.
 //
 // In: each function's pool (logged in as that function's own database user,
-// FunctionPools), an envelope and the simulator's URL. Out: the founding
-// service, the api.Server and one handler serving every function's routes;
+// FunctionPools), an envelope and the simulator's URL. Out: each function's
+// use cases and api.Server, and one handler serving every function's routes;
 // and the requests both test packages make of it (client.go): Do, which
 // holds every answer to the OpenAPI document, and a Client that acts as an
 // org's operator and as a VM.
@@ -135,15 +135,16 @@ func New(cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Renewal == (pki.Renewal{}) {
-		cfg.Renewal = pki.DefaultRenewal()
-	}
 	st := &Stack{
 		Founder:    founder(cfg, stores["CreateClusterFunction"], renderer),
 		Clusters:   founder(cfg, stores["ClustersFunction"], nil),
 		Reconciler: founder(cfg, stores["ReconcilerFunction"], renderer),
-		Bundles:    bundles(cfg, stores["GetBundleFunction"], renderer),
 	}
+	// Founding keeps a zero lifetime (the cert table's); renewal needs one.
+	if cfg.Renewal == (pki.Renewal{}) {
+		cfg.Renewal = pki.DefaultRenewal()
+	}
+	st.Bundles = bundles(cfg, stores["GetBundleFunction"], renderer)
 	st.Servers = st.servers(cfg, stores)
 	st.Handler = st.mux()
 	return st, nil
