@@ -22,13 +22,19 @@ type set struct {
 	versionTable string
 	files        func() fs.FS
 	devOnly      bool
+	// needsRoles: the set grants to k8sapi's function roles, so it waits
+	// until k8sapi's set is at its latest (the roles come with 011).
+	needsRoles bool
 }
 
 // sets is the truth of what Apply applies, in order. The platform stand-ins
-// go first: in production those tables exist before ours.
+// go first: in production those tables exist before ours. The platform's
+// grants to k8sapi's roles go last: in production the platform team grants
+// once k8sapi's migrations made the roles.
 var sets = []set{
 	{versionTable: "schema_version_platformdev", files: migrations.PlatformDev, devOnly: true},
 	{versionTable: "schema_version_k8sapi", files: migrations.K8sapi},
+	{versionTable: "schema_version_platformdev_grants", files: migrations.PlatformDevGrants, devOnly: true, needsRoles: true},
 }
 
 // Apply applies k8sapi's migrations to the database at dsn, and the dev-only
@@ -50,7 +56,7 @@ func ApplyK8sapiTo(ctx context.Context, dsn string, includePlatformDev bool, ver
 	}
 	defer conn.Close(context.Background())
 	for _, s := range sets {
-		if s.devOnly && !includePlatformDev {
+		if (s.devOnly && !includePlatformDev) || (s.needsRoles && version != latest) {
 			continue
 		}
 		target := int32(latest)

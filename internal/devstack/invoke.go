@@ -92,6 +92,10 @@ func invokeEnv(opt InvokeOptions) (map[string]string, error) {
 			APIURL: st["API_URL"], DatabaseURL: st["DATABASE_URL"], SimURL: st["SIM_URL"],
 			AWSEndpointURL: st["AWS_ENDPOINT_URL"], KMSKeyID: st["KMS_KEY_ID"], DBSecretARN: st["DB_SECRET_ARN"],
 		})
+		// The function's own database user, as the running stack gives it.
+		if env["DATABASE_URL"], err = FunctionDSN(st["DATABASE_URL"], opt.Function); err != nil {
+			return nil, err
+		}
 	} else {
 		env["DATABASE_URL"] = DefaultLocalPostgres
 		env["LOCAL_RUN"] = "true" // a local database: no TLS to verify

@@ -72,18 +72,28 @@ func DropDatabase(ctx context.Context, serverDSN, name string) error {
 	return nil
 }
 
-// WithDatabase returns dsn pointing at database name. Both DSN forms pgx
-// accepts are handled: URLs (postgres://...) and keyword/value strings.
+// WithDatabase returns dsn pointing at database name.
 func WithDatabase(dsn, name string) (string, error) {
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", fmt.Errorf("parsing DSN: %w", err) // the DSN itself may hold a password: not echoed
-		}
-		u.Path = "/" + name
-		u.RawPath = ""
-		return u.String(), nil
+	return editDSN(dsn, func(u *url.URL) { u.Path, u.RawPath = "/"+name, "" }, "dbname="+name)
+}
+
+// WithUser returns dsn logging in as user, without a password (the local
+// servers trust their clients).
+func WithUser(dsn, user string) (string, error) {
+	return editDSN(dsn, func(u *url.URL) { u.User = url.User(user) }, "user="+user+" password=''")
+}
+
+// editDSN changes a DSN in either form pgx accepts: a URL (postgres://...)
+// through edit, a keyword/value string by appending keywords (a later
+// keyword overrides an earlier one).
+func editDSN(dsn string, edit func(*url.URL), keywords string) (string, error) {
+	if !strings.Contains(dsn, "://") {
+		return strings.TrimSpace(dsn) + " " + keywords, nil
 	}
-	// keyword/value: a later keyword overrides an earlier one.
-	return strings.TrimSpace(dsn) + " dbname=" + name, nil
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("parsing DSN: %w", err) // the DSN itself may hold a password: not echoed
+	}
+	edit(u)
+	return u.String(), nil
 }

@@ -239,7 +239,10 @@ func (b *boot) prepareDatabase(ctx context.Context) (err error) {
 		return err
 	}
 	b.st.DatabaseURL = b.dsn
-	return ApplyMigrations(ctx, b.dsn, true)
+	if err := ApplyMigrations(ctx, b.dsn, true); err != nil {
+		return err
+	}
+	return EnsureFunctionLogins(ctx, b.dsn)
 }
 
 // prepareAWS makes moto hold what AWS holds in production: the KMS key and
@@ -297,12 +300,15 @@ func (b *boot) runSchedules(context.Context) error {
 // startFunctions starts one warm process per function: the first request
 // pays no process start.
 func (b *boot) startFunctions(context.Context) error {
-	overrides := FunctionOverrides(b.st)
 	b.invokers = map[string]Invoker{}
 	var runners []*Runner
 	b.stops.add(func() { closeAll(runners) })
 	for _, f := range b.tmpl.Functions {
-		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: withServiceToken(f, overrides, b.st.ServiceToken)},
+		env, err := FunctionEnv(f, b.st)
+		if err != nil {
+			return err
+		}
+		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env},
 			b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
 		if err != nil {
 			return err
@@ -339,24 +345,28 @@ func (b *boot) writeEnvFiles(context.Context) error {
 		return err
 	}
 	samEnvPath := filepath.Join(b.local, SAMEnvFile)
-	if err := writeSAMEnv(samEnvPath, FunctionOverrides(b.st)); err != nil {
+	if err := writeSAMEnv(samEnvPath, b.tmpl, b.st); err != nil {
 		return err
 	}
 	b.stops.add(func() { _ = os.Remove(b.envPath); _ = os.Remove(samEnvPath) })
 	return nil
 }
 
-// withServiceToken adds the service token to a scheduled function's
-// environment; no API function gets it.
-func withServiceToken(f Function, env map[string]string, token string) map[string]string {
-	if f.Schedule == 0 {
-		return env
+// FunctionEnv is the environment the local stack gives function f: the
+// overrides every function gets, its own database user (a member of its
+// role only, migration 011; EnsureFunctionLogins made it), and the service
+// token for a scheduled function only (no API function gets it).
+func FunctionEnv(f Function, st Stack) (map[string]string, error) {
+	env := FunctionOverrides(st)
+	dsn, err := FunctionDSN(st.DatabaseURL, f.LogicalID)
+	if err != nil {
+		return nil, err
 	}
-	out := map[string]string{"SERVICE_TOKEN": token}
-	for k, v := range env {
-		out[k] = v
+	env["DATABASE_URL"] = dsn
+	if f.Schedule != 0 {
+		env["SERVICE_TOKEN"] = st.ServiceToken
 	}
-	return out
+	return env, nil
 }
 
 // FunctionOverrides is the environment the local stack gives every function
@@ -444,10 +454,21 @@ func writeStackEnv(path string, st Stack) error {
 	return nil
 }
 
-// writeSAMEnv writes overrides in the --env-vars format of sam local, where
-// "Parameters" applies to every function.
-func writeSAMEnv(path string, overrides map[string]string) error {
-	b, err := json.MarshalIndent(map[string]map[string]string{"Parameters": overrides}, "", "  ")
+// writeSAMEnv writes the overrides in the --env-vars format of sam local:
+// what every function gets under "Parameters", and under each function's
+// logical id what is its own (its database user, the service token).
+func writeSAMEnv(path string, tmpl *Template, st Stack) error {
+	overrides := FunctionOverrides(st)
+	delete(overrides, "DATABASE_URL") // each function's own, never the owner's to all
+	file := map[string]map[string]string{"Parameters": overrides}
+	for _, f := range tmpl.Functions {
+		env, err := FunctionEnv(f, st)
+		if err != nil {
+			return err
+		}
+		file[f.LogicalID] = ownEnv(env, overrides)
+	}
+	b, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -455,6 +476,17 @@ func writeSAMEnv(path string, overrides map[string]string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// ownEnv is what env sets differently from shared.
+func ownEnv(env, shared map[string]string) map[string]string {
+	own := map[string]string{}
+	for k, v := range env {
+		if sv, ok := shared[k]; !ok || sv != v {
+			own[k] = v
+		}
+	}
+	return own
 }
 
 // ReadStackEnv reads a stack.env file into a map.

@@ -74,7 +74,8 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 		t.Fatalf("/clusters with a bad token: %d, want 401", code)
 	}
 	var samEnv map[string]map[string]string
-	if b, err := os.ReadFile(filepath.Join(local, SAMEnvFile)); err != nil || json.Unmarshal(b, &samEnv) != nil || samEnv["Parameters"]["DATABASE_URL"] != st.DatabaseURL {
+	if b, err := os.ReadFile(filepath.Join(local, SAMEnvFile)); err != nil || json.Unmarshal(b, &samEnv) != nil || samEnv["Parameters"]["DATABASE_URL"] != "" ||
+		samEnv["GetBundleFunction"]["DATABASE_URL"] != mustFunctionDSN(t, st.DatabaseURL, "GetBundleFunction") {
 		t.Fatalf("%s: %v %v", SAMEnvFile, samEnv, err)
 	}
 	env, err := ReadStackEnv(filepath.Join(local, StackEnvFile))
@@ -120,4 +121,13 @@ func processesUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+func mustFunctionDSN(t *testing.T, dsn, function string) string {
+	t.Helper()
+	fdsn, err := FunctionDSN(dsn, function)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fdsn
 }

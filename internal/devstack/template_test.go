@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/config"
+	"github.com/excloud/k8sapi/internal/dbroles"
 )
 
 // The project's template: the functions, their code, and their routes are
@@ -29,7 +30,13 @@ func TestProjectTemplate(t *testing.T) {
 	if len(tmpl.Functions) != len(want) {
 		t.Fatalf("%d functions, want %d", len(tmpl.Functions), len(want))
 	}
+	if len(dbroles.Functions) != len(want) {
+		t.Errorf("dbroles names %d functions' database roles, want one per function (%d)", len(dbroles.Functions), len(want))
+	}
 	for _, f := range tmpl.Functions {
+		if dbroles.Functions[f.LogicalID] == "" {
+			t.Errorf("%s has no database role in dbroles.Functions", f.LogicalID)
+		}
 		var keys []string
 		for _, r := range f.Routes {
 			keys = append(keys, r.Key())

@@ -37,7 +37,7 @@ func (s *stack) reconcileAt(later time.Duration) founding.Report {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	svc := *s.founder
+	svc := *s.reconciler
 	svc.Now = func() time.Time { return time.Now().Add(later) }
 	rep, err := (&founding.Reconciler{Service: &svc, ServiceToken: token}).Run(context.Background())
 	if err != nil {

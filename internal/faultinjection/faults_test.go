@@ -20,8 +20,9 @@ import (
 // The simulator keeps its VMs in the same server, standing for a compute
 // API whose own database is up: we start the server again before letting
 // the create go on, and the simulator drops its dead connections as any
-// service would on reconnect (simPool.Reset). Only k8sapi's pool is under
-// test, and it is never rebuilt.
+// service would on reconnect (simPool.Reset), as does the pool the test's
+// own checks use. Only the functions' pools are under test, and they are
+// never rebuilt.
 func TestPostgresStoppedDuringFounding(t *testing.T) {
 	s := newStack(t)
 	done := s.createHeldAtVM(2)
@@ -30,6 +31,7 @@ func TestPostgresStoppedDuringFounding(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.simPool.Reset()
+	s.pool.Reset() // the test's own checks' pool; the functions' are never reset
 	close(s.vmCreates.release)
 	r := <-done
 	clusters, _, _, live := s.counts()
@@ -74,6 +76,7 @@ func TestPostgresDownThroughoutFounding(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.simPool.Reset()
+	s.pool.Reset() // the test's own checks' pool; the functions' are never reset
 	if clusters, _, created, live := s.counts(); clusters != 1 || created != 1 || live != 1 {
 		t.Fatalf("%d clusters, %d VMs created, %d live; want 1 (founding), 1, 1", clusters, created, live)
 	}
@@ -97,7 +100,7 @@ func TestPostgresStoppedDuringBundleFetch(t *testing.T) {
 	if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
 		t.Fatalf("fetch = %d %s", r.Status, r.Body)
 	}
-	before := s.pool.Stat().NewConnsCount()
+	before := s.pools["GetBundleFunction"].Stat().NewConnsCount()
 
 	s.topologies.holdOn(1)
 	done := make(chan stacktest.Response)
@@ -119,7 +122,7 @@ func TestPostgresStoppedDuringBundleFetch(t *testing.T) {
 	if r := s.FetchBundle(vm, imds, access); r.Status != 200 {
 		t.Fatalf("the first fetch after the restart = %d %s", r.Status, r.Body)
 	}
-	if after := s.pool.Stat().NewConnsCount(); after <= before {
+	if after := s.pools["GetBundleFunction"].Stat().NewConnsCount(); after <= before {
 		t.Errorf("the pool made no new connection (%d → %d)", before, after)
 	}
 }

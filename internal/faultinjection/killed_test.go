@@ -70,10 +70,10 @@ type processes struct {
 func (s *stack) realProcesses() *processes {
 	s.t.Helper()
 	tmpl, bins := functionBinaries(s.t)
-	env := devstack.FunctionOverrides(devstack.Stack{
+	parts := devstack.Stack{
 		DatabaseURL: s.dsn, SimURL: s.simURL, AWSEndpointURL: s.motoEndpoint, KMSKeyID: s.kmsKeyID,
 		APIURL: "https://k8sapi.faults.excloud",
-	})
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p := &processes{runners: map[string]*devstack.Runner{}}
 	invokers := map[string]devstack.Invoker{}
@@ -81,6 +81,10 @@ func (s *stack) realProcesses() *processes {
 	for _, id := range realFunctions {
 		f, _ := tmpl.Function(id)
 		routed.Functions = append(routed.Functions, f)
+		env, err := devstack.FunctionEnv(f, parts) // its own database user, as make local gives it
+		if err != nil {
+			s.t.Fatal(err)
+		}
 		r, err := devstack.NewRunner(devstack.FunctionSpec{Function: f, Binary: bins[id], Env: env}, quiet, io.Discard)
 		if err != nil {
 			s.t.Fatal(err)

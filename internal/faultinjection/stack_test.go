@@ -59,8 +59,11 @@ func (g *gate) pass() (held bool) {
 // test's own, the simulator behind a gate on instance creates, and the
 // bundle's topology load behind another.
 type stack struct {
-	t          *testing.T
-	pool       *pgxpool.Pool // k8sapi's pool, never rebuilt
+	t    *testing.T
+	pool *pgxpool.Pool // the owner's: the tests' own setup and checks
+	// pools are the functions' own, each logged in as its function's
+	// database user; never rebuilt.
+	pools      map[string]*pgxpool.Pool
 	simPool    *pgxpool.Pool // the simulator's: another service, its own pool
 	sim        *simulator.Simulator
 	stopMoto   func()
@@ -69,8 +72,9 @@ type stack struct {
 	vmReads    gate
 	vmDeletes  gate
 	topologies gate
-	founder    *founding.Service
-	reconciles int // reconciler runs so far (durable_test.go)
+	founder    *founding.Service // CreateClusterFunction's
+	reconciler *founding.Service // ReconcilerFunction's
+	reconciles int               // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
 	// What a real function process needs to reach the same parts
 	// (killed_test.go).
@@ -109,6 +113,9 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	if err := devstack.ApplyMigrations(ctx, dsn, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := devstack.EnsureFunctionLogins(ctx, dsn); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := store.Open(ctx, dsn, nil)
@@ -167,8 +174,15 @@ func newStack(t *testing.T) *stack {
 	s.dsn, s.kmsKeyID = dsn, keyID
 	env := envelope.New(kms.NewFromConfig(cfg), keyID, nil)
 
+	s.pools = stacktest.FunctionPools(t, func(fn string) string {
+		fdsn, err := devstack.FunctionDSN(dsn, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fdsn
+	}, nil)
 	in, err := stacktest.New(stacktest.Config{
-		Pool: pool, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
+		Pools: s.pools, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
 		BaseDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
 		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		WrapTopologies: func(t nodebootstrap.Topologies) nodebootstrap.Topologies {
@@ -178,7 +192,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.founder = in.Founder
+	s.founder, s.reconciler = in.Founder, in.Reconciler
 	apiSrv := httptest.NewServer(in.Handler)
 	t.Cleanup(apiSrv.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: apiSrv.URL, SimURL: simSrv.URL, Pool: pool}

@@ -201,7 +201,7 @@ func (s *Service) newCluster(org, id int64, spec Spec, key string) store.Cluster
 		ServiceCIDR: s.Settings.ServiceCIDR, PodCIDR: s.Settings.PodCIDR, CNI: string(spec.CNI),
 		ControlPlaneCount: spec.ControlPlaneCount, SecurityGroupIDs: spec.SecurityGroupIDs,
 		IdempotencyKey: &key, RequestFingerprint: &fp, FoundingSpec: specJSON,
-		CreatedAt: s.now(), UpdatedAt: s.now(),
+		CreateTokenKey: newCreateTokenKey(), CreatedAt: s.now(), UpdatedAt: s.now(),
 	}
 }
 

@@ -95,7 +95,7 @@ func (s *Service) ensureSecurityGroup(ctx context.Context, op *operation, deadli
 		return err
 	}
 	for i, r := range groupRules(sgID, subnet.CIDRv4) {
-		r.IdempotencyToken = tokenFor(op.cluster.ID, fmt.Sprintf("sg-rule-%d", i+1))
+		r.IdempotencyToken = tokenFor(&op.cluster, fmt.Sprintf("sg-rule-%d", i+1))
 		if _, err := s.Compute.CreateSecurityGroupRule(ctx, r); err != nil {
 			return computeError("creating a security group rule", err)
 		}
@@ -135,7 +135,7 @@ func (s *Service) createSecurityGroup(ctx context.Context, op *operation) (int64
 
 func securityGroupOf(c *store.Cluster) compute.SecurityGroup {
 	return compute.SecurityGroup{Name: c.Name + "-control-plane", Description: "k8sapi control plane of " + c.Name,
-		IdempotencyToken: tokenFor(c.ID, "sg")}
+		IdempotencyToken: tokenFor(c, "sg")}
 }
 
 // groupRules are the rules of the group founding creates.
@@ -192,7 +192,7 @@ func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) 
 		AllocatePublicIPv4: spec.AllocatePublicIPv4, SSHPubkey: spec.SSHPubkey,
 		SecurityGroupIDs: c.SecurityGroupIDs, RootVolumeSizeGiB: spec.RootVolumeSizeGiB,
 		Tags:     map[string]string{"role": "control-plane", "k8sapi/cluster": c.Name},
-		Userdata: userdata, IdempotencyToken: tokenFor(c.ID, fmt.Sprintf("cp-%d", n.Ordinal)),
+		Userdata: userdata, IdempotencyToken: tokenFor(c, fmt.Sprintf("cp-%d", n.Ordinal)),
 	})
 	if err != nil {
 		return 0, computeError(fmt.Sprintf("creating control-plane VM %d", n.Ordinal), err)

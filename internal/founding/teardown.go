@@ -12,14 +12,6 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// tokenFor is the idempotency token of one remote create of cluster
-// clusterID: derived from the cluster and the object's ordinal or purpose
-// ("cp-2", "sg", "sg-rule-1"), so every driver of the same founding, in any
-// process, sends the same token for the same object.
-func tokenFor(clusterID int64, purpose string) string {
-	return fmt.Sprintf("k8sapi-cluster-%d-%s", clusterID, purpose)
-}
-
 // specOf is the validated request a founding's VMs are created from.
 func specOf(c *store.Cluster) (Spec, error) {
 	var spec Spec

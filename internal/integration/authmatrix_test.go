@@ -276,7 +276,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 
 	servers := map[string]string{}
 	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
-		srv := httptest.NewServer(s.server.Handler(fn))
+		srv := httptest.NewServer(s.servers[fn].Handler(fn))
 		t.Cleanup(srv.Close)
 		servers[fn] = srv.URL
 	}

@@ -32,14 +32,15 @@ const testWindow = 10 * time.Minute
 // fresh database, a fresh KMS key and a simulator.
 type stack struct {
 	t                 *testing.T
-	pool              *pgxpool.Pool
+	pool              *pgxpool.Pool // the owner's: the tests' own setup and checks, never a route's
 	sim               *simulator.Simulator
 	simURL            string
 	api               *httptest.Server
 	envelope          *envelope.Envelope
-	founder           *founding.Service
+	founder           *founding.Service       // CreateClusterFunction's founding
+	clusters          *founding.Service       // ClustersFunction's list, read and delete
 	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
-	server            *api.Server             // every function's handlers: server.Handler(logical id)
+	servers           map[string]*api.Server  // each function's handlers: servers[id].Handler(id)
 	logs              *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
 	clock             *clock                  // k8sapi's clock: real time plus what a test advanced it by
 	*stacktest.Client                         // the operator's and the VMs' requests
@@ -57,9 +58,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	t.Helper()
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
-	// The functions' tracer: a test that turns DebugCounters on reads each
-	// request's round trips from its headers.
-	pool, err := store.Open(ctx, dsn, metrics.QueryTracer{})
+	pool, err := store.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,10 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	env := envelope.New(kmsClient, keyID, nil)
 	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, logs: &stacktest.LockedBuffer{}, clock: &clock{}}
 	cfg := stacktest.Config{
-		Pool: pool, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
+		// Every function as its own database user; the functions' tracer:
+		// a test that turns DebugCounters on reads each request's round
+		// trips from its headers.
+		Pools: stacktest.FunctionPools(t, func(fn string) string { return testenv.FunctionDSN(t, dsn, fn) }, metrics.QueryTracer{}), Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
 		BaseDomain: baseDomain, BootstrapBaseURL: "https://k8sapi.test.excloud",
 		Now: s.clock.Now, BootstrapWindow: testWindow,
 		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -95,7 +97,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.founder, s.bundles, s.server = in.Founder, in.Bundles, in.Server
+	s.founder, s.clusters, s.bundles, s.servers = in.Founder, in.Clusters, in.Bundles, in.Servers
 	s.api = httptest.NewServer(in.Handler)
 	t.Cleanup(s.api.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: s.api.URL, SimURL: simSrv.URL, Pool: pool}

@@ -222,7 +222,7 @@ func TestReportForInactiveCluster(t *testing.T) {
 // clusters and nodes the org has: the phases come with the nodes.
 func TestListQueriesDoNotGrowWithClusters(t *testing.T) {
 	s := newStack(t)
-	s.server.DebugCounters = true
+	s.servers["ClustersFunction"].DebugCounters = true
 	roundTrips := func() string {
 		r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(1))
 		return r.Header.Get(metrics.HeaderDBRoundTrips)
@@ -297,7 +297,7 @@ func waitForLockWaiter(t *testing.T, s *stack) {
 // the topology that the node moved on and its identities are stored.
 func TestBundleFetchRecordsItsPhaseOnce(t *testing.T) {
 	s := newStack(t)
-	s.server.DebugCounters = true
+	s.servers["GetBundleFunction"].DebugCounters = true
 	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`)
 	vm := s.proof(res.ControlPlaneVMIDs[0])
 	var trips []string

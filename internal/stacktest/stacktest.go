@@ -3,8 +3,9 @@
 // real parts (internal/integration, internal/faultinjection). Only tests
 // import it; no function links it.
 //
-// In: a pool, an envelope and the simulator's URL. Out: the founding
-// service, the api.Server and one handler serving every function's routes;
+// In: each function's pool (logged in as that function's own database user,
+// FunctionPools), an envelope and the simulator's URL. Out: each function's
+// use cases and api.Server, and one handler serving every function's routes;
 // and the requests both test packages make of it (client.go): Do, which
 // holds every answer to the OpenAPI document, and a Client that acts as an
 // org's operator and as a VM.
@@ -12,14 +13,18 @@ package stacktest
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/api"
@@ -38,7 +43,10 @@ import (
 
 // Config is what the in-process stack is built from.
 type Config struct {
-	Pool             *pgxpool.Pool // k8sapi's own pool
+	// Pools holds each function's own pool, by logical id, logged in as the
+	// function's database user (FunctionPools): every route runs with its
+	// function's grants only, so a missing grant fails the test using it.
+	Pools            map[string]*pgxpool.Pool
 	Envelope         *envelope.Envelope
 	SimURL           string       // the platform simulator (compute at /compute, DNS at /dns)
 	SimClient        *http.Client // nil: one with the platform clients' default timeout
@@ -74,16 +82,49 @@ func PinnedArtifacts() bundle.Artifacts {
 
 // Stack is k8sapi in-process.
 type Stack struct {
-	Founder *founding.Service
-	Bundles *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
-	Server  *api.Server
+	Founder    *founding.Service      // CreateClusterFunction's founding
+	Clusters   *founding.Service      // ClustersFunction's list, read and delete
+	Reconciler *founding.Service      // ReconcilerFunction's, for founding.Reconciler
+	Bundles    *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
+	// Servers are each route function's server, by logical id.
+	Servers map[string]*api.Server
 	// Handler serves the routes of every function the stack has use cases
 	// for, each through its own function's handler, as the gateway does.
 	Handler http.Handler
 }
 
 // functions are the functions whose use cases New wires.
-var functions = []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"}
+var functions = []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction", "ReconcilerFunction"}
+
+// FunctionPools opens a pool per function of the stack, each at the DSN
+// dsnOf gives it (testenv.FunctionDSN: logged in as the function's own
+// user), and closes them when the test ends.
+func FunctionPools(t testing.TB, dsnOf func(function string) string, tracer pgx.QueryTracer) map[string]*pgxpool.Pool {
+	t.Helper()
+	pools := map[string]*pgxpool.Pool{}
+	for _, fn := range functions {
+		pool, err := store.Open(context.Background(), dsnOf(fn), tracer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		pools[fn] = pool
+	}
+	return pools
+}
+
+// storesOf is a store per function, refusing a function without its pool:
+// falling back to another function's would hide a missing grant.
+func storesOf(pools map[string]*pgxpool.Pool) (map[string]*store.Store, error) {
+	stores := map[string]*store.Store{}
+	for _, fn := range functions {
+		if pools[fn] == nil {
+			return nil, fmt.Errorf("stacktest: no pool for %s", fn)
+		}
+		stores[fn] = store.New(pools[fn])
+	}
+	return stores, nil
+}
 
 // New builds the stack.
 func New(cfg Config) (*Stack, error) {
@@ -91,17 +132,31 @@ func New(cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := store.New(cfg.Pool)
-	var topologies nodebootstrap.Topologies = st
-	if cfg.WrapTopologies != nil {
-		topologies = cfg.WrapTopologies(st)
+	stores, err := storesOf(cfg.Pools)
+	if err != nil {
+		return nil, err
 	}
-	artifacts := PinnedArtifacts()
-	if cfg.Artifacts != nil {
-		artifacts = *cfg.Artifacts
+	st := &Stack{
+		Founder:    founder(cfg, stores["CreateClusterFunction"], renderer),
+		Clusters:   founder(cfg, stores["ClustersFunction"], nil),
+		Reconciler: founder(cfg, stores["ReconcilerFunction"], renderer),
 	}
-	founder := &founding.Service{
-		Store: st, Envelope: cfg.Envelope, Renderer: renderer, Log: cfg.Log,
+	// Founding keeps a zero lifetime (the cert table's); renewal needs one.
+	if cfg.Renewal == (pki.Renewal{}) {
+		cfg.Renewal = pki.DefaultRenewal()
+	}
+	st.Bundles = bundles(cfg, stores["GetBundleFunction"], renderer)
+	st.Servers = st.servers(cfg, stores)
+	st.Handler = st.mux()
+	return st, nil
+}
+
+// founder is one function's founding use case over its own store; r is nil
+// for a function that renders nothing (ClustersFunction).
+func founder(cfg Config, st *store.Store, r *bundle.Renderer) *founding.Service {
+	artifacts := artifactsOf(cfg)
+	return &founding.Service{
+		Store: st, Envelope: cfg.Envelope, Renderer: r, Log: cfg.Log,
 		Compute: compute.NewHTTP(cfg.SimURL+"/compute", cfg.SimClient),
 		DNS:     dns.NewHTTP(cfg.SimURL+"/dns", cfg.SimClient),
 		Settings: founding.Settings{
@@ -111,20 +166,47 @@ func New(cfg Config) (*Stack, error) {
 		},
 		Now: cfg.Now,
 	}
-	if cfg.Renewal == (pki.Renewal{}) {
-		cfg.Renewal = pki.DefaultRenewal()
+}
+
+func artifactsOf(cfg Config) bundle.Artifacts {
+	if cfg.Artifacts != nil {
+		return *cfg.Artifacts
 	}
-	window := cmp.Or(cfg.BootstrapWindow, progress.DefaultWindow)
-	nodes := &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: renderer,
-		Artifacts: artifacts, Renewal: cfg.Renewal, Window: window, Now: cfg.Now, Log: cfg.Log}
-	srv := &api.Server{
-		Auth: &auth.Authenticator{Tokens: st, Now: cfg.Now}, Founder: founder, Clusters: founder, Log: cfg.Log,
-		Progress: &progress.Service{Store: st}, Bundles: nodes, Renewals: nodes,
-		Nodes:  &progress.Nodes{Store: st, Window: window, Now: cfg.Now},
-		Limits: &vmlimit.Limiter{Store: st, Now: cfg.Now},
+	return PinnedArtifacts()
+}
+
+// bundles is GetBundleFunction's bundle and renewal use case.
+func bundles(cfg Config, st *store.Store, r *bundle.Renderer) *nodebootstrap.Service {
+	var topologies nodebootstrap.Topologies = st
+	if cfg.WrapTopologies != nil {
+		topologies = cfg.WrapTopologies(st)
 	}
+	return &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: r,
+		Artifacts: artifactsOf(cfg), Renewal: cfg.Renewal, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
+}
+
+func window(cfg Config) time.Duration { return cmp.Or(cfg.BootstrapWindow, progress.DefaultWindow) }
+
+// servers are the route functions' servers, each authenticating through
+// its own store, with the use cases its main wires.
+func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]*api.Server {
+	server := func(fn string) *api.Server {
+		return &api.Server{Auth: &auth.Authenticator{Tokens: stores[fn], Now: cfg.Now}, Log: cfg.Log}
+	}
+	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
+	create.Founder = st.Founder
+	clusters.Clusters = st.Clusters
+	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
+	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
+	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
+	vm.Limits = &vmlimit.Limiter{Store: stores["GetBundleFunction"], Now: cfg.Now}
+	return map[string]*api.Server{"CreateClusterFunction": create, "ClustersFunction": clusters, "GetBundleFunction": vm}
+}
+
+// mux routes each route to its own function's handler.
+func (st *Stack) mux() http.Handler {
 	mux := http.NewServeMux()
-	for _, fn := range functions {
+	for fn, srv := range st.Servers {
 		h := srv.Handler(fn)
 		for _, r := range api.Routes {
 			if r.Function == fn {
@@ -132,7 +214,7 @@ func New(cfg Config) (*Stack, error) {
 			}
 		}
 	}
-	return &Stack{Founder: founder, Bundles: nodes, Server: srv, Handler: mux}, nil
+	return mux
 }
 
 // LockedBuffer collects log lines written by concurrent requests.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/excloud/k8sapi/internal/config"
+	"github.com/excloud/k8sapi/internal/dbroles"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
@@ -26,6 +27,7 @@ var rules = []struct {
 }{
 	{"an RDS Proxy for PostgreSQL with TLS and Secrets Manager auth, IAM auth by parameter", proxyRule},
 	{"the proxy's target is the database the operator names", proxyTargetRule},
+	{"each function logs in to the database as its own user", dbUserRule},
 	{"every function connects through the proxy with a pool that does not pin", poolRule},
 	{"every function logs to its own group with retention", functionLogsRule},
 	{"the API writes JSON access logs with the request id", accessLogRule},
@@ -35,6 +37,7 @@ var rules = []struct {
 	{"founding and the health check have reserved concurrency", reservedConcurrencyRule},
 	{"KMS use is the least each function needs", kmsLeastPrivilegeRule},
 	{"KMS data key use is bound to the encryption context the code sends", kmsContextRule},
+	{"the key policy itself refuses use without that encryption context", kmsKeyPolicyRule},
 }
 
 func TestTemplateRules(t *testing.T) {
@@ -56,17 +59,55 @@ func proxyRule(t *testing.T, c *cfnTemplate) {
 	if p["EngineFamily"] != "POSTGRESQL" || p["RequireTLS"] != true {
 		t.Errorf("EngineFamily %v, RequireTLS %v", p["EngineFamily"], p["RequireTLS"])
 	}
-	auth, _ := p["Auth"].([]any)
-	if len(auth) != 1 {
-		t.Fatalf("Auth %v: want one entry", p["Auth"])
+	// One login per function: its own database user's secret.
+	var secrets []string
+	for _, entry := range listOf(p["Auth"]) {
+		a := mapOf(entry)
+		iam := fmt.Sprint(a["IAMAuth"])
+		if a["AuthScheme"] != "SECRETS" || !strings.Contains(iam, "UseIamAuth") {
+			t.Errorf("Auth %v: want SECRETS and IAMAuth under condition UseIamAuth", a)
+		}
+		secrets = append(secrets, fmt.Sprint(mapOf(a["SecretArn"])["Ref"]))
 	}
-	a, _ := auth[0].(map[string]any)
-	iam := fmt.Sprint(a["IAMAuth"])
-	if a["AuthScheme"] != "SECRETS" || !isRef(a["SecretArn"], "DbSecretArn") || !strings.Contains(iam, "UseIamAuth") {
-		t.Errorf("Auth %v: want SECRETS with DbSecretArn and IAMAuth under condition UseIamAuth", a)
+	slices.Sort(secrets)
+	if want := functionSecrets(c); !slices.Equal(secrets, want) {
+		t.Errorf("the proxy logs in with %v, want each function's own secret %v", secrets, want)
 	}
 	if !strings.Contains(fmt.Sprint(c.Conditions["UseIamAuth"]), "DbIamAuth") {
 		t.Errorf("condition UseIamAuth = %v, want it to test parameter DbIamAuth", c.Conditions["UseIamAuth"])
+	}
+}
+
+// functionSecrets are the parameters naming each function's own database
+// secret (its DB_SECRET_ARN), sorted.
+func functionSecrets(c *cfnTemplate) []string {
+	var out []string
+	for _, fn := range c.ofType(functionType) {
+		out = append(out, fmt.Sprint(mapOf(c.env(fn)["DB_SECRET_ARN"])["Ref"]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dbUserRule: each function reads its own database secret and no other,
+// and with IAM auth may connect as its own user only (dbroles.Login of its
+// role, the user migration 011's role is granted to).
+func dbUserRule(t *testing.T, c *cfnTemplate) {
+	for id, fn := range c.ofType(functionType) {
+		secret := fmt.Sprint(mapOf(c.env(fn)["DB_SECRET_ARN"])["Ref"])
+		if _, ok := c.Parameters[secret]; !ok {
+			t.Errorf("%s: DB_SECRET_ARN %v, want a parameter of its own", id, c.env(fn)["DB_SECRET_ARN"])
+		}
+		policies := fmt.Sprint(fn.Properties["Policies"])
+		for _, other := range functionSecrets(c) {
+			if (other == secret) != strings.Contains(policies, "SecretArn:map[Ref:"+other+"]") {
+				t.Errorf("%s: reads secret %s: %v, want its own only", id, other, other == secret)
+			}
+		}
+		user := dbroles.Login(dbroles.Functions[id])
+		if n := strings.Count(policies, "rds-db:connect"); n != 1 || !strings.Contains(policies, "/"+user+" ") {
+			t.Errorf("%s: rds-db:connect %d times, want once, as %s", id, n, user)
+		}
 	}
 }
 
@@ -356,6 +397,58 @@ func kmsContextRule(t *testing.T, c *cfnTemplate) {
 			}
 		}
 	}
+}
+
+// deniedWithout are the actions the key policy must refuse without the
+// encryption context: every use that takes one.
+var deniedWithout = []string{"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"}
+
+// kmsKeyPolicyRule requires, for each key of the context the code sends, a
+// Deny in the key policy for everyone (but the account root) when that key
+// is missing or, for the purpose, different: a Deny per key, because one
+// statement denies only when all its conditions hold.
+func kmsKeyPolicyRule(t *testing.T, c *cfnTemplate) {
+	denies := map[string]any{} // context key → the value a Deny requires of it
+	for _, st := range listOf(mapAt(c.Resources["ClusterKey"].Properties, "KeyPolicy")["Statement"]) {
+		for k, v := range contextDeny(t, mapOf(st)) {
+			denies[k] = v
+		}
+	}
+	for k, v := range encryptionContextSent(t) {
+		want := any("?*")
+		if !strings.HasSuffix(k, "_id") {
+			want = v
+		}
+		if denies[k] != want {
+			t.Errorf("the key policy does not refuse use without kms:EncryptionContext:%s = %v (has %v)", k, want, denies[k])
+		}
+	}
+}
+
+// contextDeny is what a Deny statement of the key policy requires of the
+// encryption context, if it is such a statement: for everyone, covering
+// every use that takes a context, exempting the account root only.
+func contextDeny(t *testing.T, st map[string]any) map[string]any {
+	var actions []string
+	for _, a := range listOf(st["Action"]) {
+		actions = append(actions, fmt.Sprint(a))
+	}
+	slices.Sort(actions)
+	if st["Effect"] != "Deny" {
+		return nil
+	}
+	cond := mapOf(st["Condition"])
+	if st["Principal"] != "*" || !slices.Equal(actions, deniedWithout) ||
+		!strings.Contains(fmt.Sprint(mapAt(cond, "ArnNotEquals")["aws:PrincipalArn"]), ":iam::${AWS::AccountId}:root") {
+		t.Errorf("key policy Deny %v: want Principal *, actions %v, only the account root exempt", st["Sid"], deniedWithout)
+	}
+	out := map[string]any{}
+	for _, op := range []string{"StringNotLike", "StringNotEquals"} {
+		for k, v := range mapAt(cond, op) {
+			out[strings.TrimPrefix(k, "kms:EncryptionContext:")] = v
+		}
+	}
+	return out
 }
 
 // recordingKMS passes calls to real KMS and keeps the last context sent.

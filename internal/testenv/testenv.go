@@ -33,6 +33,7 @@ func (o *once[T]) get(start func() (T, error)) (T, error) {
 var (
 	pgServer   once[string]
 	motoServer once[string]
+	logins     once[struct{}]
 )
 
 // serverDSN returns the DSN of the shared PostgreSQL server. A throwaway
@@ -79,6 +80,26 @@ func Postgres(t testing.TB) string {
 		t.Fatalf("testenv: %v", err)
 	}
 	return dsn
+}
+
+// FunctionDSN returns dsn (a database from Postgres) logged in as function's
+// own user, a member of its role only (migration 011): what the function
+// does through it fails where a grant is missing, as it would in production.
+func FunctionDSN(t testing.TB, dsn, function string) string {
+	t.Helper()
+	_, err := logins.get(func() (struct{}, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return struct{}{}, devstack.EnsureFunctionLogins(ctx, dsn)
+	})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	fdsn, err := devstack.FunctionDSN(dsn, function)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return fdsn
 }
 
 // Moto returns the endpoint of the moto_server shared by this test binary.
