@@ -90,6 +90,9 @@ func TestDeployedRules(t *testing.T) {
 		{"BOOTSTRAP_WINDOW", "30s", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
 		{"BOOTSTRAP_WINDOW", "25h", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
 		{"BOOTSTRAP_WINDOW", "soon", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
+		{"VM_CALL_BUDGET_FACTOR", "0", "VM_CALL_BUDGET_FACTOR: must be a whole number from 1 to 1000"},
+		{"VM_CALL_BUDGET_FACTOR", "1001", "VM_CALL_BUDGET_FACTOR: must be a whole number from 1 to 1000"},
+		{"VM_CALL_BUDGET_FACTOR", "2.5", "VM_CALL_BUDGET_FACTOR: must be a whole number from 1 to 1000"},
 		{"DB_CA_BUNDLE", "rds.pem", "DB_CA_BUNDLE: must be an absolute file path"},
 		{"LOCAL_RUN", "yes", "LOCAL_RUN: must be true or false"},
 	} {

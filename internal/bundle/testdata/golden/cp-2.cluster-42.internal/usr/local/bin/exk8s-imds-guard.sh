@@ -21,6 +21,15 @@
 # the host stack (cilium-values.yaml keeps bpf.hostLegacyRouting on, so
 # BPF host routing never hands a pod's packet to the wire past netfilter).
 #
+# A Service can translate a pod's packet to IMDS after prerouting's raw
+# priority: its ClusterIP is the destination there, IMDS only once
+# kube-proxy's DNAT ran (a Service without a selector whose endpoints name
+# the IMDS address). So the same match drops again at the forward hook
+# (translated packets leaving the node) and the input hook (translated
+# packets delivered to the node itself), where the destination is the
+# translated one and the source is still the pod's (masquerading comes
+# later, at postrouting).
+#
 # Run by exk8s-imds-guard.service, which the kubelet requires: no pod
 # starts on a boot where the rule could not be installed.
 set -euo pipefail
@@ -60,6 +69,14 @@ delete table inet exk8s_imds_guard
 table inet exk8s_imds_guard {
   chain pods_to_imds {
     type filter hook prerouting priority raw; policy accept;
+    ip saddr ${POD_CIDR} ip daddr { ${addresses} } counter drop
+  }
+  chain pods_to_imds_translated {
+    type filter hook forward priority filter; policy accept;
+    ip saddr ${POD_CIDR} ip daddr { ${addresses} } counter drop
+  }
+  chain pods_to_imds_translated_local {
+    type filter hook input priority filter; policy accept;
     ip saddr ${POD_CIDR} ip daddr { ${addresses} } counter drop
   }
 }
