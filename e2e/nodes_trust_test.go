@@ -34,6 +34,7 @@ func (c *machineCluster) checkRenewal(t *testing.T, tl *timeline) string {
 		}
 		cancel()
 		c.checkRenewedFiles(t, m, before, c.pkiDigests(t, m))
+		c.checkServedCerts(t, m)
 		eventually(t, c.r, fmt.Sprintf("every etcd member healthy after %s renewed", m.Name), nil, 2*time.Minute, c.etcdHealthy)
 		eventually(t, c.r, fmt.Sprintf("every node Ready after %s renewed", m.Name), c.consoles(), 3*time.Minute, c.allNodesReady)
 		tl.mark(fmt.Sprintf("node %d renewed its certificates", i+1))
@@ -61,6 +62,36 @@ func (c *machineCluster) checkRenewedFiles(t *testing.T, m *harness.Machine, bef
 	}
 	if after["/etc/exk8s/kubeconfig/kubelet.kubeconfig"] == before["/etc/exk8s/kubeconfig/kubelet.kubeconfig"] {
 		t.Errorf("%s: the kubelet's kubeconfig kept its old certificate", m.Name)
+	}
+}
+
+// servingCerts is which certificate file each serving port of a node
+// presents: after a renewal, each restarted component serves the new one.
+var servingCerts = []struct {
+	port int
+	cert string
+}{
+	{2379, "/etc/exk8s/pki/etcd-peer.pem"},
+	{6443, "/etc/exk8s/pki/apiserver.pem"},
+	{10250, "/etc/exk8s/pki/kubelet.pem"},
+}
+
+// checkServedCerts: etcd, the API server and the kubelet on m serve the
+// certificates the renewal wrote (they were restarted onto them).
+func (c *machineCluster) checkServedCerts(t *testing.T, m *harness.Machine) {
+	t.Helper()
+	for _, sc := range servingCerts {
+		script := fmt.Sprintf(`served="$(openssl s_client -connect 127.0.0.1:%d </dev/null 2>/dev/null | openssl x509 -noout -serial)"
+			file="$(openssl x509 -noout -serial -in %s)"
+			[ -n "$served" ] && [ "$served" = "$file" ] && echo "$served" || { echo "serves $served, file $file"; exit 1; }`, sc.port, sc.cert)
+		eventually(t, c.r, fmt.Sprintf("%s serves the renewed %s on port %d", m.Name, sc.cert, sc.port), nil, 2*time.Minute,
+			func(ctx context.Context) (string, error) {
+				out, err := m.Exec(ctx, "sh", "-c", script)
+				if err != nil {
+					return "", fmt.Errorf("%v: %s", err, out)
+				}
+				return strings.TrimSpace(string(out)), nil
+			})
 	}
 }
 
