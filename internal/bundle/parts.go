@@ -52,6 +52,7 @@ func parts() []part {
 		{"etcd", etcdPart},
 		{"kubelet", kubeletPart},
 		{"control-plane", controlPlanePart},
+		{"apiserver-config", apiserverConfigPart},
 		{"network", networkPart},
 		{"addons", addonPart},
 		{"scripts", scriptPart},

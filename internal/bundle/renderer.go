@@ -144,6 +144,8 @@ type view struct {
 	Checksums     []checksum
 	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
+	TLS           tlsView
+	APIServer     apiserverView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -171,6 +173,8 @@ func newView(in *Input) (*view, *topology, error) {
 		Cilium:             in.Cluster.CNI == CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
 		Renewal:            newRenewalView(),
+		TLS:                newTLSView(),
+		APIServer:          newAPIServerView(in),
 	}
 	if in.Cluster.CNI == CNIBridge {
 		if v.PodNetwork, err = topo.podNetwork(in.Cluster.PodCIDR); err != nil {

@@ -443,7 +443,7 @@ func TestModes(t *testing.T) {
 	for _, f := range b.Files {
 		var want os.FileMode
 		switch {
-		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"):
+		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"), f.Path == "/etc/exk8s/apiserver/encryption-config.yaml":
 			want = 0o600
 		case strings.HasSuffix(f.Path, ".sh"):
 			want = 0o755
@@ -516,6 +516,12 @@ func TestAPIServerWiring(t *testing.T) {
 			"tls-cert-file":                      "/etc/exk8s/pki/apiserver.pem",
 			"tls-private-key-file":               "/etc/exk8s/pki/apiserver-key.pem",
 			"allow-privileged":                   "true",
+			"profiling":                          "false",
+			"tls-min-version":                    "VersionTLS12",
+			"encryption-provider-config":         "/etc/exk8s/apiserver/encryption-config.yaml",
+			"authentication-config":              "/etc/exk8s/apiserver/authentication-config.yaml",
+			"audit-policy-file":                  "/etc/exk8s/apiserver/audit-policy.yaml",
+			"audit-log-path":                     "/var/log/kubernetes/audit/audit.log",
 		}
 		for k, v := range want {
 			if got[k] != v {
@@ -536,6 +542,8 @@ func TestAPIServerWiring(t *testing.T) {
 			"root-ca-file":                     "/etc/exk8s/pki/ca.pem",
 			"service-account-private-key-file": "/etc/exk8s/pki/service-account-key.pem",
 			"use-service-account-credentials":  "true",
+			"profiling":                        "false",
+			"tls-min-version":                  "VersionTLS12",
 		} {
 			if cm[k] != v {
 				t.Errorf("%s kube-controller-manager --%s=%q, want %q", n.Name, k, cm[k], v)
@@ -544,6 +552,7 @@ func TestAPIServerWiring(t *testing.T) {
 		sch := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-scheduler.yaml"))
 		for k, v := range map[string]string{
 			"kubeconfig": "/etc/exk8s/kubeconfig/scheduler.kubeconfig", "bind-address": "127.0.0.1", "leader-elect": "true",
+			"profiling": "false", "tls-min-version": "VersionTLS12",
 		} {
 			if sch[k] != v {
 				t.Errorf("%s kube-scheduler --%s=%q, want %q", n.Name, k, sch[k], v)
@@ -573,6 +582,7 @@ func TestEtcdUnit(t *testing.T) {
 			"peer-key-file":               "/etc/exk8s/pki/etcd-peer-key.pem",
 			"client-cert-auth":            "",
 			"peer-client-cert-auth":       "",
+			"tls-min-version":             "TLS1.2",
 		} {
 			if w, ok := got[k]; !ok || w != v {
 				t.Errorf("%s etcd --%s=%q, want %q", n.Name, k, w, v)
@@ -626,7 +636,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 27 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit and the bridge CNI's script and unit", len(used))
+	if len(used) != 30 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
 	}
 }
