@@ -191,7 +191,7 @@ func (s *Service) render(c *store.Cluster, nodes []store.Node, self store.Node, 
 	if err != nil {
 		return nil, err
 	}
-	in := bundleInput(c, nodes, self, artifacts, opened.ServiceAccountKey, ids)
+	in := bundleInput(c, nodes, self, artifacts, opened, ids)
 	facts.Initial = in.IsInitial() // only it gets the addons' system:masters identity
 	minted, err := s.issuer(c).IssuePhase(opened.Trust, pki.PhaseFetch, facts)
 	if err != nil {
@@ -226,7 +226,7 @@ func (s *Service) issuer(c *store.Cluster) pki.Issuer {
 // bundleInput is the renderer's view of the stored topology and this
 // fetch's keys.
 func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifacts bundle.Artifacts,
-	saKey []byte, ids map[pki.Name]pki.KeyPair) bundle.Input {
+	opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
 	in := bundle.Input{
 		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
@@ -234,9 +234,10 @@ func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifact
 		SelfVMID:             self.VMID,
 		Artifacts:            artifacts,
 		CACerts:              keyring.CACerts(c),
-		ServiceAccountKeyPEM: saKey,
+		ServiceAccountKeyPEM: opened.ServiceAccountKey,
 		ServiceAccountPubPEM: []byte(c.ServiceAccountPub),
 		Identities:           ids,
+		SecretsEncryptionKey: opened.Trust.SecretsEncryptionKey,
 	}
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,

@@ -63,6 +63,9 @@ type Cluster struct {
 	// Artifacts is the artifact set recorded at founding (migration 008,
 	// bundle.Artifacts as JSON); nil for a cluster founded before it.
 	Artifacts []byte `db:"artifacts"`
+	// SecretsEncryptionKeySealed is the API servers' key for Secrets at
+	// rest, sealed (migration 010); nil for a cluster founded before it.
+	SecretsEncryptionKeySealed []byte `db:"secrets_encryption_key_sealed"`
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -70,7 +73,8 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
-	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts`
+	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
+	secrets_encryption_key_sealed`
 
 // Node is one control-plane node (a kube_nodes row) with the addresses the
 // compute API reported for its VM.
