@@ -95,6 +95,8 @@ func TestNodesBecomeACluster(t *testing.T) {
 	c.checkAddonsReady(t)
 	tl.mark("kube-proxy and CoreDNS ready")
 	held := c.checkWorkloads(t, svc, tl)
+	held = append(held, c.checkHardening(t)...)
+	tl.mark("secrets encrypted at rest, anonymous refused")
 	c.checkReboot(t, len(c.machines)-1, tl)
 	tl.report(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; time to ready %.0f s", len(c.machines), len(c.machines),
