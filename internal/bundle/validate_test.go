@@ -443,7 +443,8 @@ func TestModes(t *testing.T) {
 	for _, f := range b.Files {
 		var want os.FileMode
 		switch {
-		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"), f.Path == "/etc/exk8s/apiserver/encryption-config.yaml":
+		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"), f.Path == "/etc/exk8s/apiserver/encryption-config.yaml",
+			strings.HasPrefix(f.Path, "/etc/kubernetes/manifests/"):
 			want = 0o600
 		case strings.HasSuffix(f.Path, ".sh"):
 			want = 0o755
