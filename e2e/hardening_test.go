@@ -146,7 +146,8 @@ func (c *machineCluster) checkHardening(t *testing.T) []string {
 			!strings.Contains(string(out), "AlreadyExists") {
 			return "", err
 		}
-		raw, err := c.initial().Exec(ctx, "etcdctl", "--endpoints=https://127.0.0.1:2379", "--cacert=/etc/exk8s/pki/etcd-ca.pem",
+		endpoint := "https://" + c.vms[0].addr.Addr().String() + ":2379"
+		raw, err := c.initial().Exec(ctx, "etcdctl", "--endpoints="+endpoint, "--cacert=/etc/exk8s/pki/etcd-ca.pem",
 			"--cert=/etc/exk8s/pki/apiserver-etcd-client.pem", "--key=/etc/exk8s/pki/apiserver-etcd-client-key.pem",
 			"get", secretsKey(s), "--print-value-only")
 		if err != nil {
