@@ -98,6 +98,8 @@ func TestNodesBecomeACluster(t *testing.T) {
 	pods := c.probePods(t)
 	held = append(held, c.checkIMDSThroughService(t, pods[0], pods[1], svc))
 	held = append(held, c.checkRenewal(t, tl))
+	held = append(held, c.checkHardening(t)...)
+	tl.mark("secrets encrypted at rest, anonymous refused")
 	c.checkReboot(t, len(c.machines)-1, tl)
 	tl.report(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; time to ready %.0f s", len(c.machines), len(c.machines),

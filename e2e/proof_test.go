@@ -179,6 +179,12 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	t.Run("kubeconfig from POST /clusters works through the DNS name", func(t *testing.T) {
 		checkFoundingKubeconfig(t, cl, n1, dial)
 	})
+	t.Run("secrets encrypted at rest", func(t *testing.T) {
+		checkSecretsAtRest(t, admin, strings.Split(etcdServers, ","), n1, dial)
+	})
+	t.Run("anonymous refused except health", func(t *testing.T) {
+		checkAnonymous(t, admins[0])
+	})
 	t.Logf("proof finished %s after the components started (%s in all)", time.Since(bootStart).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 }
 

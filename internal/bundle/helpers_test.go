@@ -93,7 +93,7 @@ func (cp *clusterPKI) input(c Cluster, nodes []Node, self int64) Input {
 	return Input{
 		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: DefaultArtifacts(),
 		CACerts: cas, ServiceAccountKeyPEM: cp.saKey, ServiceAccountPubPEM: cp.saPub,
-		Identities: cp.identities[self],
+		Identities: cp.identities[self], SecretsEncryptionKey: cp.trust.SecretsEncryptionKey,
 	}
 }
 
@@ -106,6 +106,10 @@ func (cp *clusterPKI) caPool(name pki.Name) *x509.CertPool {
 // fixtureFile is the checked-in PEM fixture set of the golden tests: the
 // pki package signs with randomized ECDSA, so goldens need fixed bytes.
 const fixtureFile = "testdata/fixtures.json"
+
+// fixtureSecretsKey is the golden bundles' Secrets encryption key: fixed
+// bytes, as the goldens need, and obviously not random.
+var fixtureSecretsKey = []byte("exk8s-golden-secretbox-key-32byt")
 
 // fixtureClock is the fixed clock the fixture certificates were issued at.
 var fixtureClock = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -173,7 +177,7 @@ func (f fixtures) input(c Cluster, nodes []Node, self int64) Input {
 	in := Input{
 		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: DefaultArtifacts(),
 		CACerts: map[pki.Name][]byte{}, ServiceAccountKeyPEM: []byte(f.SAKey), ServiceAccountPubPEM: []byte(f.SAPub),
-		Identities: map[pki.Name]pki.KeyPair{},
+		Identities: map[pki.Name]pki.KeyPair{}, SecretsEncryptionKey: fixtureSecretsKey,
 	}
 	for name, pem := range f.CACerts {
 		in.CACerts[name] = []byte(pem)

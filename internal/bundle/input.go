@@ -113,6 +113,10 @@ type Input struct {
 	// Identities holds this node's stored serving pairs (etcd-peer,
 	// apiserver) and every PhaseFetch identity minted for this fetch.
 	Identities map[pki.Name]pki.KeyPair
+	// SecretsEncryptionKey is the key the API servers encrypt Secrets in
+	// etcd with (pki.SecretsEncryptionKeySize bytes). Empty for a cluster
+	// founded before k8sapi made one: its bundles render no encryption.
+	SecretsEncryptionKey []byte
 }
 
 // requiredCAs are the CA certificates every bundle carries.
@@ -244,7 +248,9 @@ func secretRules(in *Input) []validation.Rule {
 	}
 	rules = append(rules,
 		rule("service_account_key", len(in.ServiceAccountKeyPEM) > 0, "missing"),
-		rule("service_account_pub", len(in.ServiceAccountPubPEM) > 0, "missing"))
+		rule("service_account_pub", len(in.ServiceAccountPubPEM) > 0, "missing"),
+		rule("secrets_encryption_key", len(in.SecretsEncryptionKey) == 0 || len(in.SecretsEncryptionKey) == pki.SecretsEncryptionKeySize,
+			fmt.Sprintf("must be empty or %d bytes, got %d", pki.SecretsEncryptionKeySize, len(in.SecretsEncryptionKey))))
 	for _, name := range RequiredIdentities(in.IsInitial()) {
 		kp := in.Identities[name]
 		rules = append(rules, rule("identities."+string(name), len(kp.CertPEM) > 0 && len(kp.KeyPEM) > 0, "missing certificate or key"))

@@ -18,8 +18,9 @@ const (
 	binDir        = "/usr/local/bin"
 )
 
-// File modes: private keys and kubeconfigs (which embed keys) are owner-only,
-// scripts executable, everything else world-readable.
+// File modes: private keys, kubeconfigs (which embed keys) and the static
+// pod manifests (the CIS benchmark's 1.1.1-1.1.5) are owner-only, scripts
+// executable, everything else world-readable.
 const (
 	modeSecret fs.FileMode = 0o600
 	modeScript fs.FileMode = 0o755
@@ -52,6 +53,7 @@ func parts() []part {
 		{"etcd", etcdPart},
 		{"kubelet", kubeletPart},
 		{"control-plane", controlPlanePart},
+		{"apiserver-config", apiserverConfigPart},
 		{"network", networkPart},
 		{"addons", addonPart},
 		{"scripts", scriptPart},
@@ -161,7 +163,7 @@ func kubeletPart(v *view) []fileSpec {
 func controlPlanePart(v *view) []fileSpec {
 	var out []fileSpec
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		out = append(out, tmpl(staticPodDir+"/"+c+".yaml", c+".yaml", modePublic, v))
+		out = append(out, tmpl(staticPodDir+"/"+c+".yaml", c+".yaml", modeSecret, v))
 	}
 	return out
 }

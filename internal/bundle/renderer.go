@@ -144,6 +144,8 @@ type view struct {
 	Checksums     []checksum
 	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
+	TLS           tlsView
+	APIServer     apiserverView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -170,6 +172,8 @@ func newView(in *Input) (*view, *topology, error) {
 		IsInitial:          topo.isInitial,
 		Cilium:             in.Cluster.CNI == CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
+		TLS:                newTLSView(),
+		APIServer:          newAPIServerView(in),
 	}
 	v.Renewal = newRenewalView(v)
 	if in.Cluster.CNI == CNIBridge {

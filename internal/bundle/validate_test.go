@@ -443,7 +443,8 @@ func TestModes(t *testing.T) {
 	for _, f := range b.Files {
 		var want os.FileMode
 		switch {
-		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"):
+		case strings.HasSuffix(f.Path, "-key.pem"), strings.HasSuffix(f.Path, ".kubeconfig"), f.Path == "/etc/exk8s/apiserver/encryption-config.yaml",
+			strings.HasPrefix(f.Path, "/etc/kubernetes/manifests/"):
 			want = 0o600
 		case strings.HasSuffix(f.Path, ".sh"):
 			want = 0o755
@@ -489,33 +490,40 @@ func TestAPIServerWiring(t *testing.T) {
 		}
 		got := flags(content)
 		want := map[string]string{
-			"advertise-address":                  n.IPv4,
-			"bind-address":                       "0.0.0.0",
-			"secure-port":                        "6443",
-			"etcd-cafile":                        "/etc/exk8s/pki/etcd-ca.pem",
-			"etcd-certfile":                      "/etc/exk8s/pki/apiserver-etcd-client.pem",
-			"etcd-keyfile":                       "/etc/exk8s/pki/apiserver-etcd-client-key.pem",
-			"etcd-servers":                       "https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.13:2379",
-			"client-ca-file":                     "/etc/exk8s/pki/ca.pem",
-			"kubelet-certificate-authority":      "/etc/exk8s/pki/ca.pem",
-			"kubelet-client-certificate":         "/etc/exk8s/pki/apiserver-kubelet-client.pem",
-			"kubelet-client-key":                 "/etc/exk8s/pki/apiserver-kubelet-client-key.pem",
-			"proxy-client-cert-file":             "/etc/exk8s/pki/front-proxy-client.pem",
-			"proxy-client-key-file":              "/etc/exk8s/pki/front-proxy-client-key.pem",
-			"requestheader-client-ca-file":       "/etc/exk8s/pki/front-proxy-ca.pem",
-			"requestheader-allowed-names":        "front-proxy-client",
-			"requestheader-username-headers":     "X-Remote-User",
-			"requestheader-group-headers":        "X-Remote-Group",
-			"requestheader-extra-headers-prefix": "X-Remote-Extra-",
-			"authorization-mode":                 "Node,RBAC",
-			"enable-admission-plugins":           "NodeRestriction",
-			"service-account-issuer":             "https://exk8s-7-2a.k8s.excloud.co.in:6443",
-			"service-account-key-file":           "/etc/exk8s/pki/service-account.pem",
-			"service-account-signing-key-file":   "/etc/exk8s/pki/service-account-key.pem",
-			"service-cluster-ip-range":           "10.96.0.0/12",
-			"tls-cert-file":                      "/etc/exk8s/pki/apiserver.pem",
-			"tls-private-key-file":               "/etc/exk8s/pki/apiserver-key.pem",
-			"allow-privileged":                   "true",
+			"advertise-address":                       n.IPv4,
+			"bind-address":                            "0.0.0.0",
+			"secure-port":                             "6443",
+			"etcd-cafile":                             "/etc/exk8s/pki/etcd-ca.pem",
+			"etcd-certfile":                           "/etc/exk8s/pki/apiserver-etcd-client.pem",
+			"etcd-keyfile":                            "/etc/exk8s/pki/apiserver-etcd-client-key.pem",
+			"etcd-servers":                            "https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.13:2379",
+			"client-ca-file":                          "/etc/exk8s/pki/ca.pem",
+			"kubelet-certificate-authority":           "/etc/exk8s/pki/ca.pem",
+			"kubelet-client-certificate":              "/etc/exk8s/pki/apiserver-kubelet-client.pem",
+			"kubelet-client-key":                      "/etc/exk8s/pki/apiserver-kubelet-client-key.pem",
+			"proxy-client-cert-file":                  "/etc/exk8s/pki/front-proxy-client.pem",
+			"proxy-client-key-file":                   "/etc/exk8s/pki/front-proxy-client-key.pem",
+			"requestheader-client-ca-file":            "/etc/exk8s/pki/front-proxy-ca.pem",
+			"requestheader-allowed-names":             "front-proxy-client",
+			"requestheader-username-headers":          "X-Remote-User",
+			"requestheader-group-headers":             "X-Remote-Group",
+			"requestheader-extra-headers-prefix":      "X-Remote-Extra-",
+			"authorization-mode":                      "Node,RBAC",
+			"enable-admission-plugins":                "NodeRestriction,DenyServiceExternalIPs",
+			"service-account-extend-token-expiration": "false",
+			"service-account-issuer":                  "https://exk8s-7-2a.k8s.excloud.co.in:6443",
+			"service-account-key-file":                "/etc/exk8s/pki/service-account.pem",
+			"service-account-signing-key-file":        "/etc/exk8s/pki/service-account-key.pem",
+			"service-cluster-ip-range":                "10.96.0.0/12",
+			"tls-cert-file":                           "/etc/exk8s/pki/apiserver.pem",
+			"tls-private-key-file":                    "/etc/exk8s/pki/apiserver-key.pem",
+			"allow-privileged":                        "true",
+			"profiling":                               "false",
+			"tls-min-version":                         "VersionTLS12",
+			"encryption-provider-config":              "/etc/exk8s/apiserver/encryption-config.yaml",
+			"authentication-config":                   "/etc/exk8s/apiserver/authentication-config.yaml",
+			"audit-policy-file":                       "/etc/exk8s/apiserver/audit-policy.yaml",
+			"audit-log-path":                          "/var/log/kubernetes/audit/audit.log",
 		}
 		for k, v := range want {
 			if got[k] != v {
@@ -536,6 +544,8 @@ func TestAPIServerWiring(t *testing.T) {
 			"root-ca-file":                     "/etc/exk8s/pki/ca.pem",
 			"service-account-private-key-file": "/etc/exk8s/pki/service-account-key.pem",
 			"use-service-account-credentials":  "true",
+			"profiling":                        "false",
+			"tls-min-version":                  "VersionTLS12",
 		} {
 			if cm[k] != v {
 				t.Errorf("%s kube-controller-manager --%s=%q, want %q", n.Name, k, cm[k], v)
@@ -544,6 +554,7 @@ func TestAPIServerWiring(t *testing.T) {
 		sch := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-scheduler.yaml"))
 		for k, v := range map[string]string{
 			"kubeconfig": "/etc/exk8s/kubeconfig/scheduler.kubeconfig", "bind-address": "127.0.0.1", "leader-elect": "true",
+			"profiling": "false", "tls-min-version": "VersionTLS12",
 		} {
 			if sch[k] != v {
 				t.Errorf("%s kube-scheduler --%s=%q, want %q", n.Name, k, sch[k], v)
@@ -573,6 +584,7 @@ func TestEtcdUnit(t *testing.T) {
 			"peer-key-file":               "/etc/exk8s/pki/etcd-peer-key.pem",
 			"client-cert-auth":            "",
 			"peer-client-cert-auth":       "",
+			"tls-min-version":             "TLS1.2",
 		} {
 			if w, ok := got[k]; !ok || w != v {
 				t.Errorf("%s etcd --%s=%q, want %q", n.Name, k, w, v)
@@ -626,7 +638,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 27 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit and the bridge CNI's script and unit", len(used))
+	if len(used) != 30 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
 	}
 }

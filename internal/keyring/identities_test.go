@@ -94,3 +94,25 @@ func TestNodeFacts(t *testing.T) {
 		t.Error("a bad service CIDR gave facts")
 	}
 }
+
+// Founding seals a Secrets encryption key with the trust; a trust without
+// one is refused rather than sealed as an empty key.
+func TestSealTrustRequiresTheSecretsKey(t *testing.T) {
+	client, keyID := testenv.KMSKey(t)
+	dk, err := envelope.New(client, keyID, nil).NewDataKey(context.Background(), keyring.Scope(&cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := (pki.Issuer{}).NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster
+	if err := keyring.SealTrust(dk, trust, &c); err != nil || len(c.SecretsEncryptionKeySealed) == 0 {
+		t.Fatalf("sealing a founded trust: %v, %d sealed bytes", err, len(c.SecretsEncryptionKeySealed))
+	}
+	trust.SecretsEncryptionKey = nil
+	if err := keyring.SealTrust(dk, trust, &c); err == nil {
+		t.Error("a trust without a Secrets encryption key was sealed")
+	}
+}

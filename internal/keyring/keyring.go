@@ -17,9 +17,13 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// PurposeServiceAccount is bound into the sealed service-account key's
-// additional data; every other sealed key is named by keyPurpose.
-const PurposeServiceAccount = "service-account-key"
+// PurposeServiceAccount and PurposeSecretsEncryption are bound into the
+// sealed service-account key's and Secrets encryption key's additional data;
+// every other sealed key is named by keyPurpose.
+const (
+	PurposeServiceAccount    = "service-account-key"
+	PurposeSecretsEncryption = "secrets-encryption-key"
+)
 
 // caColumns says where each CA's certificate and sealed key live on the row.
 type caColumns struct {
@@ -43,8 +47,19 @@ func keyPurpose(name pki.Name, vmID int64) envelope.Purpose {
 	return envelope.Purpose{Name: string(name) + "-key", VMID: vmID}
 }
 
-// SealTrust seals t's CA keys and service-account key into c's columns.
+// SealTrust seals t's CA keys, service-account key and Secrets encryption
+// key into c's columns.
 func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
+	if err := sealCAs(dk, t, c); err != nil {
+		return err
+	}
+	if err := sealServiceAccount(dk, t, c); err != nil {
+		return err
+	}
+	return sealSecretsKey(dk, t, c)
+}
+
+func sealCAs(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 	for _, col := range sealedCAs {
 		ca := t.CAs[col.name]
 		keyPEM, err := pki.EncodeKey(ca.Key)
@@ -58,6 +73,10 @@ func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 		}
 		*col.cert(c), *col.key(c) = string(ca.CertPEM), sealed
 	}
+	return nil
+}
+
+func sealServiceAccount(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 	saKey, err := pki.EncodeKey(t.ServiceAccount)
 	if err != nil {
 		return fmt.Errorf("encoding service-account key: %w", err)
@@ -74,6 +93,34 @@ func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 	return nil
 }
 
+// sealSecretsKey seals the Secrets encryption key; a trust made at founding
+// always has one.
+func sealSecretsKey(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
+	if len(t.SecretsEncryptionKey) != pki.SecretsEncryptionKeySize {
+		return fmt.Errorf("sealing the secrets encryption key: it has %d bytes, want %d", len(t.SecretsEncryptionKey), pki.SecretsEncryptionKeySize)
+	}
+	sealed, err := dk.Seal(envelope.Purpose{Name: PurposeSecretsEncryption}, t.SecretsEncryptionKey)
+	if err != nil {
+		return fmt.Errorf("sealing the secrets encryption key: %w", err)
+	}
+	c.SecretsEncryptionKeySealed = sealed
+	return nil
+}
+
+// openSecretsKey opens c's Secrets encryption key: nil for a cluster
+// founded before keys were made (migration 010), whose bundles render no
+// encryption; a sealed value that does not open fails like any other.
+func openSecretsKey(dk *envelope.DataKey, c *store.Cluster) ([]byte, error) {
+	if c.SecretsEncryptionKeySealed == nil {
+		return nil, nil
+	}
+	key, err := dk.Open(envelope.Purpose{Name: PurposeSecretsEncryption}, c.SecretsEncryptionKeySealed)
+	if err != nil {
+		return nil, fmt.Errorf("opening the secrets encryption key: %w", err)
+	}
+	return key, nil
+}
+
 // Scope is the envelope scope of c.
 func Scope(c *store.Cluster) envelope.Scope {
 	return envelope.Scope{OrgID: c.OrgID, ClusterID: c.ID}
@@ -87,7 +134,7 @@ type Opened struct {
 }
 
 // Open unwraps c's data key (one KMS Decrypt unless cached) and rehydrates
-// its CAs and service-account key.
+// its CAs, service-account key and Secrets encryption key.
 func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opened, error) {
 	dk, err := env.OpenDataKey(ctx, Scope(c), c.WrappedDataKey)
 	if err != nil {
@@ -112,6 +159,9 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 	}
 	if t.ServiceAccount, err = pki.ParseKey(saKey); err != nil {
 		return nil, fmt.Errorf("loading service-account key: %w", err)
+	}
+	if t.SecretsEncryptionKey, err = openSecretsKey(dk, c); err != nil {
+		return nil, err
 	}
 	return &Opened{Trust: t, DataKey: dk, ServiceAccountKey: saKey}, nil
 }

@@ -188,7 +188,7 @@ func (s *Service) render(ctx context.Context, c *store.Cluster, nodes []store.No
 	if err != nil {
 		return nil, err
 	}
-	in := bundleInput(c, nodes, self, artifacts, opened.ServiceAccountKey, ids)
+	in := bundleInput(c, nodes, self, artifacts, opened, ids)
 	window, err := s.windowIdentities(ctx, c, self, opened, in.IsInitial())
 	if err != nil {
 		return nil, err
@@ -222,7 +222,7 @@ func (s *Service) issuer(c *store.Cluster) pki.Issuer {
 // bundleInput is the renderer's view of the stored topology and this
 // fetch's keys.
 func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifacts bundle.Artifacts,
-	saKey []byte, ids map[pki.Name]pki.KeyPair) bundle.Input {
+	opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
 	in := bundle.Input{
 		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
@@ -230,9 +230,10 @@ func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifact
 		SelfVMID:             self.VMID,
 		Artifacts:            artifacts,
 		CACerts:              keyring.CACerts(c),
-		ServiceAccountKeyPEM: saKey,
+		ServiceAccountKeyPEM: opened.ServiceAccountKey,
 		ServiceAccountPubPEM: []byte(c.ServiceAccountPub),
 		Identities:           ids,
+		SecretsEncryptionKey: opened.Trust.SecretsEncryptionKey,
 	}
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,

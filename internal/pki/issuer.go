@@ -92,11 +92,21 @@ type KeyPair struct {
 	KeyPEM  []byte
 }
 
-// Trust is the cluster-wide trust: the three CAs and the service-account key.
+// Trust is the cluster-wide trust: the three CAs, the service-account key
+// and the key Secrets are encrypted with in etcd. Made once at founding and
+// sealed; CA keys never leave k8sapi, the other two go to the control-plane
+// nodes that use them.
 type Trust struct {
 	CAs            map[Name]*CA
 	ServiceAccount crypto.Signer
+	// SecretsEncryptionKey is the API servers' secretbox key for Secrets
+	// at rest; nil for a cluster founded before k8sapi made one.
+	SecretsEncryptionKey []byte
 }
+
+// SecretsEncryptionKeySize is the length of a Secrets encryption key:
+// secretbox (XSalsa20-Poly1305) takes 32 bytes.
+const SecretsEncryptionKeySize = 32
 
 // NewTrust creates the cluster's CAs and service-account key pair.
 func (is Issuer) NewTrust() (*Trust, error) {
@@ -120,6 +130,10 @@ func (is Issuer) NewTrust() (*Trust, error) {
 		return nil, fmt.Errorf("generating service-account key: %w", err)
 	}
 	t.ServiceAccount = sa
+	t.SecretsEncryptionKey = make([]byte, SecretsEncryptionKeySize)
+	if _, err := rand.Read(t.SecretsEncryptionKey); err != nil {
+		return nil, fmt.Errorf("generating the secrets encryption key: %w", err)
+	}
 	return t, nil
 }
 

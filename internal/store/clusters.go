@@ -67,6 +67,9 @@ type Cluster struct {
 	// the compute API (migration 012; founding's tokenFor); nil for a
 	// cluster founded before it.
 	CreateTokenKey []byte `db:"create_token_key"`
+	// SecretsEncryptionKeySealed is the API servers' key for Secrets at
+	// rest, sealed (migration 010); nil for a cluster founded before it.
+	SecretsEncryptionKeySealed []byte `db:"secrets_encryption_key_sealed"`
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -75,7 +78,7 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
 	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
-	create_token_key`
+	create_token_key, secrets_encryption_key_sealed`
 
 // Node is one control-plane node (a kube_nodes row) with the addresses the
 // compute API reported for its VM.

@@ -45,15 +45,15 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 			security_group_ids, kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 			idempotency_key, request_fingerprint, founding_spec, lease_owner, lease_until, resumable, cni, artifacts,
-			create_token_key)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32)
+			create_token_key, secrets_encryption_key_sealed)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33)
 			ON CONFLICT (org_id, idempotency_key) DO NOTHING`,
 			c.ID, c.OrgID, c.ProjectID, c.Name, c.ControlPlaneDNSName, StatusFounding, c.KeyAlgorithm, c.KubernetesVersion,
 			c.ClusterDomain, c.ServiceCIDR, c.PodCIDR, c.ControlPlaneCount, c.SecurityGroupIDs, c.KMSKeyID,
 			c.WrappedDataKey, c.CACert, c.CAKeySealed, c.EtcdCACert, c.EtcdCAKeySealed, c.FrontProxyCACert,
 			c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
 			string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable, c.CNI, jsonOrNull(c.Artifacts),
-			c.CreateTokenKey)
+			c.CreateTokenKey, c.SecretsEncryptionKeySealed)
 		if err != nil {
 			return fmt.Errorf("inserting cluster: %w", err)
 		}
@@ -224,6 +224,7 @@ func (s *Store) EndOperation(ctx context.Context, clusterID int64, owner, status
 		empty := []byte{}
 		tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET wrapped_data_key = $3, ca_key_sealed = $3,
 			etcd_ca_key_sealed = $3, front_proxy_ca_key_sealed = $3, service_account_key_sealed = $3,
+			secrets_encryption_key_sealed = $3,
 			status = $4, status_reason = $5, lease_owner = NULL, lease_until = NULL, updated_at = now()
 			WHERE `+leaseHeld, clusterID, owner, empty, status, reason)
 		if err != nil {

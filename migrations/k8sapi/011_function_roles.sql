@@ -46,10 +46,11 @@ GRANT INSERT (id, org_id, project_id, name, control_plane_dns_name, status, key_
     cluster_domain, service_cidr, pod_cidr, control_plane_count, security_group_ids, kms_key_id, wrapped_data_key,
     ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed, front_proxy_ca_cert, front_proxy_ca_key_sealed,
     service_account_pub, service_account_key_sealed, idempotency_key, request_fingerprint, founding_spec,
-    lease_owner, lease_until, resumable, cni, artifacts) ON kube_clusters TO k8sapi_create_cluster;
+    lease_owner, lease_until, resumable, cni, artifacts, secrets_encryption_key_sealed) ON kube_clusters TO k8sapi_create_cluster;
 GRANT UPDATE (security_group_requested, created_security_group_id, security_group_ids, status, status_reason,
     lease_owner, lease_until, resumable, dns_configured, dns_error, updated_at,
-    wrapped_data_key, ca_key_sealed, etcd_ca_key_sealed, front_proxy_ca_key_sealed, service_account_key_sealed)
+    wrapped_data_key, ca_key_sealed, etcd_ca_key_sealed, front_proxy_ca_key_sealed, service_account_key_sealed,
+    secrets_encryption_key_sealed)
     ON kube_clusters TO k8sapi_create_cluster;
 GRANT INSERT (kube_cluster_id, ordinal, node_name) ON kube_nodes TO k8sapi_create_cluster;
 GRANT UPDATE (create_requested, vm_id, ipv4, ipv6, public_ipv4) ON kube_nodes TO k8sapi_create_cluster;
@@ -60,7 +61,8 @@ GRANT UPDATE (cert, key_sealed) ON node_identities TO k8sapi_create_cluster;
 -- overwritten), a node's bootstrap view and its re-open.
 GRANT SELECT ON kube_clusters, kube_nodes, node_identities, bootstrap_fetches TO k8sapi_clusters;
 GRANT UPDATE (status, status_reason, lease_owner, lease_until, resumable, updated_at,
-    wrapped_data_key, ca_key_sealed, etcd_ca_key_sealed, front_proxy_ca_key_sealed, service_account_key_sealed)
+    wrapped_data_key, ca_key_sealed, etcd_ca_key_sealed, front_proxy_ca_key_sealed, service_account_key_sealed,
+    secrets_encryption_key_sealed)
     ON kube_clusters TO k8sapi_clusters;
 GRANT UPDATE (phase, message, updated_at, bootstrap_opened_at, ready_at) ON kube_nodes TO k8sapi_clusters;
 GRANT UPDATE (key_sealed) ON node_identities TO k8sapi_clusters;
@@ -82,7 +84,8 @@ GRANT SELECT, INSERT, UPDATE ON vm_call_limits TO k8sapi_get_bundle;
 GRANT SELECT ON kube_clusters, kube_nodes, node_identities TO k8sapi_reconciler;
 GRANT UPDATE (security_group_requested, created_security_group_id, security_group_ids, status, status_reason,
     lease_owner, lease_until, resumable, dns_configured, dns_error, updated_at,
-    wrapped_data_key, ca_key_sealed, etcd_ca_key_sealed, front_proxy_ca_key_sealed, service_account_key_sealed)
+    wrapped_data_key, ca_key_sealed, etcd_ca_key_sealed, front_proxy_ca_key_sealed, service_account_key_sealed,
+    secrets_encryption_key_sealed)
     ON kube_clusters TO k8sapi_reconciler;
 GRANT UPDATE (create_requested, vm_id, ipv4, ipv6, public_ipv4) ON kube_nodes TO k8sapi_reconciler;
 GRANT INSERT (node_id, name, cert, key_sealed, not_after) ON node_identities TO k8sapi_reconciler;

@@ -1,0 +1,11 @@
+-- The key a cluster's API servers encrypt Secrets in etcd with (secretbox,
+-- 32 bytes), made at founding and sealed under the cluster's data key like
+-- the CA keys (purpose secrets-encryption-key). Crypto-shredded with them.
+--
+-- NULL for clusters founded before this migration, and it stays NULL: their
+-- bundles render no encryption and the API server manifest says so. A key
+-- made on a later fetch would reach only the nodes that fetch again (a
+-- re-opened or rebuilt one), while the running API servers, which never
+-- fetch again, could not read the Secrets it writes. Turning encryption on
+-- for such a cluster is a rotation on every node at once, not a fetch.
+ALTER TABLE kube_clusters ADD COLUMN IF NOT EXISTS secrets_encryption_key_sealed bytea;
