@@ -89,10 +89,6 @@ func TestSecretsEncryptedWithTheClustersKey(t *testing.T) {
 		if got := flags(mustFile(t, b, apiserverManifest))["encryption-provider-config"]; got != encryptionConfig {
 			t.Errorf("--encryption-provider-config=%q", got)
 		}
-		// A renewal's answer is PKI and kubeconfigs only: never this key.
-		if _, ok := b.Credentials().File(encryptionConfig); ok {
-			t.Error("a renewal would carry the encryption key")
-		}
 	}
 }
 

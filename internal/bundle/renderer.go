@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -253,16 +252,4 @@ func (r *Renderer) Userdata(u UserdataInput) (string, error) {
 		return "", fmt.Errorf("rendering userdata: %w", err)
 	}
 	return out, nil
-}
-
-// Credentials returns the bundle's PKI files and kubeconfigs only: what a
-// certificate renewal gives a node that already holds everything else.
-func (b *Bundle) Credentials() *Bundle {
-	out := &Bundle{Metadata: b.Metadata}
-	for _, f := range b.Files {
-		if dir := path.Dir(f.Path); dir == pkiDir || dir == kubeconfigDir {
-			out.Files = append(out.Files, f)
-		}
-	}
-	return out
 }
