@@ -4,12 +4,14 @@ package main
 
 import (
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/apidocs"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
 func main() {
 	wiring.Serve("HealthFunction", nil, func(app *wiring.App, srv *api.Server) error {
 		srv.Checks = app.HealthChecks()
+		srv.Docs = apidocs.Document{}
 		return nil
 	})
 }

@@ -322,7 +322,7 @@ func asAny(v any) []any { l, _ := v.([]any); return l }
 // GET /openapi.json serves the document; GET /docs a page that embeds it and
 // its renderer, references nothing outside itself, and may fetch nothing.
 func TestDocsRoutes(t *testing.T) {
-	h := (&Server{}).Handler("HealthFunction")
+	h := (&Server{Docs: apidocs.Document{}}).Handler("HealthFunction")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
 	if rec.Code != 200 || rec.Body.String() != string(apidocs.OpenAPI) || rec.Header().Get("Content-Type") != "application/json" {

@@ -95,6 +95,7 @@ type Server struct {
 	Progress Reporter
 	Nodes    NodeBootstraps
 	Limits   Limiter
+	Docs     Docs
 	Checks   []Check
 	Draining func() bool
 	Log      *slog.Logger

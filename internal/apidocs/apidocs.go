@@ -29,6 +29,18 @@ var style string
 
 var page, csp = build()
 
+// Document serves the description to the API's handlers (api.Docs).
+type Document struct{}
+
+// OpenAPI is the document.
+func (Document) OpenAPI() []byte { return OpenAPI }
+
+// Page is the HTML of GET /docs.
+func (Document) Page() []byte { return page }
+
+// CSP is the page's Content-Security-Policy.
+func (Document) CSP() string { return csp }
+
 // Page is the HTML of GET /docs.
 func Page() []byte { return page }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/apidocs"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
@@ -98,7 +99,7 @@ func headerOf(r events.APIGatewayV2HTTPResponse) http.Header {
 func TestRequestIDThroughTheLambdaAdapter(t *testing.T) {
 	var logs bytes.Buffer
 	srv := &api.Server{
-		Auth: refuse{}, Founder: panicking{}, Clusters: panicking{}, Bundles: panicking{},
+		Auth: refuse{}, Founder: panicking{}, Clusters: panicking{}, Bundles: panicking{}, Docs: apidocs.Document{},
 		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
 	bearer := map[string]string{"Authorization": "Bearer " + secret}
