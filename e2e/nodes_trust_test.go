@@ -36,7 +36,7 @@ func (c *machineCluster) checkRenewal(t *testing.T, tl *timeline) string {
 		}
 		cancel()
 		c.checkRenewedFiles(t, m, before, c.pkiDigests(t, m))
-		c.checkServedCerts(t, m)
+		c.checkServedCerts(t, m, c.vms[i].addr.Addr().String())
 		eventually(t, c.r, fmt.Sprintf("every etcd member healthy after %s renewed", m.Name), nil, 2*time.Minute, c.etcdHealthy)
 		eventually(t, c.r, fmt.Sprintf("every node Ready after %s renewed", m.Name), c.consoles(), 3*time.Minute, c.allNodesReady)
 		tl.mark(fmt.Sprintf("node %d renewed its certificates", i+1))
@@ -78,14 +78,15 @@ var servingCerts = []struct {
 	{10250, "/etc/exk8s/pki/kubelet.pem"},
 }
 
-// checkServedCerts: etcd, the API server and the kubelet on m serve the
-// certificates the renewal wrote (they were restarted onto them).
-func (c *machineCluster) checkServedCerts(t *testing.T, m *harness.Machine) {
+// checkServedCerts: etcd, the API server and the kubelet on m serve, on
+// the node's address ip (the kubelet listens there only), the certificates
+// the renewal wrote (they were restarted onto them).
+func (c *machineCluster) checkServedCerts(t *testing.T, m *harness.Machine, ip string) {
 	t.Helper()
 	for _, sc := range servingCerts {
-		script := fmt.Sprintf(`served="$(openssl s_client -connect 127.0.0.1:%d </dev/null 2>/dev/null | openssl x509 -noout -serial)"
+		script := fmt.Sprintf(`served="$(openssl s_client -connect %s:%d </dev/null 2>/dev/null | openssl x509 -noout -serial)"
 			file="$(openssl x509 -noout -serial -in %s)"
-			[ -n "$served" ] && [ "$served" = "$file" ] && echo "$served" || { echo "serves $served, file $file"; exit 1; }`, sc.port, sc.cert)
+			[ -n "$served" ] && [ "$served" = "$file" ] && echo "$served" || { echo "serves $served, file $file"; exit 1; }`, ip, sc.port, sc.cert)
 		eventually(t, c.r, fmt.Sprintf("%s serves the renewed %s on port %d", m.Name, sc.cert, sc.port), nil, 2*time.Minute,
 			func(ctx context.Context) (string, error) {
 				out, err := m.Exec(ctx, "sh", "-c", script)
