@@ -1,14 +1,16 @@
 // Package nodebootstrap is the GET /bootstrap/control-plane/{vm_id} use
 // case after the four proofs: load the topology, check the node's bootstrap
 // window (progress.Window: open from founding or a re-open until the node is
-// ready, for at most BOOTSTRAP_WINDOW), rehydrate the cluster's CAs (one KMS
-// Decrypt, or none on a warm container), mint this fetch's client
-// identities and render the bundle from the artifact set the cluster
-// recorded at founding (the configured one for clusters founded before).
+// first ready, for at most BOOTSTRAP_WINDOW), rehydrate the cluster's CAs
+// (one KMS Decrypt, or none on a warm container), open the node's
+// identities (its window's first fetch issues and stores them: window.go)
+// and render the bundle from the artifact set the cluster recorded at
+// founding (the configured one for clusters founded before). The renewal
+// by proof of possession is renew.go.
 //
 // In: a VM that passed auth. Out: a *bundle.Bundle, or an *apperr.Error
-// (409 bootstrap_closed outside the window). Rendering only signs leaves;
-// it never writes to the cluster. Every fetch past the proofs is recorded
+// (409 bootstrap_closed outside the window). It never writes to the
+// cluster's row. Every fetch past the proofs is recorded
 // (time, VM, request id, served or refused) before the bundle is answered:
 // a fetch that cannot be recorded is not served (503). A served fetch also
 // moves a pending node to bundle_fetched (internal/progress), best effort.
