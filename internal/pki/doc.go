@@ -4,7 +4,9 @@
 // In: an Issuer (clock, key algorithm, key generator), the cluster Trust (its
 // three CAs and the service-account key) and the facts of one Node.
 // Out: PEM key pairs. Founding calls NewTrust once per cluster and issues the
-// PhaseFounding certs (stored, sealed); a bundle fetch rehydrates the Trust
-// from sealed keys and issues the PhaseFetch client identities fresh.
-// Nothing here touches storage or KMS.
+// PhaseFounding certs (stored, sealed); the first bundle fetch of each
+// bootstrap window rehydrates the Trust and issues the PhaseFetch ones
+// (stored, sealed, served again for the window). A renewal checks a node's
+// possession of its key (ProvePossession) and re-issues over that key
+// (Reissue). Nothing here touches storage or KMS.
 package pki
