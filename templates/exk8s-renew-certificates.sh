@@ -46,7 +46,12 @@ done
 printf '%s' "$requests" >"$work/request.json"
 
 step "asking k8sapi for this node's certificates"
+# The renewal signs every due certificate and seals it (KMS) in one call:
+# give each attempt the function's whole time limit (29 s) and retry for
+# minutes, as the bundle fetch does; progress_get's 10 s fit a report, not
+# this: on a busy machine one attempt can outlast them.
 progress_get "$work/renewal.json" "$(cat "$work/base")/bootstrap/control-plane/$(cat "$work/node")/renew" -X POST \
+  --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 \
   --proto "$(cat "$work/proto")" --proto-redir "$(cat "$work/proto")" -H "@$work/imds.header" -H "@$work/auth.header" \
   -H 'Content-Type: application/json' --data-binary "@$work/request.json"
 log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
