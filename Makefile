@@ -25,6 +25,7 @@ LOCAL_BIN := .local/bin
 
 ## local: the whole stack on http://127.0.0.1:3000 (Ctrl-C stops it all)
 local:
+	@scripts/dev-prerequisites.sh local
 	@mkdir -p $(LOCAL_BIN)
 	$(GO) build -o $(LOCAL_BIN)/k8sapi-local ./cmd/k8sapi-local
 	exec $(LOCAL_BIN)/k8sapi-local $(if $(PORT),-port $(PORT))
@@ -41,7 +42,8 @@ migrate:
 	$(GO) run ./cmd/k8sapi-migrate $(if $(PLATFORM_DEV),-platform-dev)
 
 SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh e2e/build-node-image.sh \
-	e2e/node-image/cloud-init-standin e2e/node-image/sandbox-cgroups e2e/node-image/sandbox-kernel-tunables scripts/pin-artifacts.sh
+	e2e/node-image/cloud-init-standin e2e/node-image/sandbox-cgroups e2e/node-image/sandbox-kernel-tunables scripts/pin-artifacts.sh \
+	scripts/dev-prerequisites.sh
 
 ## lint: go vet, cfn-lint, shellcheck
 lint:
@@ -49,8 +51,12 @@ lint:
 	cfn-lint template.yaml
 	shellcheck $(SHELL_SCRIPTS)
 
-## test: lint, unit and integration tests (real Postgres and moto), Lambda build check
-test: lint
+## test: installs what the machine lacks (scripts/dev-prerequisites.sh), then
+## lint, unit and integration tests (real Postgres and moto), the Lambda
+## build check and the end-to-end proofs (root; e2e/README.md)
+test:
+	@scripts/dev-prerequisites.sh test
+	$(MAKE) lint
 	$(GO) test -count=1 ./...
 	.ci/check-lambda-builds
 	$(MAKE) e2e
