@@ -34,16 +34,12 @@ func TestDefaults(t *testing.T) {
 	want := config.Config{
 		DatabaseURL:     "postgres://x@h/db?sslmode=verify-full",
 		BaseDNSDomain:   "k8s.excloud.co.in",
-		BootstrapWindow: "1h", VMCallBudgetFactor: "1",
+		BootstrapWindow: progress.DefaultWindow, VMCallBudgetFactor: 1,
 		KubernetesVersion: "v1.35.4",
-		LogLevel:          "info",
-		LocalRun:          "false",
-		Artifacts:         bundle.DefaultArtifacts(),
-		DB:                config.DB{IAMAuth: "false"},
-		LeafCertLifetime:  "8760h0m0s",
+		LogLevel:          slog.LevelInfo,
 		// No manifest file: the one k8sapi ships; no fallback; https.
-		ArtifactDigestFallback: "false",
-		ImageRegistryPlainHTTP: "false",
+		Artifacts:        bundle.DefaultArtifacts(),
+		LeafCertLifetime: 8760 * time.Hour,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
@@ -58,11 +54,8 @@ func TestDefaults(t *testing.T) {
 		c.Artifacts.PauseVersion != bundle.DefaultArtifacts().PauseVersion {
 		t.Fatalf("overrides: %+v, %v", c.Artifacts, err)
 	}
-	if c.SlogLevel() != slog.LevelInfo {
-		t.Fatalf("level %v", c.SlogLevel())
-	}
-	if c.BootstrapWindowLength() != progress.DefaultWindow || c.IsLocal() {
-		t.Fatalf("window %v, local %v: want progress.DefaultWindow, not local", c.BootstrapWindowLength(), c.IsLocal())
+	if c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db?sslmode=verify-full", "LOG_LEVEL": "WARN"})); err != nil || c.LogLevel != slog.LevelWarn {
+		t.Fatalf("level %v, %v", c.LogLevel, err)
 	}
 }
 
@@ -77,13 +70,13 @@ func TestDeployedRules(t *testing.T) {
 		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
 	}
 	weak["LOCAL_RUN"] = "true"
-	if c, err := config.FromLookup(lookup(weak)); err != nil || !c.IsLocal() {
+	if c, err := config.FromLookup(lookup(weak)); err != nil || !c.LocalRun {
 		t.Fatalf("a local run: %v", err)
 	}
 	strong := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "BOOTSTRAP_BASE_URL": "https://k8sapi.example",
 		"BOOTSTRAP_WINDOW": "30m", "DB_CA_BUNDLE": "/opt/rds/global-bundle.pem"}
 	c, err := config.FromLookup(lookup(strong))
-	if err != nil || c.BootstrapWindowLength() != 30*time.Minute || c.DB.CABundle != "/opt/rds/global-bundle.pem" {
+	if err != nil || c.BootstrapWindow != 30*time.Minute || c.DB.CABundle != "/opt/rds/global-bundle.pem" {
 		t.Fatalf("%+v, %v", c, err)
 	}
 	for _, bad := range []struct{ name, value, err string }{
@@ -286,15 +279,15 @@ func TestPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Pool{
+	want := config.DB{
 		ProxyEndpoint: "k8sapi.proxy-abc.eu-west-1.rds.amazonaws.com", IAMAuth: true, MaxConns: 2,
 		ConnMaxLifetime: 5 * time.Minute, StatementTimeout: 10 * time.Second, QueryExecMode: "simple_protocol",
 	}
-	if got := c.DB.Pool(); got != want {
-		t.Fatalf("got %+v\nwant %+v", got, want)
+	if c.DB != want {
+		t.Fatalf("got %+v\nwant %+v", c.DB, want)
 	}
-	if got := (config.DB{}).Pool(); got != (config.Pool{}) {
-		t.Fatalf("unset: %+v", got)
+	if c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full"})); err != nil || c.DB != (config.DB{}) {
+		t.Fatalf("unset: %+v, %v", c.DB, err)
 	}
 }
 
