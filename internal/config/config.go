@@ -54,6 +54,9 @@ type Config struct {
 	// CertRenewBefore means a third of the lifetime.
 	LeafCertLifetime time.Duration
 	CertRenewBefore  time.Duration
+	// DebugCounters adds each response's DB round trips and KMS calls as
+	// headers (internal/metrics): local stacks and benchmarks only.
+	DebugCounters bool
 }
 
 // FromEnv reads the process environment.

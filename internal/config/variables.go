@@ -18,6 +18,9 @@ type variable struct {
 	load func(c *Config, text string) error
 	// set reports whether the field holds a value other than its zero (Require).
 	set func(c Config) bool
+	// local marks a switch only local stacks and benchmarks set, so
+	// template.yaml does not declare it.
+	local bool
 }
 
 // field is the row of a variable whose text parse turns into a value of at.
@@ -35,26 +38,29 @@ func field[T comparable](name, def string, at func(*Config) *T, parse func(strin
 	}
 }
 
+// localSwitch is v, marked as a variable template.yaml does not declare.
+func (v variable) localSwitch() variable { v.local = true; return v }
+
 // upstream is where the artifact variables' defaults come from.
 var upstream = bundle.DefaultArtifacts()
 
 var (
-	webURL      = checked(checkURL("http", "https"))
-	positive    = durationIn(time.Nanosecond, 0, "must be a positive duration like 10s or 5m")
-	leafLife    = durationIn(minLeafLifetime, 0, "must be a duration of at least "+minLeafLifetime.String()+" like 8760h")
-	windowLen   = durationIn(minWindow, maxWindow, "must be a duration from 1m to 24h, like 1h or 30m")
-	budget      = wholeNumber(1, maxBudgetFactor)
-	poolConns   = wholeNumber[int32](1, maxPoolConns)
-	version     = checked(checkVersion)
-	absPath     = checked(checkAbsPath)
-	arn         = checked(checkARN)
-	anyText     = checked(nil)
+	webURL    = checked(checkURL("http", "https"))
+	positive  = durationIn(time.Nanosecond, 0, "must be a positive duration like 10s or 5m")
+	leafLife  = durationIn(minLeafLifetime, 0, "must be a duration of at least "+minLeafLifetime.String()+" like 8760h")
+	windowLen = durationIn(minWindow, maxWindow, "must be a duration from 1m to 24h, like 1h or 30m")
+	budget    = wholeNumber(1, maxBudgetFactor)
+	poolConns = wholeNumber[int32](1, maxPoolConns)
+	version   = checked(checkVersion)
+	absPath   = checked(checkAbsPath)
+	arn       = checked(checkARN)
+	anyText   = checked(nil)
 )
 
 // variables is the truth of what the service reads from its environment,
-// each once, at start; template.yaml declares each of them for every
-// function and docs/ARCHITECTURE.md documents each (tests hold all three
-// equal).
+// each once, at start; template.yaml declares each but the local switches
+// for every function and docs/ARCHITECTURE.md documents each (tests hold
+// all three equal).
 var variables = []variable{
 	field("DATABASE_URL", "", func(c *Config) *string { return &c.DatabaseURL }, anyText),
 	field("DB_SECRET_ARN", "", func(c *Config) *string { return &c.DBSecretARN }, arn),
@@ -91,13 +97,18 @@ var variables = []variable{
 	field("DB_QUERY_EXEC_MODE", "", func(c *Config) *string { return &c.DB.QueryExecMode }, checked(checkQueryExecMode)),
 	field("LEAF_CERT_LIFETIME", pki.DefaultLeafLifetime.String(), func(c *Config) *time.Duration { return &c.LeafCertLifetime }, leafLife),
 	field("CERT_RENEW_BEFORE", "", func(c *Config) *time.Duration { return &c.CertRenewBefore }, positive),
+	field("K8SAPI_DEBUG_COUNTERS", "false", func(c *Config) *bool { return &c.DebugCounters }, boolean).localSwitch(),
 }
 
-// Variables lists the names of every variable FromEnv reads, in table order.
+// Variables lists the names of every variable a deployment sets (each
+// function's environment in template.yaml), in table order: all FromEnv
+// reads but the local switches.
 func Variables() []string {
-	names := make([]string, len(variables))
-	for i, v := range variables {
-		names[i] = v.name
+	var names []string
+	for _, v := range variables {
+		if !v.local {
+			names = append(names, v.name)
+		}
 	}
 	return names
 }

@@ -129,7 +129,7 @@ func (a *App) Server() *api.Server {
 		Log:      a.Log,
 		// A local and benchmark switch, deliberately not a template.yaml
 		// parameter: the access log carries the counts in every deployment.
-		DebugCounters: os.Getenv(metrics.DebugEnv) == "1",
+		DebugCounters: a.Config.DebugCounters,
 	}
 }
 
