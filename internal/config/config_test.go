@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,35 @@ func TestDBAuthToken(t *testing.T) {
 	_, err = config.DBAuthToken(aws.Config{})(t.Context(), "prx.example", 5432, "k8sapi")
 	if err == nil || !strings.Contains(err.Error(), "no AWS credentials") {
 		t.Fatalf("no credentials: %v", err)
+	}
+}
+
+// The debug counters are a local switch: read like any variable, a bad
+// value stops the start, but no deployment declares it.
+func TestDebugCountersIsALocalSwitch(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "K8SAPI_DEBUG_COUNTERS": "1"}
+	if c, err := config.FromLookup(lookup(env)); err != nil || !c.DebugCounters {
+		t.Fatalf("on: %v, %v", c.DebugCounters, err)
+	}
+	env["K8SAPI_DEBUG_COUNTERS"] = "yes"
+	if _, err := config.FromLookup(lookup(env)); err == nil || err.Error() != "K8SAPI_DEBUG_COUNTERS: must be true or false" {
+		t.Fatalf("bad value: %v", err)
+	}
+	if slices.Contains(config.Variables(), "K8SAPI_DEBUG_COUNTERS") {
+		t.Fatal("Variables lists a local switch, which template.yaml does not declare")
+	}
+}
+
+// Require asks typed fields too: a duration or number is set when not zero.
+func TestRequireTypedFields(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "DB_MAX_CONNS": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Require("BOOTSTRAP_WINDOW", "DB_MAX_CONNS"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Require("DB_STATEMENT_TIMEOUT"); err == nil || err.Error() != "DB_STATEMENT_TIMEOUT: required" {
+		t.Fatalf("unset duration: %v", err)
 	}
 }
