@@ -183,16 +183,18 @@ func TestNodeArtifacts(t *testing.T) {
 	}
 }
 
+// A variable is set when its typed value is not zero: a default counts.
 func TestRequire(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "KMS_KEY_ID": "k"}))
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "KMS_KEY_ID": "k",
+		"DB_MAX_CONNS": "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Require("KMS_KEY_ID", "DATABASE_URL"); err != nil {
+	if err := c.Require("KMS_KEY_ID", "DATABASE_URL", "BOOTSTRAP_WINDOW", "DB_MAX_CONNS"); err != nil {
 		t.Fatal(err)
 	}
-	err = c.Require("KMS_KEY_ID", "COMPUTE_API_URL", "NOPE")
-	want := "COMPUTE_API_URL: required\nNOPE: not a configuration variable"
+	err = c.Require("KMS_KEY_ID", "COMPUTE_API_URL", "DB_STATEMENT_TIMEOUT", "NOPE")
+	want := "COMPUTE_API_URL: required\nDB_STATEMENT_TIMEOUT: required\nNOPE: not a configuration variable"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -332,19 +334,5 @@ func TestDebugCountersIsALocalSwitch(t *testing.T) {
 	}
 	if slices.Contains(config.Variables(), "K8SAPI_DEBUG_COUNTERS") {
 		t.Fatal("Variables lists a local switch, which template.yaml does not declare")
-	}
-}
-
-// Require asks typed fields too: a duration or number is set when not zero.
-func TestRequireTypedFields(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "DB_MAX_CONNS": "1"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Require("BOOTSTRAP_WINDOW", "DB_MAX_CONNS"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Require("DB_STATEMENT_TIMEOUT"); err == nil || err.Error() != "DB_STATEMENT_TIMEOUT: required" {
-		t.Fatalf("unset duration: %v", err)
 	}
 }
