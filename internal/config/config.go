@@ -69,7 +69,7 @@ func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c := Config{Artifacts: bundle.DefaultArtifacts()} // versions no variable sets stay upstream's
 	var errs []error
-	for _, v := range variables {
+	for _, v := range everyVariable {
 		if err := c.load(v, lookup); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", v.name, err))
 		}

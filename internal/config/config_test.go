@@ -336,3 +336,24 @@ func TestDebugCountersIsALocalSwitch(t *testing.T) {
 		t.Fatal("Variables lists a local switch, which template.yaml does not declare")
 	}
 }
+
+// A value for every variable, each non-zero, lands in its field: a row
+// whose parser and field disagree on the type would panic here.
+func TestEveryVariableLands(t *testing.T) {
+	env := map[string]string{
+		"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "DB_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x",
+		"KMS_KEY_ID": "k", "COMPUTE_API_URL": "https://compute.example", "DNS_API_URL": "https://dns.example",
+		"BOOTSTRAP_BASE_URL": "https://k8sapi.example", "LOCAL_RUN": "true", "VM_CALL_BUDGET_FACTOR": "2",
+		"LOG_LEVEL": "debug", "IMAGE_REGISTRY_PLAIN_HTTP": "true", "ARTIFACT_MANIFEST_FILE": "/pins.sha256",
+		"ARTIFACT_DIGEST_FALLBACK": "true", "SERVICE_TOKEN": "t", "SERVICE_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:t",
+		"DB_PROXY_ENDPOINT": "prx.example", "DB_CA_BUNDLE": "/ca.pem", "DB_IAM_AUTH": "true", "DB_MAX_CONNS": "2",
+		"DB_CONN_MAX_LIFETIME": "1m", "DB_STATEMENT_TIMEOUT": "1s", "DB_QUERY_EXEC_MODE": "exec", "CERT_RENEW_BEFORE": "1h",
+	}
+	c, err := config.FromLookup(lookup(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Require(config.Variables()...); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -56,7 +56,7 @@ func TestDocsListEveryVariable(t *testing.T) {
 			documented[name]++
 		}
 	}
-	for _, v := range variables {
+	for _, v := range everyVariable {
 		if n := documented[v.name]; n != 1 {
 			t.Errorf("docs/ARCHITECTURE.md documents %s %d times, want once", v.name, n)
 		}

@@ -16,8 +16,8 @@ import (
 // text: some variables carry credentials.
 
 // checked is the parser of a text variable held to rule (nil: any text).
-func checked(rule func(string) error) func(string) (string, error) {
-	return func(s string) (string, error) {
+func checked(rule func(string) error) func(string) (any, error) {
+	return func(s string) (any, error) {
 		if rule == nil {
 			return s, nil
 		}
@@ -25,45 +25,46 @@ func checked(rule func(string) error) func(string) (string, error) {
 	}
 }
 
-func boolean(s string) (bool, error) {
+func boolean(s string) (any, error) {
 	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return false, errors.New("must be true or false")
+		return nil, errors.New("must be true or false")
 	}
 	return b, nil
 }
 
 // durationIn parses a Go duration from lo to hi (hi 0: no upper bound);
 // want is the error that says so.
-func durationIn(lo, hi time.Duration, want string) func(string) (time.Duration, error) {
-	return func(s string) (time.Duration, error) {
+func durationIn(lo, hi time.Duration, want string) func(string) (any, error) {
+	return func(s string) (any, error) {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < lo || hi > 0 && d > hi {
-			return 0, errors.New(want)
+			return nil, errors.New(want)
 		}
 		return d, nil
 	}
 }
 
 // wholeNumber parses a decimal integer from lo to hi.
-func wholeNumber[N int | int32](lo, hi N) func(string) (N, error) {
-	return func(s string) (N, error) {
+func wholeNumber[N int | int32](lo, hi N) func(string) (any, error) {
+	return func(s string) (any, error) {
 		n, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || n < int64(lo) || n > int64(hi) {
-			return 0, fmt.Errorf("must be a whole number from %d to %d", lo, hi)
+			return nil, fmt.Errorf("must be a whole number from %d to %d", lo, hi)
 		}
 		return N(n), nil
 	}
 }
 
 // logLevel takes slog's four names only (not its offsets like info+2).
-func logLevel(s string) (slog.Level, error) {
+func logLevel(s string) (any, error) {
 	var l slog.Level
 	switch strings.ToLower(s) {
 	case "debug", "info", "warn", "error":
-		return l, l.UnmarshalText([]byte(s))
+		err := l.UnmarshalText([]byte(s))
+		return l, err
 	}
-	return l, errors.New("must be debug, info, warn or error")
+	return nil, errors.New("must be debug, info, warn or error")
 }
 
 func checkURL(schemes ...string) func(string) error {

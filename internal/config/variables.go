@@ -1,45 +1,37 @@
 package config
 
 import (
-	"log/slog"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
-// variable is one environment variable: its name, its default, and how its
-// text becomes a typed field of Config.
+// variable is one environment variable: its name, its default, the typed
+// field of Config it lands in, and the parser that turns its text into that
+// field's type or says what the text must look like.
 type variable struct {
-	name string
-	def  string
-	// load parses the text, holds it to the variable's rule and stores the
-	// typed value; on an error the field keeps its zero value.
-	load func(c *Config, text string) error
-	// set reports whether the field holds a value other than its zero (Require).
-	set func(c Config) bool
-	// local marks a switch only local stacks and benchmarks set, so
-	// template.yaml does not declare it.
-	local bool
+	name  string
+	def   string
+	field func(*Config) any // a pointer to the field
+	parse func(string) (any, error)
 }
 
-// field is the row of a variable whose text parse turns into a value of at.
-func field[T comparable](name, def string, at func(*Config) *T, parse func(string) (T, error)) variable {
-	return variable{
-		name: name, def: def,
-		load: func(c *Config, text string) error {
-			v, err := parse(text)
-			if err == nil {
-				*at(c) = v
-			}
-			return err
-		},
-		set: func(c Config) bool { var zero T; return *at(&c) != zero },
+// load parses text and stores the value; on an error the field keeps its
+// zero value. A row whose parser and field disagree on the type panics in
+// every test that loads it.
+func (v variable) load(c *Config, text string) error {
+	val, err := v.parse(text)
+	if err == nil {
+		reflect.ValueOf(v.field(c)).Elem().Set(reflect.ValueOf(val))
 	}
+	return err
 }
 
-// localSwitch is v, marked as a variable template.yaml does not declare.
-func (v variable) localSwitch() variable { v.local = true; return v }
+// set reports whether the field holds a value other than its zero (Require).
+func (v variable) set(c Config) bool { return !reflect.ValueOf(v.field(&c)).Elem().IsZero() }
 
 // upstream is where the artifact variables' defaults come from.
 var upstream = bundle.DefaultArtifacts()
@@ -58,63 +50,68 @@ var (
 )
 
 // variables is the truth of what the service reads from its environment,
-// each once, at start; template.yaml declares each but the local switches
-// for every function and docs/ARCHITECTURE.md documents each (tests hold
-// all three equal).
+// each once, at start; template.yaml declares each of them for every
+// function and docs/ARCHITECTURE.md documents each (tests hold all three
+// equal).
 var variables = []variable{
-	field("DATABASE_URL", "", func(c *Config) *string { return &c.DatabaseURL }, anyText),
-	field("DB_SECRET_ARN", "", func(c *Config) *string { return &c.DBSecretARN }, arn),
-	field("KMS_KEY_ID", "", func(c *Config) *string { return &c.KMSKeyID }, anyText),
-	field("COMPUTE_API_URL", "", func(c *Config) *string { return &c.ComputeAPIURL }, webURL),
-	field("DNS_API_URL", "", func(c *Config) *string { return &c.DNSAPIURL }, webURL),
-	field("BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) *string { return &c.BaseDNSDomain }, checked(checkDomain)),
-	field("BOOTSTRAP_BASE_URL", "", func(c *Config) *string { return &c.BootstrapBaseURL }, webURL),
-	field("LOCAL_RUN", "false", func(c *Config) *bool { return &c.LocalRun }, boolean),
-	field("BOOTSTRAP_WINDOW", "1h", func(c *Config) *time.Duration { return &c.BootstrapWindow }, windowLen),
-	field("VM_CALL_BUDGET_FACTOR", "1", func(c *Config) *int { return &c.VMCallBudgetFactor }, budget),
-	field("KUBERNETES_VERSION", bundle.DefaultKubernetesVersion, func(c *Config) *string { return &c.KubernetesVersion }, version),
-	field("ETCD_VERSION", upstream.EtcdVersion, func(c *Config) *string { return &c.Artifacts.EtcdVersion }, version),
-	field("LOG_LEVEL", "info", func(c *Config) *slog.Level { return &c.LogLevel }, logLevel),
-	field("KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) *string { return &c.Artifacts.KubeDownloadBase }, webURL),
-	field("ETCD_DOWNLOAD_BASE", upstream.EtcdDownloadBase, func(c *Config) *string { return &c.Artifacts.EtcdDownloadBase }, webURL),
-	field("HELM_DOWNLOAD_BASE", upstream.HelmDownloadBase, func(c *Config) *string { return &c.Artifacts.HelmDownloadBase }, webURL),
-	field("CONTAINERD_DOWNLOAD_BASE", upstream.ContainerdDownloadBase, func(c *Config) *string { return &c.Artifacts.ContainerdDownloadBase }, webURL),
-	field("RUNC_DOWNLOAD_BASE", upstream.RuncDownloadBase, func(c *Config) *string { return &c.Artifacts.RuncDownloadBase }, webURL),
-	field("CNI_PLUGINS_DOWNLOAD_BASE", upstream.CNIPluginsDownloadBase, func(c *Config) *string { return &c.Artifacts.CNIPluginsDownloadBase }, webURL),
-	field("CILIUM_CHART", upstream.CiliumChart, func(c *Config) *string { return &c.Artifacts.CiliumChart }, checked(checkURL("oci", "https", "http"))),
-	field("IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) *string { return &c.Artifacts.ImageRegistry }, checked(checkRegistry)),
-	field("IMAGE_REGISTRY_PLAIN_HTTP", "false", func(c *Config) *bool { return &c.Artifacts.ImageRegistryPlainHTTP }, boolean),
-	field("ARTIFACT_MANIFEST_FILE", "", func(c *Config) *string { return &c.ArtifactManifestFile }, absPath),
-	field("ARTIFACT_DIGEST_FALLBACK", "false", func(c *Config) *bool { return &c.Artifacts.DigestFallback }, boolean),
-	field("SERVICE_TOKEN", "", func(c *Config) *string { return &c.ServiceToken }, anyText),
-	field("SERVICE_TOKEN_SECRET_ARN", "", func(c *Config) *string { return &c.ServiceTokenSecretARN }, arn),
-	field("DB_PROXY_ENDPOINT", "", func(c *Config) *string { return &c.DB.ProxyEndpoint }, checked(checkHost)),
-	field("DB_CA_BUNDLE", "", func(c *Config) *string { return &c.DB.CABundle }, absPath),
-	field("DB_IAM_AUTH", "false", func(c *Config) *bool { return &c.DB.IAMAuth }, boolean),
-	field("DB_MAX_CONNS", "", func(c *Config) *int32 { return &c.DB.MaxConns }, poolConns),
-	field("DB_CONN_MAX_LIFETIME", "", func(c *Config) *time.Duration { return &c.DB.ConnMaxLifetime }, positive),
-	field("DB_STATEMENT_TIMEOUT", "", func(c *Config) *time.Duration { return &c.DB.StatementTimeout }, positive),
-	field("DB_QUERY_EXEC_MODE", "", func(c *Config) *string { return &c.DB.QueryExecMode }, checked(checkQueryExecMode)),
-	field("LEAF_CERT_LIFETIME", pki.DefaultLeafLifetime.String(), func(c *Config) *time.Duration { return &c.LeafCertLifetime }, leafLife),
-	field("CERT_RENEW_BEFORE", "", func(c *Config) *time.Duration { return &c.CertRenewBefore }, positive),
-	field("K8SAPI_DEBUG_COUNTERS", "false", func(c *Config) *bool { return &c.DebugCounters }, boolean).localSwitch(),
+	{"DATABASE_URL", "", func(c *Config) any { return &c.DatabaseURL }, anyText},
+	{"DB_SECRET_ARN", "", func(c *Config) any { return &c.DBSecretARN }, arn},
+	{"KMS_KEY_ID", "", func(c *Config) any { return &c.KMSKeyID }, anyText},
+	{"COMPUTE_API_URL", "", func(c *Config) any { return &c.ComputeAPIURL }, webURL},
+	{"DNS_API_URL", "", func(c *Config) any { return &c.DNSAPIURL }, webURL},
+	{"BASE_DNS_DOMAIN", "k8s.excloud.co.in", func(c *Config) any { return &c.BaseDNSDomain }, checked(checkDomain)},
+	{"BOOTSTRAP_BASE_URL", "", func(c *Config) any { return &c.BootstrapBaseURL }, webURL},
+	{"LOCAL_RUN", "false", func(c *Config) any { return &c.LocalRun }, boolean},
+	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) any { return &c.BootstrapWindow }, windowLen},
+	{"VM_CALL_BUDGET_FACTOR", "1", func(c *Config) any { return &c.VMCallBudgetFactor }, budget},
+	{"KUBERNETES_VERSION", bundle.DefaultKubernetesVersion, func(c *Config) any { return &c.KubernetesVersion }, version},
+	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) any { return &c.Artifacts.EtcdVersion }, version},
+	{"LOG_LEVEL", "info", func(c *Config) any { return &c.LogLevel }, logLevel},
+	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) any { return &c.Artifacts.KubeDownloadBase }, webURL},
+	{"ETCD_DOWNLOAD_BASE", upstream.EtcdDownloadBase, func(c *Config) any { return &c.Artifacts.EtcdDownloadBase }, webURL},
+	{"HELM_DOWNLOAD_BASE", upstream.HelmDownloadBase, func(c *Config) any { return &c.Artifacts.HelmDownloadBase }, webURL},
+	{"CONTAINERD_DOWNLOAD_BASE", upstream.ContainerdDownloadBase, func(c *Config) any { return &c.Artifacts.ContainerdDownloadBase }, webURL},
+	{"RUNC_DOWNLOAD_BASE", upstream.RuncDownloadBase, func(c *Config) any { return &c.Artifacts.RuncDownloadBase }, webURL},
+	{"CNI_PLUGINS_DOWNLOAD_BASE", upstream.CNIPluginsDownloadBase, func(c *Config) any { return &c.Artifacts.CNIPluginsDownloadBase }, webURL},
+	{"CILIUM_CHART", upstream.CiliumChart, func(c *Config) any { return &c.Artifacts.CiliumChart }, checked(checkURL("oci", "https", "http"))},
+	{"IMAGE_REGISTRY", upstream.ImageRegistry, func(c *Config) any { return &c.Artifacts.ImageRegistry }, checked(checkRegistry)},
+	{"IMAGE_REGISTRY_PLAIN_HTTP", "false", func(c *Config) any { return &c.Artifacts.ImageRegistryPlainHTTP }, boolean},
+	{"ARTIFACT_MANIFEST_FILE", "", func(c *Config) any { return &c.ArtifactManifestFile }, absPath},
+	{"ARTIFACT_DIGEST_FALLBACK", "false", func(c *Config) any { return &c.Artifacts.DigestFallback }, boolean},
+	{"SERVICE_TOKEN", "", func(c *Config) any { return &c.ServiceToken }, anyText},
+	{"SERVICE_TOKEN_SECRET_ARN", "", func(c *Config) any { return &c.ServiceTokenSecretARN }, arn},
+	{"DB_PROXY_ENDPOINT", "", func(c *Config) any { return &c.DB.ProxyEndpoint }, checked(checkHost)},
+	{"DB_CA_BUNDLE", "", func(c *Config) any { return &c.DB.CABundle }, absPath},
+	{"DB_IAM_AUTH", "false", func(c *Config) any { return &c.DB.IAMAuth }, boolean},
+	{"DB_MAX_CONNS", "", func(c *Config) any { return &c.DB.MaxConns }, poolConns},
+	{"DB_CONN_MAX_LIFETIME", "", func(c *Config) any { return &c.DB.ConnMaxLifetime }, positive},
+	{"DB_STATEMENT_TIMEOUT", "", func(c *Config) any { return &c.DB.StatementTimeout }, positive},
+	{"DB_QUERY_EXEC_MODE", "", func(c *Config) any { return &c.DB.QueryExecMode }, checked(checkQueryExecMode)},
+	{"LEAF_CERT_LIFETIME", pki.DefaultLeafLifetime.String(), func(c *Config) any { return &c.LeafCertLifetime }, leafLife},
+	{"CERT_RENEW_BEFORE", "", func(c *Config) any { return &c.CertRenewBefore }, positive},
 }
 
+// localSwitches are read like variables, but only local stacks and
+// benchmarks set them: template.yaml does not declare them.
+var localSwitches = []variable{
+	{"K8SAPI_DEBUG_COUNTERS", "false", func(c *Config) any { return &c.DebugCounters }, boolean},
+}
+
+// everyVariable is what FromLookup reads.
+var everyVariable = slices.Concat(variables, localSwitches)
+
 // Variables lists the names of every variable a deployment sets (each
-// function's environment in template.yaml), in table order: all FromEnv
-// reads but the local switches.
+// function's environment in template.yaml), in table order.
 func Variables() []string {
-	var names []string
-	for _, v := range variables {
-		if !v.local {
-			names = append(names, v.name)
-		}
+	names := make([]string, len(variables))
+	for i, v := range variables {
+		names[i] = v.name
 	}
 	return names
 }
 
 func lookupVariable(name string) (variable, bool) {
-	for _, v := range variables {
+	for _, v := range everyVariable {
 		if v.name == name {
 			return v, true
 		}
