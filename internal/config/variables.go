@@ -36,6 +36,7 @@ func (v variable) set(c Config) bool { return !reflect.ValueOf(v.field(&c)).Elem
 // upstream is where the artifact variables' defaults come from.
 var upstream = bundle.DefaultArtifacts()
 
+// The parsers several rows share, made once (each is a closure).
 var (
 	webURL    = checked(checkURL("http", "https"))
 	positive  = durationIn(time.Nanosecond, 0, "must be a positive duration like 10s or 5m")
