@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/pki"
@@ -12,42 +11,22 @@ import (
 // install and use it before the next renewal is due.
 const minLeafLifetime = 10 * time.Minute
 
-func checkLeafLifetime(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil || d < minLeafLifetime {
-		return fmt.Errorf("must be a duration of at least %s like 8760h", minLeafLifetime)
-	}
-	return nil
-}
-
 // Renewal is the leaf lifetime and renewal window the functions issue and
-// renew with. Each variable's own check has already reported a value that
-// does not parse; this adds the rule between the two.
-func (c Config) Renewal() (pki.Renewal, error) {
-	lifetime, err := time.ParseDuration(c.LeafCertLifetime)
-	if err != nil || checkLeafLifetime(c.LeafCertLifetime) != nil {
-		return pki.Renewal{}, errors.New("LEAF_CERT_LIFETIME: not a usable lifetime")
+// renew with: CERT_RENEW_BEFORE, else a third of LEAF_CERT_LIFETIME.
+func (c Config) Renewal() pki.Renewal {
+	r := pki.Renewal{Lifetime: c.LeafCertLifetime, RenewBefore: c.CertRenewBefore}
+	if r.RenewBefore == 0 {
+		r.RenewBefore = r.Lifetime / 3
 	}
-	r := pki.Renewal{Lifetime: lifetime, RenewBefore: lifetime / 3}
-	if c.CertRenewBefore == "" {
-		return r, nil
-	}
-	if r.RenewBefore, err = time.ParseDuration(c.CertRenewBefore); err != nil || r.RenewBefore <= 0 {
-		return pki.Renewal{}, errors.New("CERT_RENEW_BEFORE: not a usable duration")
-	}
-	if r.RenewBefore >= r.Lifetime {
-		return pki.Renewal{}, errRenewBeforeTooLong
-	}
-	return r, nil
+	return r
 }
-
-var errRenewBeforeTooLong = errors.New("CERT_RENEW_BEFORE: must be shorter than LEAF_CERT_LIFETIME")
 
 // checkRenewalWindow is the rule between the two variables, reported only
-// when each parses on its own (their own checks report the rest).
+// when each parsed on its own (their own checks report the rest; a lifetime
+// that did not parse is zero, since it always has a default).
 func (c Config) checkRenewalWindow() error {
-	if _, err := c.Renewal(); errors.Is(err, errRenewBeforeTooLong) {
-		return err
+	if c.LeafCertLifetime > 0 && c.CertRenewBefore >= c.LeafCertLifetime {
+		return errors.New("CERT_RENEW_BEFORE: must be shorter than LEAF_CERT_LIFETIME")
 	}
 	return nil
 }

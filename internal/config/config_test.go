@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,16 +35,12 @@ func TestDefaults(t *testing.T) {
 	want := config.Config{
 		DatabaseURL:     "postgres://x@h/db?sslmode=verify-full",
 		BaseDNSDomain:   "k8s.excloud.co.in",
-		BootstrapWindow: "1h", VMCallBudgetFactor: "1",
+		BootstrapWindow: progress.DefaultWindow, VMCallBudgetFactor: 1,
 		KubernetesVersion: "v1.35.4",
-		LogLevel:          "info",
-		LocalRun:          "false",
-		Artifacts:         bundle.DefaultArtifacts(),
-		DB:                config.DB{IAMAuth: "false"},
-		LeafCertLifetime:  "8760h0m0s",
+		LogLevel:          slog.LevelInfo,
 		// No manifest file: the one k8sapi ships; no fallback; https.
-		ArtifactDigestFallback: "false",
-		ImageRegistryPlainHTTP: "false",
+		Artifacts:        bundle.DefaultArtifacts(),
+		LeafCertLifetime: 8760 * time.Hour,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
@@ -58,11 +55,8 @@ func TestDefaults(t *testing.T) {
 		c.Artifacts.PauseVersion != bundle.DefaultArtifacts().PauseVersion {
 		t.Fatalf("overrides: %+v, %v", c.Artifacts, err)
 	}
-	if c.SlogLevel() != slog.LevelInfo {
-		t.Fatalf("level %v", c.SlogLevel())
-	}
-	if c.BootstrapWindowLength() != progress.DefaultWindow || c.IsLocal() {
-		t.Fatalf("window %v, local %v: want progress.DefaultWindow, not local", c.BootstrapWindowLength(), c.IsLocal())
+	if c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db?sslmode=verify-full", "LOG_LEVEL": "WARN"})); err != nil || c.LogLevel != slog.LevelWarn {
+		t.Fatalf("level %v, %v", c.LogLevel, err)
 	}
 }
 
@@ -77,13 +71,13 @@ func TestDeployedRules(t *testing.T) {
 		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
 	}
 	weak["LOCAL_RUN"] = "true"
-	if c, err := config.FromLookup(lookup(weak)); err != nil || !c.IsLocal() {
+	if c, err := config.FromLookup(lookup(weak)); err != nil || !c.LocalRun {
 		t.Fatalf("a local run: %v", err)
 	}
 	strong := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "BOOTSTRAP_BASE_URL": "https://k8sapi.example",
 		"BOOTSTRAP_WINDOW": "30m", "DB_CA_BUNDLE": "/opt/rds/global-bundle.pem"}
 	c, err := config.FromLookup(lookup(strong))
-	if err != nil || c.BootstrapWindowLength() != 30*time.Minute || c.DB.CABundle != "/opt/rds/global-bundle.pem" {
+	if err != nil || c.BootstrapWindow != 30*time.Minute || c.DB.CABundle != "/opt/rds/global-bundle.pem" {
 		t.Fatalf("%+v, %v", c, err)
 	}
 	for _, bad := range []struct{ name, value, err string }{
@@ -189,16 +183,18 @@ func TestNodeArtifacts(t *testing.T) {
 	}
 }
 
+// A variable is set when its typed value is not zero: a default counts.
 func TestRequire(t *testing.T) {
-	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "KMS_KEY_ID": "k"}))
+	c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "KMS_KEY_ID": "k",
+		"DB_MAX_CONNS": "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Require("KMS_KEY_ID", "DATABASE_URL"); err != nil {
+	if err := c.Require("KMS_KEY_ID", "DATABASE_URL", "BOOTSTRAP_WINDOW", "DB_MAX_CONNS"); err != nil {
 		t.Fatal(err)
 	}
-	err = c.Require("KMS_KEY_ID", "COMPUTE_API_URL", "NOPE")
-	want := "COMPUTE_API_URL: required\nNOPE: not a configuration variable"
+	err = c.Require("KMS_KEY_ID", "COMPUTE_API_URL", "DB_STATEMENT_TIMEOUT", "NOPE")
+	want := "COMPUTE_API_URL: required\nDB_STATEMENT_TIMEOUT: required\nNOPE: not a configuration variable"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -286,15 +282,15 @@ func TestPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Pool{
+	want := config.DB{
 		ProxyEndpoint: "k8sapi.proxy-abc.eu-west-1.rds.amazonaws.com", IAMAuth: true, MaxConns: 2,
 		ConnMaxLifetime: 5 * time.Minute, StatementTimeout: 10 * time.Second, QueryExecMode: "simple_protocol",
 	}
-	if got := c.DB.Pool(); got != want {
-		t.Fatalf("got %+v\nwant %+v", got, want)
+	if c.DB != want {
+		t.Fatalf("got %+v\nwant %+v", c.DB, want)
 	}
-	if got := (config.DB{}).Pool(); got != (config.Pool{}) {
-		t.Fatalf("unset: %+v", got)
+	if c, err := config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full"})); err != nil || c.DB != (config.DB{}) {
+		t.Fatalf("unset: %+v, %v", c.DB, err)
 	}
 }
 
@@ -322,5 +318,42 @@ func TestDBAuthToken(t *testing.T) {
 	_, err = config.DBAuthToken(aws.Config{})(t.Context(), "prx.example", 5432, "k8sapi")
 	if err == nil || !strings.Contains(err.Error(), "no AWS credentials") {
 		t.Fatalf("no credentials: %v", err)
+	}
+}
+
+// The debug counters are a local switch: read like any variable, a bad
+// value stops the start, but no deployment declares it.
+func TestDebugCountersIsALocalSwitch(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "K8SAPI_DEBUG_COUNTERS": "1"}
+	if c, err := config.FromLookup(lookup(env)); err != nil || !c.DebugCounters {
+		t.Fatalf("on: %v, %v", c.DebugCounters, err)
+	}
+	env["K8SAPI_DEBUG_COUNTERS"] = "yes"
+	if _, err := config.FromLookup(lookup(env)); err == nil || err.Error() != "K8SAPI_DEBUG_COUNTERS: must be true or false" {
+		t.Fatalf("bad value: %v", err)
+	}
+	if slices.Contains(config.Variables(), "K8SAPI_DEBUG_COUNTERS") {
+		t.Fatal("Variables lists a local switch, which template.yaml does not declare")
+	}
+}
+
+// A value for every variable, each non-zero, lands in its field: a row
+// whose parser and field disagree on the type would panic here.
+func TestEveryVariableLands(t *testing.T) {
+	env := map[string]string{
+		"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "DB_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:x",
+		"KMS_KEY_ID": "k", "COMPUTE_API_URL": "https://compute.example", "DNS_API_URL": "https://dns.example",
+		"BOOTSTRAP_BASE_URL": "https://k8sapi.example", "LOCAL_RUN": "true", "VM_CALL_BUDGET_FACTOR": "2",
+		"LOG_LEVEL": "debug", "IMAGE_REGISTRY_PLAIN_HTTP": "true", "ARTIFACT_MANIFEST_FILE": "/pins.sha256",
+		"ARTIFACT_DIGEST_FALLBACK": "true", "SERVICE_TOKEN": "t", "SERVICE_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:t",
+		"DB_PROXY_ENDPOINT": "prx.example", "DB_CA_BUNDLE": "/ca.pem", "DB_IAM_AUTH": "true", "DB_MAX_CONNS": "2",
+		"DB_CONN_MAX_LIFETIME": "1m", "DB_STATEMENT_TIMEOUT": "1s", "DB_QUERY_EXEC_MODE": "exec", "CERT_RENEW_BEFORE": "1h",
+	}
+	c, err := config.FromLookup(lookup(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Require(config.Variables()...); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -86,7 +86,7 @@ type tlsCheck string
 // serverCheck is the database TLS check cfg asks for.
 func serverCheck(cfg Config) tlsCheck {
 	switch {
-	case cfg.IsLocal():
+	case cfg.LocalRun:
 		return ""
 	case cfg.DB.CABundle != "":
 		return tlsCheck(cfg.DB.CABundle)

@@ -61,7 +61,7 @@ func TestDSNFromSecretVerifiesTheServer(t *testing.T) {
 			wantDSN(t, got, err, tc.want, tc.err)
 		})
 	}
-	if got := serverCheck(Config{LocalRun: "true", DB: DB{CABundle: "/x.pem"}}); got != "" {
+	if got := serverCheck(Config{LocalRun: true, DB: DB{CABundle: "/x.pem"}}); got != "" {
 		t.Errorf("a local run verifies %q", got)
 	}
 	if got := serverCheck(Config{DB: DB{CABundle: "/x.pem"}}); got != "/x.pem" {

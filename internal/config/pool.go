@@ -3,61 +3,29 @@ package config
 import (
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// Pool is DB as typed values for the store's pool. A zero field means the
-// store's default (store.PoolSettings documents each).
-type Pool struct {
-	ProxyEndpoint    string
-	IAMAuth          bool
+// DB shapes the connection to the database and its pool. A zero field
+// means the store's default (store.PoolSettings documents each), which is
+// the shape behind RDS Proxy.
+type DB struct {
+	ProxyEndpoint string // connect here instead of the secret's host (RDS Proxy)
+	// CABundle is a PEM file of the CAs the database's certificate chains
+	// to (the RDS CA bundle, packaged with the function); empty: the
+	// system's roots, which hold RDS Proxy's (Amazon Trust Services).
+	CABundle         string
+	IAMAuth          bool // an RDS IAM auth token per connection instead of the password
 	MaxConns         int32
 	ConnMaxLifetime  time.Duration
 	StatementTimeout time.Duration
-	QueryExecMode    string
-}
-
-// Pool returns the pool settings. FromLookup has already rejected values
-// that do not parse, so a failure here cannot happen for a loaded Config.
-func (d DB) Pool() Pool {
-	maxConns, _ := strconv.ParseInt(d.MaxConns, 10, 32)
-	lifetime, _ := time.ParseDuration(d.ConnMaxLifetime)
-	timeout, _ := time.ParseDuration(d.StatementTimeout)
-	iam, _ := strconv.ParseBool(d.IAMAuth)
-	return Pool{
-		ProxyEndpoint: d.ProxyEndpoint, IAMAuth: iam, MaxConns: int32(maxConns),
-		ConnMaxLifetime: lifetime, StatementTimeout: timeout, QueryExecMode: d.QueryExecMode,
-	}
+	QueryExecMode    string // exec or simple_protocol: neither creates named prepared statements
 }
 
 // maxPoolConns bounds DB_MAX_CONNS: a Lambda execution environment serves
 // one request at a time, so more connections only hold proxy slots idle.
 const maxPoolConns = 8
-
-func checkMaxConns(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxPoolConns {
-		return errors.New("must be a whole number from 1 to " + strconv.Itoa(maxPoolConns))
-	}
-	return nil
-}
-
-func checkDuration(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return errors.New("must be a positive duration like 10s or 5m")
-	}
-	return nil
-}
-
-func checkBool(s string) error {
-	if _, err := strconv.ParseBool(s); err != nil {
-		return errors.New("must be true or false")
-	}
-	return nil
-}
 
 // checkQueryExecMode allows only the pgx modes that never create a named
 // prepared statement: a named statement pins an RDS Proxy session.

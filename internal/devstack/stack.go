@@ -19,7 +19,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
@@ -392,7 +391,7 @@ func FunctionOverrides(st Stack) map[string]string {
 		// passes its own manifest and false through (passedThrough).
 		"ARTIFACT_DIGEST_FALLBACK": "true",
 		// Each response says its DB round trips and KMS calls (internal/metrics).
-		metrics.DebugEnv: "1",
+		"K8SAPI_DEBUG_COUNTERS": "1",
 	}
 	maps.Copy(env, PassedThrough(os.LookupEnv))
 	return env

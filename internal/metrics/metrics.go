@@ -32,9 +32,6 @@ const (
 	HeaderKMSCalls     = "X-Debug-KMS-Calls"
 )
 
-// DebugEnv is the environment switch for the debug headers.
-const DebugEnv = "K8SAPI_DEBUG_COUNTERS"
-
 // Counters are one request's counts; safe for concurrent use.
 type Counters struct {
 	db, kms atomic.Int64

@@ -164,7 +164,7 @@ func poolRule(t *testing.T, c *cfnTemplate) {
 			t.Errorf("%s: %v", id, err)
 			continue
 		}
-		pool := cfg.DB.Pool()
+		pool := cfg.DB
 		if pool.MaxConns > 2 {
 			t.Errorf("%s: DB_MAX_CONNS %d: one request per environment needs at most 2", id, pool.MaxConns)
 		}

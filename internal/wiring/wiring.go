@@ -66,10 +66,6 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err == nil {
 		err = cfg.Require(required...)
 	}
-	var renewal pki.Renewal
-	if err == nil {
-		renewal, err = cfg.Renewal()
-	}
 	var artifacts bundle.Artifacts
 	if err == nil {
 		artifacts, err = cfg.NodeArtifacts()
@@ -77,7 +73,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.SlogLevel()}))
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(log)
 	awsCfg, err := config.AWS(ctx)
 	if err != nil {
@@ -91,18 +87,18 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := store.OpenPool(ctx, dsn, poolSettings(cfg.DB.Pool(), awsCfg))
+	pool, err := store.OpenPool(ctx, dsn, poolSettings(cfg.DB, awsCfg))
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Renewal: renewal, Artifacts: artifacts}
+	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Renewal: cfg.Renewal(), Artifacts: artifacts}
 	a.watchSIGTERM()
 	return a, nil
 }
 
 // poolSettings is the configured pool shape, with an IAM auth token per
 // connection when DB_IAM_AUTH is on.
-func poolSettings(p config.Pool, awsCfg aws.Config) store.PoolSettings {
+func poolSettings(p config.DB, awsCfg aws.Config) store.PoolSettings {
 	s := store.PoolSettings{
 		MaxConns: p.MaxConns, ConnMaxLifetime: p.ConnMaxLifetime, StatementTimeout: p.StatementTimeout,
 		QueryExecMode: p.QueryExecMode, Tracer: metrics.QueryTracer{},
@@ -133,7 +129,7 @@ func (a *App) Server() *api.Server {
 		Log:      a.Log,
 		// A local and benchmark switch, deliberately not a template.yaml
 		// parameter: the access log carries the counts in every deployment.
-		DebugCounters: os.Getenv(metrics.DebugEnv) == "1",
+		DebugCounters: a.Config.DebugCounters,
 	}
 }
 
@@ -167,12 +163,12 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
-		Artifacts: a.Artifacts, Renewal: a.Renewal, Window: a.Config.BootstrapWindowLength(), Log: a.Log}
+		Artifacts: a.Artifacts, Renewal: a.Renewal, Window: a.Config.BootstrapWindow, Log: a.Log}
 }
 
 // Nodes returns the operator's view and re-open of a node's bootstrap.
 func (a *App) Nodes() *progress.Nodes {
-	return &progress.Nodes{Store: a.Store, Window: a.Config.BootstrapWindowLength()}
+	return &progress.Nodes{Store: a.Store, Window: a.Config.BootstrapWindow}
 }
 
 // ServiceToken is k8sapi's own platform credential (the reconciler's):
