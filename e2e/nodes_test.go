@@ -58,7 +58,7 @@ func mirrorEnv(mirrorDir string) []string {
 	return env
 }
 
-// TestNodesBecomeACluster is issue 12's proof: a cluster founded through
+// TestNodesBecomeACluster is the node proof: a cluster founded through
 // the API with the bridge CNI, each VM booted as a systemd machine that
 // runs the userdata it was given, every download from a mirror and every
 // image from a registry on the node network, and the result a working

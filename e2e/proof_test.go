@@ -57,7 +57,7 @@ func (n *node) read(t *testing.T, p string) []byte {
 	return b
 }
 
-// TestBundlesBootControlPlane is the proof of issue 5: found a three-node
+// TestBundlesBootControlPlane proves the rendered bundles: found a three-node
 // cluster through the API, run each VM's userdata shim against the
 // simulator's IMDS, and boot the real components from exactly the rendered
 // flags, each node in a network namespace of its own.

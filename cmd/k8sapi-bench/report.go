@@ -187,7 +187,7 @@ type printf func(format string, a ...any)
 
 func (r *report) headerSection(p printf) {
 	p("# Benchmarks\n\n")
-	p("Written by `make bench` (cmd/k8sapi-bench) on %s in %s. Budgets come from issue 6; a FAIL is a finding to fix, not a test failure.\n\n",
+	p("Written by `make bench` (cmd/k8sapi-bench) on %s in %s. Each budget is a target the project holds itself to; a FAIL is a finding to fix, not a test failure.\n\n",
 		r.started.UTC().Format("2006-01-02"), r.elapsed.Round(time.Second))
 	p("Machine: %s, %s cores, %s, %s, kernel %s. Load average (1, 5, 15 min) at start %s, at end %s: other work on the machine skews every figure.\n\n",
 		r.machine.cpu, r.machine.cores, r.machine.osArch, r.machine.goVersion, r.machine.kernel, r.machine.loadStart, r.machine.loadEnd)

@@ -200,10 +200,10 @@ func (s *Service) render(ctx context.Context, c *store.Cluster, nodes []store.No
 }
 
 // artifacts is the artifact set c's nodes use: the one recorded at its
-// founding, whatever the configuration says now. A cluster founded before
-// sets were recorded (migration 008) renders from the configuration, as it
-// always did. A field the record lacks (added to bundle.Artifacts since)
-// comes from the configuration too.
+// founding, whatever the configuration says now, so a deployment's new
+// pins never change what an existing cluster's nodes download. A cluster
+// without a record, and any field its record lacks, render from the
+// configuration: there is nothing else to render them from.
 func (s *Service) artifacts(c *store.Cluster) (bundle.Artifacts, error) {
 	a := s.Artifacts.Record(c.KubernetesVersion, bundle.CNI(c.CNI))
 	if c.Artifacts == nil {
