@@ -279,7 +279,7 @@ func kmsError(err error) error {
 }
 
 func computeError(what string, err error) error {
-	return apperr.ComputeFailed.Detail("the compute API failed while " + what + "; nothing was kept").WithCause(err)
+	return apperr.ComputeFailed.Detailf("the compute API failed while %s; nothing was kept", what).WithCause(err)
 }
 
 func foundingInProgress() error {
