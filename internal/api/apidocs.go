@@ -43,7 +43,7 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
 // hasDocs answers 404 for a server wired without the description.
 func (s *Server) hasDocs(w http.ResponseWriter, r *http.Request) bool {
 	if s.Docs == nil {
-		s.writeError(w, r, apperr.New(apperr.NotFound, "not_found", "no such route"))
+		s.writeError(w, r, apperr.NotFound.New())
 	}
 	return s.Docs != nil
 }

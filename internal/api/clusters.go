@@ -21,7 +21,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
 	if len(key) > maxIdempotencyKeyLen {
-		s.writeError(w, r, apperr.New(apperr.Invalid, "invalid_header", "Idempotency-Key: must be at most 255 characters"))
+		s.writeError(w, r, apperr.InvalidHeader.Detail("Idempotency-Key: must be at most 255 characters"))
 		return
 	}
 	var req founding.Request
@@ -126,7 +126,7 @@ func ParseID(raw string) (int64, bool) {
 func parseID(field, raw string) (int64, error) {
 	id, ok := ParseID(raw)
 	if !ok {
-		return 0, apperr.New(apperr.Invalid, "invalid_path", field+": must be a positive integer")
+		return 0, apperr.InvalidPath.Detail(field + ": must be a positive integer")
 	}
 	return id, nil
 }

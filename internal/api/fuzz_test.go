@@ -63,14 +63,14 @@ func FuzzCreateClusterBody(f *testing.F) {
 		var r founding.Request
 		if err := decodeJSON(req, &r); err != nil {
 			e, ok := apperr.As(err)
-			if !ok || (e.Kind != apperr.Invalid && e.Kind != apperr.TooLarge) || e.Message == "" {
+			if !ok || (e.Kind() != apperr.KindInvalid && e.Kind() != apperr.KindTooLarge) || e.Message == "" {
 				t.Fatalf("decode error %v is not a 400/413 apperr", err)
 			}
 			return
 		}
 		spec, err := r.Validate()
 		if err != nil {
-			if e, ok := apperr.As(err); !ok || e.Kind != apperr.Invalid || e.Message == "" {
+			if e, ok := apperr.As(err); !ok || e.Kind() != apperr.KindInvalid || e.Message == "" {
 				t.Fatalf("validation error %v is not a 400 apperr", err)
 			}
 			return
@@ -155,14 +155,14 @@ func FuzzStatusReportBody(f *testing.F) {
 		req.Body = http.MaxBytesReader(rec, req.Body, MaxBodyBytes)
 		var r progress.Report
 		if err := decodeJSON(req, &r); err != nil {
-			if e, ok := apperr.As(err); !ok || (e.Kind != apperr.Invalid && e.Kind != apperr.TooLarge) || e.Message == "" {
+			if e, ok := apperr.As(err); !ok || (e.Kind() != apperr.KindInvalid && e.Kind() != apperr.KindTooLarge) || e.Message == "" {
 				t.Fatalf("decode error %v is not a 400/413 apperr", err)
 			}
 			return
 		}
 		phase, msg, err := r.Validate()
 		if err != nil {
-			if e, ok := apperr.As(err); !ok || e.Kind != apperr.Invalid || e.Code != "invalid_request" || e.Message == "" {
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.InvalidRequest || e.Message == "" {
 				t.Fatalf("validation error %v is not a 400 invalid_request", err)
 			}
 			return

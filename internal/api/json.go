@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -16,7 +15,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		apperr.WriteJSON(w, http.StatusInternalServerError, "internal", "internal error", "")
+		apperr.WriteJSON(w, apperr.Internal.New(), "")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -33,7 +32,7 @@ func decodeJSON(r *http.Request, v any) error {
 		return decodeError(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return apperr.New(apperr.Invalid, "invalid_json", "the body must hold one JSON object")
+		return apperr.InvalidJSON.Detail("the body must hold one JSON object")
 	}
 	return nil
 }
@@ -44,16 +43,16 @@ func decodeError(err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &tooBig):
-		return apperr.New(apperr.TooLarge, "body_too_large", fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
+		return apperr.BodyTooLarge.Detailf("the body exceeds %d bytes", MaxBodyBytes)
 	case errors.Is(err, io.EOF):
-		return apperr.New(apperr.Invalid, "invalid_json", "the body is empty")
+		return apperr.InvalidJSON.Detail("the body is empty")
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
-		return apperr.New(apperr.Invalid, "invalid_json", "the body is not valid JSON")
+		return apperr.InvalidJSON.New()
 	case errors.As(err, &typ):
-		return apperr.New(apperr.Invalid, "invalid_field", fmt.Sprintf("%s: must be a %s", typ.Field, typ.Type))
+		return apperr.InvalidField.Detailf("%s: must be a %s", typ.Field, typ.Type)
 	}
 	// encoding/json reports unknown fields as `json: unknown field "x"`.
-	return apperr.New(apperr.Invalid, "invalid_field", trimJSONPrefix(err.Error()))
+	return apperr.InvalidField.Detail(trimJSONPrefix(err.Error()))
 }
 
 func trimJSONPrefix(s string) string {

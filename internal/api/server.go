@@ -117,7 +117,7 @@ func (s *Server) Handler(function string) http.Handler {
 	}
 	// Anything else: a JSON 404 (or 405), never Go's text page.
 	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
-		s.writeError(w, req, apperr.New(apperr.NotFound, "not_found", "no such route"))
+		s.writeError(w, req, apperr.NotFound.New())
 	})
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare

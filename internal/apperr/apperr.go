@@ -1,8 +1,10 @@
 // Package apperr is the one error convention between the use cases and the
-// HTTP layer: a use case says what kind of failure happened and what the
-// client may be told; internal/api alone maps kinds to statuses. Anything
-// that is not an *Error is an internal error and its text never reaches a
-// client.
+// clients: the catalogue (catalogue.go) defines every code k8sapi answers,
+// once, with its kind and the message a client is told by default; a kind
+// decides the HTTP status (kind.go). A use case returns a catalogue code's
+// error, with a detail where the client needs one (a field, a state); it
+// never spells a code itself. Anything that is not an *Error is an internal
+// error and its text never reaches a client.
 package apperr
 
 import (
@@ -11,27 +13,9 @@ import (
 	"time"
 )
 
-// Kind classifies a failure for the client.
-type Kind int
-
-const (
-	Internal        Kind = iota // 500: a bug or an unexpected state
-	Invalid                     // 400: the request is wrong
-	Unauthenticated             // 401: no valid credentials
-	Forbidden                   // 403: valid credentials, not allowed
-	NotFound                    // 404
-	Conflict                    // 409: the resource's state forbids this
-	TooLarge                    // 413
-	Unavailable                 // 503: a dependency (database, KMS) is down
-	BadGateway                  // 502: a platform API failed
-	Unprocessable               // 422: a well-formed request this deployment cannot carry out as configured
-	TooManyRequests             // 429: the caller spent its budget; RetryAfter says when to come back
-)
-
 // Error is a failure the client may be told about.
 type Error struct {
-	Kind    Kind
-	Code    string // machine-readable, e.g. "invalid_request"
+	Code    Code
 	Message string // safe for the client
 	Err     error  // the cause, for logs only
 	// RetryAfter, when positive, is when the client may try again
@@ -43,19 +27,22 @@ func (e *Error) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
 	}
-	return e.Code + ": " + e.Message
+	return e.Code.String() + ": " + e.Message
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// New returns an Error of kind with a client-safe message.
-func New(kind Kind, code, message string) *Error {
-	return &Error{Kind: kind, Code: code, Message: message}
-}
+// Kind is the kind of e's code.
+func (e *Error) Kind() Kind { return e.Code.kind }
 
-// Wrap returns an Error of kind that keeps cause for the logs.
-func Wrap(kind Kind, code, message string, cause error) *Error {
-	return &Error{Kind: kind, Code: code, Message: message, Err: cause}
+// Status is the HTTP status e is answered with.
+func (e *Error) Status() int { return e.Code.kind.Status() }
+
+// WithCause keeps cause for the logs, for an error that also carries a
+// detail (Code.Wrap is the shorter way when the default message will do).
+func (e *Error) WithCause(cause error) *Error {
+	e.Err = cause
+	return e
 }
 
 // As returns the *Error in err's chain, if any.

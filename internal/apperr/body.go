@@ -19,10 +19,11 @@ type body struct {
 	} `json:"error"`
 }
 
-// Body is the JSON error body, newline-terminated; requestID may be empty.
-func Body(code, message, requestID string) []byte {
+// Body is e's JSON error body, newline-terminated; requestID may be empty.
+// The cause is never in it.
+func Body(e *Error, requestID string) []byte {
 	var b body
-	b.Error.Code, b.Error.Message, b.Error.RequestID = code, message, requestID
+	b.Error.Code, b.Error.Message, b.Error.RequestID = e.Code.String(), e.Message, requestID
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -30,9 +31,9 @@ func Body(code, message, requestID string) []byte {
 	return buf.Bytes()
 }
 
-// WriteJSON answers status with Body as application/json.
-func WriteJSON(w http.ResponseWriter, status int, code, message, requestID string) {
+// WriteJSON answers e's status with Body as application/json.
+func WriteJSON(w http.ResponseWriter, e *Error, requestID string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(Body(code, message, requestID))
+	w.WriteHeader(e.Status())
+	_, _ = w.Write(Body(e, requestID))
 }

@@ -86,16 +86,16 @@ func (a *Authenticator) now() time.Time {
 }
 
 func unauthenticated(msg string) *apperr.Error {
-	return apperr.New(apperr.Unauthenticated, "unauthenticated", msg)
+	return apperr.Unauthenticated.Detail(msg)
 }
 
 func forbidden(msg string) *apperr.Error {
-	return apperr.New(apperr.Forbidden, "forbidden", msg)
+	return apperr.Forbidden.Detail(msg)
 }
 
 // wrongPurpose refuses a valid token used where its purpose does not reach.
 func wrongPurpose(msg string) *apperr.Error {
-	return apperr.New(apperr.Forbidden, "token_scope", msg)
+	return apperr.TokenScope.Detail(msg)
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
@@ -110,7 +110,7 @@ func bearer(header string) (string, error) {
 
 // dependencyError turns a store failure other than not-found into 503.
 func dependencyError(err error) error {
-	return apperr.Wrap(apperr.Unavailable, "unavailable", "the token service is unavailable", err)
+	return apperr.DatabaseUnavailable.Wrap(err)
 }
 
 // Operator validates an operator's Authorization header: a live principal

@@ -59,36 +59,36 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Apigw-Requestid", requestID)
 	fn, route, params, ok := g.router.match(r.Method, r.URL.Path)
 	if !ok {
-		writeGatewayError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		writeGatewayError(w, apperr.NotFound.Detailf("no route for %s %s", r.Method, r.URL.Path))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeGatewayError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds 10 MB")
+			writeGatewayError(w, apperr.BodyTooLarge.Detail("request body exceeds 10 MB"))
 			return
 		}
-		writeGatewayError(w, http.StatusBadRequest, "bad_request", "reading the request body failed")
+		writeGatewayError(w, apperr.InvalidRequest.Detail("reading the request body failed"))
 		return
 	}
 	event := toEvent(r, route, params, body, requestID)
 	payload, err := json.Marshal(event)
 	if err != nil {
-		writeGatewayError(w, http.StatusInternalServerError, "internal", "encoding the event failed")
+		writeGatewayError(w, apperr.Internal.Detail("encoding the event failed"))
 		return
 	}
 	start := time.Now()
 	out, err := g.functions[fn].Invoke(r.Context(), payload)
 	if err != nil {
 		g.log.Warn("gateway: invocation failed", "function", fn, "route", route.Key(), "err", err)
-		writeGatewayError(w, http.StatusBadGateway, "bad_gateway", badGatewayMessage(fn, err))
+		writeGatewayError(w, apperr.BadGateway.Detail(badGatewayMessage(fn, err)))
 		return
 	}
 	resp, err := fromResponse(out)
 	if err != nil {
 		g.log.Warn("gateway: invalid function response", "function", fn, "err", err)
-		writeGatewayError(w, http.StatusBadGateway, "bad_gateway", fn+" returned an invalid response")
+		writeGatewayError(w, apperr.BadGateway.Detail(fn+" returned an invalid response"))
 		return
 	}
 	g.log.Debug("gateway", "route", route.Key(), "path", r.URL.Path, "function", fn, "status", resp.StatusCode, "took", time.Since(start))
@@ -229,7 +229,7 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	if resp.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(resp.Body)
 		if err != nil {
-			writeGatewayError(w, http.StatusBadGateway, "bad_gateway", "the function's base64 body does not decode")
+			writeGatewayError(w, apperr.BadGateway.Detail("the function's base64 body does not decode"))
 			return
 		}
 		body = b
@@ -252,6 +252,6 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 
 // writeGatewayError answers in the project's error shape. Like API
 // Gateway's own answers, it carries no request_id of the functions.
-func writeGatewayError(w http.ResponseWriter, status int, code, msg string) {
-	apperr.WriteJSON(w, status, code, msg, "")
+func writeGatewayError(w http.ResponseWriter, e *apperr.Error) {
+	apperr.WriteJSON(w, e, "")
 }

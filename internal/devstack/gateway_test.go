@@ -207,7 +207,7 @@ func TestGatewayTimeoutThenRecovery(t *testing.T) {
 func TestGatewayRefusesBodiesOverTenMB(t *testing.T) {
 	srv, _ := startEcho(t, nil)
 	resp, b := do(t, "POST", srv.URL+"/echo/big", bytes.Repeat([]byte("a"), MaxRequestBody+1))
-	wantGatewayError(t, resp, b, 413, "payload_too_large")
+	wantGatewayError(t, resp, b, 413, "body_too_large")
 	echo(t, srv.URL)
 }
 

@@ -28,9 +28,9 @@ func (s *Service) recordedArtifacts(cni bundle.CNI) ([]byte, error) {
 }
 
 func notPinned(missing []string) error {
-	return apperr.New(apperr.Unprocessable, "artifacts_not_pinned", fmt.Sprintf(
+	return apperr.ArtifactsNotPinned.Detailf(
 		"the artifact manifest pins no SHA-256 for %s (%s), and the nodes would have to trust whatever the download "+
 			"mirror serves; nothing was created. Pin them in the manifest (ARTIFACT_MANIFEST_FILE, or run "+
 			"scripts/pin-artifacts.sh to fill the one k8sapi ships), or allow the published-digest fallback "+
-			"(ARTIFACT_DIGEST_FALLBACK=true)", strings.Join(missing, ", "), bundle.FoundingArch))
+			"(ARTIFACT_DIGEST_FALLBACK=true)", strings.Join(missing, ", "), bundle.FoundingArch)
 }

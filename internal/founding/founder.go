@@ -271,18 +271,18 @@ func (s *Service) logger() *slog.Logger {
 }
 
 func databaseError(err error) error {
-	return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable; nothing was created", err)
+	return apperr.DatabaseUnavailable.Wrap(err)
 }
 
 func kmsError(err error) error {
-	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable; nothing was created", err)
+	return apperr.KMSUnavailable.Wrap(err)
 }
 
 func computeError(what string, err error) error {
-	return apperr.Wrap(apperr.BadGateway, "compute_failed", "the compute API failed while "+what+"; nothing was kept", err)
+	return apperr.ComputeFailed.Detailf("the compute API failed while %s; nothing was kept", what).WithCause(err)
 }
 
 func foundingInProgress() error {
-	return apperr.New(apperr.Conflict, "founding_in_progress",
+	return apperr.FoundingInProgress.Detail(
 		"the cluster is still being founded; poll GET /clusters/{id} and repeat this request with the same Idempotency-Key once it is active")
 }

@@ -24,8 +24,7 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 		return nil, databaseError(err)
 	}
 	if c.RequestFingerprint == nil || *c.RequestFingerprint != spec.Fingerprint() {
-		return nil, apperr.New(apperr.Conflict, "idempotency_key_reused",
-			"Idempotency-Key was already used with a different request body")
+		return nil, apperr.IdempotencyKeyReused.New()
 	}
 	if c.Status == store.StatusFounding {
 		return nil, foundingInProgress()
@@ -35,7 +34,7 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 		if c.StatusReason != "" {
 			msg += " (" + c.StatusReason + ")"
 		}
-		return nil, apperr.New(apperr.Conflict, "cluster_not_active", msg)
+		return nil, apperr.ClusterNotActive.Detail(msg)
 	}
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	if err != nil {
@@ -92,7 +91,7 @@ func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (Cluste
 func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store.Cluster, []store.Node, error) {
 	c, err := s.Store.Cluster(ctx, org.OrgID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return c, nil, apperr.New(apperr.NotFound, "not_found", "no such cluster")
+		return c, nil, apperr.NotFound.Detail("no such cluster")
 	}
 	if err != nil {
 		return c, nil, databaseError(err)
@@ -163,5 +162,5 @@ func busyOr(status string, err error) error {
 	if status == store.StatusFounding {
 		return foundingInProgress()
 	}
-	return apperr.New(apperr.Conflict, "deletion_in_progress", "the cluster is being deleted; poll GET /clusters/{id}")
+	return apperr.DeletionInProgress.New()
 }

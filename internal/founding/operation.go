@@ -111,7 +111,7 @@ func (s *Service) ensureSecurityGroup(ctx context.Context, op *operation, deadli
 func (s *Service) subnet(ctx context.Context, id int64) (compute.Subnet, error) {
 	subnet, err := s.Compute.Subnet(ctx, id)
 	if compute.IsNotFound(err) {
-		return subnet, apperr.New(apperr.Invalid, "invalid_request", "subnet_id: no such subnet")
+		return subnet, apperr.InvalidRequest.Detail("subnet_id: no such subnet")
 	}
 	if err != nil {
 		return subnet, computeError("looking up the subnet", err)
@@ -242,8 +242,8 @@ func (s *Service) pollAddresses(ctx context.Context, vmID int64, deadline time.T
 		case <-time.After(orDefault(s.Settings.AddressPollInterval, DefaultAddressPollInterval)):
 		}
 	}
-	return compute.InstanceInfo{}, apperr.New(apperr.BadGateway, "compute_failed",
-		fmt.Sprintf("the compute API reported no address for VM %d after %d reads; nothing was kept", vmID, polls))
+	return compute.InstanceInfo{}, apperr.ComputeFailed.Detailf(
+		"the compute API reported no address for VM %d after %d reads; nothing was kept", vmID, polls)
 }
 
 // ensureIdentities issues, seals and records the stored identities (the

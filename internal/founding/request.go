@@ -68,7 +68,7 @@ var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
 func (r Request) Validate() (Spec, error) {
 	s := r.withDefaults()
 	if errs := validation.Errors(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s)); len(errs) > 0 {
-		return Spec{}, apperr.Wrap(apperr.Invalid, "invalid_request", joinMessages(errs), errors.Join(errs...))
+		return Spec{}, apperr.InvalidRequest.Detail(joinMessages(errs)).WithCause(errors.Join(errs...))
 	}
 	return s, nil
 }

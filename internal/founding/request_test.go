@@ -32,7 +32,7 @@ func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 	_, err := decode(t, `{"control_plane_count":4,"control_plane_image_id":0,"control_plane_instance_type":"E2 Medium",
 		"zone_id":-1,"security_group_ids":[5,5,0,1,2,3],"root_volume_size_gib":4096,"ssh_pubkey":"x","key_algorithm":"rsa-1024","cni":"calico"}`).Validate()
 	e, ok := apperr.As(err)
-	if !ok || e.Kind != apperr.Invalid {
+	if !ok || e.Kind() != apperr.KindInvalid {
 		t.Fatalf("err = %v", err)
 	}
 	want := "control_plane_count: must be 1 or 3 (etcd needs a majority: two members tolerate no more failures than one, and need both up); " +

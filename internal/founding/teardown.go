@@ -116,7 +116,7 @@ func refusedCreate(err error) bool {
 // *apperr.Error, or a generic sentence (causes go to the log, not the API).
 func reasonOf(err error) string {
 	if e, ok := apperr.As(err); ok {
-		return e.Code + ": " + e.Message
+		return e.Code.String() + ": " + e.Message
 	}
 	return "internal error; see the logs"
 }

@@ -142,7 +142,7 @@ func openIdentity(dk *envelope.DataKey, vmID int64, id store.Identity) (pki.KeyP
 func OpenError(ctx context.Context, log *slog.Logger, c *store.Cluster, vmID int64, err error) error {
 	if errors.Is(err, envelope.ErrOpen) {
 		log.ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", vmID)
-		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
+		return apperr.Internal.Wrap(err)
 	}
-	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable", err)
+	return apperr.KMSUnavailable.Wrap(err)
 }

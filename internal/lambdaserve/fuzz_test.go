@@ -19,11 +19,11 @@ import (
 type refuseAll struct{}
 
 func (refuseAll) Operator(context.Context, string) (auth.Principal, error) {
-	return auth.Principal{}, apperr.New(apperr.Unauthenticated, "unauthenticated", "no")
+	return auth.Principal{}, apperr.Unauthenticated.Detail("no")
 }
 
 func (refuseAll) BootstrapVM(context.Context, int64, string, string) (auth.BootstrapVM, error) {
-	return auth.BootstrapVM{}, apperr.New(apperr.Unauthenticated, "unauthenticated", "no")
+	return auth.BootstrapVM{}, apperr.Unauthenticated.Detail("no")
 }
 
 // FuzzHandler drives the API Gateway v2 adapter with random events in front

@@ -35,13 +35,13 @@ func Handler(h http.Handler) func(context.Context, events.APIGatewayV2HTTPReques
 			id = ev.RequestContext.RequestID
 		}
 		if err != nil {
-			return errorResponse(id, http.StatusBadRequest, "invalid_request", "the request could not be read"), nil
+			return errorResponse(id, apperr.InvalidRequest.New()), nil
 		}
 		w := core.NewProxyResponseWriterV2()
 		h.ServeHTTP(w, req)
 		resp, err := w.GetProxyResponse()
 		if err != nil {
-			return errorResponse(id, http.StatusInternalServerError, "internal", "internal error"), nil
+			return errorResponse(id, apperr.Internal.New()), nil
 		}
 		return resp, nil
 	}
@@ -49,9 +49,9 @@ func Handler(h http.Handler) func(context.Context, events.APIGatewayV2HTTPReques
 
 // errorResponse is the API's JSON error shape, for the answers given before
 // or after the handler runs.
-func errorResponse(requestID string, status int, code, msg string) events.APIGatewayV2HTTPResponse {
+func errorResponse(requestID string, e *apperr.Error) events.APIGatewayV2HTTPResponse {
 	return events.APIGatewayV2HTTPResponse{
-		StatusCode: status, Body: string(apperr.Body(code, msg, requestID)),
+		StatusCode: e.Status(), Body: string(apperr.Body(e, requestID)),
 		Headers: map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
 	}
 }

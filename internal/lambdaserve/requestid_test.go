@@ -31,11 +31,11 @@ func (refuse) Operator(_ context.Context, authorization string) (auth.Principal,
 	if authorization == "Bearer panic" {
 		return auth.Principal{OrgID: 1}, nil
 	}
-	return auth.Principal{}, apperr.New(apperr.Unauthenticated, "unauthenticated", "the bearer token is not valid")
+	return auth.Principal{}, apperr.Unauthenticated.Detail("the bearer token is not valid")
 }
 
 func (refuse) BootstrapVM(context.Context, int64, string, string) (auth.BootstrapVM, error) {
-	return auth.BootstrapVM{}, apperr.New(apperr.Unauthenticated, "unauthenticated", "the IMDS token is not valid")
+	return auth.BootstrapVM{}, apperr.Unauthenticated.Detail("the IMDS token is not valid")
 }
 
 type panicking struct{}

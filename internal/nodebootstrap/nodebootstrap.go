@@ -105,7 +105,7 @@ func (s *Service) load(ctx context.Context, vm auth.BootstrapVM) (store.Topology
 		return topo, store.Node{}, notFound()
 	}
 	if c.Status != store.StatusActive {
-		return topo, store.Node{}, apperr.New(apperr.Conflict, "cluster_not_active", "the VM's cluster is "+c.Status)
+		return topo, store.Node{}, apperr.ClusterNotActive.Detail("the VM's cluster is " + c.Status)
 	}
 	self, ok := findNode(topo.Nodes, vm.VMID)
 	if !ok {
@@ -115,7 +115,7 @@ func (s *Service) load(ctx context.Context, vm auth.BootstrapVM) (store.Topology
 }
 
 func databaseError(err error) error {
-	return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
+	return apperr.DatabaseUnavailable.Wrap(err)
 }
 
 // windowRefusal is progress.Window's answer for self at now.
@@ -154,7 +154,7 @@ func (s *Service) now() time.Time {
 }
 
 func notFound() error {
-	return apperr.New(apperr.NotFound, "not_found", "no control-plane node for this VM")
+	return apperr.NotFound.Detail("no control-plane node for this VM")
 }
 
 func findNode(nodes []store.Node, vmID int64) (store.Node, bool) {

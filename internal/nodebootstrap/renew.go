@@ -71,8 +71,8 @@ func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 		return nil, err
 	}
 	if self.ReadyAt == nil {
-		return nil, apperr.New(apperr.Conflict, "node_not_ready",
-			"the node is "+self.Phase+"; only a node that finished its bootstrap renews its certificates")
+		return nil, apperr.NodeNotReady.Detail(
+			"the node is " + self.Phase + "; only a node that finished its bootstrap renews its certificates")
 	}
 	held, err := heldKeys(self, req)
 	if err != nil {
@@ -130,23 +130,23 @@ func checkNames(req RenewalRequest) error {
 		return nil
 	}
 	sort.Strings(errs)
-	return apperr.New(apperr.Invalid, "invalid_request", strings.Join(errs, "; "))
+	return apperr.InvalidRequest.Detail(strings.Join(errs, "; "))
 }
 
 func proveOne(name pki.Name, csr, cert string) (heldKey, error) {
 	if cert == "" {
 		// Stored identities predate the window: the node's bundle was
 		// fetched before they were kept. A re-open issues them.
-		return heldKey{}, apperr.New(apperr.Conflict, "identity_not_stored",
-			"k8sapi holds no certificate of "+string(name)+" for this node; an operator may re-open its bootstrap")
+		return heldKey{}, apperr.IdentityNotStored.Detail(
+			"k8sapi holds no certificate of " + string(name) + " for this node; an operator may re-open its bootstrap")
 	}
 	pub, err := pki.ProvePossession([]byte(csr), []byte(cert))
 	switch {
 	case errors.Is(err, pki.ErrNotPossessed):
-		return heldKey{}, apperr.New(apperr.Forbidden, "proof_of_possession_failed",
-			"csrs."+string(name)+": is not signed with the key of the node's "+string(name)+" certificate")
+		return heldKey{}, apperr.ProofOfPossessionFailed.Detail(
+			"csrs." + string(name) + ": is not signed with the key of the node's " + string(name) + " certificate")
 	case err != nil:
-		return heldKey{}, apperr.New(apperr.Invalid, "invalid_request", "csrs."+string(name)+": "+err.Error())
+		return heldKey{}, apperr.InvalidRequest.Detail("csrs." + string(name) + ": " + err.Error())
 	}
 	return heldKey{name: name, cert: cert, pub: pub}, nil
 }
@@ -243,8 +243,7 @@ func (s *Service) storeRenewal(ctx context.Context, change store.Renewal) error 
 	if !wrote {
 		// Another renewal of this node won the race, or its bootstrap was
 		// re-opened: what was read is no longer what is stored.
-		return apperr.New(apperr.Conflict, "renewal_conflict",
-			"the node's certificates changed while this renewal ran; renew again")
+		return apperr.RenewalConflict.New()
 	}
 	return nil
 }

@@ -68,8 +68,7 @@ func (s *Service) storedWindow(ctx context.Context, c *store.Cluster, self store
 	again, _ := findNode(topo.Nodes, self.VMID)
 	ids, complete, err := keyring.OpenWindowIdentities(opened.DataKey, again, names)
 	if err == nil && !complete {
-		return nil, apperr.New(apperr.Conflict, "bootstrap_changed",
-			"the node's bootstrap was re-opened while this fetch ran; fetch again")
+		return nil, apperr.BootstrapChanged.New()
 	}
 	return ids, s.openError(ctx, c, self, err)
 }

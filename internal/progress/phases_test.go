@@ -109,7 +109,7 @@ func TestReportValidate(t *testing.T) {
 	} {
 		_, _, err := c.r.Validate()
 		e, ok := apperr.As(err)
-		if !ok || e.Kind != apperr.Invalid || e.Code != "invalid_request" || e.Message != c.err {
+		if !ok || e.Code != apperr.InvalidRequest || e.Message != c.err {
 			t.Errorf("%s: %v, want invalid_request %q", c.name, err, c.err)
 		}
 	}
@@ -140,7 +140,7 @@ func TestRefusal(t *testing.T) {
 		switch {
 		case c.code == "" && err != nil:
 			t.Errorf("%s → %s: %v, want accepted", c.current, c.to, err)
-		case c.code != "" && (e == nil || e.Kind != apperr.Conflict || e.Code != c.code):
+		case c.code != "" && (e == nil || e.Kind() != apperr.KindConflict || e.Code.String() != c.code):
 			t.Errorf("%s → %s: %v, want 409 %s", c.current, c.to, err, c.code)
 		}
 	}

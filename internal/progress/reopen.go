@@ -74,16 +74,16 @@ func (s *Nodes) Reopen(ctx context.Context, org auth.Principal, clusterID, vmID 
 	case err != nil:
 		return NodeBootstrap{}, nodeError(err)
 	case !out.Reopened:
-		return NodeBootstrap{}, apperr.New(apperr.Conflict, "cluster_not_active", "the node's cluster is "+out.ClusterStatus)
+		return NodeBootstrap{}, apperr.ClusterNotActive.Detail("the node's cluster is " + out.ClusterStatus)
 	}
 	return s.Bootstrap(ctx, org, clusterID, vmID)
 }
 
 func nodeError(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return apperr.New(apperr.NotFound, "not_found", "no such node in this cluster")
+		return apperr.NotFound.Detail("no such node in this cluster")
 	}
-	return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
+	return apperr.DatabaseUnavailable.Wrap(err)
 }
 
 func (s *Nodes) now() time.Time {

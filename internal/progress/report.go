@@ -49,7 +49,7 @@ func (r Report) Validate() (Phase, string, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return "", "", apperr.New(apperr.Invalid, "invalid_request", strings.Join(errs, "; "))
+		return "", "", apperr.InvalidRequest.Detail(strings.Join(errs, "; "))
 	}
 	return p, msg, nil
 }
@@ -84,17 +84,17 @@ func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to Phase, ms
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return apperr.New(apperr.NotFound, "not_found", "no control-plane node for this VM")
+		return apperr.NotFound.Detail("no control-plane node for this VM")
 	case err != nil:
-		return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
+		return apperr.DatabaseUnavailable.Wrap(err)
 	case out.ClusterStatus != store.StatusActive:
-		return apperr.New(apperr.Conflict, "cluster_not_active", "the VM's cluster is "+out.ClusterStatus)
+		return apperr.ClusterNotActive.Detail("the VM's cluster is " + out.ClusterStatus)
 	case out.Moved:
 		return nil
 	}
 	if InitialOnly(to) && !out.Initial {
-		return apperr.New(apperr.Forbidden, "phase_not_for_this_node",
-			"only the cluster's initial node reports "+string(to))
+		return apperr.PhaseNotForThisNode.Detail(
+			"only the cluster's initial node reports " + string(to))
 	}
 	return refusal(Phase(out.Current), to)
 }
@@ -118,15 +118,13 @@ func refusal(current, to Phase) error {
 	case to == Failed:
 		return nil
 	case current == Failed:
-		return apperr.New(apperr.Conflict, "bootstrap_failed",
-			"the node's bootstrap failed; it reports nothing but failed until its bootstrap is re-opened")
+		return apperr.BootstrapFailed.New()
 	case rank(current) > rank(to):
-		return apperr.New(apperr.Conflict, "phase_regression",
-			fmt.Sprintf("the node is already %s; %s comes before it", current, to))
+		return apperr.PhaseRegression.Detailf("the node is already %s; %s comes before it", current, to)
 	}
 	// The guard refused what the node's phase a moment ago allowed: another
 	// report moved it in between. Saying so beats pretending it worked.
-	return apperr.New(apperr.Conflict, "phase_regression", "the node's phase changed while this report was recorded; report again")
+	return apperr.PhaseRegression.New()
 }
 
 // RecordFetch records bundle_fetched after vm's successful bundle fetch,
@@ -138,7 +136,7 @@ func RecordFetch(ctx context.Context, st Recorder, vm auth.BootstrapVM, current 
 		return nil
 	}
 	err := Advance(ctx, st, vm, BundleFetched, "")
-	if e, ok := apperr.As(err); ok && e.Kind == apperr.Conflict {
+	if e, ok := apperr.As(err); ok && e.Kind() == apperr.KindConflict {
 		return nil
 	}
 	return err

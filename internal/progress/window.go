@@ -47,6 +47,6 @@ func (w Window) Refusal(phase Phase, now time.Time) error {
 }
 
 func closed(why string) error {
-	return apperr.New(apperr.Conflict, "bootstrap_closed",
-		"the node's bootstrap is closed ("+why+"); an operator may re-open it with POST /clusters/{id}/nodes/{vm_id}/rebootstrap")
+	return apperr.BootstrapClosed.Detail(
+		"the node's bootstrap is closed (" + why + "); an operator may re-open it with POST /clusters/{id}/nodes/{vm_id}/rebootstrap")
 }

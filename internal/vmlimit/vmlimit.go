@@ -8,7 +8,6 @@ package vmlimit
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
@@ -53,13 +52,12 @@ func (l *Limiter) Spend(ctx context.Context, vmID int64, route string, b Budget)
 	now := l.now()
 	w, err := l.Store.CountCall(ctx, vmID, route, now, b.Per)
 	if err != nil {
-		return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
+		return apperr.DatabaseUnavailable.Wrap(err)
 	}
 	if w.Calls <= b.Calls {
 		return nil
 	}
-	e := apperr.New(apperr.TooManyRequests, "rate_limited",
-		fmt.Sprintf("this VM made more than %d calls of this route in %s; retry later", b.Calls, b.Per))
+	e := apperr.RateLimited.Detailf("this VM made more than %d calls of this route in %s; retry later", b.Calls, b.Per)
 	e.RetryAfter = w.Started.Add(b.Per).Sub(now)
 	return e
 }

@@ -1,0 +1,115 @@
+package apperr
+
+import "fmt"
+
+// Code is one entry of the catalogue: the machine-readable code a client
+// matches on, its kind, and the message the client is told when the call
+// site has no detail to add. Its fields are unexported so that a code can
+// only come from the catalogue below, never from a string at a call site.
+type Code struct {
+	name    string
+	kind    Kind
+	message string
+	// gatewayOnly: answered only by the local stand-in of API Gateway
+	// (internal/devstack), never by a function, so the API description
+	// does not list it.
+	gatewayOnly bool
+}
+
+// The catalogue: every code k8sapi answers, each defined once. A new
+// failure the client must tell apart gets a row here, then a place under
+// its status in internal/apidocs/openapi.json.
+var (
+	// The request itself.
+	InvalidRequest = define("invalid_request", KindInvalid, "the request could not be read")
+	InvalidJSON    = define("invalid_json", KindInvalid, "the body is not valid JSON")
+	InvalidField   = define("invalid_field", KindInvalid, "a field of the body is not valid")
+	InvalidHeader  = define("invalid_header", KindInvalid, "a header is not valid")
+	InvalidPath    = define("invalid_path", KindInvalid, "a path parameter is not valid")
+	BodyTooLarge   = define("body_too_large", KindTooLarge, "the body is too large")
+	NotFound       = define("not_found", KindNotFound, "no such route")
+
+	// Who is calling.
+	Unauthenticated = define("unauthenticated", KindUnauthenticated, "valid credentials are required")
+	Forbidden       = define("forbidden", KindForbidden, "these credentials do not reach this resource")
+	TokenScope      = define("token_scope", KindForbidden, "this token's purpose does not reach this route")
+	RateLimited     = define("rate_limited", KindTooManyRequests, "too many calls of this route; retry later")
+
+	// Dependencies.
+	Internal            = define("internal", KindInternal, "internal error")
+	DatabaseUnavailable = define("database_unavailable", KindUnavailable, "the database is unavailable")
+	KMSUnavailable      = define("kms_unavailable", KindUnavailable, "the key service is unavailable")
+	ComputeFailed       = define("compute_failed", KindBadGateway, "the compute API failed; nothing was kept")
+
+	// A cluster's lifecycle.
+	ClusterNotActive     = define("cluster_not_active", KindConflict, "the cluster is not active")
+	IdempotencyKeyReused = define("idempotency_key_reused", KindConflict, "Idempotency-Key was already used with a different request body")
+	FoundingInProgress   = define("founding_in_progress", KindConflict, "the cluster is still being founded")
+	DeletionInProgress   = define("deletion_in_progress", KindConflict, "the cluster is being deleted; poll GET /clusters/{id}")
+	ArtifactsNotPinned   = define("artifacts_not_pinned", KindUnprocessable, "the artifact manifest pins no SHA-256 for some artifacts; nothing was created")
+
+	// A node's bootstrap and renewal.
+	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
+	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")
+	BootstrapFailed         = define("bootstrap_failed", KindConflict, "the node's bootstrap failed; it reports nothing but failed until its bootstrap is re-opened")
+	PhaseRegression         = define("phase_regression", KindConflict, "the node's phase changed while this report was recorded; report again")
+	PhaseNotForThisNode     = define("phase_not_for_this_node", KindForbidden, "only the cluster's initial node reports this phase")
+	NodeNotReady            = define("node_not_ready", KindConflict, "only a node that finished its bootstrap renews its certificates")
+	IdentityNotStored       = define("identity_not_stored", KindConflict, "k8sapi holds no certificate of this identity for this node; an operator may re-open its bootstrap")
+	ProofOfPossessionFailed = define("proof_of_possession_failed", KindForbidden, "a request is not signed with the key of the node's certificate")
+	RenewalConflict         = define("renewal_conflict", KindConflict, "the node's certificates changed while this renewal ran; renew again")
+
+	// A function that failed, as the local gateway tells it.
+	BadGateway = defineGatewayOnly("bad_gateway", KindBadGateway, "the function failed")
+)
+
+// catalogue is every Code in the order defined; define fills it.
+var catalogue []Code
+
+func define(name string, kind Kind, message string) Code {
+	return register(Code{name: name, kind: kind, message: message})
+}
+
+func defineGatewayOnly(name string, kind Kind, message string) Code {
+	return register(Code{name: name, kind: kind, message: message, gatewayOnly: true})
+}
+
+func register(c Code) Code {
+	catalogue = append(catalogue, c)
+	return c
+}
+
+// Catalogue is every code, in the order defined.
+func Catalogue() []Code { return append([]Code(nil), catalogue...) }
+
+// String is the code as the client sees it, e.g. "invalid_request".
+func (c Code) String() string { return c.name }
+
+// Kind is c's kind.
+func (c Code) Kind() Kind { return c.kind }
+
+// Message is what the client is told when the call site adds no detail.
+func (c Code) Message() string { return c.message }
+
+// Documented reports whether the API description lists c: every code a
+// function answers.
+func (c Code) Documented() bool { return !c.gatewayOnly }
+
+// New is the error of code c with its default message.
+func (c Code) New() *Error { return &Error{Code: c, Message: c.message} }
+
+// Wrap is New that keeps cause for the logs.
+func (c Code) Wrap(cause error) *Error { return c.New().WithCause(cause) }
+
+// Detail is the error of code c told with message in place of the default:
+// for what the client needs to fix or know (a field, a state).
+func (c Code) Detail(message string) *Error { return &Error{Code: c, Message: message} }
+
+// Detailf is Detail with a formatted message.
+func (c Code) Detailf(format string, args ...any) *Error {
+	return c.Detail(fmt.Sprintf(format, args...))
+}
+
+// MarshalText writes c as its name, so logs and JSON show the code, not an
+// empty object.
+func (c Code) MarshalText() ([]byte, error) { return []byte(c.name), nil }
