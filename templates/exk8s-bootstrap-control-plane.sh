@@ -7,7 +7,6 @@
 # (exk8s-progress.sh).
 set -euo pipefail
 
-CLUSTER_ENV=/etc/exk8s/config/cluster.env
 KUBELET_KUBECONFIG=/etc/exk8s/kubeconfig/kubelet.kubeconfig
 # Host-specific kubelet settings: drop-ins over the rendered config.yaml
 # (kubelet --config-dir), so no rendered file is ever edited on the host.
@@ -15,19 +14,10 @@ KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
 
 # shellcheck source=/dev/null
 . /usr/local/bin/exk8s-progress.sh
-progress_begin exk8s-bootstrap-control-plane
-
-log() { printf '%s exk8s-bootstrap: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
-die() { log "FATAL: $*"; exit 1; }
+progress_begin exk8s-bootstrap-control-plane exk8s-bootstrap
 
 step "reading ${CLUSTER_ENV}"
-[[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
-set -a
-# shellcheck source=/dev/null
-. "$CLUSTER_ENV"
-set +a
-: "${NODE_NAME:?NODE_NAME missing from cluster.env}"
-: "${CNI:?CNI missing from cluster.env}"
+load_cluster_env NODE_NAME CNI
 
 for bin in containerd etcd kubelet kubectl; do
   command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
@@ -63,7 +53,7 @@ step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:
 # every control-plane node starts its member at about the same time.
 systemctl restart --no-block etcd
-progress_report etcd_started
+progress_report {{ phase "etcd_started" }}
 
 # Pods must never reach IMDS (it hands out this VM's credentials): the
 # guard's nftables rule is in place before the kubelet starts any pod, and
@@ -82,7 +72,7 @@ fi
 step "starting the kubelet"
 systemctl restart kubelet
 log "started etcd and kubelet on ${NODE_NAME}"
-progress_report kubelet_started
+progress_report {{ phase "kubelet_started" }}
 
 # The node's own API server, over loopback (its serving cert names
 # 127.0.0.1); /readyz is open to any authenticated identity, the kubelet's
@@ -90,7 +80,7 @@ progress_report kubelet_started
 local_readyz() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --server https://127.0.0.1:6443 get --raw=/readyz >/dev/null 2>&1; }
 step "waiting for the local API server"
 retry 120 5 local_readyz || die "the local API server is not ready after 10 minutes"
-progress_report apiserver_ready
+progress_report {{ phase "apiserver_ready" }}
 
 if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
   step "installing the cluster addons"
@@ -100,4 +90,4 @@ step "starting certificate renewal"
 # Daily from now on; k8sapi renews only a ready node.
 systemctl enable --now exk8s-renew-certificates.timer
 log "bootstrap of ${NODE_NAME} finished"
-progress_report ready
+progress_report {{ phase "ready" }}

@@ -7,34 +7,22 @@
 # (exk8s-pod-network.service), and helm is never needed.
 set -euo pipefail
 
-CLUSTER_ENV=/etc/exk8s/config/cluster.env
 MANIFESTS=/etc/exk8s/manifests
 
 # shellcheck source=/dev/null
 . /usr/local/bin/exk8s-progress.sh
-progress_begin exk8s-install-cluster-addons
-
-log() { printf '%s exk8s-addons: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
-die() { log "FATAL: $*"; exit 1; }
+progress_begin exk8s-install-cluster-addons exk8s-addons
 
 step "reading ${CLUSTER_ENV}"
-[[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
-set -a
-# shellcheck source=/dev/null
-. "$CLUSTER_ENV"
-set +a
+load_cluster_env
 
 if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" != "true" ]]; then
   log "not the initial control-plane node; nothing to do"
   exit 0
 fi
-: "${CNI:?CNI missing from cluster.env}"
-: "${ETCD_INITIAL_CLUSTER:?ETCD_INITIAL_CLUSTER missing from cluster.env}"
+require_env CNI ETCD_INITIAL_CLUSTER
 case "$CNI" in
-  cilium)
-    : "${CILIUM_CHART:?CILIUM_CHART missing from cluster.env}"
-    : "${CILIUM_VERSION:?CILIUM_VERSION missing from cluster.env}"
-    ;;
+  cilium) require_env CILIUM_CHART CILIUM_VERSION ;;
   bridge) ;;
   *) die "unknown CNI ${CNI} in cluster.env" ;;
 esac
@@ -99,4 +87,4 @@ step "labelling the control-plane nodes"
 label_control_planes
 kubectl -n kube-system rollout status deployment/coredns --timeout=10m
 log "addons installed"
-progress_report addons_installed
+progress_report {{ phase "addons_installed" }}

@@ -15,6 +15,10 @@
 # the NAT rule is added only when missing.
 set -euo pipefail
 
+# shellcheck source=/dev/null
+. "${EXK8S_ROOT:-}/usr/local/bin/exk8s-progress.sh"
+log_as exk8s-pod-network
+
 POD_CIDR={{ shq .PodCIDR }}
 NODE_POD_SUBNET={{ shq .NodeSubnet }}
 # Pairs of <pod subnet> <private IPv4>, one for every other control-plane node.
@@ -25,8 +29,6 @@ PEER_ROUTES=(
 )
 MASQUERADE_RULE=(-s "$NODE_POD_SUBNET" ! -d "$POD_CIDR"
   -m comment --comment "exk8s: pod traffic leaving the pod CIDR" -j MASQUERADE)
-
-log() { printf '%s exk8s-pod-network: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 
 route_peers() {
   local i

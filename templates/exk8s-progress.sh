@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# exk8s-progress.sh: tells k8sapi how this node's bootstrap is going.
+# exk8s-progress.sh: the VM's shell library, which tells k8sapi how this
+# node's bootstrap is going.
 #
 #   exk8s-progress.sh PHASE [MESSAGE]    report one phase by hand (exits
 #                                        non-zero if k8sapi did not take it)
 #   . exk8s-progress.sh                  in the bootstrap scripts, then:
-#     progress_begin NAME                log to /var/log/exk8s/NAME.log too,
-#                                        and if the script fails, report
-#                                        failed with its step and the tail
-#                                        of that log
+#     progress_begin NAME [TAG]          log to /var/log/exk8s/NAME.log too
+#                                        (lines tagged TAG), and if the
+#                                        script fails, report failed with
+#                                        its step and the tail of that log
 #     step TEXT                          name what the script does next
 #     progress_report PHASE [MESSAGE]    report a phase it has passed
+#     log TEXT; die TEXT; log_as TAG     say something; say it and exit 1;
+#                                        tag the lines TAG
 #     retry ATTEMPTS DELAY CMD...        run CMD until it succeeds
+#     load_cluster_env [NAME...]         read cluster.env, NAMEs required
+#     write_file PATH MODE CMD...        CMD's output into PATH, atomically
+#     remove_at_exit PATH...             remove PATHs when the script exits
+#     and below: require_env, apt_install, call, vm_settings,
+#     imds_session, imds_identity, vm_proofs, k8sapi_call
 #
 # A report proves who this VM is the way the bundle fetch did (an IMDS
 # session token and the VM's access token, fresh for every report, since a
@@ -19,19 +27,43 @@
 # the node stops. Where to report: EXK8S_BOOTSTRAP_BASE_URL and
 # EXC_IMDS_BASE_URL, exported by the userdata shim, else the progress.env
 # it writes (so a script run again by hand reports too). EXK8S_ROOT, as for
-# the shim, prefixes the paths this file writes and reads (tests only).
-
-PROGRESS_ENV="${EXK8S_ROOT:-}/etc/exk8s/config/progress.env"
-PROGRESS_LOG_DIR="${EXK8S_ROOT:-}/var/log/exk8s"
+# the shim, prefixes the paths this file writes and reads (tests only) but
+# cluster.env's, which only the scripts on the host read.
+#
+# This is the only definition of these functions: the userdata shim, which
+# runs before the bundle exists, carries the same text, rendered in. Routes,
+# phases, paths and the time each kind of call may take are rendered from
+# internal/bundle's tables (shell.go).
+{{- define "exk8s-progress-lib" }}
+# --- the exk8s shell library (templates/exk8s-progress.sh) ---
+ROOT="${EXK8S_ROOT:-}"
+ROOT="${ROOT%/}"
+CLUSTER_ENV={{ shq .ClusterEnv }}
+PROGRESS_ENV="${ROOT}"{{ shq .ProgressEnv }}
+PROGRESS_LOG_DIR="${ROOT}"{{ shq .LogDir }}
+IMDS_DEFAULT_BASE_URL={{ shq .IMDSBaseURL }}
+# Enough of a failure's output to see why, well inside k8sapi's limit on a
+# message even if every byte had to be replaced by U+FFFD.
+PROGRESS_TAIL_LINES={{ .FailureTailLines }}
+PROGRESS_TAIL_BYTES={{ .FailureTailBytes }}
 PROGRESS_STEP="starting"
-# Enough of a failure's output to see why, well inside k8sapi's 4096-byte
-# limit on a message even if every byte had to be replaced by U+FFFD.
-PROGRESS_TAIL_LINES=20
-PROGRESS_TAIL_BYTES=1200
+PROGRESS_CLEANUP=()
+LOG_TAG=exk8s-progress
 
-progress_log() { printf '%s exk8s-progress: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+# log TEXT: one line of the script's log, on stderr.
+log() { printf '%s %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$LOG_TAG" "$*" >&2; }
 
-# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
+# log_as TAG: the script's name in its log lines.
+log_as() { LOG_TAG=$1; }
+
+# die TEXT: log TEXT as fatal and exit 1.
+die() {
+  log "FATAL: $*"
+  exit 1
+}
+
+# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out,
+# DELAY seconds after each failure. One attempt is CMD, run once.
 retry() {
   local attempts=$1 delay=$2 i
   shift 2
@@ -39,8 +71,10 @@ retry() {
     if "$@"; then
       return 0
     fi
-    progress_log "attempt ${i}/${attempts} failed: $*"
-    sleep "$delay"
+    if ((attempts > 1)); then
+      log "attempt ${i}/${attempts} failed: $*"
+      sleep "$delay"
+    fi
   done
   return 1
 }
@@ -48,48 +82,157 @@ retry() {
 # step TEXT: what the script does next; a failure report names it.
 step() {
   PROGRESS_STEP="$*"
-  progress_log "step: $*"
+  log "step: $*"
 }
 
-# progress_get OUT URL [CURL ARGS...]: one request, retried briefly on what
-# is worth retrying (no answer, 408, 429, 5xx); headers come from files so
-# no token shows up in the process list.
-progress_get() {
-  local out=$1 url=$2
+# remove_at_exit PATH...: removed when the script exits (progress_begin's
+# EXIT trap).
+remove_at_exit() { PROGRESS_CLEANUP+=("$@"); }
+
+# write_file PATH MODE CMD...: CMD's output, written to PATH with MODE
+# atomically: into a new file beside it, renamed over it once whole. Each
+# step checks its own result, so it may run as a condition.
+write_file() {
+  local dest=$1 mode=$2 tmp
   shift 2
-  curl -fsS --connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused "$@" -o "$out" "$url"
+  mkdir -p "$(dirname "$dest")" || return 1
+  tmp="$(mktemp "${dest}.XXXXXX")" || return 1
+  if "$@" >"$tmp" && chmod "$mode" "$tmp" && mv -f "$tmp" "$dest"; then
+    return 0
+  fi
+  rm -f "$tmp"
+  return 1
 }
 
-# progress_credentials WORK: this VM's proofs for k8sapi's VM routes, fresh
-# from IMDS: curl header files WORK/imds.header and WORK/auth.header, the
-# VM's id in WORK/node, k8sapi's base URL in WORK/base and the protocols
-# curl may use towards it in WORK/proto (also used by
-# exk8s-renew-certificates.sh). Each step checks its own result: callers
-# run it as a condition, where set -e does not apply.
-progress_credentials() {
-  local work=$1 imds base proto node
-  # What the environment says wins; progress.env fills in the rest.
-  imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
+# load_cluster_env [NAME...]: the cluster's facts (cluster.env), exported;
+# dies unless each NAME is set.
+load_cluster_env() {
+  [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
+  set -a
+  # shellcheck source=/dev/null
+  . "$CLUSTER_ENV"
+  set +a
+  require_env "$@"
+}
+
+# require_env NAME...: dies unless each NAME is set.
+require_env() {
+  local name
+  for name in "$@"; do
+    [[ -n "${!name:-}" ]] || die "${name} missing from cluster.env"
+  done
+}
+
+# apt_install PACKAGE...: PACKAGEs from the host's package mirror.
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  retry 5 10 apt-get update -y || die "apt-get update failed"
+  retry 5 10 apt-get install -y "$@" || die "apt-get install $* failed"
+}
+
+# call KIND OUT URL [CURL ARGS...]: URL's answer into OUT, within the limits
+# of KIND, tried again as KIND says (internal/bundle's table of calls).
+# Headers come from files (-H @FILE), so no token ever shows up in the
+# process list.
+call() {
+  local kind=$1 out=$2 url=$3 attempts interval
+  local -a limits
+  shift 3
+  case "$kind" in
+{{- range .Calls }}
+    {{ .Kind }}) attempts={{ .Attempts }} interval={{ .Interval }} limits=({{ .CurlArgs }}) ;;
+{{- end }}
+    *)
+      log "no kind of call ${kind}"
+      return 2
+      ;;
+  esac
+  retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "$url"
+}
+
+# vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL and
+# K8SAPI_PROTO, the protocols curl may use towards k8sapi (https only,
+# redirects included, unless the shim was rendered for a local run). What
+# the environment says wins (EXC_IMDS_BASE_URL, EXK8S_BOOTSTRAP_BASE_URL,
+# EXK8S_CURL_PROTO); progress.env fills in the rest, leaving the
+# environment as it is.
+vm_settings() {
+  local imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
+  local EXC_IMDS_BASE_URL="" EXK8S_BOOTSTRAP_BASE_URL="" EXK8S_CURL_PROTO=""
   if [[ -r "$PROGRESS_ENV" ]]; then
     # shellcheck source=/dev/null
-    . "$PROGRESS_ENV"
+    . "$PROGRESS_ENV" || return 1
   fi
-  imds="${imds:-${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}}"
-  base="${base:-${EXK8S_BOOTSTRAP_BASE_URL:-}}"
-  # k8sapi over https only (redirects included), unless the shim was
-  # rendered for a local run (its EXK8S_CURL_PROTO, exported and saved).
-  proto="${proto:-${EXK8S_CURL_PROTO:-=https}}"
-  [[ -n "$base" ]] || { progress_log "no EXK8S_BOOTSTRAP_BASE_URL and no ${PROGRESS_ENV}"; return 1; }
-  progress_get "$work/imds-token" "${imds}/token" || return 1
+  IMDS_BASE_URL="${imds:-${EXC_IMDS_BASE_URL:-$IMDS_DEFAULT_BASE_URL}}"
+  K8SAPI_BASE_URL="${base:-$EXK8S_BOOTSTRAP_BASE_URL}"
+  K8SAPI_BASE_URL="${K8SAPI_BASE_URL%/}"
+  K8SAPI_PROTO="${proto:-${EXK8S_CURL_PROTO:-=https}}"
+}
+
+# save_vm_settings: vm_settings into progress.env, for the scripts.
+save_vm_settings() {
+  write_file "$PROGRESS_ENV" 0600 printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' \
+    "$IMDS_BASE_URL" "$K8SAPI_BASE_URL" "$K8SAPI_PROTO"
+}
+
+# imds_session WORK KIND: an IMDS session token (a KIND call), as curl's
+# header file WORK/imds.header. As the two below, each step checks its own
+# result: callers run them as conditions, where set -e does not apply.
+imds_session() {
+  local work=$1 kind=$2
+  call "$kind" "$work/imds-token" "${IMDS_BASE_URL}/token" || return 1
+  [[ -s "$work/imds-token" ]] || { log "IMDS returned an empty session token"; return 1; }
   printf 'X-exc-imds-token: %s\n' "$(cat "$work/imds-token")" >"$work/imds.header"
-  progress_get "$work/identity.json" "${imds}/latest/identity/node-identity" -H "@$work/imds.header" || return 1
+}
+
+# imds_identity WORK KIND: with the session, this VM's id in WORK/node and
+# its access token as curl's header file WORK/auth.header (KIND calls).
+imds_identity() {
+  local work=$1 kind=$2 node token
+  call "$kind" "$work/identity.json" "${IMDS_BASE_URL}/latest/identity/node-identity" -H "@$work/imds.header" || return 1
   node="$(jq -r '.node_id // empty' "$work/identity.json")"
-  [[ "$node" =~ ^[1-9][0-9]*$ ]] || { progress_log "IMDS returned no usable node_id"; return 1; }
-  progress_get "$work/access.json" "${imds}/latest/identity/access-token" -H "@$work/imds.header" || return 1
-  printf 'Authorization: Bearer %s\n' "$(jq -r '.access_token // empty' "$work/access.json")" >"$work/auth.header"
+  [[ "$node" =~ ^[1-9][0-9]*$ ]] || { log "IMDS returned no usable node_id"; return 1; }
+  call "$kind" "$work/access.json" "${IMDS_BASE_URL}/latest/identity/access-token" -H "@$work/imds.header" || return 1
+  token="$(jq -r '.access_token // empty' "$work/access.json")"
+  [[ -n "$token" ]] || { log "IMDS returned no access token"; return 1; }
+  printf 'Authorization: Bearer %s\n' "$token" >"$work/auth.header" || return 1
   printf '%s\n' "$node" >"$work/node"
-  printf '%s\n' "${base%/}" >"$work/base"
-  printf '%s\n' "$proto" >"$work/proto"
+}
+
+# vm_proofs WORK: where this VM's calls go (vm_settings) and its proofs for
+# k8sapi's VM routes into WORK, fresh from IMDS (briefly, as for a report);
+# none for a k8sapi curl may not reach.
+vm_proofs() {
+  vm_settings || return 1
+  [[ -n "$K8SAPI_BASE_URL" ]] || { log "no EXK8S_BOOTSTRAP_BASE_URL and no ${PROGRESS_ENV}"; return 1; }
+  if [[ "$K8SAPI_PROTO" == "=https" && "$K8SAPI_BASE_URL" != https://* ]]; then
+    log "k8sapi is reached over https only, not at ${K8SAPI_BASE_URL}"
+    return 1
+  fi
+  imds_session "$1" report && imds_identity "$1" report
+}
+
+# k8sapi_path ROUTE VM_ID: the path of one of k8sapi's VM routes.
+k8sapi_path() {
+  local path
+  case "$1" in
+{{- range .Routes }}
+    {{ .Name }}) path={{ shq .Path }} ;;
+{{- end }}
+    *) return 1 ;;
+  esac
+  printf '%s' "${path/"{vm_id}"/$2}"
+}
+
+# k8sapi_call KIND ROUTE WORK OUT [CURL ARGS...]: a KIND call to k8sapi's
+# ROUTE for this VM, with the proofs in WORK, over the protocols k8sapi may
+# be reached by; the answer in OUT.
+k8sapi_call() {
+  local kind=$1 route=$2 work=$3 out=$4 path
+  shift 4
+  path="$(k8sapi_path "$route" "$(cat "$work/node")")" || { log "k8sapi has no VM route ${route}"; return 1; }
+  call "$kind" "$out" "${K8SAPI_BASE_URL}${path}" --proto "$K8SAPI_PROTO" --proto-redir "$K8SAPI_PROTO" \
+    -H "@$work/imds.header" -H "@$work/auth.header" "$@"
 }
 
 # progress_send PHASE MESSAGE: the report itself, run in a subshell.
@@ -97,19 +240,17 @@ progress_send() {
   # work is not local: the subshell's EXIT trap reads it once this returns.
   work="$(mktemp -d)" || return 1
   trap 'rm -rf "$work"' EXIT
-  progress_credentials "$work" || return 1
+  vm_proofs "$work" || return 1
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
-  progress_get /dev/null "$(cat "$work/base")/bootstrap/control-plane/$(cat "$work/node")/status" -X POST \
-    --proto "$(cat "$work/proto")" --proto-redir "$(cat "$work/proto")" \
-    -H "@$work/imds.header" -H "@$work/auth.header" -H 'Content-Type: application/json' --data-binary "@$work/status.json"
+  k8sapi_call report status "$work" /dev/null -X POST -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 
 # progress_report PHASE [MESSAGE]: report PHASE; never fails.
 progress_report() {
   if (progress_send "$1" "${2:-}"); then
-    progress_log "reported ${1}"
+    log "reported ${1}"
   else
-    progress_log "could not report ${1}; the bootstrap goes on"
+    log "could not report ${1}; the bootstrap goes on"
   fi
   return 0
 }
@@ -143,15 +284,19 @@ progress_exit() {
   trap - EXIT
   if (($1 != 0)); then
     progress_drain_log
-    progress_report failed "$(progress_failure "$1")"
+    progress_report {{ .Failed }} "$(progress_failure "$1")"
   fi
+  rm -rf "${PROGRESS_CLEANUP[@]}" || true
   exit "$1"
 }
 
-# progress_begin NAME: see the top of this file.
+# progress_begin NAME [TAG]: see the top of exk8s-progress.sh.
 progress_begin() {
   PROGRESS_NAME=$1
   PROGRESS_LOG="${PROGRESS_LOG_DIR}/${1}.log"
+  if (($# > 1)); then
+    log_as "$2"
+  fi
   mkdir -p "$PROGRESS_LOG_DIR"
   exec {PROGRESS_STDOUT}>&1 {PROGRESS_STDERR}>&2
   exec > >(tee -a "$PROGRESS_LOG") 2>&1
@@ -160,6 +305,9 @@ progress_begin() {
   trap 'PROGRESS_FAILED_COMMAND=$BASH_COMMAND' ERR
   trap 'progress_exit $?' EXIT
 }
+# --- end of the exk8s shell library ---
+{{- end }}
+{{ template "exk8s-progress-lib" shellLib }}
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -uo pipefail

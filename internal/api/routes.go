@@ -40,8 +40,8 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}/nodes/{vm_id}/bootstrap", (*Server).nodeBootstrap, vmlimit.Budget{}},
 	{"ClustersFunction", http.MethodPost, "/clusters/{id}/nodes/{vm_id}/rebootstrap", (*Server).rebootstrap, vmlimit.Budget{}},
 	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle, fetchBudget},
-	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/status", (*Server).reportStatus, statusBudget},
-	{"GetBundleFunction", http.MethodPost, bundle.PathTemplate + "/renew", (*Server).renewCertificates, renewBudget},
+	{"GetBundleFunction", http.MethodPost, bundle.StatusPathTemplate, (*Server).reportStatus, statusBudget},
+	{"GetBundleFunction", http.MethodPost, bundle.RenewPathTemplate, (*Server).renewCertificates, renewBudget},
 }
 
 // budgets maps each route pattern ("METHOD /path", as http.ServeMux

@@ -11,7 +11,8 @@
 // caller mints identities and passes PEMs in, so a fixed input renders to the
 // same bytes every time (the golden tests rely on it). Templates live in the
 // repository's templates/ directory, are embedded, and are parsed once by
-// NewRenderer with missingkey=error and a three-function FuncMap.
+// NewRenderer with missingkey=error and a small FuncMap: escapers, the
+// VM's shell library's data and the check of a reported phase (shell.go).
 //
 // The files come from an explicit, ordered list of parts (parts.go), one per
 // component, each returning the specs of its files: output path, template,

@@ -10,15 +10,18 @@ import (
 )
 
 // fakeVM is what a VM's shim and scripts talk to: IMDS (at /imds) and
-// k8sapi's two VM routes (at /api), for VM 102 with fixed credentials. It
-// records every status report and answers them from statuses, in turn
-// (204 once they run out).
+// k8sapi's VM routes (at /api, by the paths the shell library is rendered
+// from), for VM 102 with fixed credentials. It records every status report
+// and answers them from statuses, in turn (204 once they run out), and
+// answers a renewal with renewal (404 while it is nil).
 type fakeVM struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	reports  []vmReport
 	statuses []int
 	fetches  int // bundle fetches answered
+	renewal  []byte
+	csrs     map[string]string // the last renewal's requests
 }
 
 type vmReport struct {
@@ -53,7 +56,7 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	// k8sapi's routes also want the VM's access token, for VM 102 only.
 	proven := func(next http.HandlerFunc) http.HandlerFunc {
 		return imds(func(w http.ResponseWriter, req *http.Request) {
-			if req.Header.Get("Authorization") != "Bearer principal-token" || req.PathValue("vm") != "102" {
+			if req.Header.Get("Authorization") != "Bearer principal-token" || req.PathValue("vm_id") != "102" {
 				http.Error(w, "forbidden", http.StatusForbidden)
 				return
 			}
@@ -67,14 +70,15 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("GET /imds/latest/identity/access-token", imds(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"access_token": "principal-token"}`))
 	}))
-	mux.HandleFunc("GET /api/bootstrap/control-plane/{vm}", proven(func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /api"+PathTemplate, proven(func(w http.ResponseWriter, _ *http.Request) {
 		vm.mu.Lock()
 		vm.fetches++
 		vm.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(bundleBody)
 	}))
-	mux.HandleFunc("POST /api/bootstrap/control-plane/{vm}/status", proven(vm.status))
+	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.status))
+	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
 	vm.srv = httptest.NewServer(mux)
 	t.Cleanup(vm.srv.Close)
 	return vm
@@ -94,6 +98,25 @@ func (vm *fakeVM) status(w http.ResponseWriter, req *http.Request) {
 		code, vm.statuses = vm.statuses[0], vm.statuses[1:]
 	}
 	w.WriteHeader(code)
+}
+
+func (vm *fakeVM) renew(w http.ResponseWriter, req *http.Request) {
+	var r struct {
+		CSRs map[string]string `json:"csrs"`
+	}
+	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
+		http.Error(w, "bad renewal", http.StatusBadRequest)
+		return
+	}
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.csrs = r.CSRs
+	if vm.renewal == nil {
+		http.NotFound(w, req)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(vm.renewal)
 }
 
 // env is what the shim and scripts are told of the fake services.

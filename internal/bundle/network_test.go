@@ -192,13 +192,14 @@ esac
 }
 
 // runPodNetwork runs a node's exk8s-pod-network.sh with the fakes first on
-// PATH and returns what they were asked, by this run only.
+// PATH and EXK8S_ROOT at dir/root (where the shell library is), and returns
+// what the fakes were asked, by this run only.
 func runPodNetwork(t *testing.T, dir, script string) []string {
 	t.Helper()
 	log := filepath.Join(dir, "calls")
 	_ = os.Remove(log)
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"),
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "EXK8S_ROOT="+filepath.Join(dir, "root"),
 		"FAKE_LOG="+log, "FAKE_RULES="+filepath.Join(dir, "rules"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", script, err, out)
@@ -242,6 +243,14 @@ func TestPodNetworkScript(t *testing.T) {
 		}
 		script := filepath.Join(dir, "exk8s-pod-network.sh")
 		if err := os.WriteFile(script, []byte(mustFile(t, b, "/usr/local/bin/exk8s-pod-network.sh")), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The script sources the shell library from EXK8S_ROOT.
+		lib := filepath.Join(dir, "root/usr/local/bin/exk8s-progress.sh")
+		if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(lib, []byte(mustFile(t, b, "/usr/local/bin/exk8s-progress.sh")), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		for i, want := range tc.runs {

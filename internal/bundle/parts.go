@@ -205,8 +205,9 @@ func addonPart(v *view) []fileSpec {
 	}
 }
 
-// scriptPart writes the three bootstrap scripts and exk8s-progress.sh, which
-// they source to report their phases to k8sapi.
+// scriptPart writes the three bootstrap scripts and exk8s-progress.sh, the
+// VM's shell library, which every script of the bundle sources (to report
+// its phases to k8sapi, among others; shell.go).
 func scriptPart(v *view) []fileSpec {
 	var out []fileSpec
 	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-control-plane.sh", "exk8s-install-cluster-addons.sh", "exk8s-progress.sh"} {

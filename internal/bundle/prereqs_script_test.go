@@ -126,8 +126,8 @@ func tarGz(t *testing.T, prefix string, names ...string) []byte {
 // runPrereqs renders node 101's bundle from a, writes its cluster.env,
 // manifest, progress library and prereqs script into a folder, sources the
 // script (which then only defines its functions), points its paths into
-// the folder, reads cluster.env and runs calls. It returns the folder and
-// the output.
+// the folder, reads cluster.env (load_facts) and runs calls. It returns
+// the folder and the output.
 func runPrereqs(t *testing.T, a Artifacts, calls string) (string, string, error) {
 	t.Helper()
 	requireTools(t, "bash", "curl", "sha256sum", "tar", "install", "awk")
@@ -152,7 +152,7 @@ func runPrereqs(t *testing.T, a Artifacts, calls string) (string, string, error)
 . "$1/prereqs.sh"
 CLUSTER_ENV="$1/cluster.env" ARTIFACT_MANIFEST="$1/artifacts.sha256" BIN_DIR="$1/bin"
 mkdir -p "$BIN_DIR"
-load_cluster_env
+load_facts
 ` + calls
 	cmd := exec.Command("bash", "-c", driver, "driver", dir)
 	cmd.Env = append(os.Environ(), "EXK8S_ROOT="+filepath.Join(dir, "root"))

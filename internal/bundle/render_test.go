@@ -78,15 +78,21 @@ func TestUserdataRejectsBadURL(t *testing.T) {
 	}
 }
 
-// The shim fetches from the route PathTemplate names, the VM's id in place
-// of {vm_id}.
-func TestUserdataFetchesFromTheBundleRoute(t *testing.T) {
+// The shell library calls k8sapi's VM routes by the paths of VMRoutes, the
+// VM's id in place of {vm_id} (the shim and the scripts against the fake
+// VM, which serves the same table, show it works).
+func TestShellLibraryCallsTheVMRoutes(t *testing.T) {
 	out, err := newTestRenderer(t).Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.example"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `"${BOOTSTRAP_BASE_URL}` + strings.Replace(PathTemplate, "{vm_id}", "${NODE_ID}", 1) + `"`; !strings.Contains(out, want) {
-		t.Errorf("the shim does not fetch %s", want)
+	for _, r := range VMRoutes() {
+		if want := "    " + r.Name + ") path=" + shellQuote(r.Path) + " ;;\n"; !strings.Contains(out, want) {
+			t.Errorf("the shell library does not know the route %s as %q", r.Name, want)
+		}
+	}
+	if !strings.Contains(out, `printf '%s' "${path/"{vm_id}"/$2}"`) {
+		t.Error("the shell library does not put the VM's id in place of {vm_id}")
 	}
 }
 

@@ -85,12 +85,16 @@ type Renderer struct {
 	tmpl *template.Template
 }
 
-// funcs is the renderer's FuncMap: escapers only.
+// funcs is the renderer's FuncMap: escapers, the shell library's data
+// (shellLib, shell.go) and the check that a script reports a phase k8sapi
+// knows (phase).
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"shq":  shellQuote,
-		"b64":  base64Encode,
-		"json": jsonEncode,
+		"shq":      shellQuote,
+		"b64":      base64Encode,
+		"json":     jsonEncode,
+		"shellLib": newShellLib,
+		"phase":    reportedPhase,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"text/template/parse"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -603,7 +604,7 @@ func TestReferencedPathsExist(t *testing.T) {
 	b := bundles[101]
 	re := regexp.MustCompile(`/etc/exk8s/[a-z0-9./-]+\.(pem|kubeconfig|env|yaml|sha256)`)
 	// The shim writes it beside the bundle: where this VM reports its phases.
-	byShim := map[string]bool{"/etc/exk8s/config/progress.env": true}
+	byShim := map[string]bool{progressEnv: true}
 	for _, f := range b.Files {
 		for _, ref := range re.FindAllString(f.Content, -1) {
 			if _, ok := b.File(ref); !ok && !byShim[ref] {
@@ -633,12 +634,43 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			}
 		}
 	}
+	// A template another one includes ({{ template "name" }}) is used too.
+	for name := range used {
+		markIncluded(r.tmpl.Lookup(name).Tree.Root, r, used)
+	}
 	for _, tmpl := range r.tmpl.Templates() {
 		if tmpl.Name() != "bundle" && !used[tmpl.Name()] {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 30 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
+	if len(used) != 31 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
+	}
+}
+
+// markIncluded marks used every template node includes, and what those
+// include in turn.
+func markIncluded(node parse.Node, r *Renderer, used map[string]bool) {
+	switch n := node.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				markIncluded(c, r, used)
+			}
+		}
+	case *parse.IfNode:
+		markIncluded(n.List, r, used)
+		markIncluded(n.ElseList, r, used)
+	case *parse.RangeNode:
+		markIncluded(n.List, r, used)
+		markIncluded(n.ElseList, r, used)
+	case *parse.WithNode:
+		markIncluded(n.List, r, used)
+		markIncluded(n.ElseList, r, used)
+	case *parse.TemplateNode:
+		if !used[n.Name] {
+			used[n.Name] = true
+			markIncluded(r.tmpl.Lookup(n.Name).Tree.Root, r, used)
+		}
 	}
 }

@@ -3,9 +3,11 @@
 # passes it to the VM as userdata. It proves who this VM is (IMDS session
 # token + access token), fetches this node's bundle, writes every file with
 # the mode the bundle names, and hands over to the bundle's scripts. If a
-# step fails once it holds the VM's credentials, it reports failed to k8sapi
-# with the step and the tail of its log (the scripts report their own
-# phases); a report is retried briefly and never changes how the shim ends.
+# step fails, it reports failed to k8sapi with the step and the tail of its
+# log (the scripts report their own phases); a report proves who the VM is
+# afresh, is retried briefly and never changes how the shim ends. The shell
+# library below is exk8s-progress.sh's, rendered in: the bundle, which
+# brings that file, does not exist yet.
 #
 # Knobs (production leaves them unset):
 #   EXC_IMDS_BASE_URL         IMDS endpoint (default http://imdsapi.excloud.in)
@@ -15,42 +17,35 @@
 set -euo pipefail
 umask 077
 
+# --- the exk8s shell library (templates/exk8s-progress.sh) ---
 ROOT="${EXK8S_ROOT:-}"
 ROOT="${ROOT%/}"
-LOG_DIR="${ROOT}/var/log/exk8s"
-mkdir -p "$LOG_DIR"
-LOG_FILE="${LOG_DIR}/bootstrap-userdata.log"
-exec > >(tee -a "$LOG_FILE") 2>&1
+CLUSTER_ENV='/etc/exk8s/config/cluster.env'
+PROGRESS_ENV="${ROOT}"'/etc/exk8s/config/progress.env'
+PROGRESS_LOG_DIR="${ROOT}"'/var/log/exk8s'
+IMDS_DEFAULT_BASE_URL='http://imdsapi.excloud.in'
+# Enough of a failure's output to see why, well inside k8sapi's limit on a
+# message even if every byte had to be replaced by U+FFFD.
+PROGRESS_TAIL_LINES=20
+PROGRESS_TAIL_BYTES=1200
+PROGRESS_STEP="starting"
+PROGRESS_CLEANUP=()
+LOG_TAG=exk8s-progress
 
-IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
-DEFAULT_BOOTSTRAP_BASE_URL='https://k8sapi.excloud.in'
-BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
-BOOTSTRAP_BASE_URL="${BOOTSTRAP_BASE_URL%/}"
-# k8sapi hands out keys: its calls go over https only, redirects included,
-# whatever EXK8S_BOOTSTRAP_BASE_URL says. Only a shim rendered for a local
-# run (an http base URL, which k8sapi refuses outside LOCAL_RUN) allows http.
-K8SAPI_PROTO="=https"
-if [[ "$DEFAULT_BOOTSTRAP_BASE_URL" == http://* ]]; then
-  K8SAPI_PROTO="=http,https"
-elif [[ "$BOOTSTRAP_BASE_URL" != https://* ]]; then
-  # Said at once, not retried for ten minutes: curl would refuse it anyway.
-  printf 'exk8s-userdata: FATAL: the k8sapi base URL must be https, got %s\n' "$BOOTSTRAP_BASE_URL" >&2
+# log TEXT: one line of the script's log, on stderr.
+log() { printf '%s %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$LOG_TAG" "$*" >&2; }
+
+# log_as TAG: the script's name in its log lines.
+log_as() { LOG_TAG=$1; }
+
+# die TEXT: log TEXT as fatal and exit 1.
+die() {
+  log "FATAL: $*"
   exit 1
-fi
-# The bundle's scripts report their phases to the same places, the same way.
-export EXC_IMDS_BASE_URL="$IMDS_BASE_URL" EXK8S_BOOTSTRAP_BASE_URL="$BOOTSTRAP_BASE_URL" EXK8S_CURL_PROTO="$K8SAPI_PROTO"
-
-log() { printf '%s exk8s-userdata: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
-die() { log "FATAL: $*"; exit 1; }
-
-# step TEXT: what the shim does next; a failure report names it.
-STEP="starting"
-step() {
-  STEP="$*"
-  log "$*"
 }
 
-# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out.
+# retry ATTEMPTS DELAY CMD...: run CMD until it succeeds or attempts run out,
+# DELAY seconds after each failure. One attempt is CMD, run once.
 retry() {
   local attempts=$1 delay=$2 i
   shift 2
@@ -58,79 +53,287 @@ retry() {
     if "$@"; then
       return 0
     fi
-    log "attempt ${i}/${attempts} failed: $*"
-    sleep "$delay"
+    if ((attempts > 1)); then
+      log "attempt ${i}/${attempts} failed: $*"
+      sleep "$delay"
+    fi
   done
   return 1
 }
 
-# get OUT URL [CURL ARGS...]: download URL into OUT; headers come from files
-# (-H @file) so no token ever shows up in the process list.
-get() {
-  local out=$1 url=$2
-  shift 2
-  curl -fsS --connect-timeout 5 --max-time 60 "$@" -o "$out" "$url"
+# step TEXT: what the script does next; a failure report names it.
+step() {
+  PROGRESS_STEP="$*"
+  log "step: $*"
 }
+
+# remove_at_exit PATH...: removed when the script exits (progress_begin's
+# EXIT trap).
+remove_at_exit() { PROGRESS_CLEANUP+=("$@"); }
+
+# write_file PATH MODE CMD...: CMD's output, written to PATH with MODE
+# atomically: into a new file beside it, renamed over it once whole. Each
+# step checks its own result, so it may run as a condition.
+write_file() {
+  local dest=$1 mode=$2 tmp
+  shift 2
+  mkdir -p "$(dirname "$dest")" || return 1
+  tmp="$(mktemp "${dest}.XXXXXX")" || return 1
+  if "$@" >"$tmp" && chmod "$mode" "$tmp" && mv -f "$tmp" "$dest"; then
+    return 0
+  fi
+  rm -f "$tmp"
+  return 1
+}
+
+# load_cluster_env [NAME...]: the cluster's facts (cluster.env), exported;
+# dies unless each NAME is set.
+load_cluster_env() {
+  [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
+  set -a
+  # shellcheck source=/dev/null
+  . "$CLUSTER_ENV"
+  set +a
+  require_env "$@"
+}
+
+# require_env NAME...: dies unless each NAME is set.
+require_env() {
+  local name
+  for name in "$@"; do
+    [[ -n "${!name:-}" ]] || die "${name} missing from cluster.env"
+  done
+}
+
+# apt_install PACKAGE...: PACKAGEs from the host's package mirror.
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  retry 5 10 apt-get update -y || die "apt-get update failed"
+  retry 5 10 apt-get install -y "$@" || die "apt-get install $* failed"
+}
+
+# call KIND OUT URL [CURL ARGS...]: URL's answer into OUT, within the limits
+# of KIND, tried again as KIND says (internal/bundle's table of calls).
+# Headers come from files (-H @FILE), so no token ever shows up in the
+# process list.
+call() {
+  local kind=$1 out=$2 url=$3 attempts interval
+  local -a limits
+  shift 3
+  case "$kind" in
+    report) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused) ;;
+    renew) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 --retry-connrefused) ;;
+    boot) attempts=120 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
+    boot_identity) attempts=60 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
+    download) attempts=3 interval=5 limits=(--connect-timeout 10 --retry 5 --retry-delay 3 --retry-connrefused) ;;
+    *)
+      log "no kind of call ${kind}"
+      return 2
+      ;;
+  esac
+  retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "$url"
+}
+
+# vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL and
+# K8SAPI_PROTO, the protocols curl may use towards k8sapi (https only,
+# redirects included, unless the shim was rendered for a local run). What
+# the environment says wins (EXC_IMDS_BASE_URL, EXK8S_BOOTSTRAP_BASE_URL,
+# EXK8S_CURL_PROTO); progress.env fills in the rest, leaving the
+# environment as it is.
+vm_settings() {
+  local imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
+  local EXC_IMDS_BASE_URL="" EXK8S_BOOTSTRAP_BASE_URL="" EXK8S_CURL_PROTO=""
+  if [[ -r "$PROGRESS_ENV" ]]; then
+    # shellcheck source=/dev/null
+    . "$PROGRESS_ENV" || return 1
+  fi
+  IMDS_BASE_URL="${imds:-${EXC_IMDS_BASE_URL:-$IMDS_DEFAULT_BASE_URL}}"
+  K8SAPI_BASE_URL="${base:-$EXK8S_BOOTSTRAP_BASE_URL}"
+  K8SAPI_BASE_URL="${K8SAPI_BASE_URL%/}"
+  K8SAPI_PROTO="${proto:-${EXK8S_CURL_PROTO:-=https}}"
+}
+
+# save_vm_settings: vm_settings into progress.env, for the scripts.
+save_vm_settings() {
+  write_file "$PROGRESS_ENV" 0600 printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' \
+    "$IMDS_BASE_URL" "$K8SAPI_BASE_URL" "$K8SAPI_PROTO"
+}
+
+# imds_session WORK KIND: an IMDS session token (a KIND call), as curl's
+# header file WORK/imds.header. As the two below, each step checks its own
+# result: callers run them as conditions, where set -e does not apply.
+imds_session() {
+  local work=$1 kind=$2
+  call "$kind" "$work/imds-token" "${IMDS_BASE_URL}/token" || return 1
+  [[ -s "$work/imds-token" ]] || { log "IMDS returned an empty session token"; return 1; }
+  printf 'X-exc-imds-token: %s\n' "$(cat "$work/imds-token")" >"$work/imds.header"
+}
+
+# imds_identity WORK KIND: with the session, this VM's id in WORK/node and
+# its access token as curl's header file WORK/auth.header (KIND calls).
+imds_identity() {
+  local work=$1 kind=$2 node token
+  call "$kind" "$work/identity.json" "${IMDS_BASE_URL}/latest/identity/node-identity" -H "@$work/imds.header" || return 1
+  node="$(jq -r '.node_id // empty' "$work/identity.json")"
+  [[ "$node" =~ ^[1-9][0-9]*$ ]] || { log "IMDS returned no usable node_id"; return 1; }
+  call "$kind" "$work/access.json" "${IMDS_BASE_URL}/latest/identity/access-token" -H "@$work/imds.header" || return 1
+  token="$(jq -r '.access_token // empty' "$work/access.json")"
+  [[ -n "$token" ]] || { log "IMDS returned no access token"; return 1; }
+  printf 'Authorization: Bearer %s\n' "$token" >"$work/auth.header" || return 1
+  printf '%s\n' "$node" >"$work/node"
+}
+
+# vm_proofs WORK: where this VM's calls go (vm_settings) and its proofs for
+# k8sapi's VM routes into WORK, fresh from IMDS (briefly, as for a report);
+# none for a k8sapi curl may not reach.
+vm_proofs() {
+  vm_settings || return 1
+  [[ -n "$K8SAPI_BASE_URL" ]] || { log "no EXK8S_BOOTSTRAP_BASE_URL and no ${PROGRESS_ENV}"; return 1; }
+  if [[ "$K8SAPI_PROTO" == "=https" && "$K8SAPI_BASE_URL" != https://* ]]; then
+    log "k8sapi is reached over https only, not at ${K8SAPI_BASE_URL}"
+    return 1
+  fi
+  imds_session "$1" report && imds_identity "$1" report
+}
+
+# k8sapi_path ROUTE VM_ID: the path of one of k8sapi's VM routes.
+k8sapi_path() {
+  local path
+  case "$1" in
+    bundle) path='/bootstrap/control-plane/{vm_id}' ;;
+    status) path='/bootstrap/control-plane/{vm_id}/status' ;;
+    renew) path='/bootstrap/control-plane/{vm_id}/renew' ;;
+    *) return 1 ;;
+  esac
+  printf '%s' "${path/"{vm_id}"/$2}"
+}
+
+# k8sapi_call KIND ROUTE WORK OUT [CURL ARGS...]: a KIND call to k8sapi's
+# ROUTE for this VM, with the proofs in WORK, over the protocols k8sapi may
+# be reached by; the answer in OUT.
+k8sapi_call() {
+  local kind=$1 route=$2 work=$3 out=$4 path
+  shift 4
+  path="$(k8sapi_path "$route" "$(cat "$work/node")")" || { log "k8sapi has no VM route ${route}"; return 1; }
+  call "$kind" "$out" "${K8SAPI_BASE_URL}${path}" --proto "$K8SAPI_PROTO" --proto-redir "$K8SAPI_PROTO" \
+    -H "@$work/imds.header" -H "@$work/auth.header" "$@"
+}
+
+# progress_send PHASE MESSAGE: the report itself, run in a subshell.
+progress_send() {
+  # work is not local: the subshell's EXIT trap reads it once this returns.
+  work="$(mktemp -d)" || return 1
+  trap 'rm -rf "$work"' EXIT
+  vm_proofs "$work" || return 1
+  jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
+  k8sapi_call report status "$work" /dev/null -X POST -H 'Content-Type: application/json' --data-binary "@$work/status.json"
+}
+
+# progress_report PHASE [MESSAGE]: report PHASE; never fails.
+progress_report() {
+  if (progress_send "$1" "${2:-}"); then
+    log "reported ${1}"
+  else
+    log "could not report ${1}; the bootstrap goes on"
+  fi
+  return 0
+}
+
+# progress_failure STATUS: the failed report's message: the script, its
+# step, the command that failed, and the last lines of its output, without
+# control characters.
+progress_failure() {
+  printf '%s: step "%s" failed (exit %d)' "$PROGRESS_NAME" "$PROGRESS_STEP" "$1"
+  if [[ -n "${PROGRESS_FAILED_COMMAND:-}" ]]; then
+    printf ': %.200s' "$PROGRESS_FAILED_COMMAND"
+  fi
+  printf '\n--- last lines of %s ---\n' "$PROGRESS_LOG"
+  tail -n "$PROGRESS_TAIL_LINES" "$PROGRESS_LOG" 2>/dev/null | tail -c "$PROGRESS_TAIL_BYTES" | tr -d '\000-\010\013-\037\177'
+}
+
+# progress_drain_log: give the script back its own output and wait (up to
+# 2 s) for tee to write the last of it to the log: tee runs on its own, and
+# a failure's last lines are the ones the report needs.
+progress_drain_log() {
+  exec 1>&"$PROGRESS_STDOUT" 2>&"$PROGRESS_STDERR"
+  local i
+  for ((i = 0; i < 40; i++)); do
+    kill -0 "$PROGRESS_TEE_PID" 2>/dev/null || return 0
+    sleep 0.05
+  done
+}
+
+# progress_exit STATUS: the EXIT trap of a script that began progress.
+progress_exit() {
+  trap - EXIT
+  if (($1 != 0)); then
+    progress_drain_log
+    progress_report failed "$(progress_failure "$1")"
+  fi
+  rm -rf "${PROGRESS_CLEANUP[@]}" || true
+  exit "$1"
+}
+
+# progress_begin NAME [TAG]: see the top of exk8s-progress.sh.
+progress_begin() {
+  PROGRESS_NAME=$1
+  PROGRESS_LOG="${PROGRESS_LOG_DIR}/${1}.log"
+  if (($# > 1)); then
+    log_as "$2"
+  fi
+  mkdir -p "$PROGRESS_LOG_DIR"
+  exec {PROGRESS_STDOUT}>&1 {PROGRESS_STDERR}>&2
+  exec > >(tee -a "$PROGRESS_LOG") 2>&1
+  PROGRESS_TEE_PID=$!
+  set -o errtrace
+  trap 'PROGRESS_FAILED_COMMAND=$BASH_COMMAND' ERR
+  trap 'progress_exit $?' EXIT
+}
+# --- end of the exk8s shell library ---
+
+# Logs to /var/log/exk8s/bootstrap-userdata.log too; a failure reports
+# failed.
+progress_begin bootstrap-userdata exk8s-userdata
+
+# Where this VM's calls go: what the environment says, else IMDS's default
+# and the k8sapi this shim was rendered for. k8sapi hands out keys: its
+# calls go over https only, redirects included, whatever
+# EXK8S_BOOTSTRAP_BASE_URL says. Only a shim rendered for a local run (an
+# http base URL, which k8sapi refuses outside LOCAL_RUN) allows http. The
+# bundle's scripts report their phases to the same places, the same way
+# (exported here, saved in progress.env below).
+DEFAULT_BOOTSTRAP_BASE_URL='https://k8sapi.excloud.in'
+EXK8S_CURL_PROTO="=https"
+if [[ "$DEFAULT_BOOTSTRAP_BASE_URL" == http://* ]]; then
+  EXK8S_CURL_PROTO="=http,https"
+fi
+export EXC_IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-$IMDS_DEFAULT_BASE_URL}" EXK8S_CURL_PROTO \
+  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
+vm_settings
+if [[ "$K8SAPI_PROTO" == "=https" && "$K8SAPI_BASE_URL" != https://* ]]; then
+  # Said at once, not retried for ten minutes: curl would refuse it anyway.
+  die "the k8sapi base URL must be https, got ${K8SAPI_BASE_URL}"
+fi
 
 step "checking for curl and jq"
 if ! command -v curl >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    retry 5 10 apt-get update -y || die "apt-get update failed"
-    retry 5 10 apt-get install -y curl jq || die "cannot install curl and jq"
-  else
-    die "curl and jq are required"
-  fi
+  command -v apt-get >/dev/null 2>&1 || die "curl and jq are required"
+  apt_install curl jq
 fi
 
-# report PHASE MESSAGE: tell k8sapi, once the VM's credentials are known;
-# curl retries what is worth retrying, briefly; never fatal.
-report() {
-  [[ -s "$WORK/auth.header" && -n "${NODE_ID:-}" ]] || return 0
-  if ! jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$WORK/status.json" ||
-    ! curl -fsS --connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused \
-      --proto "$K8SAPI_PROTO" --proto-redir "$K8SAPI_PROTO" -X POST -H "@$WORK/imds.header" -H "@$WORK/auth.header" -H 'Content-Type: application/json' \
-      --data-binary "@$WORK/status.json" -o /dev/null "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}/status"; then
-    log "could not report ${1}; the bootstrap goes on"
-  fi
-}
-
-# on_exit STATUS: a failure is reported with its step and the last lines of
-# the log, without control characters and well inside k8sapi's 4096 bytes.
-on_exit() {
-  if (($1 != 0)); then
-    report failed "$(printf 'bootstrap-userdata: step "%s" failed (exit %d)\n--- last lines of %s ---\n' "$STEP" "$1" "$LOG_FILE"
-      tail -n 20 "$LOG_FILE" | tail -c 1200 | tr -d '\000-\010\013-\037\177')"
-  fi
-  rm -rf "$WORK"
-}
-
 WORK="$(mktemp -d)"
-trap 'on_exit $?' EXIT
+remove_at_exit "$WORK"
 
 step "fetching an IMDS session token from ${IMDS_BASE_URL}"
-retry 120 5 get "$WORK/imds-token" "${IMDS_BASE_URL}/token" || die "no IMDS session token from ${IMDS_BASE_URL}"
-IMDS_TOKEN="$(cat "$WORK/imds-token")"
-[[ -n "$IMDS_TOKEN" ]] || die "IMDS returned an empty session token"
-printf 'X-exc-imds-token: %s\n' "$IMDS_TOKEN" >"$WORK/imds.header"
+imds_session "$WORK" boot || die "no IMDS session token from ${IMDS_BASE_URL}"
 
 step "reading the node identity and access token from IMDS"
-retry 60 5 get "$WORK/node-identity.json" "${IMDS_BASE_URL}/latest/identity/node-identity" -H "@$WORK/imds.header" ||
-  die "cannot read node identity from IMDS"
-NODE_ID="$(jq -r '.node_id // empty' "$WORK/node-identity.json")"
-[[ "$NODE_ID" =~ ^[1-9][0-9]*$ ]] || die "IMDS returned no usable node_id"
-
-retry 60 5 get "$WORK/access-token.json" "${IMDS_BASE_URL}/latest/identity/access-token" -H "@$WORK/imds.header" ||
-  die "cannot read access token from IMDS"
-ACCESS_TOKEN="$(jq -r '.access_token // empty' "$WORK/access-token.json")"
-[[ -n "$ACCESS_TOKEN" ]] || die "IMDS returned no access token"
-printf 'Authorization: Bearer %s\n' "$ACCESS_TOKEN" >"$WORK/auth.header"
+imds_identity "$WORK" boot_identity || die "cannot read the node identity and access token from IMDS"
+NODE_ID="$(cat "$WORK/node")"
 
 BUNDLE="$WORK/bundle.json"
-step "fetching the bundle of VM ${NODE_ID} from ${BOOTSTRAP_BASE_URL}"
-retry 120 5 get "$BUNDLE" "${BOOTSTRAP_BASE_URL}/bootstrap/control-plane/${NODE_ID}" \
-  --proto "$K8SAPI_PROTO" --proto-redir "$K8SAPI_PROTO" \
-  -H "@$WORK/imds.header" -H "@$WORK/auth.header" || die "cannot fetch the bootstrap bundle"
+step "fetching the bundle of VM ${NODE_ID} from ${K8SAPI_BASE_URL}"
+k8sapi_call boot bundle "$WORK" "$BUNDLE" || die "cannot fetch the bootstrap bundle"
 jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
   "$BUNDLE" >/dev/null || die "bundle is not a JSON object of files"
 
@@ -150,18 +353,8 @@ allowed() {
   return 1
 }
 
-# write_file MODE PATH: write one bundle file atomically with its mode.
-write_file() {
-  local mode=$1 path=$2 dest tmp
-  allowed "$path" || die "refusing a path outside the allowed directories in bundle: ${path}"
-  [[ "$mode" =~ ^0?[0-7]{3}$ ]] || die "bad mode ${mode} for ${path}"
-  dest="${ROOT}${path}"
-  mkdir -p "$(dirname "$dest")"
-  tmp="$(mktemp "${dest}.XXXXXX")"
-  jq -j --arg p "$path" '.files[$p]' "$BUNDLE" >"$tmp"
-  chmod "$mode" "$tmp"
-  mv -f "$tmp" "$dest"
-}
+# bundle_file PATH: the content the bundle gives PATH.
+bundle_file() { jq -j --arg p "$1" '.files[$p]' "$BUNDLE"; }
 
 step "writing the bundle's files"
 # One "<mode> <path>" line per file; files without a mode get 0644.
@@ -171,15 +364,14 @@ while read -r _ path; do
 done <"$WORK/files"
 count=0
 while read -r mode path; do
-  write_file "$mode" "$path"
+  [[ "$mode" =~ ^0?[0-7]{3}$ ]] || die "bad mode ${mode} for ${path}"
+  write_file "${ROOT}${path}" "$mode" bundle_file "$path"
   count=$((count + 1))
 done <"$WORK/files"
 log "wrote ${count} files under ${ROOT:-/}"
 
 # So a script run again by hand reports to the same places, the same way.
-mkdir -p "${ROOT}/etc/exk8s/config"
-printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' "$IMDS_BASE_URL" "$BOOTSTRAP_BASE_URL" "$K8SAPI_PROTO" \
-  >"${ROOT}/etc/exk8s/config/progress.env"
+save_vm_settings
 
 if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
   log "EXK8S_SKIP_HOST_SETUP=1: files written, skipping host setup"
@@ -187,7 +379,7 @@ if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
 fi
 
 if command -v kubelet >/dev/null 2>&1; then
-  report prerequisites_installed "already installed in the image"
+  progress_report prerequisites_installed "already installed in the image"
 else
   step "running exk8s-install-control-plane-prereqs.sh"
   "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"

@@ -15,14 +15,11 @@
 # writes the files but restarts nothing.
 set -euo pipefail
 
-ROOT="${EXK8S_ROOT:-}"
 # shellcheck source=/dev/null
-. "${ROOT}/usr/local/bin/exk8s-progress.sh"
-progress_begin exk8s-renew-certificates
+. "${EXK8S_ROOT:-}/usr/local/bin/exk8s-progress.sh"
+progress_begin exk8s-renew-certificates exk8s-renew
 work="$(mktemp -d)"
-trap 'rm -rf "$work"; progress_exit $?' EXIT
-
-log() { printf '%s exk8s-renew: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+remove_at_exit "$work"
 
 # The identities this node renews: name, key file, certificate file, the
 # kubeconfig that embeds it ("-": none), the component that reads it.
@@ -40,41 +37,29 @@ IDENTITIES=(
 )
 
 step "fetching this VM's credentials from IMDS"
-progress_credentials "$work"
+vm_proofs "$work"
 
 step "signing a certificate request with each key this node holds"
 requests="{}"
 for entry in "${IDENTITIES[@]}"; do
   read -r name key _ <<<"$entry"
   openssl req -new -key "${ROOT}${key}" -subj "/CN=${name}" -out "$work/${name}.csr" 2>"$work/openssl.log" ||
-    { cat "$work/openssl.log" >&2; log "cannot sign with ${key}"; exit 1; }
+    { cat "$work/openssl.log" >&2; die "cannot sign with ${key}"; }
   requests="$(jq --arg n "$name" --rawfile csr "$work/${name}.csr" '.csrs[$n] = $csr' <<<"$requests")"
 done
 printf '%s' "$requests" >"$work/request.json"
 
 step "asking k8sapi for this node's certificates"
-# The renewal signs every due certificate and seals it (KMS) in one call:
-# give each attempt the function's whole time limit (29 s) and retry for
-# minutes, as the bundle fetch does; progress_get's 10 s fit a report, not
-# this: on a busy machine one attempt can outlast them.
-progress_get "$work/renewal.json" "$(cat "$work/base")/bootstrap/control-plane/$(cat "$work/node")/renew" -X POST \
-  --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 \
-  --proto "$(cat "$work/proto")" --proto-redir "$(cat "$work/proto")" -H "@$work/imds.header" -H "@$work/auth.header" \
-  -H 'Content-Type: application/json' --data-binary "@$work/request.json"
+# A renew call, not a report's: the renewal signs every due certificate and
+# seals it (KMS) in one call, and on a busy machine one attempt can outlast
+# a report's 10 s (internal/bundle's table of calls).
+k8sapi_call renew renew "$work" "$work/renewal.json" -X POST -H 'Content-Type: application/json' \
+  --data-binary "@$work/request.json"
 log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
 
 # served NAME FILE: writes the answered certificate of NAME to FILE.
 served() {
   jq -j --arg n "$1" '.certificates[$n] // error("no certificate for \($n)")' "$work/renewal.json" >"$2"
-}
-
-# replace PATH CONTENT_FILE MODE: PATH's new content, written beside it and
-# renamed into place.
-replace() {
-  local tmp="${ROOT}$1.exk8s-renew"
-  (umask 077 && cat "$2" >"$tmp")
-  chmod "$3" "$tmp"
-  mv -f "$tmp" "${ROOT}$1"
 }
 
 # with_cert KUBECONFIG CERT_FILE: the kubeconfig, its client certificate
@@ -100,12 +85,12 @@ for entry in "${IDENTITIES[@]}"; do
   read -r name _ cert kubeconfig component <<<"$entry"
   served "$name" "$work/${name}.pem"
   cmp -s "$work/${name}.pem" "${ROOT}${cert}" && continue
-  replace "$cert" "$work/${name}.pem" 0644
+  write_file "${ROOT}${cert}" 0644 cat "$work/${name}.pem"
   if [[ "$kubeconfig" != "-" ]]; then
     with_cert "$kubeconfig" "$work/${name}.pem" >"$work/${name}.kubeconfig"
     grep -q "client-certificate-data: $(base64 -w0 <"$work/${name}.pem")" "$work/${name}.kubeconfig" ||
-      { log "${kubeconfig} has no client certificate to replace"; exit 1; }
-    replace "$kubeconfig" "$work/${name}.kubeconfig" 0600
+      die "${kubeconfig} has no client certificate to replace"
+    write_file "${ROOT}${kubeconfig}" 0600 cat "$work/${name}.kubeconfig"
   fi
   changed+=("$name")
   [[ " ${components[*]} " == *" ${component} "* ]] || components+=("$component")

@@ -7,7 +7,6 @@
 # (exk8s-progress.sh).
 set -euo pipefail
 
-CLUSTER_ENV=/etc/exk8s/config/cluster.env
 KUBELET_KUBECONFIG=/etc/exk8s/kubeconfig/kubelet.kubeconfig
 # Host-specific kubelet settings: drop-ins over the rendered config.yaml
 # (kubelet --config-dir), so no rendered file is ever edited on the host.
@@ -15,19 +14,10 @@ KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
 
 # shellcheck source=/dev/null
 . /usr/local/bin/exk8s-progress.sh
-progress_begin exk8s-bootstrap-control-plane
-
-log() { printf '%s exk8s-bootstrap: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
-die() { log "FATAL: $*"; exit 1; }
+progress_begin exk8s-bootstrap-control-plane exk8s-bootstrap
 
 step "reading ${CLUSTER_ENV}"
-[[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
-set -a
-# shellcheck source=/dev/null
-. "$CLUSTER_ENV"
-set +a
-: "${NODE_NAME:?NODE_NAME missing from cluster.env}"
-: "${CNI:?CNI missing from cluster.env}"
+load_cluster_env NODE_NAME CNI
 
 for bin in containerd etcd kubelet kubectl; do
   command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"

@@ -34,23 +34,16 @@
 # starts on a boot where the rule could not be installed.
 set -euo pipefail
 
-CLUSTER_ENV=/etc/exk8s/config/cluster.env
-PROGRESS_ENV=/etc/exk8s/config/progress.env
-
-log() { printf '%s exk8s-imds-guard: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
-die() { log "FATAL: $*"; exit 1; }
-
 # shellcheck source=/dev/null
-. "$CLUSTER_ENV"
-if [[ -z "${EXC_IMDS_BASE_URL:-}" && -r "$PROGRESS_ENV" ]]; then
-  # shellcheck source=/dev/null
-  . "$PROGRESS_ENV"
-fi
-: "${POD_CIDR:?POD_CIDR missing from cluster.env}"
+. "${EXK8S_ROOT:-}/usr/local/bin/exk8s-progress.sh"
+log_as exk8s-imds-guard
+load_cluster_env POD_CIDR
+# IMDS_BASE_URL: the environment's, the shim's (progress.env) or the default.
+vm_settings
 
 # imds_addresses: the IPv4 addresses of the IMDS host, comma-separated.
 imds_addresses() {
-  local host="${EXC_IMDS_BASE_URL:-http://imdsapi.excloud.in}"
+  local host="$IMDS_BASE_URL"
   host="${host#*://}"
   host="${host%%[:/]*}"
   if [[ "$host" =~ ^[0-9.]+$ ]]; then

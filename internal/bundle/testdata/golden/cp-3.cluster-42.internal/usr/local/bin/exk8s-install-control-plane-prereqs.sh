@@ -20,31 +20,17 @@
 set -euo pipefail
 umask 022
 
-CONFIG_DIR=/etc/exk8s/config
-CLUSTER_ENV="${CONFIG_DIR}/cluster.env"
-ARTIFACT_MANIFEST="${CONFIG_DIR}/artifacts.sha256"
+ARTIFACT_MANIFEST=/etc/exk8s/config/artifacts.sha256
 BIN_DIR=/usr/local/bin
 
-log() { printf '%s exk8s-prereqs: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
-die() { log "FATAL: $*"; exit 1; }
-
-# load_cluster_env reads the cluster's facts and names this host's
+# load_facts reads the cluster's facts (cluster.env) and names this host's
 # architecture as the artifact manifest does. (What is downloaded from
 # where is rendered into download_artifact, from the same facts.)
-load_cluster_env() {
-  [[ -f "$CLUSTER_ENV" ]] || die "missing ${CLUSTER_ENV}"
-  set -a
-  # shellcheck source=/dev/null
-  . "$CLUSTER_ENV"
-  set +a
-  : "${KUBERNETES_VERSION:?KUBERNETES_VERSION missing from cluster.env}"
-  : "${ETCD_VERSION:?ETCD_VERSION missing from cluster.env}"
-  : "${CNI:?CNI missing from cluster.env}"
+load_facts() {
+  load_cluster_env KUBERNETES_VERSION ETCD_VERSION CNI IMAGE_REGISTRY PAUSE_VERSION
   if [[ "$CNI" == cilium ]]; then
-    : "${HELM_VERSION:?HELM_VERSION missing from cluster.env}"
+    require_env HELM_VERSION
   fi
-  : "${IMAGE_REGISTRY:?IMAGE_REGISTRY missing from cluster.env}"
-  : "${PAUSE_VERSION:?PAUSE_VERSION missing from cluster.env}"
   case "$(uname -m)" in
     x86_64 | amd64) ARCH=amd64 ;;
     aarch64 | arm64) ARCH=arm64 ;;
@@ -75,9 +61,10 @@ download_artifact() {
   esac
 }
 
-# fetch URL OUT: download with curl's own retries, wrapped in ours.
+# fetch URL OUT: download, following redirects, with curl's own retries
+# wrapped in ours (a download call).
 fetch() {
-  retry 3 5 curl -fsSL --connect-timeout 10 --retry 5 --retry-delay 3 --retry-connrefused -o "$2" "$1"
+  call download "$2" "$1" -L
 }
 
 # pinned_sha256 FILE: the digest pinned for an artifact file name, if any.
@@ -153,9 +140,7 @@ install_packages() {
     return 0
   fi
   command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install ${missing[*]} by other means"
-  export DEBIAN_FRONTEND=noninteractive
-  retry 5 10 apt-get update -y || die "apt-get update failed"
-  retry 5 10 apt-get install -y "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+  apt_install "${missing[@]}"
 }
 
 install_container_runtime() {
@@ -264,9 +249,9 @@ make_dirs() {
 main() {
   # shellcheck source=/dev/null
   . /usr/local/bin/exk8s-progress.sh
-  progress_begin exk8s-install-control-plane-prereqs
+  progress_begin exk8s-install-control-plane-prereqs exk8s-prereqs
   step "reading ${CLUSTER_ENV}"
-  load_cluster_env
+  load_facts
   case "${1:-all}" in
     all)
       step "installing OS packages"

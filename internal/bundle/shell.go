@@ -1,0 +1,138 @@
+package bundle
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/excloud/k8sapi/internal/progress"
+)
+
+// The VM's shell library is templates/exk8s-progress.sh: the one definition
+// of log and die, retry, the steps and reports of a script and its exit
+// handling, the IMDS proofs, the calls to k8sapi and atomic file writes.
+// The bundle's scripts source it from the host; the userdata shim, which
+// runs before the bundle exists, carries the same text, rendered in
+// (templates: "exk8s-progress-lib"). What it knows of k8sapi is rendered
+// from the tables here: the VM's routes, the time each kind of call may
+// take, and the phases it reports (the template func phase).
+
+// The routes a VM calls, below PathTemplate: where it reports its phases
+// and renews its certificates. internal/api serves them.
+const (
+	StatusPathTemplate = PathTemplate + "/status"
+	RenewPathTemplate  = PathTemplate + "/renew"
+)
+
+// VMRoute is one of k8sapi's routes a VM calls: the name the shell library
+// knows it by, and its path in API Gateway syntax ({vm_id} is the VM's id).
+type VMRoute struct{ Name, Path string }
+
+// VMRoutes lists every route the VM's shell library calls.
+func VMRoutes() []VMRoute {
+	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate}}
+}
+
+// imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says
+// otherwise.
+const imdsBaseURL = "http://imdsapi.excloud.in"
+
+// vmCall is one kind of HTTP call the VM's scripts make, and how long it may
+// take: curl's limits on connecting and on one attempt (0: none), curl's own
+// retries of what is worth retrying (no answer, 408, 429, 5xx; 0: none),
+// and how many times the library runs curl, Interval seconds apart, before
+// it gives up.
+type vmCall struct {
+	Kind                          string
+	ConnectTimeout, MaxTime       int
+	Retries, RetryDelay, RetryMax int
+	Attempts, Interval            int
+}
+
+// vmCalls is the one table of how long the VM's calls may take.
+var vmCalls = []vmCall{
+	// A status report, and the IMDS proofs it fetches fresh for it: brief;
+	// a report never holds up the bootstrap.
+	{Kind: "report", ConnectTimeout: 5, MaxTime: 10, Retries: 3, RetryDelay: 2, RetryMax: 20, Attempts: 1},
+	// The renewal signs every due certificate and seals it (KMS) in one
+	// call: each attempt gets the function's whole time limit (29 s) and
+	// more, and curl retries for minutes, as the shim does the bundle fetch;
+	// a report's 10 s fit a report, not this.
+	{Kind: "renew", ConnectTimeout: 5, MaxTime: 60, Retries: 6, RetryDelay: 10, RetryMax: 300, Attempts: 1},
+	// The shim's IMDS session token and bundle fetch, at boot: IMDS or
+	// k8sapi may not answer yet, so every 5 s for 10 minutes.
+	{Kind: "boot", ConnectTimeout: 5, MaxTime: 60, Attempts: 120, Interval: 5},
+	// The shim's node identity and access token, once IMDS has answered:
+	// every 5 s for 5 minutes.
+	{Kind: "boot_identity", ConnectTimeout: 5, MaxTime: 60, Attempts: 60, Interval: 5},
+	// An artifact or its published digest, from a download base: files
+	// are large, so no limit on an attempt; curl's retries, thrice.
+	{Kind: "download", ConnectTimeout: 10, Retries: 5, RetryDelay: 3, Attempts: 3, Interval: 5},
+}
+
+// CurlArgs are the curl options of the call's limits.
+func (c vmCall) CurlArgs() string {
+	var args []string
+	opt := func(name string, v int) {
+		if v > 0 {
+			args = append(args, name, strconv.Itoa(v))
+		}
+	}
+	opt("--connect-timeout", c.ConnectTimeout)
+	opt("--max-time", c.MaxTime)
+	if c.Retries > 0 {
+		opt("--retry", c.Retries)
+		opt("--retry-delay", c.RetryDelay)
+		opt("--retry-max-time", c.RetryMax)
+		args = append(args, "--retry-connrefused")
+	}
+	return strings.Join(args, " ")
+}
+
+// A failed report carries the last lines of the script's output: enough to
+// see why, well inside progress.MaxMessageBytes even if every byte had to
+// be replaced by U+FFFD (three bytes).
+const (
+	failureTailLines = 20
+	failureTailBytes = 1200
+)
+
+// shellLib is the data of the shell library's template.
+type shellLib struct {
+	Routes                  []VMRoute
+	Calls                   []vmCall
+	Failed                  progress.Phase
+	IMDSBaseURL             string
+	ClusterEnv, ProgressEnv string // host paths
+	LogDir                  string
+	FailureTailLines        int
+	FailureTailBytes        int
+}
+
+// progressEnv is where the shim writes where this VM reports to, so a
+// script run again by hand reports too.
+const progressEnv = configDir + "/progress.env"
+
+func newShellLib() shellLib {
+	return shellLib{
+		Routes:           VMRoutes(),
+		Calls:            vmCalls,
+		Failed:           progress.Failed,
+		IMDSBaseURL:      imdsBaseURL,
+		ClusterEnv:       configDir + "/cluster.env",
+		ProgressEnv:      progressEnv,
+		LogDir:           "/var/log/exk8s",
+		FailureTailLines: failureTailLines,
+		FailureTailBytes: failureTailBytes,
+	}
+}
+
+// reportedPhase is the template func phase: name, if it is a phase a VM
+// reports (progress's table), else an error that fails the rendering.
+func reportedPhase(name string) (string, error) {
+	if !slices.Contains(progress.Reportable(), progress.Phase(name)) {
+		return "", fmt.Errorf("phase: %q is no phase a VM reports", name)
+	}
+	return name, nil
+}
