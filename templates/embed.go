@@ -9,3 +9,11 @@ import "embed"
 //
 //go:embed *.sh *.yaml *.env *.service *.timer *.conflist *.sha256 kubeconfig
 var FS embed.FS
+
+// Founding is what a founding hands out before any bundle exists: the VM
+// userdata shim (with the progress library it renders in) and the admin
+// kubeconfig. The functions that only found clusters embed these alone
+// (bundle.NewFoundingRenderer), not the 70-odd KB of node templates.
+//
+//go:embed bootstrap-userdata.sh exk8s-progress.sh kubeconfig
+var Founding embed.FS

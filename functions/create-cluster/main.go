@@ -10,7 +10,7 @@ import (
 func main() {
 	required := []string{"KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL"}
 	wiring.Serve("CreateClusterFunction", required, func(app *wiring.App, srv *api.Server) error {
-		r, err := bundle.NewRenderer()
+		r, err := bundle.NewFoundingRenderer()
 		srv.Founder = app.Founding(r)
 		return err
 	})

@@ -19,7 +19,7 @@ func main() {
 	if err != nil {
 		wiring.Fatal(err)
 	}
-	r, err := bundle.NewRenderer()
+	r, err := bundle.NewFoundingRenderer()
 	if err != nil {
 		wiring.Fatal(err)
 	}

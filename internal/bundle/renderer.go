@@ -119,8 +119,15 @@ func jsonEncode(v any) (string, error) {
 }
 
 // NewRenderer parses every embedded template once.
-func NewRenderer() (*Renderer, error) {
-	t, err := template.New("bundle").Option("missingkey=error").Funcs(funcs()).ParseFS(templates.FS, "*")
+func NewRenderer() (*Renderer, error) { return parseRenderer(templates.FS) }
+
+// NewFoundingRenderer parses only what a founding hands out (templates.
+// Founding): it renders Userdata and Kubeconfig, never a bundle, and keeps
+// the node templates out of the binaries that only found clusters.
+func NewFoundingRenderer() (*Renderer, error) { return parseRenderer(templates.Founding) }
+
+func parseRenderer(fsys fs.FS) (*Renderer, error) {
+	t, err := template.New("bundle").Option("missingkey=error").Funcs(funcs()).ParseFS(fsys, "*")
 	if err != nil {
 		return nil, fmt.Errorf("parsing bundle templates: %w", err)
 	}
