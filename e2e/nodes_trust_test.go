@@ -29,7 +29,9 @@ func (c *machineCluster) checkRenewal(t *testing.T, tl *timeline) string {
 		before := c.pkiDigests(t, m)
 		ctx, cancel := context.WithTimeout(context.Background(), 16*time.Minute) // the unit's own limit is 15
 		start := time.Now()
+		stopWatch := c.watchSlowRenewal(t, m)
 		out, err := m.Exec(ctx, "systemctl", "start", "exk8s-renew-certificates.service")
+		stopWatch()
 		t.Logf("%s: renewal unit finished in %s", m.Name, time.Since(start).Round(time.Millisecond))
 		if err != nil {
 			t.Fatalf("%s: the renewal failed: %v %s\n%s", m.Name, err, out, c.journalTail(ctx, m, "exk8s-renew-certificates", 30))
@@ -42,6 +44,31 @@ func (c *machineCluster) checkRenewal(t *testing.T, tl *timeline) string {
 		tl.mark(fmt.Sprintf("node %d renewed its certificates", i+1))
 	}
 	return fmt.Sprintf("certificates renewed on %d/%d nodes", len(c.machines), len(c.machines))
+}
+
+// slowRenewal is how long a renewal may run before the proof logs what
+// the unit's processes are doing: a renewal takes about 20 s, and once
+// the manager has started killing what is left of it (or its timeout
+// fires) the evidence is gone.
+const slowRenewal = 45 * time.Second
+
+// watchSlowRenewal logs the renewal unit's state and the node's processes
+// if the renewal on m outlasts slowRenewal; the returned func stops it.
+func (c *machineCluster) watchSlowRenewal(t *testing.T, m *harness.Machine) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-time.After(slowRenewal):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		status, _ := m.Exec(ctx, "systemctl", "status", "--no-pager", "-l", "exk8s-renew-certificates.service")
+		ps, _ := m.Exec(ctx, "ps", "-eo", "pid,ppid,stat,wchan:24,cgroup:60,args")
+		t.Logf("%s: the renewal still runs after %s:\n%s\n%s", m.Name, slowRenewal, status, ps)
+	}()
+	return func() { close(done) }
 }
 
 // renewedOnEveryNode are certificates every node renews: one of each kind
