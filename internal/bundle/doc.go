@@ -15,7 +15,7 @@
 //
 // The files come from an explicit, ordered list of parts (parts.go), one per
 // component, each returning the specs of its files: output path, template,
-// mode and data. The cluster's CNI (cni.go) decides the network part's
+// mode and data. The cluster's CNI (clusterfacts.CNI) decides the network part's
 // files: Cilium's helm values, or the bridge CNI's per-node conflist and
-// routes, whose pod subnets come from one carve by ordinal (NodePodCIDR).
+// routes, whose pod subnets come from one carve by ordinal (clusterfacts.NodePodCIDR).
 package bundle

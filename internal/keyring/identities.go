@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -22,7 +22,7 @@ import (
 // NodeFacts are the facts node n's certificates name, taken from its
 // cluster's row: the one place founding and bundle fetches build them.
 func NodeFacts(c *store.Cluster, n store.Node) (pki.Node, error) {
-	serviceIP, _, err := bundle.ServiceIPs(c.ServiceCIDR)
+	serviceIP, _, err := clusterfacts.ServiceIPs(c.ServiceCIDR)
 	if err != nil {
 		return pki.Node{}, fmt.Errorf("service IP of cluster %d: %w", c.ID, err)
 	}

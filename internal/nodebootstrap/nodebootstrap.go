@@ -28,6 +28,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -205,7 +206,7 @@ func (s *Service) render(ctx context.Context, c *store.Cluster, nodes []store.No
 // always did. A field the record lacks (added to bundle.Artifacts since)
 // comes from the configuration too.
 func (s *Service) artifacts(c *store.Cluster) (bundle.Artifacts, error) {
-	a := s.Artifacts.Record(c.KubernetesVersion, bundle.CNI(c.CNI))
+	a := s.Artifacts.Record(c.KubernetesVersion, clusterfacts.CNI(c.CNI))
 	if c.Artifacts == nil {
 		return a, nil
 	}
@@ -226,9 +227,9 @@ func (s *Service) issuer(c *store.Cluster) pki.Issuer {
 func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifacts bundle.Artifacts,
 	opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
 	in := bundle.Input{
-		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
+		Cluster: clusterfacts.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
-			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: bundle.CNI(c.CNI)},
+			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: clusterfacts.CNI(c.CNI)},
 		SelfVMID:             self.VMID,
 		Artifacts:            artifacts,
 		CACerts:              keyring.CACerts(c),
@@ -238,7 +239,7 @@ func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifact
 		SecretsEncryptionKey: opened.Trust.SecretsEncryptionKey,
 	}
 	for _, n := range nodes {
-		in.Nodes = append(in.Nodes, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
+		in.Nodes = append(in.Nodes, clusterfacts.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
 	}
 	return in
