@@ -40,11 +40,11 @@ func bridgeCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
 }
 
 func pkiNode(c clusterfacts.Cluster, n clusterfacts.Node) pki.Node {
-	svc, _, err := clusterfacts.ServiceIPs(c.ServiceCIDR)
+	facts, err := c.CertFacts(n)
 	if err != nil {
 		panic(err)
 	}
-	return pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, ServiceIP: svc}
+	return facts
 }
 
 // clusterPKI is a cluster's trust plus every node's identities, issued by

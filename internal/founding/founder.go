@@ -13,6 +13,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
@@ -253,7 +254,11 @@ func (s *Service) handOver(ctx context.Context, op *operation) (*Result, error) 
 // adminKubeconfig mints a fresh cluster-admin identity for the operator,
 // pointing at the shared control-plane name.
 func (s *Service) adminKubeconfig(t *pki.Trust, c *store.Cluster) (string, error) {
-	kp, err := s.issuer(pki.Algorithm(c.KeyAlgorithm)).Issue(t, pki.Admin, pki.Node{})
+	facts, _, err := clusterfacts.FromRows(c, nil)
+	if err != nil {
+		return "", err
+	}
+	kp, err := s.issuer(facts.Algorithm).Issue(t, pki.Admin, pki.Node{})
 	if err != nil {
 		return "", err
 	}

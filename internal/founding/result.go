@@ -114,7 +114,7 @@ func suggestedRecords(dnsName string, nodes []store.Node) []clusterfacts.DNSReco
 	peers := []clusterfacts.Node{}
 	for _, n := range nodes {
 		if n.IPv4 != "" { // a founding still going on may not know every address yet
-			peers = append(peers, clusterfacts.Node{VMID: n.VMID, Ordinal: n.Ordinal, IPv4: n.IPv4, PublicIPv4: n.PublicIPv4})
+			peers = append(peers, clusterfacts.NodeOf(n))
 		}
 	}
 	return clusterfacts.ControlPlaneRecords(dnsName, peers)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -18,17 +17,6 @@ import (
 // bootstrap window; all sealed and served unchanged until renewed or
 // re-issued. The functions below walk the cert table's names, so a new
 // certificate is one row there and nothing here.
-
-// NodeFacts are the facts node n's certificates name, taken from its
-// cluster's row: the one place founding and bundle fetches build them.
-func NodeFacts(c *store.Cluster, n store.Node) (pki.Node, error) {
-	serviceIP, _, err := clusterfacts.ServiceIPs(c.ServiceCIDR)
-	if err != nil {
-		return pki.Node{}, fmt.Errorf("service IP of cluster %d: %w", c.ID, err)
-	}
-	return pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain,
-		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, ServiceIP: serviceIP}, nil
-}
 
 // SealIdentities seals the stored identities of the node on vmID, taken
 // from issued, in cert-table order. The caller still owns issued's keys.

@@ -66,19 +66,19 @@ func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 }
 
 func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
-	topo, self, err := s.load(ctx, vm)
+	t, err := s.load(ctx, vm)
 	if err != nil {
 		return nil, err
 	}
-	if self.ReadyAt == nil {
+	if t.self.ReadyAt == nil {
 		return nil, apperr.New(apperr.Conflict, "node_not_ready",
-			"the node is "+self.Phase+"; only a node that finished its bootstrap renews its certificates")
+			"the node is "+t.self.Phase+"; only a node that finished its bootstrap renews its certificates")
 	}
-	held, err := heldKeys(self, req)
+	held, err := heldKeys(t.self, req)
 	if err != nil {
 		return nil, err
 	}
-	return s.reissueDue(ctx, vm, &topo.Cluster, self, held)
+	return s.reissueDue(ctx, vm, t, held)
 }
 
 // heldKey is one identity whose key the node proved it holds.
@@ -153,8 +153,7 @@ func proveOne(name pki.Name, csr, cert string) (heldKey, error) {
 
 // reissueDue re-issues the due certificates over the held keys and stores
 // them, all or none (store.RenewIdentities).
-func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, c *store.Cluster, self store.Node,
-	held []heldKey) (*Renewal, error) {
+func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target, held []heldKey) (*Renewal, error) {
 	out := &Renewal{}
 	change := store.Renewal{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
 	due, err := s.due(held)
@@ -162,7 +161,7 @@ func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, c *store.
 		out.Certificates = certsOf(held)
 		return out, err
 	}
-	sign, err := s.signer(ctx, c, self)
+	sign, err := s.signer(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -212,18 +211,18 @@ type signer struct {
 	facts  pki.Node
 }
 
-// signer opens c's CAs (one KMS call, or none when warm): only a renewal
+// signer opens t's CAs (one KMS call, or none when warm): only a renewal
 // with something due needs them.
-func (s *Service) signer(ctx context.Context, c *store.Cluster, self store.Node) (*signer, error) {
-	opened, err := keyring.Open(ctx, s.Envelope, c)
+func (s *Service) signer(ctx context.Context, t *target) (*signer, error) {
+	opened, err := keyring.Open(ctx, s.Envelope, t.row)
 	if err != nil {
-		return nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
+		return nil, s.openError(ctx, t, err)
 	}
-	facts, err := keyring.NodeFacts(c, self)
+	facts, err := t.cluster.CertFacts(t.node)
 	if err != nil {
 		return nil, err
 	}
-	return &signer{issuer: s.issuer(c), trust: opened.Trust, facts: facts}, nil
+	return &signer{issuer: s.issuer(t.cluster.Algorithm), trust: opened.Trust, facts: facts}, nil
 }
 
 func (g *signer) reissue(k heldKey) (store.Identity, error) {
