@@ -167,7 +167,7 @@ func FuzzStatusReportBody(f *testing.F) {
 			}
 			return
 		}
-		if !slices.Contains(progress.Reportable(), phase) || len(msg) > progress.MaxMessageBytes || strings.ContainsRune(msg, 0) {
+		if !slices.Contains(clusterfacts.Reportable(), phase) || len(msg) > progress.MaxMessageBytes || strings.ContainsRune(msg, 0) {
 			t.Fatalf("accepted phase %q with a %d-byte message", phase, len(msg))
 		}
 	})

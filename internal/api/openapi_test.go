@@ -383,7 +383,7 @@ func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
 	strs := func(ps any) []string {
 		var out []string
 		switch ps := ps.(type) {
-		case []progress.Phase:
+		case []clusterfacts.Phase:
 			for _, p := range ps {
 				out = append(out, string(p))
 			}
@@ -394,10 +394,10 @@ func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := enum(apidocstest.Schema("Phase")), strs(progress.Phases()); !slices.Equal(got, want) {
+	if got, want := enum(apidocstest.Schema("Phase")), strs(clusterfacts.Phases()); !slices.Equal(got, want) {
 		t.Errorf("Phase enum %v, code %v", got, want)
 	}
-	if got, want := enum(prop(t, "StatusReport", "phase")), strs(progress.Reportable()); !slices.Equal(got, want) {
+	if got, want := enum(prop(t, "StatusReport", "phase")), strs(clusterfacts.Reportable()); !slices.Equal(got, want) {
 		t.Errorf("StatusReport.phase enum %v, code %v", got, want)
 	}
 	if got, want := enum(prop(t, "Bootstrap", "state")), strs(progress.States()); !slices.Equal(got, want) {

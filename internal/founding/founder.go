@@ -283,6 +283,18 @@ func kmsError(err error) error {
 	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable; nothing was created", err)
 }
 
+// trustError classifies a failure to open c's trust: KMS unreachable is
+// 503; sealed keys that do not open (tampered, moved, missing) are a 500
+// whose event is logged with the cluster (VM 0: the cluster's own keys),
+// never the key.
+func (s *Service) trustError(ctx context.Context, c *store.Cluster, err error) error {
+	if !errors.Is(err, envelope.ErrOpen) {
+		return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable", err)
+	}
+	s.logger().ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", 0)
+	return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
+}
+
 func computeError(what string, err error) error {
 	return apperr.Wrap(apperr.BadGateway, "compute_failed", "the compute API failed while "+what+"; nothing was kept", err)
 }

@@ -93,7 +93,7 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
 		statuses = append(statuses, progress.NodeStatus{VMID: n.VMID, NodeName: n.Name,
-			Phase: progress.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
+			Phase: clusterfacts.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
 	e := expiryOf(c, nodes)

@@ -1,12 +1,8 @@
 package keyring
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 
-	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -121,16 +117,4 @@ func openIdentity(dk *envelope.DataKey, vmID int64, id store.Identity) (pki.KeyP
 		return pki.KeyPair{}, fmt.Errorf("opening %s of vm %d: %w", name, vmID, err)
 	}
 	return pki.KeyPair{CertPEM: []byte(id.Cert), KeyPEM: key}, nil
-}
-
-// OpenError classifies a failure to open a cluster's sealed keys, for every
-// use case that opens them: KMS unreachable is 503; a sealed value that does
-// not open (tampered, moved, missing) is a 500 whose event is logged with the
-// cluster and VM (0 for the cluster's own keys), never the key.
-func OpenError(ctx context.Context, log *slog.Logger, c *store.Cluster, vmID int64, err error) error {
-	if errors.Is(err, envelope.ErrOpen) {
-		log.ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", vmID)
-		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
-	}
-	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable", err)
 }

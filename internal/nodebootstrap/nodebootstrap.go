@@ -73,7 +73,7 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 		return nil, err
 	}
 	now := s.now()
-	if err := s.windowRefusal(t.self, now); err != nil {
+	if err := s.windowRefusal(t, now); err != nil {
 		s.recordRefusal(ctx, vm, now)
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 	if err := s.record(ctx, vm, store.FetchServed, now); err != nil {
 		return nil, databaseError(err)
 	}
-	s.recordPhase(ctx, vm, t.self)
+	s.recordPhase(ctx, vm, t.phase)
 	return b, nil
 }
 
@@ -97,6 +97,7 @@ type target struct {
 	cluster clusterfacts.Cluster
 	peers   []clusterfacts.Node
 	node    clusterfacts.Node
+	phase   clusterfacts.Phase // where self's bootstrap stands
 }
 
 // targetOf is topo's facts, with self's node among them.
@@ -105,7 +106,11 @@ func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers}
+	phase, err := clusterfacts.ParsePhase(self.Phase)
+	if err != nil {
+		return nil, fmt.Errorf("node of vm %d: %w", self.VMID, err)
+	}
+	t := &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers, phase: phase}
 	for _, n := range peers {
 		if n.VMID == self.VMID {
 			t.node = n
@@ -145,10 +150,24 @@ func databaseError(err error) error {
 	return apperr.Wrap(apperr.Unavailable, "database_unavailable", "the database is unavailable", err)
 }
 
-// windowRefusal is progress.Window's answer for self at now.
-func (s *Service) windowRefusal(self store.Node, now time.Time) error {
-	w := progress.Window{OpenedAt: self.BootstrapOpenedAt, ReadyAt: self.ReadyAt, Length: s.Window}
-	return w.Refusal(progress.Phase(self.Phase), now)
+// openError classifies a failure to open t's sealed keys: KMS unreachable
+// is 503; a sealed value that does not open (tampered, moved, missing) is a
+// 500 whose event is logged with the cluster and VM, never the key.
+func (s *Service) openError(ctx context.Context, t *target, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, envelope.ErrOpen):
+		s.logger().ErrorContext(ctx, "sealed key material does not open", "cluster_id", t.row.ID, "vm_id", t.self.VMID)
+		return apperr.Wrap(apperr.Internal, "internal", "internal error", err)
+	}
+	return apperr.Wrap(apperr.Unavailable, "kms_unavailable", "the key service is unavailable", err)
+}
+
+// windowRefusal is progress.Window's answer for t's node at now.
+func (s *Service) windowRefusal(t *target, now time.Time) error {
+	w := progress.Window{OpenedAt: t.self.BootstrapOpenedAt, ReadyAt: t.self.ReadyAt, Length: s.Window}
+	return w.Refusal(t.phase, now)
 }
 
 // record writes one fetch of vm's bundle with this request's id.
@@ -167,8 +186,8 @@ func (s *Service) recordRefusal(ctx context.Context, vm auth.BootstrapVM, at tim
 
 // recordPhase moves a pending node to bundle_fetched. A failure is logged,
 // never answered: the VM has its bundle, and its next report moves it on.
-func (s *Service) recordPhase(ctx context.Context, vm auth.BootstrapVM, self store.Node) {
-	if err := progress.RecordFetch(ctx, s.Phases, vm, progress.Phase(self.Phase)); err != nil {
+func (s *Service) recordPhase(ctx context.Context, vm auth.BootstrapVM, phase clusterfacts.Phase) {
+	if err := progress.RecordFetch(ctx, s.Phases, vm, phase); err != nil {
 		s.logger().WarnContext(ctx, "recording bundle_fetched failed", "vm_id", vm.VMID, "cause", err.Error())
 	}
 }

@@ -72,7 +72,7 @@ func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 	}
 	if t.self.ReadyAt == nil {
 		return nil, apperr.New(apperr.Conflict, "node_not_ready",
-			"the node is "+t.self.Phase+"; only a node that finished its bootstrap renews its certificates")
+			"the node is "+string(t.phase)+"; only a node that finished its bootstrap renews its certificates")
 	}
 	held, err := heldKeys(t.self, req)
 	if err != nil {

@@ -94,13 +94,6 @@ func bootstrapOnly(name pki.Name) bool {
 	return ok && spec.InitialOnly
 }
 
-func (s *Service) openError(ctx context.Context, t *target, err error) error {
-	if err == nil {
-		return nil
-	}
-	return keyring.OpenError(ctx, s.logger(), t.row, t.self.VMID, err)
-}
-
 func dbError(err error) error {
 	if err == nil {
 		return nil
