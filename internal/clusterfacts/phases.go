@@ -43,7 +43,7 @@ type phaseSpec struct {
 // A report may skip phases forward (a node that is not the initial one has
 // no addons; a lost report must not stall the next). failed, last, is
 // outside the order: it may be entered from any phase, and only a re-open
-// of the node's bootstrap (Nodes.Reopen) leaves it: a re-open moves a node
+// of the node's bootstrap (progress.Nodes.Reopen) leaves it: a re-open moves a node
 // in any phase back to pending, and its phases start over.
 var phaseTable = []phaseSpec{
 	{Pending, byK8sapi, false, "founded; the VM has not fetched its bundle yet"},

@@ -20,23 +20,23 @@ func checkLeafLifetime(s string) error {
 	return nil
 }
 
-// Renewal is the leaf lifetime and renewal window the functions issue and
+// LeafSchedule is the leaf lifetime and renewal window the functions issue and
 // renew with. Each variable's own check has already reported a value that
 // does not parse; this adds the rule between the two.
-func (c Config) Renewal() (pki.Renewal, error) {
+func (c Config) LeafSchedule() (pki.LeafSchedule, error) {
 	lifetime, err := time.ParseDuration(c.LeafCertLifetime)
 	if err != nil || checkLeafLifetime(c.LeafCertLifetime) != nil {
-		return pki.Renewal{}, errors.New("LEAF_CERT_LIFETIME: not a usable lifetime")
+		return pki.LeafSchedule{}, errors.New("LEAF_CERT_LIFETIME: not a usable lifetime")
 	}
-	r := pki.Renewal{Lifetime: lifetime, RenewBefore: lifetime / 3}
+	r := pki.LeafSchedule{Lifetime: lifetime, RenewBefore: lifetime / 3}
 	if c.CertRenewBefore == "" {
 		return r, nil
 	}
 	if r.RenewBefore, err = time.ParseDuration(c.CertRenewBefore); err != nil || r.RenewBefore <= 0 {
-		return pki.Renewal{}, errors.New("CERT_RENEW_BEFORE: not a usable duration")
+		return pki.LeafSchedule{}, errors.New("CERT_RENEW_BEFORE: not a usable duration")
 	}
 	if r.RenewBefore >= r.Lifetime {
-		return pki.Renewal{}, errRenewBeforeTooLong
+		return pki.LeafSchedule{}, errRenewBeforeTooLong
 	}
 	return r, nil
 }
@@ -46,7 +46,7 @@ var errRenewBeforeTooLong = errors.New("CERT_RENEW_BEFORE: must be shorter than 
 // checkRenewalWindow is the rule between the two variables, reported only
 // when each parses on its own (their own checks report the rest).
 func (c Config) checkRenewalWindow() error {
-	if _, err := c.Renewal(); errors.Is(err, errRenewBeforeTooLong) {
+	if _, err := c.LeafSchedule(); errors.Is(err, errRenewBeforeTooLong) {
 		return err
 	}
 	return nil

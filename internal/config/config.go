@@ -56,7 +56,7 @@ type Config struct {
 	// itself (local), or the Secrets Manager secret holding it (AWS).
 	ServiceToken          string
 	ServiceTokenSecretARN string
-	// LeafCertLifetime and CertRenewBefore are Go durations (see Renewal);
+	// LeafCertLifetime and CertRenewBefore are Go durations (see LeafSchedule);
 	// empty CertRenewBefore means a third of the lifetime.
 	LeafCertLifetime string
 	CertRenewBefore  string

@@ -6,6 +6,8 @@
 // columns, or a rehydrated pki.Trust. One table (sealedCAs) lists which
 // column holds which CA; a node's stored identities are not listed here at
 // all: they follow the cert table (pki.PhaseFounding), see identities.go.
+// Errors are plain (envelope.ErrOpen for a sealed value that does not
+// open): which error kind a caller answers is the use case's to say.
 package keyring
 
 import (

@@ -57,9 +57,9 @@ type Service struct {
 	// Artifacts is the configured artifact set with its manifest's pins,
 	// for clusters founded before sets were recorded (artifacts).
 	Artifacts bundle.Artifacts
-	// Renewal is the leaf lifetime every identity is issued with and when a
+	// Leaves is the leaf lifetime every identity is issued with and when a
 	// stored one is renewed (renew.go).
-	Renewal pki.Renewal
+	Leaves pki.LeafSchedule
 	// Window is the bootstrap window's length (BOOTSTRAP_WINDOW).
 	Window time.Duration
 	Now    func() time.Time
@@ -265,7 +265,7 @@ func (s *Service) artifacts(c *store.Cluster, facts clusterfacts.Cluster) (bundl
 // issuer signs a cluster's leaves, of its algorithm, with the configured
 // lifetime.
 func (s *Service) issuer(alg pki.Algorithm) pki.Issuer {
-	return pki.Issuer{Algorithm: alg, Now: s.Now, LeafLifetime: s.Renewal.Lifetime}
+	return pki.Issuer{Algorithm: alg, Now: s.Now, LeafLifetime: s.Leaves.Lifetime}
 }
 
 // bundleInput is the renderer's view of t and this fetch's keys.

@@ -27,7 +27,7 @@ import (
 
 // Renewer is the part of the store a renewal writes through.
 type Renewer interface {
-	RenewIdentities(ctx context.Context, r store.Renewal) (bool, error)
+	RenewIdentities(ctx context.Context, r store.CertReplacement) (bool, error)
 }
 
 var _ Renewer = (*store.Store)(nil)
@@ -43,17 +43,17 @@ type RenewalRequest struct {
 	CSRs map[string]string `json:"csrs"`
 }
 
-// Renewal is the answer: every renewable identity's current certificate
+// RenewalOutcome is the answer: every renewable identity's current certificate
 // (re-issued or not), and which were re-issued.
-type Renewal struct {
+type RenewalOutcome struct {
 	Certificates map[pki.Name]string
 	Renewed      []pki.Name
 }
 
 // Renew checks the node's possession of each of its keys and re-issues the
-// certificates less than Renewal.RenewBefore from their end. Every renewal
+// certificates less than Leaves.RenewBefore from their end. Every renewal
 // past the proofs is recorded, answered or refused.
-func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
+func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*RenewalOutcome, error) {
 	out, err := s.renew(ctx, vm, req)
 	outcome := store.RenewalServed
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 	return out, err
 }
 
-func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
+func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*RenewalOutcome, error) {
 	t, err := s.load(ctx, vm)
 	if err != nil {
 		return nil, err
@@ -153,9 +153,9 @@ func proveOne(name pki.Name, csr, cert string) (heldKey, error) {
 
 // reissueDue re-issues the due certificates over the held keys and stores
 // them, all or none (store.RenewIdentities).
-func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target, held []heldKey) (*Renewal, error) {
-	out := &Renewal{}
-	change := store.Renewal{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
+func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target, held []heldKey) (*RenewalOutcome, error) {
+	out := &RenewalOutcome{}
+	change := store.CertReplacement{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
 	due, err := s.due(held)
 	if err != nil || len(due) == 0 {
 		out.Certificates = certsOf(held)
@@ -185,7 +185,7 @@ func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target
 func (s *Service) due(held []heldKey) ([]heldKey, error) {
 	var out []heldKey
 	for _, k := range held {
-		isDue, err := s.Renewal.Due([]byte(k.cert), s.now())
+		isDue, err := s.Leaves.Due([]byte(k.cert), s.now())
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func (g *signer) reissue(k heldKey) (store.Identity, error) {
 	return store.Identity{Name: string(k.name), Cert: string(certPEM), NotAfter: notAfter}, err
 }
 
-func (s *Service) storeRenewal(ctx context.Context, change store.Renewal) error {
+func (s *Service) storeRenewal(ctx context.Context, change store.CertReplacement) error {
 	wrote, err := s.Renewer.RenewIdentities(ctx, change)
 	if err != nil {
 		return databaseError(err)
@@ -257,7 +257,7 @@ type RenewalResponse struct {
 }
 
 // Response returns the renewal in its wire shape.
-func (r *Renewal) Response() RenewalResponse {
+func (r *RenewalOutcome) Response() RenewalResponse {
 	out := RenewalResponse{Certificates: r.Certificates, Renewed: r.Renewed}
 	if out.Renewed == nil {
 		out.Renewed = []pki.Name{}

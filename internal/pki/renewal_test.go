@@ -24,7 +24,7 @@ func TestRenewalDueAndLeafLifetime(t *testing.T) {
 	if notAfter, _ := NotAfter(kp.CertPEM); !notAfter.Equal(start.Add(time.Hour)) {
 		t.Errorf("the leaf ends %v, want an hour after issue", notAfter)
 	}
-	r := Renewal{Lifetime: time.Hour, RenewBefore: 20 * time.Minute}
+	r := LeafSchedule{Lifetime: time.Hour, RenewBefore: 20 * time.Minute}
 	for _, c := range []struct {
 		at  time.Duration
 		due bool
