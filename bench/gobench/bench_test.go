@@ -79,7 +79,7 @@ func founded(b *testing.B, alg pki.Algorithm, env *envelope.Envelope) store.Topo
 		if err != nil {
 			b.Fatal(err)
 		}
-		facts, err := cf.CertFacts(clusterfacts.NodeOf(n))
+		facts, err := cf.CertSubject(clusterfacts.NodeOf(n))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func BenchmarkBundle(b *testing.B) {
 // CAs and the service-account key (NewTrust), then each node's etcd peer and
 // API server serving certificates. Sealing is excluded.
 func BenchmarkFoundTrust(b *testing.B) {
-	nodes := []pki.Node{
+	nodes := []pki.Subject{
 		{Name: "cp-1.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.11"},
 		{Name: "cp-2.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.12"},
 		{Name: "cp-3.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.13"},

@@ -39,8 +39,8 @@ func bridgeCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
 	return c, nodes
 }
 
-func pkiNode(c clusterfacts.Cluster, n clusterfacts.Node) pki.Node {
-	facts, err := c.CertFacts(n)
+func pkiNode(c clusterfacts.Cluster, n clusterfacts.Node) pki.Subject {
+	facts, err := c.CertSubject(n)
 	if err != nil {
 		panic(err)
 	}

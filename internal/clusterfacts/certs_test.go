@@ -9,8 +9,8 @@ var cluster = Cluster{ID: 42, OrgID: 7, ControlPlaneDNSName: "exk8s-7-2a.k8s.exa
 	ClusterDomain: "corp.example", ServiceCIDR: "10.96.0.0/12"}
 
 // The facts carry the cluster's own domain and its first service IP.
-func TestCertFacts(t *testing.T) {
-	facts, err := cluster.CertFacts(Node{Name: "cp-1", IPv4: "10.0.0.11"})
+func TestCertSubject(t *testing.T) {
+	facts, err := cluster.CertSubject(Node{Name: "cp-1", IPv4: "10.0.0.11"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestCertFacts(t *testing.T) {
 	}
 	bad := cluster
 	bad.ServiceCIDR = "nope"
-	if _, err := bad.CertFacts(Node{}); err == nil {
+	if _, err := bad.CertSubject(Node{}); err == nil {
 		t.Error("a bad service CIDR gave facts")
 	}
 }

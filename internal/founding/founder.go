@@ -258,7 +258,7 @@ func (s *Service) adminKubeconfig(t *pki.Trust, c *store.Cluster) (string, error
 	if err != nil {
 		return "", err
 	}
-	kp, err := s.issuer(facts.Algorithm).Issue(t, pki.Admin, pki.Node{})
+	kp, err := s.issuer(facts.Algorithm).Issue(t, pki.Admin, pki.Subject{})
 	if err != nil {
 		return "", err
 	}

@@ -269,7 +269,7 @@ func (s *Service) issueNode(ctx context.Context, op *operation, n store.Node) er
 	if err != nil {
 		return err
 	}
-	facts, err := cluster.CertFacts(self[0])
+	facts, err := cluster.CertSubject(self[0])
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func sealedNode(t *testing.T) (*envelope.DataKey, store.Node, map[pki.Name]pki.K
 	if err != nil {
 		t.Fatal(err)
 	}
-	facts, err := cf.CertFacts(clusterfacts.NodeOf(n))
+	facts, err := cf.CertSubject(clusterfacts.NodeOf(n))
 	if err != nil {
 		t.Fatal(err)
 	}

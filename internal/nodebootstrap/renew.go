@@ -208,7 +208,7 @@ func certsOf(held []heldKey) map[pki.Name]string {
 type signer struct {
 	issuer pki.Issuer
 	trust  *pki.Trust
-	facts  pki.Node
+	facts  pki.Subject
 }
 
 // signer opens t's CAs (one KMS call, or none when warm): only a renewal
@@ -218,7 +218,7 @@ func (s *Service) signer(ctx context.Context, t *target) (*signer, error) {
 	if err != nil {
 		return nil, s.openError(ctx, t, err)
 	}
-	facts, err := t.cluster.CertFacts(t.node)
+	facts, err := t.cluster.CertSubject(t.node)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func (s *Service) windowIdentities(ctx context.Context, t *target, opened *keyri
 // instead.
 func (s *Service) issueWindow(ctx context.Context, t *target, opened *keyring.Opened,
 	names []pki.Name, initial bool) (map[pki.Name]pki.KeyPair, error) {
-	facts, err := t.cluster.CertFacts(t.node)
+	facts, err := t.cluster.CertSubject(t.node)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func ParseCSR(p []byte) (*x509.CertificateRequest, error) {
 
 // Reissue makes a new certificate of the named leaf for node n over a key
 // the node already holds (pub): same names, new validity, never a new key.
-func (is Issuer) Reissue(t *Trust, name Name, n Node, pub crypto.PublicKey) ([]byte, error) {
+func (is Issuer) Reissue(t *Trust, name Name, n Subject, pub crypto.PublicKey) ([]byte, error) {
 	spec, ca, err := is.leaf(t, name)
 	if err != nil {
 		return nil, err

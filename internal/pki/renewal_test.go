@@ -17,7 +17,7 @@ func TestRenewalDueAndLeafLifetime(t *testing.T) {
 	if got := trust.CAs[ClusterCA].Cert.NotAfter; !got.Equal(start.Add(caLifetime)) {
 		t.Errorf("the CA ends %v: LeafLifetime reached a CA", got)
 	}
-	kp, err := is.Issue(trust, APIServer, Node{Name: "cp-1"})
+	kp, err := is.Issue(trust, APIServer, Subject{Name: "cp-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
