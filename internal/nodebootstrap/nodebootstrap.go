@@ -100,7 +100,7 @@ type target struct {
 	phase   clusterfacts.Phase // where self's bootstrap stands
 }
 
-// targetOf is topo's facts, with self's node among them.
+// targetOf is topo with its facts, self being the VM's node among its rows.
 func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 	cluster, peers, err := clusterfacts.FromRows(&topo.Cluster, topo.Nodes)
 	if err != nil {
@@ -110,13 +110,8 @@ func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node of vm %d: %w", self.VMID, err)
 	}
-	t := &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers, phase: phase}
-	for _, n := range peers {
-		if n.VMID == self.VMID {
-			t.node = n
-		}
-	}
-	return t, nil
+	return &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers,
+		node: clusterfacts.NodeOf(self), phase: phase}, nil
 }
 
 // load reads vm's topology and finds its node: not found for a VM that is
