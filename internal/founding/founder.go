@@ -254,11 +254,11 @@ func (s *Service) handOver(ctx context.Context, op *operation) (*Result, error) 
 // adminKubeconfig mints a fresh cluster-admin identity for the operator,
 // pointing at the shared control-plane name.
 func (s *Service) adminKubeconfig(t *pki.Trust, c *store.Cluster) (string, error) {
-	facts, _, err := clusterfacts.FromRows(c, nil)
+	cluster, _, err := clusterfacts.FromRows(c, nil)
 	if err != nil {
 		return "", err
 	}
-	kp, err := s.issuer(facts.Algorithm).Issue(t, pki.Admin, pki.Subject{})
+	kp, err := s.issuer(cluster.Algorithm).Issue(t, pki.Admin, pki.Subject{})
 	if err != nil {
 		return "", err
 	}

@@ -269,11 +269,11 @@ func (s *Service) issueNode(ctx context.Context, op *operation, n store.Node) er
 	if err != nil {
 		return err
 	}
-	facts, err := cluster.CertSubject(self[0])
+	subject, err := cluster.CertSubject(self[0])
 	if err != nil {
 		return err
 	}
-	issued, err := s.issuer(op.spec.KeyAlgorithm).IssuePhase(op.trust, pki.PhaseFounding, facts)
+	issued, err := s.issuer(op.spec.KeyAlgorithm).IssuePhase(op.trust, pki.PhaseFounding, subject)
 	if err != nil {
 		return err
 	}

@@ -245,8 +245,8 @@ func (s *Service) render(ctx context.Context, t *target) (*bundle.Bundle, error)
 // sets were recorded (migration 008) renders from the configuration, as it
 // always did. A field the record lacks (added to bundle.Artifacts since)
 // comes from the configuration too.
-func (s *Service) artifacts(c *store.Cluster, facts clusterfacts.Cluster) (bundle.Artifacts, error) {
-	a := s.Artifacts.Record(facts.KubernetesVersion, facts.CNI)
+func (s *Service) artifacts(c *store.Cluster, cluster clusterfacts.Cluster) (bundle.Artifacts, error) {
+	a := s.Artifacts.Record(cluster.KubernetesVersion, cluster.CNI)
 	if c.Artifacts == nil {
 		return a, nil
 	}

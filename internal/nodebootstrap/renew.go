@@ -206,9 +206,9 @@ func certsOf(held []heldKey) map[pki.Name]string {
 
 // signer re-issues one node's certificates from its cluster's CAs.
 type signer struct {
-	issuer pki.Issuer
-	trust  *pki.Trust
-	facts  pki.Subject
+	issuer  pki.Issuer
+	trust   *pki.Trust
+	subject pki.Subject
 }
 
 // signer opens t's CAs (one KMS call, or none when warm): only a renewal
@@ -218,15 +218,15 @@ func (s *Service) signer(ctx context.Context, t *target) (*signer, error) {
 	if err != nil {
 		return nil, s.openError(ctx, t, err)
 	}
-	facts, err := t.cluster.CertSubject(t.node)
+	subject, err := t.cluster.CertSubject(t.node)
 	if err != nil {
 		return nil, err
 	}
-	return &signer{issuer: s.issuer(t.cluster.Algorithm), trust: opened.Trust, facts: facts}, nil
+	return &signer{issuer: s.issuer(t.cluster.Algorithm), trust: opened.Trust, subject: subject}, nil
 }
 
 func (g *signer) reissue(k heldKey) (store.Identity, error) {
-	certPEM, err := g.issuer.Reissue(g.trust, k.name, g.facts, k.pub)
+	certPEM, err := g.issuer.Reissue(g.trust, k.name, g.subject, k.pub)
 	if err != nil {
 		return store.Identity{}, err
 	}

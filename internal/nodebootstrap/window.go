@@ -37,14 +37,14 @@ func (s *Service) windowIdentities(ctx context.Context, t *target, opened *keyri
 // instead.
 func (s *Service) issueWindow(ctx context.Context, t *target, opened *keyring.Opened,
 	names []pki.Name, initial bool) (map[pki.Name]pki.KeyPair, error) {
-	facts, err := t.cluster.CertSubject(t.node)
+	subject, err := t.cluster.CertSubject(t.node)
 	if err != nil {
 		return nil, err
 	}
-	facts.Initial = initial
+	subject.Initial = initial
 	issued := map[pki.Name]pki.KeyPair{}
 	for _, name := range names {
-		if issued[name], err = s.windowIssuer(t.cluster.Algorithm, name).Issue(opened.Trust, name, facts); err != nil {
+		if issued[name], err = s.windowIssuer(t.cluster.Algorithm, name).Issue(opened.Trust, name, subject); err != nil {
 			return nil, err
 		}
 	}
