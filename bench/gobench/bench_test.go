@@ -10,6 +10,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
@@ -74,7 +75,11 @@ func founded(b *testing.B, alg pki.Algorithm, env *envelope.Envelope) store.Topo
 	topo := store.Topology{Cluster: c}
 	for i, ip := range []string{"10.0.0.11", "10.0.0.12", "10.0.0.13"} {
 		n := store.Node{VMID: int64(101 + i), Ordinal: i + 1, Name: []string{"cp-1.cluster-42.internal", "cp-2.cluster-42.internal", "cp-3.cluster-42.internal"}[i], IPv4: ip}
-		facts, err := keyring.NodeFacts(&c, n)
+		cf, _, err := clusterfacts.FromRows(&c, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		facts, err := cf.CertSubject(clusterfacts.NodeOf(n))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,7 +126,7 @@ func BenchmarkBundle(b *testing.B) {
 // CAs and the service-account key (NewTrust), then each node's etcd peer and
 // API server serving certificates. Sealing is excluded.
 func BenchmarkFoundTrust(b *testing.B) {
-	nodes := []pki.Node{
+	nodes := []pki.Subject{
 		{Name: "cp-1.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.11"},
 		{Name: "cp-2.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.12"},
 		{Name: "cp-3.cluster-42.internal", ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in", IPv4: "10.0.0.13"},

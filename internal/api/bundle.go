@@ -54,7 +54,7 @@ func (s *Server) renewCertificates(w http.ResponseWriter, r *http.Request) {
 	}
 	var req nodebootstrap.RenewalRequest
 	err := decodeJSON(r, &req)
-	var renewal *nodebootstrap.Renewal
+	var renewal *nodebootstrap.RenewalOutcome
 	if err == nil {
 		renewal, err = s.Renewals.Renew(r.Context(), vm, req)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -112,7 +112,7 @@ func checkSpec(t *testing.T, s founding.Spec) {
 	if _, err := pki.ParseAlgorithm(string(s.KeyAlgorithm)); err != nil || s.KeyAlgorithm == "" {
 		fail("key_algorithm")
 	}
-	if !slices.Contains(bundle.CNIs(), s.CNI) {
+	if !slices.Contains(clusterfacts.CNIs(), s.CNI) {
 		fail("cni")
 	}
 }
@@ -167,7 +167,7 @@ func FuzzStatusReportBody(f *testing.F) {
 			}
 			return
 		}
-		if !slices.Contains(progress.Reportable(), phase) || len(msg) > progress.MaxMessageBytes || strings.ContainsRune(msg, 0) {
+		if !slices.Contains(clusterfacts.Reportable(), phase) || len(msg) > progress.MaxMessageBytes || strings.ContainsRune(msg, 0) {
 			t.Fatalf("accepted phase %q with a %d-byte message", phase, len(msg))
 		}
 	})

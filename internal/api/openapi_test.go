@@ -14,7 +14,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apidocs"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -117,17 +117,17 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 	if !slices.Equal(algs, []string{string(pki.ECDSAP256), string(pki.RSA2048)}) {
 		t.Errorf("key_algorithm enum %v", algs)
 	}
-	var cnis []bundle.CNI
+	var cnis []clusterfacts.CNI
 	for _, c := range prop(t, req, "cni")["enum"].([]any) {
-		cnis = append(cnis, bundle.CNI(c.(string)))
+		cnis = append(cnis, clusterfacts.CNI(c.(string)))
 	}
 	for _, schema := range []string{"FoundingResult", "ClusterView"} {
 		if got := prop(t, schema, "cni")["enum"]; fmt.Sprint(got) != fmt.Sprint(cnis) {
 			t.Errorf("%s.cni enum %v, request's %v", schema, got, cnis)
 		}
 	}
-	if !slices.Equal(cnis, bundle.CNIs()) {
-		t.Errorf("cni enum %v in the document, %v in the code", cnis, bundle.CNIs())
+	if !slices.Equal(cnis, clusterfacts.CNIs()) {
+		t.Errorf("cni enum %v in the document, %v in the code", cnis, clusterfacts.CNIs())
 	}
 	if p := prop(t, req, "control_plane_instance_type")["pattern"]; p != `^[a-z0-9][a-z0-9.\-]*$` {
 		t.Errorf("instance type pattern %v", p)
@@ -360,7 +360,7 @@ func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
 	strs := func(ps any) []string {
 		var out []string
 		switch ps := ps.(type) {
-		case []progress.Phase:
+		case []clusterfacts.Phase:
 			for _, p := range ps {
 				out = append(out, string(p))
 			}
@@ -371,10 +371,10 @@ func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := enum(apidocstest.Schema("Phase")), strs(progress.Phases()); !slices.Equal(got, want) {
+	if got, want := enum(apidocstest.Schema("Phase")), strs(clusterfacts.Phases()); !slices.Equal(got, want) {
 		t.Errorf("Phase enum %v, code %v", got, want)
 	}
-	if got, want := enum(prop(t, "StatusReport", "phase")), strs(progress.Reportable()); !slices.Equal(got, want) {
+	if got, want := enum(prop(t, "StatusReport", "phase")), strs(clusterfacts.Reportable()); !slices.Equal(got, want) {
 		t.Errorf("StatusReport.phase enum %v, code %v", got, want)
 	}
 	if got, want := enum(prop(t, "Bootstrap", "state")), strs(progress.States()); !slices.Equal(got, want) {

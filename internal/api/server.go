@@ -52,7 +52,7 @@ type Bundles interface {
 
 // Renewals renews a ready node's certificates.
 type Renewals interface {
-	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.Renewal, error)
+	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.RenewalOutcome, error)
 }
 
 // Reporter records the bootstrap phases VMs report.

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // Arches are the node architectures artifacts are pinned for, named as the
@@ -78,14 +80,14 @@ var ciliumOnly = map[string]bool{"helm": true}
 // Files lists the files nodes download for a cluster of kubernetesVersion
 // and cni, architecture by architecture (Arches), each in table order. An
 // empty cni lists every file (what a manifest may pin).
-func (a Artifacts) Files(kubernetesVersion string, cni CNI) []ArtifactFile {
+func (a Artifacts) Files(kubernetesVersion string, cni clusterfacts.CNI) []ArtifactFile {
 	a = a.trimmedBases()
 	var out []ArtifactFile
 	for _, arch := range Arches {
 		for _, file := range artifactFiles {
 			f := file(a, kubernetesVersion, arch)
 			f.Arch = arch
-			if cni == CNIBridge && ciliumOnly[f.Key] {
+			if cni == clusterfacts.CNIBridge && ciliumOnly[f.Key] {
 				continue
 			}
 			out = append(out, f)
@@ -108,7 +110,7 @@ func (a Artifacts) trimmedBases() Artifacts {
 // with: a, its pins narrowed to the files those versions need on every
 // architecture the manifest covers. Stored with the cluster, it is what
 // its bundles render, whatever the configuration says later.
-func (a Artifacts) Record(kubernetesVersion string, cni CNI) Artifacts {
+func (a Artifacts) Record(kubernetesVersion string, cni clusterfacts.CNI) Artifacts {
 	pins := map[string]string{}
 	for _, f := range a.Files(kubernetesVersion, cni) {
 		if d, ok := a.SHA256[f.Name]; ok {
@@ -121,7 +123,7 @@ func (a Artifacts) Record(kubernetesVersion string, cni CNI) Artifacts {
 
 // Unpinned lists the files a node of arch downloads that a pins no digest
 // for, in table order.
-func (a Artifacts) Unpinned(kubernetesVersion string, cni CNI, arch string) []string {
+func (a Artifacts) Unpinned(kubernetesVersion string, cni clusterfacts.CNI, arch string) []string {
 	var out []string
 	for _, f := range a.Files(kubernetesVersion, cni) {
 		if _, ok := a.SHA256[f.Name]; f.Arch == arch && !ok {

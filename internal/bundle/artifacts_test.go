@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // The table is upstream's release layout: each file at its URL, its digest
@@ -60,7 +62,7 @@ func TestRecordKeepsTheVersionsPins(t *testing.T) {
 		"kubelet-v1.35.4-linux-amd64": d, "kubelet-v1.35.4-linux-arm64": d,
 		"kubelet-v1.34.0-linux-amd64": d, "etcd-v3.6.9-linux-amd64.tar.gz": d, "notes.txt": d,
 	}
-	r := a.Record(DefaultKubernetesVersion, CNICilium)
+	r := a.Record(DefaultKubernetesVersion, clusterfacts.CNICilium)
 	if got := slices.Sorted(maps.Keys(r.SHA256)); !slices.Equal(got, []string{"kubelet-v1.35.4-linux-amd64", "kubelet-v1.35.4-linux-arm64"}) {
 		t.Errorf("recorded pins %v", got)
 	}
@@ -69,7 +71,7 @@ func TestRecordKeepsTheVersionsPins(t *testing.T) {
 	}
 	want := []string{"kubectl-v1.35.4-linux-amd64", "etcd-v3.6.10-linux-amd64.tar.gz", "containerd-2.2.9-linux-amd64.tar.gz",
 		"runc-v1.3.6-linux-amd64", "cni-plugins-linux-amd64-v1.9.1.tgz", "helm-v3.19.2-linux-amd64.tar.gz"}
-	if got := r.Unpinned(DefaultKubernetesVersion, CNICilium, "amd64"); !slices.Equal(got, want) {
+	if got := r.Unpinned(DefaultKubernetesVersion, clusterfacts.CNICilium, "amd64"); !slices.Equal(got, want) {
 		t.Errorf("unpinned %v\nwant %v", got, want)
 	}
 }
@@ -121,10 +123,10 @@ func TestBridgeClustersNeedNoHelmPin(t *testing.T) {
 	a := DefaultArtifacts()
 	a.SHA256 = map[string]string{}
 	helm := "helm-" + a.HelmVersion + "-linux-amd64.tar.gz"
-	if got := a.Unpinned(DefaultKubernetesVersion, CNIBridge, "amd64"); slices.Contains(got, helm) {
+	if got := a.Unpinned(DefaultKubernetesVersion, clusterfacts.CNIBridge, "amd64"); slices.Contains(got, helm) {
 		t.Errorf("a bridge cluster asks for a helm pin: %v", got)
 	}
-	if got := a.Unpinned(DefaultKubernetesVersion, CNICilium, "amd64"); !slices.Contains(got, helm) {
+	if got := a.Unpinned(DefaultKubernetesVersion, clusterfacts.CNICilium, "amd64"); !slices.Contains(got, helm) {
 		t.Errorf("a Cilium cluster asks for no helm pin: %v", got)
 	}
 }

@@ -3,9 +3,10 @@
 // units, static pod manifests, addon manifests, scripts), plus the metadata
 // GET /bootstrap/control-plane/{vm_id} returns beside them.
 //
-// In: an Input (the cluster, all control-plane peers, which VM the bundle is
-// for, artifact mirrors, CA certificates, the service-account key and the PEM
-// identities the caller minted). Out: a Bundle whose files are sorted by path.
+// In: an Input (the cluster and all control-plane peers as
+// internal/clusterfacts has them, which VM the bundle is for, artifact
+// mirrors, CA certificates, the service-account key and the PEM identities
+// the caller minted). Out: a Bundle whose files are sorted by path.
 //
 // The renderer is pure: no database, no KMS, no key generation, no clock. The
 // caller mints identities and passes PEMs in, so a fixed input renders to the
@@ -16,7 +17,8 @@
 //
 // The files come from an explicit, ordered list of parts (parts.go), one per
 // component, each returning the specs of its files: output path, template,
-// mode and data. The cluster's CNI (cni.go) decides the network part's
+// mode and data. The cluster's CNI (clusterfacts.CNI) decides the network part's
 // files: Cilium's helm values, or the bridge CNI's per-node conflist and
-// routes, whose pod subnets come from one carve by ordinal (NodePodCIDR).
+// routes, whose pod subnets come from one carve by ordinal
+// (clusterfacts.NodePodCIDR).
 package bundle

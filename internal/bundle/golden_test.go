@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // goldenDir holds one directory per node; each file sits at its host path
@@ -131,7 +133,7 @@ func TestGoldenBridge(t *testing.T) {
 			t.Fatal(err)
 		}
 		bc := c
-		bc.CNI = CNIBridge
+		bc.CNI = clusterfacts.CNIBridge
 		bridge, err := r.Render(fx.input(bc, nodes, n.VMID))
 		if err != nil {
 			t.Fatal(err)

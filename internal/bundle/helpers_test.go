@@ -9,21 +9,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files and fixture PEMs under testdata")
 
 // testCluster is the fixed 3-node cluster of the golden tests.
-func testCluster() (Cluster, []Node) {
-	c := Cluster{
+func testCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
+	c := clusterfacts.Cluster{
 		OrgID: 7, ID: 42, Name: "exk8s-7-2a",
 		ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
 		KubernetesVersion:   "v1.35.4", ClusterDomain: "cluster.local",
-		ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", CNI: CNICilium,
+		ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12", CNI: clusterfacts.CNICilium,
 	}
 	// Listed out of ordinal order on purpose: the renderer sorts.
-	nodes := []Node{
+	nodes := []clusterfacts.Node{
 		{VMID: 102, Ordinal: 2, Name: "cp-2.cluster-42.internal", IPv4: "10.0.0.12", PublicIPv4: "203.0.113.12"},
 		{VMID: 101, Ordinal: 1, Name: "cp-1.cluster-42.internal", IPv4: "10.0.0.11", IPv6: "fd00::11", PublicIPv4: "203.0.113.11"},
 		{VMID: 103, Ordinal: 3, Name: "cp-3.cluster-42.internal", IPv4: "10.0.0.13"},
@@ -32,18 +33,18 @@ func testCluster() (Cluster, []Node) {
 }
 
 // bridgeCluster is the test cluster under the bridge CNI.
-func bridgeCluster() (Cluster, []Node) {
+func bridgeCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
 	c, nodes := testCluster()
-	c.CNI = CNIBridge
+	c.CNI = clusterfacts.CNIBridge
 	return c, nodes
 }
 
-func pkiNode(c Cluster, n Node) pki.Node {
-	svc, _, err := ServiceIPs(c.ServiceCIDR)
+func pkiNode(c clusterfacts.Cluster, n clusterfacts.Node) pki.Subject {
+	facts, err := c.CertSubject(n)
 	if err != nil {
 		panic(err)
 	}
-	return pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, ServiceIP: svc}
+	return facts
 }
 
 // clusterPKI is a cluster's trust plus every node's identities, issued by
@@ -55,7 +56,7 @@ type clusterPKI struct {
 	identities map[int64]map[pki.Name]pki.KeyPair
 }
 
-func issueClusterPKI(t testing.TB, c Cluster, nodes []Node, now func() time.Time) *clusterPKI {
+func issueClusterPKI(t testing.TB, c clusterfacts.Cluster, nodes []clusterfacts.Node, now func() time.Time) *clusterPKI {
 	t.Helper()
 	is := pki.Issuer{Algorithm: pki.ECDSAP256, Now: now}
 	trust, err := is.NewTrust()
@@ -85,7 +86,7 @@ func issueClusterPKI(t testing.TB, c Cluster, nodes []Node, now func() time.Time
 	return cp
 }
 
-func (cp *clusterPKI) input(c Cluster, nodes []Node, self int64) Input {
+func (cp *clusterPKI) input(c clusterfacts.Cluster, nodes []clusterfacts.Node, self int64) Input {
 	cas := map[pki.Name][]byte{}
 	for name, ca := range cp.trust.CAs {
 		cas[name] = ca.CertPEM
@@ -173,7 +174,7 @@ func writeFixtures(t testing.TB) {
 	}
 }
 
-func (f fixtures) input(c Cluster, nodes []Node, self int64) Input {
+func (f fixtures) input(c clusterfacts.Cluster, nodes []clusterfacts.Node, self int64) Input {
 	in := Input{
 		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: DefaultArtifacts(),
 		CACerts: map[pki.Name][]byte{}, ServiceAccountKeyPEM: []byte(f.SAKey), ServiceAccountPubPEM: []byte(f.SAPub),

@@ -9,31 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
 )
-
-// Cluster is the cluster-wide facts a bundle renders.
-type Cluster struct {
-	OrgID, ID           int64
-	Name                string // exk8s-7-2a
-	ControlPlaneDNSName string // exk8s-7-2a.k8s.excloud.co.in
-	KubernetesVersion   string // v1.35.4
-	ClusterDomain       string // cluster.local
-	ServiceCIDR         string // 10.96.0.0/12
-	PodCIDR             string // 172.16.0.0/12
-	CNI                 CNI    // cilium or bridge
-}
-
-// Node is one control-plane peer.
-type Node struct {
-	VMID       int64
-	Ordinal    int    // 1-based position in the control plane; the lowest is the initial node
-	Name       string // cp-1.cluster-42.internal
-	IPv4       string // private address every component binds to
-	IPv6       string // optional
-	PublicIPv4 string // optional
-}
 
 // Artifacts says where a node downloads binaries, charts and images from,
 // which versions, and how each download is verified. Point the bases at a
@@ -102,9 +81,9 @@ func DefaultArtifacts() Artifacts {
 
 // Input is everything one bundle is rendered from.
 type Input struct {
-	Cluster   Cluster
-	Nodes     []Node // every control-plane peer, this VM included
-	SelfVMID  int64  // the VM the bundle is for
+	Cluster   clusterfacts.Cluster
+	Nodes     []clusterfacts.Node // every control-plane peer, this VM included
+	SelfVMID  int64               // the VM the bundle is for
 	Artifacts Artifacts
 	// CACerts holds the certificate PEMs of ca, etcd-ca and front-proxy-ca.
 	// Never CA keys: VMs never get them.
@@ -157,8 +136,8 @@ func (in *Input) validate() error {
 // rule is a row of the tables: field, whether its value passes, message.
 var rule = validation.Check
 
-func clusterRules(c Cluster) []validation.Rule {
-	_, _, serviceErr := ServiceIPs(c.ServiceCIDR)
+func clusterRules(c clusterfacts.Cluster) []validation.Rule {
+	_, _, serviceErr := clusterfacts.ServiceIPs(c.ServiceCIDR)
 	_, _, podErr := net.ParseCIDR(c.PodCIDR)
 	return []validation.Rule{
 		rule("cluster.id", c.ID > 0, "must be positive"),
@@ -175,40 +154,40 @@ func clusterRules(c Cluster) []validation.Rule {
 // networkRules: a known CNI and, under the bridge CNI, a pod CIDR that
 // holds a node subnet for the highest ordinal (so for every node). A pod
 // CIDR that is no CIDR at all is clusterRules' to report.
-func networkRules(c Cluster, nodes []Node) []validation.Rule {
-	rules := []validation.Rule{rule("cluster.cni", slices.Contains(CNIs(), c.CNI), got(cniChoices(), string(c.CNI)))}
+func networkRules(c clusterfacts.Cluster, nodes []clusterfacts.Node) []validation.Rule {
+	rules := []validation.Rule{rule("cluster.cni", slices.Contains(clusterfacts.CNIs(), c.CNI), got(clusterfacts.CNIChoices(), string(c.CNI)))}
 	_, _, podErr := net.ParseCIDR(c.PodCIDR)
 	last := 0
 	for _, n := range nodes {
 		last = max(last, n.Ordinal)
 	}
-	if c.CNI != CNIBridge || podErr != nil || last < 1 {
+	if c.CNI != clusterfacts.CNIBridge || podErr != nil || last < 1 {
 		return rules
 	}
-	_, carveErr := NodePodCIDR(c.PodCIDR, last)
+	_, carveErr := clusterfacts.NodePodCIDR(c.PodCIDR, last)
 	return append(rules, rule("cluster.pod_cidr", carveErr == nil, validation.Describe(carveErr)))
 }
 
 // nodeRules: every peer's own rules, each unique among the peers before it,
 // and the bundle's VM among them.
-func nodeRules(nodes []Node, selfVMID int64) []validation.Rule {
+func nodeRules(nodes []clusterfacts.Node, selfVMID int64) []validation.Rule {
 	rules := []validation.Rule{rule("nodes", len(nodes) > 0, "must list every control-plane peer")}
 	for i, n := range nodes {
-		seen := func(same func(Node) bool) bool { return slices.ContainsFunc(nodes[:i], same) }
+		seen := func(same func(clusterfacts.Node) bool) bool { return slices.ContainsFunc(nodes[:i], same) }
 		f := fmt.Sprintf("nodes[%d]", i)
 		rules = append(rules,
-			rule(f+".vm_id", n.VMID > 0 && !seen(func(o Node) bool { return o.VMID == n.VMID }),
+			rule(f+".vm_id", n.VMID > 0 && !seen(func(o clusterfacts.Node) bool { return o.VMID == n.VMID }),
 				fmt.Sprintf("must be positive and unique, got %d", n.VMID)),
-			rule(f+".ordinal", n.Ordinal > 0 && !seen(func(o Node) bool { return o.Ordinal == n.Ordinal }),
+			rule(f+".ordinal", n.Ordinal > 0 && !seen(func(o clusterfacts.Node) bool { return o.Ordinal == n.Ordinal }),
 				fmt.Sprintf("must be positive and unique, got %d", n.Ordinal)),
-			rule(f+".name", dnsNameRE.MatchString(n.Name) && !seen(func(o Node) bool { return o.Name == n.Name }),
+			rule(f+".name", dnsNameRE.MatchString(n.Name) && !seen(func(o clusterfacts.Node) bool { return o.Name == n.Name }),
 				got("must be a unique lowercase DNS name", n.Name)),
 			rule(f+".ipv4", isIPv4(n.IPv4), got("must be an IPv4 address", n.IPv4)),
 			rule(f+".ipv6", n.IPv6 == "" || isIPv6(n.IPv6), got("must be empty or an IPv6 address", n.IPv6)),
 			rule(f+".public_ipv4", n.PublicIPv4 == "" || isIPv4(n.PublicIPv4), got("must be empty or an IPv4 address", n.PublicIPv4)),
 		)
 	}
-	self := slices.ContainsFunc(nodes, func(n Node) bool { return n.VMID == selfVMID })
+	self := slices.ContainsFunc(nodes, func(n clusterfacts.Node) bool { return n.VMID == selfVMID })
 	return append(rules, rule("self_vm_id", self, fmt.Sprintf("VM %d is not one of the nodes", selfVMID)))
 }
 

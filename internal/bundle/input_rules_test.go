@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -12,9 +13,9 @@ import (
 // exact words the operator reads.
 func TestValidateSaysEveryRuleExactly(t *testing.T) {
 	in := Input{
-		Cluster: Cluster{Name: "Bad Name", ControlPlaneDNSName: "-x", ClusterDomain: "", KubernetesVersion: "1.35.4",
+		Cluster: clusterfacts.Cluster{Name: "Bad Name", ControlPlaneDNSName: "-x", ClusterDomain: "", KubernetesVersion: "1.35.4",
 			ServiceCIDR: "nope", PodCIDR: "10.0.0.0", CNI: "calico"},
-		Nodes: []Node{
+		Nodes: []clusterfacts.Node{
 			{VMID: 1, Ordinal: 1, Name: "cp-1", IPv4: "10.0.0.1", IPv6: "10.0.0.9", PublicIPv4: "fd00::1"},
 			{VMID: 1, Ordinal: 1, Name: "cp-1", IPv4: "fd00::2"},
 			{VMID: -3, Ordinal: 0, Name: "CP", IPv4: "", IPv6: "fd00::3", PublicIPv4: "203.0.113.3"},

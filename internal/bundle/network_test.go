@@ -8,35 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func TestNodePodCIDR(t *testing.T) {
-	for _, tc := range []struct {
-		podCIDR string
-		ordinal int
-		want    string
-		err     string
-	}{
-		{"172.16.0.0/12", 1, "172.16.0.0/24", ""},
-		{"172.16.0.0/12", 2, "172.16.1.0/24", ""},
-		{"172.16.0.0/12", 3, "172.16.2.0/24", ""},
-		{"172.16.0.0/12", 257, "172.17.0.0/24", ""},
-		{"172.16.9.9/12", 1, "172.16.0.0/24", ""}, // the network, not the address written
-		{"10.244.0.0/16", 256, "10.244.255.0/24", ""},
-		{"10.244.0.0/24", 1, "10.244.0.0/24", ""},
-		{"10.244.0.0/16", 257, "", "10.244.0.0/16 holds 256 node pod subnets (/24), none for ordinal 257"},
-		{"172.16.0.0/23", 3, "", "172.16.0.0/23 holds 2 node pod subnets (/24), none for ordinal 3"},
-		{"172.16.0.0/12", 0, "", "172.16.0.0/12 holds 4096 node pod subnets (/24), none for ordinal 0"},
-		{"172.16.0.0/25", 1, "", "172.16.0.0/25 is too small: the bridge CNI gives every node a /24 of it"},
-		{"fd00:10::/48", 1, "", `must be an IPv4 CIDR for the bridge CNI, got "fd00:10::/48"`},
-		{"nope", 1, "", `must be an IPv4 CIDR for the bridge CNI, got "nope"`},
-	} {
-		got, err := NodePodCIDR(tc.podCIDR, tc.ordinal)
-		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
-			t.Errorf("NodePodCIDR(%q, %d) = %q, %v; want %q, %q", tc.podCIDR, tc.ordinal, got, err, tc.want, tc.err)
-		}
-	}
-}
+	"github.com/excloud/k8sapi/internal/clusterfacts"
+)
 
 // The bundle refuses a bridge cluster whose pod CIDR cannot give every node
 // its /24, with the field and the reason; Cilium carves its own pool, so
@@ -54,7 +28,7 @@ func TestBridgeNeedsAPodSubnetForEveryNode(t *testing.T) {
 		if _, err := r.Render(fx.input(c, nodes, 102)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.podCIDR, err, tc.want)
 		}
-		c.CNI = CNICilium
+		c.CNI = clusterfacts.CNICilium
 		if _, err := r.Render(fx.input(c, nodes, 102)); err != nil && !strings.Contains(tc.podCIDR, ":") {
 			t.Errorf("%s under Cilium: %v", tc.podCIDR, err)
 		}
@@ -109,7 +83,7 @@ func TestConflists(t *testing.T) {
 	for _, b := range bridge {
 		conf := readConflist(t, b)
 		subnet := conf.Plugins[0].IPAM.Ranges[0][0].Subnet
-		want, err := NodePodCIDR(c.PodCIDR, selfNode(t, b).Ordinal)
+		want, err := clusterfacts.NodePodCIDR(c.PodCIDR, selfNode(t, b).Ordinal)
 		if err != nil || subnet != want || conf.Plugins[0].IPMasq || seen[subnet] || !podNet.Contains(net.ParseIP(strings.TrimSuffix(subnet, "/24"))) {
 			t.Errorf("bridge %s: subnet %s (want %s, %v), ipMasq %v", b.Metadata.NodeName, subnet, want, err, conf.Plugins[0].IPMasq)
 		}
@@ -125,14 +99,14 @@ func TestEachCNIBundleCarriesOnlyWhatItUses(t *testing.T) {
 	fx := loadFixtures(t)
 	r := newTestRenderer(t)
 	const unit, script = "/etc/systemd/system/exk8s-pod-network.service", "/usr/local/bin/exk8s-pod-network.sh"
-	for _, cni := range CNIs() {
+	for _, cni := range clusterfacts.CNIs() {
 		c, nodes := testCluster()
 		c.CNI = cni
 		b, err := r.Render(fx.input(c, nodes, 101))
 		if err != nil {
 			t.Fatal(err)
 		}
-		bridge := cni == CNIBridge
+		bridge := cni == clusterfacts.CNIBridge
 		env := mustFile(t, b, "/etc/exk8s/config/cluster.env")
 		_, values := b.File("/etc/exk8s/config/cilium-values.yaml")
 		_, hasUnit := b.File(unit)
@@ -225,11 +199,11 @@ func TestPodNetworkScript(t *testing.T) {
 	c, nodes := bridgeCluster()
 	for _, tc := range []struct {
 		name  string
-		nodes []Node
+		nodes []clusterfacts.Node
 		runs  [][]string
 	}{
 		{"three nodes", nodes, [][]string{append(routes, check, add), append(routes, check)}},
-		{"one node", []Node{{VMID: 102, Ordinal: 2, Name: "cp-2.cluster-42.internal", IPv4: "10.0.0.12"}}, [][]string{{check, add}, {check}}},
+		{"one node", []clusterfacts.Node{{VMID: 102, Ordinal: 2, Name: "cp-2.cluster-42.internal", IPv4: "10.0.0.12"}}, [][]string{{check, add}, {check}}},
 	} {
 		b, err := r.Render(fx.input(c, tc.nodes, 102))
 		if err != nil {

@@ -1,35 +1,14 @@
 package bundle
 
 import (
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
-
-func TestServiceIPs(t *testing.T) {
-	for _, tc := range []struct{ cidr, svc, dns, err string }{
-		{"10.96.0.0/12", "10.96.0.1", "10.96.0.10", ""},
-		{"10.96.5.7/24", "10.96.5.1", "10.96.5.10", ""},
-		{"fd00:10:96::/112", "fd00:10:96::1", "fd00:10:96::a", ""},
-		{"10.0.0.0/29", "", "", "10.0.0.0/29 is too small: it needs at least 16 addresses"},
-		{"nope", "", "", `must be a CIDR, got "nope"`},
-	} {
-		svc, dns, err := ServiceIPs(tc.cidr)
-		if tc.err != "" {
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("ServiceIPs(%q) error %v, want %q", tc.cidr, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || !svc.Equal(net.ParseIP(tc.svc)) || !dns.Equal(net.ParseIP(tc.dns)) {
-			t.Errorf("ServiceIPs(%q) = %v, %v, %v; want %s, %s", tc.cidr, svc, dns, err, tc.svc, tc.dns)
-		}
-	}
-}
 
 // TestRenderRejectsBadInput: every problem is reported with its field path.
 func TestRenderRejectsBadInput(t *testing.T) {
@@ -38,7 +17,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 	in := fx.input(c, nodes, 101)
 	in.Cluster.Name = "Bad Name"
 	in.Cluster.ServiceCIDR = "10.0.0.0/30"
-	in.Nodes = append(in.Nodes, Node{VMID: 104, Ordinal: 1, Name: "cp-4.cluster-42.internal", IPv4: "fd00::4"})
+	in.Nodes = append(in.Nodes, clusterfacts.Node{VMID: 104, Ordinal: 1, Name: "cp-4.cluster-42.internal", IPv4: "fd00::4"})
 	in.Artifacts.KubeDownloadBase = "ftp://mirror"
 	in.Artifacts.SHA256 = map[string]string{"kubelet": "XYZ"}
 	delete(in.CACerts, pki.FrontProxyCA)
@@ -105,7 +84,7 @@ func TestRenderIsDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reversed peer order and a fresh renderer give the same bytes.
-	rev := []Node{nodes[2], nodes[1], nodes[0]}
+	rev := []clusterfacts.Node{nodes[2], nodes[1], nodes[0]}
 	b, err := newTestRenderer(t).Render(fx.input(c, rev, 103))
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/templates"
 )
 
@@ -24,17 +25,17 @@ type File struct {
 
 // Metadata is what the bundle says about the node beside its files.
 type Metadata struct {
-	ClusterID             int64       `json:"cluster_id"`
-	VMID                  int64       `json:"vm_id"`
-	ClusterName           string      `json:"cluster_name"`
-	NodeName              string      `json:"node_name"`
-	ServiceIP             string      `json:"service_ip"`
-	DNSServiceIP          string      `json:"dns_service_ip"`
-	APIServerEndpoint     string      `json:"apiserver_endpoint"`
-	ControlPlaneDNSName   string      `json:"control_plane_dns_name"`
-	EtcdInitialCluster    string      `json:"etcd_initial_cluster"`
-	SuggestedDNSRecords   []DNSRecord `json:"suggested_dns_records"`
-	IsInitialControlPlane bool        `json:"is_initial_control_plane"`
+	ClusterID             int64                    `json:"cluster_id"`
+	VMID                  int64                    `json:"vm_id"`
+	ClusterName           string                   `json:"cluster_name"`
+	NodeName              string                   `json:"node_name"`
+	ServiceIP             string                   `json:"service_ip"`
+	DNSServiceIP          string                   `json:"dns_service_ip"`
+	APIServerEndpoint     string                   `json:"apiserver_endpoint"`
+	ControlPlaneDNSName   string                   `json:"control_plane_dns_name"`
+	EtcdInitialCluster    string                   `json:"etcd_initial_cluster"`
+	SuggestedDNSRecords   []clusterfacts.DNSRecord `json:"suggested_dns_records"`
+	IsInitialControlPlane bool                     `json:"is_initial_control_plane"`
 }
 
 // Bundle is one VM's rendered bundle; Files are sorted by path.
@@ -137,8 +138,8 @@ func parseRenderer(fsys fs.FS) (*Renderer, error) {
 // view is the typed data of every node template.
 type view struct {
 	in                 *Input
-	Cluster            Cluster
-	Node               Node
+	Cluster            clusterfacts.Cluster
+	Node               clusterfacts.Node
 	Artifacts          Artifacts
 	ServiceIP          string
 	DNSServiceIP       string
@@ -165,7 +166,7 @@ func newView(in *Input) (*view, *topology, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, dns, err := ServiceIPs(in.Cluster.ServiceCIDR)
+	svc, dns, err := clusterfacts.ServiceIPs(in.Cluster.ServiceCIDR)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,13 +181,13 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
-		Cilium:             in.Cluster.CNI == CNICilium,
+		Cilium:             in.Cluster.CNI == clusterfacts.CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
 		TLS:                newTLSView(),
 		APIServer:          newAPIServerView(in),
 	}
 	v.Renewal = newRenewalView(v)
-	if in.Cluster.CNI == CNIBridge {
+	if in.Cluster.CNI == clusterfacts.CNIBridge {
 		if v.PodNetwork, err = topo.podNetwork(in.Cluster.PodCIDR); err != nil {
 			return nil, nil, err
 		}
@@ -216,7 +217,7 @@ func (r *Renderer) Render(in Input) (*Bundle, error) {
 		APIServerEndpoint:     v.APIServerEndpoint,
 		ControlPlaneDNSName:   in.Cluster.ControlPlaneDNSName,
 		EtcdInitialCluster:    v.EtcdInitialCluster,
-		SuggestedDNSRecords:   ControlPlaneRecords(in.Cluster.ControlPlaneDNSName, topo.peers),
+		SuggestedDNSRecords:   clusterfacts.ControlPlaneRecords(in.Cluster.ControlPlaneDNSName, topo.peers),
 		IsInitialControlPlane: v.IsInitial,
 	}}
 	seen := map[string]string{}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/excloud/k8sapi/internal/progress"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // The VM's shell library is templates/exk8s-progress.sh: the one definition
@@ -102,7 +102,7 @@ const (
 type shellLib struct {
 	Routes                  []VMRoute
 	Calls                   []vmCall
-	Failed                  progress.Phase
+	Failed                  clusterfacts.Phase
 	IMDSBaseURL             string
 	ClusterEnv, ProgressEnv string // host paths
 	LogDir                  string
@@ -118,7 +118,7 @@ func newShellLib() shellLib {
 	return shellLib{
 		Routes:           VMRoutes(),
 		Calls:            vmCalls,
-		Failed:           progress.Failed,
+		Failed:           clusterfacts.Failed,
 		IMDSBaseURL:      imdsBaseURL,
 		ClusterEnv:       configDir + "/cluster.env",
 		ProgressEnv:      progressEnv,
@@ -131,7 +131,7 @@ func newShellLib() shellLib {
 // reportedPhase is the template func phase: name, if it is a phase a VM
 // reports (progress's table), else an error that fails the rendering.
 func reportedPhase(name string) (string, error) {
-	if !slices.Contains(progress.Reportable(), progress.Phase(name)) {
+	if !slices.Contains(clusterfacts.Reportable(), clusterfacts.Phase(name)) {
 		return "", fmt.Errorf("phase: %q is no phase a VM reports", name)
 	}
 	return name, nil

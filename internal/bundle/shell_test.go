@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/progress"
 )
 
@@ -63,7 +64,7 @@ func TestFailureTailFitsAMessage(t *testing.T) {
 // A script reports only a phase a VM may report: another fails the
 // rendering.
 func TestPhaseFunc(t *testing.T) {
-	for _, p := range progress.Reportable() {
+	for _, p := range clusterfacts.Reportable() {
 		if got, err := reportedPhase(string(p)); err != nil || got != string(p) {
 			t.Errorf("phase %s: %q, %v", p, got, err)
 		}

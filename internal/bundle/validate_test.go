@@ -22,6 +22,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -34,7 +35,7 @@ func realBundles(t *testing.T) (*clusterPKI, map[int64]*Bundle) {
 }
 
 // realBundlesOf is realBundles for another cluster (another CNI).
-func realBundlesOf(t *testing.T, c Cluster, nodes []Node) (*clusterPKI, map[int64]*Bundle) {
+func realBundlesOf(t *testing.T, c clusterfacts.Cluster, nodes []clusterfacts.Node) (*clusterPKI, map[int64]*Bundle) {
 	t.Helper()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
 	r := newTestRenderer(t)
@@ -149,7 +150,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	}
 }
 
-func selfNode(t *testing.T, b *Bundle) Node {
+func selfNode(t *testing.T, b *Bundle) clusterfacts.Node {
 	t.Helper()
 	_, nodes := testCluster()
 	for _, n := range nodes {
@@ -158,12 +159,12 @@ func selfNode(t *testing.T, b *Bundle) Node {
 		}
 	}
 	t.Fatalf("no node %d", b.Metadata.VMID)
-	return Node{}
+	return clusterfacts.Node{}
 }
 
 // wantKubeconfigs: file stem → identity, CN, O, server. Only the initial
 // node holds the admin (system:masters) kubeconfig, for the addons.
-func wantKubeconfigs(n Node, initial bool) map[string]struct {
+func wantKubeconfigs(n clusterfacts.Node, initial bool) map[string]struct {
 	cn, server string
 	orgs       []string
 } {
@@ -619,7 +620,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	used := map[string]bool{"bootstrap-userdata.sh": true}
 	c, nodes := testCluster()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
-	for _, cni := range CNIs() {
+	for _, cni := range clusterfacts.CNIs() {
 		c.CNI = cni
 		in := cp.input(c, nodes, 101)
 		view, _, err := newView(&in)

@@ -11,10 +11,10 @@ import (
 // install and use it before the next renewal is due.
 const minLeafLifetime = 10 * time.Minute
 
-// Renewal is the leaf lifetime and renewal window the functions issue and
+// LeafSchedule is the leaf lifetime and renewal window the functions issue and
 // renew with: CERT_RENEW_BEFORE, else a third of LEAF_CERT_LIFETIME.
-func (c Config) Renewal() pki.Renewal {
-	r := pki.Renewal{Lifetime: c.LeafCertLifetime, RenewBefore: c.CertRenewBefore}
+func (c Config) LeafSchedule() pki.LeafSchedule {
+	r := pki.LeafSchedule{Lifetime: c.LeafCertLifetime, RenewBefore: c.CertRenewBefore}
 	if r.RenewBefore == 0 {
 		r.RenewBefore = r.Lifetime / 3
 	}

@@ -50,7 +50,7 @@ type Config struct {
 	// itself (local), or the Secrets Manager secret holding it (AWS).
 	ServiceToken          string
 	ServiceTokenSecretARN string
-	// LeafCertLifetime and CertRenewBefore make the Renewal; a zero
+	// LeafCertLifetime and CertRenewBefore make the LeafSchedule; a zero
 	// CertRenewBefore means a third of the lifetime.
 	LeafCertLifetime time.Duration
 	CertRenewBefore  time.Duration

@@ -108,7 +108,7 @@ func foundV1(t *testing.T, pool *pgxpool.Pool, env *envelope.Envelope, count int
 	for ordinal := 1; ordinal <= count; ordinal++ {
 		n := v1Node{clusterID: c.ID, vmID: c.ID*100 + int64(ordinal), ordinal: ordinal,
 			name: fmt.Sprintf("cp-%d.cluster-%d.internal", ordinal, c.ID), sealed: map[pki.Name][]byte{}}
-		facts := pki.Node{Name: n.name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain,
+		facts := pki.Subject{Name: n.name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain,
 			IPv4: fmt.Sprintf("10.0.0.%d", ordinal)}
 		if n.issued, err = (pki.Issuer{}).IssuePhase(trust, pki.PhaseFounding, facts); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // recordedArtifacts is the artifact set a cluster founded now records (as
@@ -14,7 +15,7 @@ import (
 // the cluster's versions. Founding refuses when a node could not verify
 // every download: some file of bundle.FoundingArch is pinned nowhere and
 // the operator has not allowed the published-digest fallback.
-func (s *Service) recordedArtifacts(cni bundle.CNI) ([]byte, error) {
+func (s *Service) recordedArtifacts(cni clusterfacts.CNI) ([]byte, error) {
 	version := s.Settings.KubernetesVersion
 	a := s.Settings.Artifacts.Record(version, cni)
 	if missing := a.Unpinned(version, cni, bundle.FoundingArch); len(missing) > 0 && !a.DigestFallback {

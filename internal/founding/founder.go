@@ -13,6 +13,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
@@ -253,7 +254,11 @@ func (s *Service) handOver(ctx context.Context, op *operation) (*Result, error) 
 // adminKubeconfig mints a fresh cluster-admin identity for the operator,
 // pointing at the shared control-plane name.
 func (s *Service) adminKubeconfig(t *pki.Trust, c *store.Cluster) (string, error) {
-	kp, err := s.issuer(pki.Algorithm(c.KeyAlgorithm)).Issue(t, pki.Admin, pki.Node{})
+	cluster, _, err := clusterfacts.FromRows(c, nil)
+	if err != nil {
+		return "", err
+	}
+	kp, err := s.issuer(cluster.Algorithm).Issue(t, pki.Admin, pki.Subject{})
 	if err != nil {
 		return "", err
 	}
@@ -276,6 +281,18 @@ func databaseError(err error) error {
 
 func kmsError(err error) error {
 	return apperr.KMSUnavailable.Wrap(err)
+}
+
+// trustError classifies a failure to open c's trust: KMS unreachable is
+// 503; sealed keys that do not open (tampered, moved, missing) are a 500
+// whose event is logged with the cluster (VM 0: the cluster's own keys),
+// never the key.
+func (s *Service) trustError(ctx context.Context, c *store.Cluster, err error) error {
+	if !errors.Is(err, envelope.ErrOpen) {
+		return apperr.KMSUnavailable.Wrap(err)
+	}
+	s.logger().ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", 0)
+	return apperr.Internal.Wrap(err)
 }
 
 func computeError(what string, err error) error {

@@ -42,7 +42,7 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	}
 	opened, err := keyring.Open(ctx, s.Envelope, &c)
 	if err != nil {
-		return nil, keyring.OpenError(ctx, s.logger(), &c, 0, err)
+		return nil, s.trustError(ctx, &c, err)
 	}
 	kubeconfig, err := s.adminKubeconfig(opened.Trust, &c)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
@@ -264,11 +265,15 @@ func (s *Service) ensureIdentities(ctx context.Context, op *operation, _ time.Ti
 // issueNode issues node n's stored identities, seals their keys and records
 // them. n is a copy: the sealed keys are not kept past the write.
 func (s *Service) issueNode(ctx context.Context, op *operation, n store.Node) error {
-	facts, err := keyring.NodeFacts(&op.cluster, n)
+	cluster, self, err := clusterfacts.FromRows(&op.cluster, []store.Node{n})
 	if err != nil {
 		return err
 	}
-	issued, err := s.issuer(op.spec.KeyAlgorithm).IssuePhase(op.trust, pki.PhaseFounding, facts)
+	subject, err := cluster.CertSubject(self[0])
+	if err != nil {
+		return err
+	}
+	issued, err := s.issuer(op.spec.KeyAlgorithm).IssuePhase(op.trust, pki.PhaseFounding, subject)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
 )
@@ -48,17 +48,17 @@ type Request struct {
 
 // Spec is a validated Request with defaults applied.
 type Spec struct {
-	ControlPlaneCount        int           `json:"control_plane_count"`
-	ControlPlaneImageID      int64         `json:"control_plane_image_id"`
-	ControlPlaneInstanceType string        `json:"control_plane_instance_type"`
-	ZoneID                   int64         `json:"zone_id"`
-	SubnetID                 int64         `json:"subnet_id"`
-	SecurityGroupIDs         []int64       `json:"security_group_ids"`
-	AllocatePublicIPv4       bool          `json:"allocate_public_ipv4"`
-	SSHPubkey                string        `json:"ssh_pubkey"`
-	RootVolumeSizeGiB        int           `json:"root_volume_size_gib"`
-	KeyAlgorithm             pki.Algorithm `json:"key_algorithm"`
-	CNI                      bundle.CNI    `json:"cni"`
+	ControlPlaneCount        int              `json:"control_plane_count"`
+	ControlPlaneImageID      int64            `json:"control_plane_image_id"`
+	ControlPlaneInstanceType string           `json:"control_plane_instance_type"`
+	ZoneID                   int64            `json:"zone_id"`
+	SubnetID                 int64            `json:"subnet_id"`
+	SecurityGroupIDs         []int64          `json:"security_group_ids"`
+	AllocatePublicIPv4       bool             `json:"allocate_public_ipv4"`
+	SSHPubkey                string           `json:"ssh_pubkey"`
+	RootVolumeSizeGiB        int              `json:"root_volume_size_gib"`
+	KeyAlgorithm             pki.Algorithm    `json:"key_algorithm"`
+	CNI                      clusterfacts.CNI `json:"cni"`
 }
 
 var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
@@ -84,7 +84,7 @@ func (r Request) withDefaults() Spec {
 		RootVolumeSizeGiB: valueOr(r.RootVolumeSizeGiB, 0),
 	}
 	s.KeyAlgorithm, _ = pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, "")) // refused by optionRules
-	s.CNI, _ = bundle.ParseCNI(valueOr(r.CNI, ""))                      // refused by optionRules
+	s.CNI, _ = clusterfacts.ParseCNI(valueOr(r.CNI, ""))                // refused by optionRules
 	return s
 }
 
@@ -135,7 +135,7 @@ func securityGroupRules(ids []int64) []validation.Rule {
 // optionRules: the optional fields, checked only when given.
 func optionRules(r Request, s Spec) []validation.Rule {
 	_, algErr := pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, ""))
-	_, cniErr := bundle.ParseCNI(valueOr(r.CNI, ""))
+	_, cniErr := clusterfacts.ParseCNI(valueOr(r.CNI, ""))
 	return []validation.Rule{
 		rule("ssh_pubkey", len(s.SSHPubkey) <= MaxSSHPubkeyBytes && !strings.ContainsAny(s.SSHPubkey, "\r\n") && looksLikeSSHKey(s.SSHPubkey),
 			"must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*)"),

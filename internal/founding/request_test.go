@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -23,7 +23,7 @@ func TestValidateAppliesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ControlPlaneCount != 1 || s.ZoneID != 1 || s.KeyAlgorithm != pki.ECDSAP256 || s.CNI != bundle.CNICilium || s.AllocatePublicIPv4 || len(s.SecurityGroupIDs) != 0 {
+	if s.ControlPlaneCount != 1 || s.ZoneID != 1 || s.KeyAlgorithm != pki.ECDSAP256 || s.CNI != clusterfacts.CNICilium || s.AllocatePublicIPv4 || len(s.SecurityGroupIDs) != 0 {
 		t.Errorf("defaults: %+v", s)
 	}
 }
@@ -74,7 +74,7 @@ func TestValidateSaysRequiredAndRangeApart(t *testing.T) {
 		"root_volume_size_gib":20,"key_algorithm":"rsa-2048","cni":"bridge"}`).Validate()
 	want2 := Spec{ControlPlaneCount: 3, ControlPlaneImageID: 7, ControlPlaneInstanceType: "e2.medium", ZoneID: 2, SubnetID: 3,
 		SecurityGroupIDs: []int64{4, 5}, AllocatePublicIPv4: true, SSHPubkey: "ssh-ed25519 AAAA", RootVolumeSizeGiB: 20, KeyAlgorithm: pki.RSA2048,
-		CNI: bundle.CNIBridge}
+		CNI: clusterfacts.CNIBridge}
 	if err != nil || s.Fingerprint() != want2.Fingerprint() {
 		t.Errorf("spec %+v, %v; want %+v", s, err, want2)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
@@ -12,22 +13,22 @@ import (
 
 // Result is the 201 body of POST /clusters.
 type Result struct {
-	ClusterID             int64              `json:"cluster_id"`
-	Name                  string             `json:"name"`
-	Status                string             `json:"status"`
-	Kubeconfig            string             `json:"kubeconfig"`
-	ControlPlaneVMIDs     []int64            `json:"control_plane_vm_ids"`
-	ControlPlaneDNSName   string             `json:"control_plane_dns_name"`
-	ServiceCIDR           string             `json:"service_cidr"`
-	PodCIDR               string             `json:"pod_cidr"`
-	CNI                   string             `json:"cni"`
-	KubernetesVersion     string             `json:"kubernetes_version"`
-	KeyAlgorithm          string             `json:"key_algorithm"`
-	DNSConfigured         bool               `json:"dns_configured"`
-	DNSError              string             `json:"dns_error,omitempty"`
-	BootstrapPathTemplate string             `json:"bootstrap_path_template"`
-	IngressWildcardDNS    string             `json:"ingress_wildcard_dns_name"`
-	SuggestedDNSRecords   []bundle.DNSRecord `json:"suggested_dns_records"`
+	ClusterID             int64                    `json:"cluster_id"`
+	Name                  string                   `json:"name"`
+	Status                string                   `json:"status"`
+	Kubeconfig            string                   `json:"kubeconfig"`
+	ControlPlaneVMIDs     []int64                  `json:"control_plane_vm_ids"`
+	ControlPlaneDNSName   string                   `json:"control_plane_dns_name"`
+	ServiceCIDR           string                   `json:"service_cidr"`
+	PodCIDR               string                   `json:"pod_cidr"`
+	CNI                   string                   `json:"cni"`
+	KubernetesVersion     string                   `json:"kubernetes_version"`
+	KeyAlgorithm          string                   `json:"key_algorithm"`
+	DNSConfigured         bool                     `json:"dns_configured"`
+	DNSError              string                   `json:"dns_error,omitempty"`
+	BootstrapPathTemplate string                   `json:"bootstrap_path_template"`
+	IngressWildcardDNS    string                   `json:"ingress_wildcard_dns_name"`
+	SuggestedDNSRecords   []clusterfacts.DNSRecord `json:"suggested_dns_records"`
 	// Replayed is true when an Idempotency-Key returned an earlier founding.
 	Replayed bool `json:"-"`
 	// Accepted is set when the founding goes on after the answer (202): it
@@ -92,7 +93,7 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
 		statuses = append(statuses, progress.NodeStatus{VMID: n.VMID, NodeName: n.Name,
-			Phase: progress.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
+			Phase: clusterfacts.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
 	e := expiryOf(c, nodes)
@@ -108,15 +109,15 @@ func nodeName(ordinal int, clusterID int64) string {
 }
 
 // suggestedRecords are the control-plane name's records by the one rule
-// (bundle.ControlPlaneRecords), which founding also creates from.
-func suggestedRecords(dnsName string, nodes []store.Node) []bundle.DNSRecord {
-	peers := []bundle.Node{}
+// (clusterfacts.ControlPlaneRecords), which founding also creates from.
+func suggestedRecords(dnsName string, nodes []store.Node) []clusterfacts.DNSRecord {
+	peers := []clusterfacts.Node{}
 	for _, n := range nodes {
 		if n.IPv4 != "" { // a founding still going on may not know every address yet
-			peers = append(peers, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, IPv4: n.IPv4, PublicIPv4: n.PublicIPv4})
+			peers = append(peers, clusterfacts.NodeOf(n))
 		}
 	}
-	return bundle.ControlPlaneRecords(dnsName, peers)
+	return clusterfacts.ControlPlaneRecords(dnsName, peers)
 }
 
 func resultOf(v ClusterView, nodes []store.Node, kubeconfig string) *Result {

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -57,7 +57,7 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 	// The DNS record is the first suggested record, and the VMs carry the shim.
 	recs := s.sim.Records(baseDomain)
 	if first := res.SuggestedDNSRecords[0]; len(recs) != 1 || recs[0].Name != res.ControlPlaneDNSName ||
-		recs[0].Value != first.Value || recs[0].TTL != bundle.DNSRecordTTL || first.TTL != bundle.DNSRecordTTL {
+		recs[0].Value != first.Value || recs[0].TTL != clusterfacts.DNSRecordTTL || first.TTL != clusterfacts.DNSRecordTTL {
 		t.Errorf("dns records = %+v", recs)
 	}
 	var userdata, role string

@@ -26,10 +26,12 @@ type fixedClock struct {
 func (c *fixedClock) Now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fixedClock) Set(d time.Duration)  { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 func newClock(start time.Time) *fixedClock { return &fixedClock{t: start} }
-func hourLeaves() pki.Renewal              { return pki.Renewal{Lifetime: time.Hour, RenewBefore: 20 * time.Minute} }
+func hourLeaves() pki.LeafSchedule {
+	return pki.LeafSchedule{Lifetime: time.Hour, RenewBefore: 20 * time.Minute}
+}
 func renewingStack(t *testing.T) (*stack, *fixedClock) {
 	c := newClock(time.Now().Truncate(time.Second))
-	s := newStack(t, func(cfg *stacktest.Config) { cfg.Now, cfg.Renewal = c.Now, hourLeaves() })
+	s := newStack(t, func(cfg *stacktest.Config) { cfg.Now, cfg.Leaves = c.Now, hourLeaves() })
 	return s, c
 }
 

@@ -1,13 +1,8 @@
 package keyring
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 
-	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -18,17 +13,6 @@ import (
 // bootstrap window; all sealed and served unchanged until renewed or
 // re-issued. The functions below walk the cert table's names, so a new
 // certificate is one row there and nothing here.
-
-// NodeFacts are the facts node n's certificates name, taken from its
-// cluster's row: the one place founding and bundle fetches build them.
-func NodeFacts(c *store.Cluster, n store.Node) (pki.Node, error) {
-	serviceIP, _, err := bundle.ServiceIPs(c.ServiceCIDR)
-	if err != nil {
-		return pki.Node{}, fmt.Errorf("service IP of cluster %d: %w", c.ID, err)
-	}
-	return pki.Node{Name: n.Name, ControlPlaneDNSName: c.ControlPlaneDNSName, ClusterDomain: c.ClusterDomain,
-		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, ServiceIP: serviceIP}, nil
-}
 
 // SealIdentities seals the stored identities of the node on vmID, taken
 // from issued, in cert-table order. The caller still owns issued's keys.
@@ -133,16 +117,4 @@ func openIdentity(dk *envelope.DataKey, vmID int64, id store.Identity) (pki.KeyP
 		return pki.KeyPair{}, fmt.Errorf("opening %s of vm %d: %w", name, vmID, err)
 	}
 	return pki.KeyPair{CertPEM: []byte(id.Cert), KeyPEM: key}, nil
-}
-
-// OpenError classifies a failure to open a cluster's sealed keys, for every
-// use case that opens them: KMS unreachable is 503; a sealed value that does
-// not open (tampered, moved, missing) is a 500 whose event is logged with the
-// cluster and VM (0 for the cluster's own keys), never the key.
-func OpenError(ctx context.Context, log *slog.Logger, c *store.Cluster, vmID int64, err error) error {
-	if errors.Is(err, envelope.ErrOpen) {
-		log.ErrorContext(ctx, "sealed key material does not open", "cluster_id", c.ID, "vm_id", vmID)
-		return apperr.Internal.Wrap(err)
-	}
-	return apperr.KMSUnavailable.Wrap(err)
 }

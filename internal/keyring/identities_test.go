@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -30,7 +30,11 @@ func sealedNode(t *testing.T) (*envelope.DataKey, store.Node, map[pki.Name]pki.K
 		t.Fatal(err)
 	}
 	n := store.Node{VMID: 101, Ordinal: 1, Name: "cp-1.cluster-42.internal", IPv4: "10.0.0.11"}
-	facts, err := keyring.NodeFacts(&cluster, n)
+	cf, _, err := clusterfacts.FromRows(&cluster, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := cf.CertSubject(clusterfacts.NodeOf(n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,22 +80,6 @@ func TestMissingIdentityFailsClosed(t *testing.T) {
 	delete(issued, pki.APIServer)
 	if _, err := keyring.SealIdentities(dk, n.VMID, issued); err == nil {
 		t.Error("sealing without the apiserver identity succeeded")
-	}
-}
-
-// The facts carry the cluster's own domain and its first service IP.
-func TestNodeFacts(t *testing.T) {
-	facts, err := keyring.NodeFacts(&cluster, store.Node{Name: "cp-1", IPv4: "10.0.0.11"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if facts.ClusterDomain != "corp.example" || !facts.ServiceIP.Equal(net.ParseIP("10.96.0.1")) || facts.Name != "cp-1" {
-		t.Errorf("facts %+v", facts)
-	}
-	bad := cluster
-	bad.ServiceCIDR = "nope"
-	if _, err := keyring.NodeFacts(&bad, store.Node{}); err == nil {
-		t.Error("a bad service CIDR gave facts")
 	}
 }
 

@@ -6,6 +6,8 @@
 // columns, or a rehydrated pki.Trust. One table (sealedCAs) lists which
 // column holds which CA; a node's stored identities are not listed here at
 // all: they follow the cert table (pki.PhaseFounding), see identities.go.
+// Errors are plain (envelope.ErrOpen for a sealed value that does not
+// open): which error kind a caller answers is the use case's to say.
 package keyring
 
 import (
@@ -25,17 +27,21 @@ const (
 	PurposeSecretsEncryption = "secrets-encryption-key"
 )
 
-// caColumns says where each CA's certificate and sealed key live on the row.
+// caColumns are the columns of one CA on a cluster's row: its certificate
+// and its sealed key.
 type caColumns struct {
 	name pki.Name
-	cert func(*store.Cluster) *string
-	key  func(*store.Cluster) *[]byte
+	cert *string
+	key  *[]byte
 }
 
-var sealedCAs = []caColumns{
-	{pki.ClusterCA, func(c *store.Cluster) *string { return &c.CACert }, func(c *store.Cluster) *[]byte { return &c.CAKeySealed }},
-	{pki.EtcdCA, func(c *store.Cluster) *string { return &c.EtcdCACert }, func(c *store.Cluster) *[]byte { return &c.EtcdCAKeySealed }},
-	{pki.FrontProxyCA, func(c *store.Cluster) *string { return &c.FrontProxyCACert }, func(c *store.Cluster) *[]byte { return &c.FrontProxyCAKeySealed }},
+// sealedCAs is the one table of which columns of c hold which CA.
+func sealedCAs(c *store.Cluster) []caColumns {
+	return []caColumns{
+		{pki.ClusterCA, &c.CACert, &c.CAKeySealed},
+		{pki.EtcdCA, &c.EtcdCACert, &c.EtcdCAKeySealed},
+		{pki.FrontProxyCA, &c.FrontProxyCACert, &c.FrontProxyCAKeySealed},
+	}
 }
 
 // keyPurpose is what a sealed key's additional data names besides its
@@ -60,7 +66,7 @@ func SealTrust(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 }
 
 func sealCAs(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
-	for _, col := range sealedCAs {
+	for _, col := range sealedCAs(c) {
 		ca := t.CAs[col.name]
 		keyPEM, err := pki.EncodeKey(ca.Key)
 		if err != nil {
@@ -71,7 +77,7 @@ func sealCAs(dk *envelope.DataKey, t *pki.Trust, c *store.Cluster) error {
 		if err != nil {
 			return fmt.Errorf("sealing %s key: %w", col.name, err)
 		}
-		*col.cert(c), *col.key(c) = string(ca.CertPEM), sealed
+		*col.cert, *col.key = string(ca.CertPEM), sealed
 	}
 	return nil
 }
@@ -141,12 +147,12 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 		return nil, err
 	}
 	t := &pki.Trust{CAs: map[pki.Name]*pki.CA{}}
-	for _, col := range sealedCAs {
-		keyPEM, err := dk.Open(keyPurpose(col.name, 0), *col.key(c))
+	for _, col := range sealedCAs(c) {
+		keyPEM, err := dk.Open(keyPurpose(col.name, 0), *col.key)
 		if err != nil {
 			return nil, fmt.Errorf("opening %s key: %w", col.name, err)
 		}
-		ca, err := pki.LoadCA([]byte(*col.cert(c)), keyPEM)
+		ca, err := pki.LoadCA([]byte(*col.cert), keyPEM)
 		clear(keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("loading %s: %w", col.name, err)
@@ -168,9 +174,10 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 
 // CACerts returns c's CA certificates (PEM) by cert-table name.
 func CACerts(c *store.Cluster) map[pki.Name][]byte {
-	out := make(map[pki.Name][]byte, len(sealedCAs))
-	for _, col := range sealedCAs {
-		out[col.name] = []byte(*col.cert(c))
+	cols := sealedCAs(c)
+	out := make(map[pki.Name][]byte, len(cols))
+	for _, col := range cols {
+		out[col.name] = []byte(*col.cert)
 	}
 	return out
 }

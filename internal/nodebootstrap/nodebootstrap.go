@@ -28,6 +28,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -56,9 +57,9 @@ type Service struct {
 	// Artifacts is the configured artifact set with its manifest's pins,
 	// for clusters founded before sets were recorded (artifacts).
 	Artifacts bundle.Artifacts
-	// Renewal is the leaf lifetime every identity is issued with and when a
+	// Leaves is the leaf lifetime every identity is issued with and when a
 	// stored one is renewed (renew.go).
-	Renewal pki.Renewal
+	Leaves pki.LeafSchedule
 	// Window is the bootstrap window's length (BOOTSTRAP_WINDOW).
 	Window time.Duration
 	Now    func() time.Time
@@ -67,61 +68,101 @@ type Service struct {
 
 // Bundle renders vm's bundle.
 func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error) {
-	topo, self, err := s.load(ctx, vm)
+	t, err := s.load(ctx, vm)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	if err := s.windowRefusal(self, now); err != nil {
+	if err := s.windowRefusal(t, now); err != nil {
 		s.recordRefusal(ctx, vm, now)
 		return nil, err
 	}
-	b, err := s.render(ctx, &topo.Cluster, topo.Nodes, self)
+	b, err := s.render(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.record(ctx, vm, store.FetchServed, now); err != nil {
 		return nil, databaseError(err)
 	}
-	s.recordPhase(ctx, vm, self)
+	s.recordPhase(ctx, vm, t.phase)
 	return b, nil
+}
+
+// target is a VM's cluster and node, as stored (sealed keys, stored
+// identities, bootstrap phase and window) and as facts (what bundles and
+// certificates are made from).
+type target struct {
+	row     *store.Cluster
+	self    store.Node
+	cluster clusterfacts.Cluster
+	peers   []clusterfacts.Node
+	node    clusterfacts.Node
+	phase   clusterfacts.Phase // where self's bootstrap stands
+}
+
+// targetOf is topo with its facts, self being the VM's node among its rows.
+func targetOf(topo *store.Topology, self store.Node) (*target, error) {
+	cluster, peers, err := clusterfacts.FromRows(&topo.Cluster, topo.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	phase, err := clusterfacts.ParsePhase(self.Phase)
+	if err != nil {
+		return nil, fmt.Errorf("node of vm %d: %w", self.VMID, err)
+	}
+	return &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers,
+		node: clusterfacts.NodeOf(self), phase: phase}, nil
 }
 
 // load reads vm's topology and finds its node: not found for a VM that is
 // no control-plane node of its org, a conflict when its cluster is not
 // active.
-func (s *Service) load(ctx context.Context, vm auth.BootstrapVM) (store.Topology, store.Node, error) {
+func (s *Service) load(ctx context.Context, vm auth.BootstrapVM) (*target, error) {
 	topo, err := s.Store.TopologyForVM(ctx, vm.VMID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return topo, store.Node{}, notFound()
+		return nil, notFound()
 	case err != nil:
-		return topo, store.Node{}, databaseError(err)
+		return nil, databaseError(err)
 	}
 	c := &topo.Cluster
 	if c.OrgID != vm.OrgID {
 		// Proofs passed, but the VM is not this org's control plane: say
 		// nothing more than for an unknown VM.
-		return topo, store.Node{}, notFound()
+		return nil, notFound()
 	}
 	if c.Status != store.StatusActive {
-		return topo, store.Node{}, apperr.ClusterNotActive.Detail("the VM's cluster is " + c.Status)
+		return nil, apperr.ClusterNotActive.Detail("the VM's cluster is " + c.Status)
 	}
 	self, ok := findNode(topo.Nodes, vm.VMID)
 	if !ok {
-		return topo, store.Node{}, notFound()
+		return nil, notFound()
 	}
-	return topo, self, nil
+	return targetOf(&topo, self)
 }
 
 func databaseError(err error) error {
 	return apperr.DatabaseUnavailable.Wrap(err)
 }
 
-// windowRefusal is progress.Window's answer for self at now.
-func (s *Service) windowRefusal(self store.Node, now time.Time) error {
-	w := progress.Window{OpenedAt: self.BootstrapOpenedAt, ReadyAt: self.ReadyAt, Length: s.Window}
-	return w.Refusal(progress.Phase(self.Phase), now)
+// openError classifies a failure to open t's sealed keys: KMS unreachable
+// is 503; a sealed value that does not open (tampered, moved, missing) is a
+// 500 whose event is logged with the cluster and VM, never the key.
+func (s *Service) openError(ctx context.Context, t *target, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, envelope.ErrOpen):
+		s.logger().ErrorContext(ctx, "sealed key material does not open", "cluster_id", t.row.ID, "vm_id", t.self.VMID)
+		return apperr.Internal.Wrap(err)
+	}
+	return apperr.KMSUnavailable.Wrap(err)
+}
+
+// windowRefusal is progress.Window's answer for t's node at now.
+func (s *Service) windowRefusal(t *target, now time.Time) error {
+	w := progress.Window{OpenedAt: t.self.BootstrapOpenedAt, ReadyAt: t.self.ReadyAt, Length: s.Window}
+	return w.Refusal(t.phase, now)
 }
 
 // record writes one fetch of vm's bundle with this request's id.
@@ -140,8 +181,8 @@ func (s *Service) recordRefusal(ctx context.Context, vm auth.BootstrapVM, at tim
 
 // recordPhase moves a pending node to bundle_fetched. A failure is logged,
 // never answered: the VM has its bundle, and its next report moves it on.
-func (s *Service) recordPhase(ctx context.Context, vm auth.BootstrapVM, self store.Node) {
-	if err := progress.RecordFetch(ctx, s.Phases, vm, progress.Phase(self.Phase)); err != nil {
+func (s *Service) recordPhase(ctx context.Context, vm auth.BootstrapVM, phase clusterfacts.Phase) {
+	if err := progress.RecordFetch(ctx, s.Phases, vm, phase); err != nil {
 		s.logger().WarnContext(ctx, "recording bundle_fetched failed", "vm_id", vm.VMID, "cause", err.Error())
 	}
 }
@@ -166,32 +207,32 @@ func findNode(nodes []store.Node, vmID int64) (store.Node, bool) {
 	return store.Node{}, false
 }
 
-// open rehydrates c's trust and opens self's stored identities.
-func (s *Service) open(ctx context.Context, c *store.Cluster, self store.Node) (*keyring.Opened, map[pki.Name]pki.KeyPair, error) {
-	opened, err := keyring.Open(ctx, s.Envelope, c)
+// open rehydrates t's cluster's trust and opens its node's stored identities.
+func (s *Service) open(ctx context.Context, t *target) (*keyring.Opened, map[pki.Name]pki.KeyPair, error) {
+	opened, err := keyring.Open(ctx, s.Envelope, t.row)
 	if err != nil {
-		return nil, nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
+		return nil, nil, s.openError(ctx, t, err)
 	}
-	ids, err := keyring.OpenIdentities(opened.DataKey, self)
+	ids, err := keyring.OpenIdentities(opened.DataKey, t.self)
 	if err != nil {
-		return nil, nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
+		return nil, nil, s.openError(ctx, t, err)
 	}
 	return opened, ids, nil
 }
 
-// render opens c's trust and self's identities (issuing its window's on the
-// window's first fetch) and renders self's bundle.
-func (s *Service) render(ctx context.Context, c *store.Cluster, nodes []store.Node, self store.Node) (*bundle.Bundle, error) {
-	opened, ids, err := s.open(ctx, c, self)
+// render opens t's trust and identities (issuing its window's on the
+// window's first fetch) and renders its node's bundle.
+func (s *Service) render(ctx context.Context, t *target) (*bundle.Bundle, error) {
+	opened, ids, err := s.open(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	artifacts, err := s.artifacts(c)
+	artifacts, err := s.artifacts(t.row, t.cluster)
 	if err != nil {
 		return nil, err
 	}
-	in := bundleInput(c, nodes, self, artifacts, opened, ids)
-	window, err := s.windowIdentities(ctx, c, self, opened, in.IsInitial())
+	in := bundleInput(t, artifacts, opened, ids)
+	window, err := s.windowIdentities(ctx, t, opened, in.IsInitial())
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +245,8 @@ func (s *Service) render(ctx context.Context, c *store.Cluster, nodes []store.No
 // pins never change what an existing cluster's nodes download. A cluster
 // without a record, and any field its record lacks, render from the
 // configuration: there is nothing else to render them from.
-func (s *Service) artifacts(c *store.Cluster) (bundle.Artifacts, error) {
-	a := s.Artifacts.Record(c.KubernetesVersion, bundle.CNI(c.CNI))
+func (s *Service) artifacts(c *store.Cluster, cluster clusterfacts.Cluster) (bundle.Artifacts, error) {
+	a := s.Artifacts.Record(cluster.KubernetesVersion, cluster.CNI)
 	if c.Artifacts == nil {
 		return a, nil
 	}
@@ -216,32 +257,25 @@ func (s *Service) artifacts(c *store.Cluster) (bundle.Artifacts, error) {
 	return a, nil
 }
 
-// issuer signs c's leaves with the configured lifetime.
-func (s *Service) issuer(c *store.Cluster) pki.Issuer {
-	return pki.Issuer{Algorithm: pki.Algorithm(c.KeyAlgorithm), Now: s.Now, LeafLifetime: s.Renewal.Lifetime}
+// issuer signs a cluster's leaves, of its algorithm, with the configured
+// lifetime.
+func (s *Service) issuer(alg pki.Algorithm) pki.Issuer {
+	return pki.Issuer{Algorithm: alg, Now: s.Now, LeafLifetime: s.Leaves.Lifetime}
 }
 
-// bundleInput is the renderer's view of the stored topology and this
-// fetch's keys.
-func bundleInput(c *store.Cluster, nodes []store.Node, self store.Node, artifacts bundle.Artifacts,
-	opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
-	in := bundle.Input{
-		Cluster: bundle.Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
-			KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
-			ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: bundle.CNI(c.CNI)},
-		SelfVMID:             self.VMID,
+// bundleInput is the renderer's view of t and this fetch's keys.
+func bundleInput(t *target, artifacts bundle.Artifacts, opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
+	return bundle.Input{
+		Cluster:              t.cluster,
+		Nodes:                t.peers,
+		SelfVMID:             t.self.VMID,
 		Artifacts:            artifacts,
-		CACerts:              keyring.CACerts(c),
+		CACerts:              keyring.CACerts(t.row),
 		ServiceAccountKeyPEM: opened.ServiceAccountKey,
-		ServiceAccountPubPEM: []byte(c.ServiceAccountPub),
+		ServiceAccountPubPEM: []byte(t.row.ServiceAccountPub),
 		Identities:           ids,
 		SecretsEncryptionKey: opened.Trust.SecretsEncryptionKey,
 	}
-	for _, n := range nodes {
-		in.Nodes = append(in.Nodes, bundle.Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
-			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
-	}
-	return in
 }
 
 func (s *Service) logger() *slog.Logger {

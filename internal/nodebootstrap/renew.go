@@ -27,7 +27,7 @@ import (
 
 // Renewer is the part of the store a renewal writes through.
 type Renewer interface {
-	RenewIdentities(ctx context.Context, r store.Renewal) (bool, error)
+	RenewIdentities(ctx context.Context, r store.CertReplacement) (bool, error)
 }
 
 var _ Renewer = (*store.Store)(nil)
@@ -43,17 +43,17 @@ type RenewalRequest struct {
 	CSRs map[string]string `json:"csrs"`
 }
 
-// Renewal is the answer: every renewable identity's current certificate
+// RenewalOutcome is the answer: every renewable identity's current certificate
 // (re-issued or not), and which were re-issued.
-type Renewal struct {
+type RenewalOutcome struct {
 	Certificates map[pki.Name]string
 	Renewed      []pki.Name
 }
 
 // Renew checks the node's possession of each of its keys and re-issues the
-// certificates less than Renewal.RenewBefore from their end. Every renewal
+// certificates less than Leaves.RenewBefore from their end. Every renewal
 // past the proofs is recorded, answered or refused.
-func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
+func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*RenewalOutcome, error) {
 	out, err := s.renew(ctx, vm, req)
 	outcome := store.RenewalServed
 	if err != nil {
@@ -65,20 +65,20 @@ func (s *Service) Renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 	return out, err
 }
 
-func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*Renewal, error) {
-	topo, self, err := s.load(ctx, vm)
+func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalRequest) (*RenewalOutcome, error) {
+	t, err := s.load(ctx, vm)
 	if err != nil {
 		return nil, err
 	}
-	if self.ReadyAt == nil {
+	if t.self.ReadyAt == nil {
 		return nil, apperr.NodeNotReady.Detail(
-			"the node is " + self.Phase + "; only a node that finished its bootstrap renews its certificates")
+			"the node is " + string(t.phase) + "; only a node that finished its bootstrap renews its certificates")
 	}
-	held, err := heldKeys(self, req)
+	held, err := heldKeys(t.self, req)
 	if err != nil {
 		return nil, err
 	}
-	return s.reissueDue(ctx, vm, &topo.Cluster, self, held)
+	return s.reissueDue(ctx, vm, t, held)
 }
 
 // heldKey is one identity whose key the node proved it holds.
@@ -153,16 +153,15 @@ func proveOne(name pki.Name, csr, cert string) (heldKey, error) {
 
 // reissueDue re-issues the due certificates over the held keys and stores
 // them, all or none (store.RenewIdentities).
-func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, c *store.Cluster, self store.Node,
-	held []heldKey) (*Renewal, error) {
-	out := &Renewal{}
-	change := store.Renewal{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
+func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target, held []heldKey) (*RenewalOutcome, error) {
+	out := &RenewalOutcome{}
+	change := store.CertReplacement{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
 	due, err := s.due(held)
 	if err != nil || len(due) == 0 {
 		out.Certificates = certsOf(held)
 		return out, err
 	}
-	sign, err := s.signer(ctx, c, self)
+	sign, err := s.signer(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +185,7 @@ func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, c *store.
 func (s *Service) due(held []heldKey) ([]heldKey, error) {
 	var out []heldKey
 	for _, k := range held {
-		isDue, err := s.Renewal.Due([]byte(k.cert), s.now())
+		isDue, err := s.Leaves.Due([]byte(k.cert), s.now())
 		if err != nil {
 			return nil, err
 		}
@@ -207,27 +206,27 @@ func certsOf(held []heldKey) map[pki.Name]string {
 
 // signer re-issues one node's certificates from its cluster's CAs.
 type signer struct {
-	issuer pki.Issuer
-	trust  *pki.Trust
-	facts  pki.Node
+	issuer  pki.Issuer
+	trust   *pki.Trust
+	subject pki.Subject
 }
 
-// signer opens c's CAs (one KMS call, or none when warm): only a renewal
+// signer opens t's CAs (one KMS call, or none when warm): only a renewal
 // with something due needs them.
-func (s *Service) signer(ctx context.Context, c *store.Cluster, self store.Node) (*signer, error) {
-	opened, err := keyring.Open(ctx, s.Envelope, c)
+func (s *Service) signer(ctx context.Context, t *target) (*signer, error) {
+	opened, err := keyring.Open(ctx, s.Envelope, t.row)
 	if err != nil {
-		return nil, keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
+		return nil, s.openError(ctx, t, err)
 	}
-	facts, err := keyring.NodeFacts(c, self)
+	subject, err := t.cluster.CertSubject(t.node)
 	if err != nil {
 		return nil, err
 	}
-	return &signer{issuer: s.issuer(c), trust: opened.Trust, facts: facts}, nil
+	return &signer{issuer: s.issuer(t.cluster.Algorithm), trust: opened.Trust, subject: subject}, nil
 }
 
 func (g *signer) reissue(k heldKey) (store.Identity, error) {
-	certPEM, err := g.issuer.Reissue(g.trust, k.name, g.facts, k.pub)
+	certPEM, err := g.issuer.Reissue(g.trust, k.name, g.subject, k.pub)
 	if err != nil {
 		return store.Identity{}, err
 	}
@@ -235,7 +234,7 @@ func (g *signer) reissue(k heldKey) (store.Identity, error) {
 	return store.Identity{Name: string(k.name), Cert: string(certPEM), NotAfter: notAfter}, err
 }
 
-func (s *Service) storeRenewal(ctx context.Context, change store.Renewal) error {
+func (s *Service) storeRenewal(ctx context.Context, change store.CertReplacement) error {
 	wrote, err := s.Renewer.RenewIdentities(ctx, change)
 	if err != nil {
 		return databaseError(err)
@@ -257,7 +256,7 @@ type RenewalResponse struct {
 }
 
 // Response returns the renewal in its wire shape.
-func (r *Renewal) Response() RenewalResponse {
+func (r *RenewalOutcome) Response() RenewalResponse {
 	out := RenewalResponse{Certificates: r.Certificates, Renewed: r.Renewed}
 	if out.Renewed == nil {
 		out.Renewed = []pki.Name{}

@@ -20,33 +20,35 @@ import (
 // which runs minutes after the fetch, and useless soon after the node is
 // ready. It is never renewed.
 
-// windowIdentities opens self's identities of its current window, issuing
-// them on the window's first fetch.
-func (s *Service) windowIdentities(ctx context.Context, c *store.Cluster, self store.Node, opened *keyring.Opened,
+// windowIdentities opens t's node's identities of its current window,
+// issuing them on the window's first fetch.
+func (s *Service) windowIdentities(ctx context.Context, t *target, opened *keyring.Opened,
 	initial bool) (map[pki.Name]pki.KeyPair, error) {
 	names := pki.IssuedTo(pki.PhaseFetch, initial)
-	ids, complete, err := keyring.OpenWindowIdentities(opened.DataKey, self, names)
+	ids, complete, err := keyring.OpenWindowIdentities(opened.DataKey, t.self, names)
 	if err != nil || complete {
-		return ids, s.openError(ctx, c, self, err)
+		return ids, s.openError(ctx, t, err)
 	}
-	return s.issueWindow(ctx, c, self, opened, names, initial)
+	return s.issueWindow(ctx, t, opened, names, initial)
 }
 
-// issueWindow issues and stores self's identities for its current window.
-// When another fetch stored the window's first, those are served instead.
-func (s *Service) issueWindow(ctx context.Context, c *store.Cluster, self store.Node, opened *keyring.Opened,
+// issueWindow issues and stores t's node's identities for its current
+// window. When another fetch stored the window's first, those are served
+// instead.
+func (s *Service) issueWindow(ctx context.Context, t *target, opened *keyring.Opened,
 	names []pki.Name, initial bool) (map[pki.Name]pki.KeyPair, error) {
-	facts, err := keyring.NodeFacts(c, self)
+	subject, err := t.cluster.CertSubject(t.node)
 	if err != nil {
 		return nil, err
 	}
-	facts.Initial = initial
+	subject.Initial = initial
 	issued := map[pki.Name]pki.KeyPair{}
 	for _, name := range names {
-		if issued[name], err = s.windowIssuer(c, name).Issue(opened.Trust, name, facts); err != nil {
+		if issued[name], err = s.windowIssuer(t.cluster.Algorithm, name).Issue(opened.Trust, name, subject); err != nil {
 			return nil, err
 		}
 	}
+	self := t.self
 	sealed, err := keyring.SealWindowIdentities(opened.DataKey, self, names, issued, bootstrapOnly)
 	if err != nil {
 		return nil, err
@@ -55,12 +57,13 @@ func (s *Service) issueWindow(ctx context.Context, c *store.Cluster, self store.
 	if err != nil || wrote {
 		return issued, dbError(err)
 	}
-	return s.storedWindow(ctx, c, self, opened, names)
+	return s.storedWindow(ctx, t, opened, names)
 }
 
 // storedWindow reads back the window identities a racing fetch stored.
-func (s *Service) storedWindow(ctx context.Context, c *store.Cluster, self store.Node, opened *keyring.Opened,
+func (s *Service) storedWindow(ctx context.Context, t *target, opened *keyring.Opened,
 	names []pki.Name) (map[pki.Name]pki.KeyPair, error) {
+	self := t.self
 	topo, err := s.Store.TopologyForVM(ctx, self.VMID)
 	if err != nil {
 		return nil, databaseError(err)
@@ -70,13 +73,13 @@ func (s *Service) storedWindow(ctx context.Context, c *store.Cluster, self store
 	if err == nil && !complete {
 		return nil, apperr.BootstrapChanged.New()
 	}
-	return ids, s.openError(ctx, c, self, err)
+	return ids, s.openError(ctx, t, err)
 }
 
 // windowIssuer signs a window identity: bootstrap-only ones live one
 // window's length (never longer than any leaf), the others a leaf's life.
-func (s *Service) windowIssuer(c *store.Cluster, name pki.Name) pki.Issuer {
-	is := s.issuer(c)
+func (s *Service) windowIssuer(alg pki.Algorithm, name pki.Name) pki.Issuer {
+	is := s.issuer(alg)
 	if bootstrapOnly(name) && s.Window > 0 && s.Window < cmp.Or(is.LeafLifetime, pki.DefaultLeafLifetime) {
 		is.LeafLifetime = s.Window
 	}
@@ -88,13 +91,6 @@ func (s *Service) windowIssuer(c *store.Cluster, name pki.Name) pki.Issuer {
 func bootstrapOnly(name pki.Name) bool {
 	spec, ok := pki.Lookup(name)
 	return ok && spec.InitialOnly
-}
-
-func (s *Service) openError(ctx context.Context, c *store.Cluster, self store.Node, err error) error {
-	if err == nil {
-		return nil
-	}
-	return keyring.OpenError(ctx, s.logger(), c, self.VMID, err)
 }
 
 func dbError(err error) error {

@@ -58,8 +58,10 @@ const (
 	backdate = 5 * time.Minute
 )
 
-// Node carries the facts that go into per-node names and SANs.
-type Node struct {
+// Subject is whom a certificate names: the node facts that go into its
+// common name and SANs (zero for a certificate of no node, as the
+// operator's admin identity).
+type Subject struct {
 	Name                string // cp-1.cluster-42.internal
 	ControlPlaneDNSName string // exk8s-7-2a.k8s.excloud.co.in
 	ClusterDomain       string // cluster.local: the cluster's own, a per-cluster fact
@@ -79,11 +81,11 @@ type Spec struct {
 	IsCA     bool
 	Lifetime time.Duration
 	// Subject is a function because some identities name the node.
-	CommonName   func(Node) string
+	CommonName   func(Subject) string
 	Organization []string
 	Usages       []x509.ExtKeyUsage
 	// SANs returns DNS names and IPs; nil for client certs.
-	SANs func(Node) ([]string, []net.IP)
+	SANs func(Subject) ([]string, []net.IP)
 	// InitialOnly identities are issued to the initial node only.
 	InitialOnly bool
 }
@@ -139,20 +141,20 @@ func initialOnly(s Spec) Spec {
 // system:node:<name> in system:nodes.
 func nodeClient(name, signer Name) Spec {
 	s := client(name, signer, "", "system:nodes")
-	s.CommonName = func(n Node) string { return "system:node:" + n.Name }
+	s.CommonName = func(n Subject) string { return "system:node:" + n.Name }
 	return s
 }
 
-func serving(name, signer Name, phase Phase, sans func(Node) ([]string, []net.IP), usages ...x509.ExtKeyUsage) Spec {
+func serving(name, signer Name, phase Phase, sans func(Subject) ([]string, []net.IP), usages ...x509.ExtKeyUsage) Spec {
 	return Spec{
 		Name: name, Phase: phase, Signer: signer, Lifetime: leafLifetime,
-		CommonName: func(n Node) string { return n.Name }, Usages: usages, SANs: sans,
+		CommonName: func(n Subject) string { return n.Name }, Usages: usages, SANs: sans,
 	}
 }
 
-func fixed(cn string) func(Node) string { return func(Node) string { return cn } }
+func fixed(cn string) func(Subject) string { return func(Subject) string { return cn } }
 
-func etcdSANs(n Node) ([]string, []net.IP) {
+func etcdSANs(n Subject) ([]string, []net.IP) {
 	return []string{n.Name, "localhost"}, nodeIPs(n, net.IPv4(127, 0, 0, 1))
 }
 
@@ -160,7 +162,7 @@ func etcdSANs(n Node) ([]string, []net.IP) {
 // shared control-plane name, the in-cluster service names (the last under
 // the cluster's own domain), the first service IP, the node's addresses and
 // loopback.
-func apiserverSANs(n Node) ([]string, []net.IP) {
+func apiserverSANs(n Subject) ([]string, []net.IP) {
 	dns := []string{n.Name, n.ControlPlaneDNSName, "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
 	if n.ClusterDomain != "" { // every cluster row has one; a bare "...svc." would be no name at all
 		dns = append(dns, "kubernetes.default.svc."+n.ClusterDomain)
@@ -173,12 +175,12 @@ func apiserverSANs(n Node) ([]string, []net.IP) {
 	return dns, nodeIPs(n, extra...)
 }
 
-func kubeletSANs(n Node) ([]string, []net.IP) {
+func kubeletSANs(n Subject) ([]string, []net.IP) {
 	return []string{n.Name}, nodeIPs(n)
 }
 
 // nodeIPs returns the node's non-empty, parseable addresses after extra.
-func nodeIPs(n Node, extra ...net.IP) []net.IP {
+func nodeIPs(n Subject, extra ...net.IP) []net.IP {
 	ips := append([]net.IP(nil), extra...)
 	for _, s := range []string{n.IPv4, n.IPv6, n.PublicIPv4} {
 		if ip := net.ParseIP(s); ip != nil {

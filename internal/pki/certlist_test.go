@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-var testNode = Node{
+var testNode = Subject{
 	Name:                "cp-1.cluster-42.internal",
 	ControlPlaneDNSName: "exk8s-7-2a.k8s.excloud.co.in",
 	ClusterDomain:       "cluster.local",

@@ -2,7 +2,8 @@
 // declarative table (certlist.go).
 //
 // In: an Issuer (clock, key algorithm, key generator), the cluster Trust (its
-// three CAs and the service-account key) and the facts of one Node.
+// three CAs and the service-account key) and a Subject (the names and
+// addresses of the node a certificate is for).
 // Out: PEM key pairs. Founding calls NewTrust once per cluster and issues the
 // PhaseFounding certs (stored, sealed); the first bundle fetch of each
 // bootstrap window rehydrates the Trust and issues the PhaseFetch ones

@@ -119,7 +119,7 @@ func (is Issuer) NewTrust() (*Trust, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generating %s key: %w", spec.Name, err)
 		}
-		cert, der, err := is.sign(spec, Node{}, key.Public(), nil, key)
+		cert, der, err := is.sign(spec, Subject{}, key.Public(), nil, key)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +138,7 @@ func (is Issuer) NewTrust() (*Trust, error) {
 }
 
 // Issue makes the named certificate for node n, signed by its CA in t.
-func (is Issuer) Issue(t *Trust, name Name, n Node) (KeyPair, error) {
+func (is Issuer) Issue(t *Trust, name Name, n Subject) (KeyPair, error) {
 	spec, ca, err := is.leaf(t, name)
 	if err != nil {
 		return KeyPair{}, err
@@ -172,7 +172,7 @@ func (is Issuer) leaf(t *Trust, name Name) (Spec, *CA, error) {
 }
 
 // IssuePhase issues every leaf of one phase node n gets, keyed by name.
-func (is Issuer) IssuePhase(t *Trust, phase Phase, n Node) (map[Name]KeyPair, error) {
+func (is Issuer) IssuePhase(t *Trust, phase Phase, n Subject) (map[Name]KeyPair, error) {
 	out := map[Name]KeyPair{}
 	for _, name := range IssuedTo(phase, n.Initial) {
 		kp, err := is.Issue(t, name, n)
@@ -185,7 +185,7 @@ func (is Issuer) IssuePhase(t *Trust, phase Phase, n Node) (map[Name]KeyPair, er
 }
 
 // sign builds the template from spec and signs it; parent nil means self-signed.
-func (is Issuer) sign(spec Spec, n Node, pub crypto.PublicKey, parent *x509.Certificate, signer crypto.Signer) (*x509.Certificate, []byte, error) {
+func (is Issuer) sign(spec Spec, n Subject, pub crypto.PublicKey, parent *x509.Certificate, signer crypto.Signer) (*x509.Certificate, []byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, nil, fmt.Errorf("serial for %s: %w", spec.Name, err)

@@ -10,20 +10,20 @@ import (
 	"time"
 )
 
-// Renewal is when a stored leaf is re-issued: once less than RenewBefore of
+// LeafSchedule is when a stored leaf is re-issued: once less than RenewBefore of
 // its life is left. Lifetime is how long a leaf issued now lives.
-type Renewal struct {
+type LeafSchedule struct {
 	Lifetime    time.Duration
 	RenewBefore time.Duration
 }
 
-// DefaultRenewal is a year's leaves renewed in their last third.
-func DefaultRenewal() Renewal {
-	return Renewal{Lifetime: DefaultLeafLifetime, RenewBefore: DefaultLeafLifetime / 3}
+// DefaultLeafSchedule is a year's leaves renewed in their last third.
+func DefaultLeafSchedule() LeafSchedule {
+	return LeafSchedule{Lifetime: DefaultLeafLifetime, RenewBefore: DefaultLeafLifetime / 3}
 }
 
 // Due says whether a leaf with certificate certPEM must be re-issued at now.
-func (r Renewal) Due(certPEM []byte, now time.Time) (bool, error) {
+func (r LeafSchedule) Due(certPEM []byte, now time.Time) (bool, error) {
 	notAfter, err := NotAfter(certPEM)
 	if err != nil {
 		return false, err
@@ -81,7 +81,7 @@ func ParseCSR(p []byte) (*x509.CertificateRequest, error) {
 
 // Reissue makes a new certificate of the named leaf for node n over a key
 // the node already holds (pub): same names, new validity, never a new key.
-func (is Issuer) Reissue(t *Trust, name Name, n Node, pub crypto.PublicKey) ([]byte, error) {
+func (is Issuer) Reissue(t *Trust, name Name, n Subject, pub crypto.PublicKey) ([]byte, error) {
 	spec, ca, err := is.leaf(t, name)
 	if err != nil {
 		return nil, err

@@ -17,14 +17,14 @@ func TestRenewalDueAndLeafLifetime(t *testing.T) {
 	if got := trust.CAs[ClusterCA].Cert.NotAfter; !got.Equal(start.Add(caLifetime)) {
 		t.Errorf("the CA ends %v: LeafLifetime reached a CA", got)
 	}
-	kp, err := is.Issue(trust, APIServer, Node{Name: "cp-1"})
+	kp, err := is.Issue(trust, APIServer, Subject{Name: "cp-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if notAfter, _ := NotAfter(kp.CertPEM); !notAfter.Equal(start.Add(time.Hour)) {
 		t.Errorf("the leaf ends %v, want an hour after issue", notAfter)
 	}
-	r := Renewal{Lifetime: time.Hour, RenewBefore: 20 * time.Minute}
+	r := LeafSchedule{Lifetime: time.Hour, RenewBefore: 20 * time.Minute}
 	for _, c := range []struct {
 		at  time.Duration
 		due bool

@@ -1,81 +1,26 @@
 package progress
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
-
-// The table's rules, not only its rows: phases are unique and known, each
-// means something, pending comes first and failed last, and only the two
-// phases k8sapi records are closed to VMs.
-func TestPhaseTableRules(t *testing.T) {
-	all := Phases()
-	want := []Phase{Pending, BundleFetched, PrerequisitesInstalled, EtcdStarted, KubeletStarted,
-		APIServerReady, AddonsInstalled, Ready, Failed}
-	if !slices.Equal(all, want) {
-		t.Fatalf("phases %v, want %v", all, want)
-	}
-	seen := map[Phase]bool{}
-	for _, s := range phaseTable {
-		if seen[s.phase] || s.means == "" || Meaning(s.phase) != s.means {
-			t.Errorf("%s: duplicate or meaningless", s.phase)
-		}
-		seen[s.phase] = true
-		if (s.by == byK8sapi) != (s.phase == Pending || s.phase == BundleFetched) {
-			t.Errorf("%s: recorded by the wrong side", s.phase)
-		}
-	}
-	if Meaning("booting") != "" {
-		t.Error("an unknown phase means something")
-	}
-}
-
-func TestEnterableFrom(t *testing.T) {
-	for _, c := range []struct {
-		to   Phase
-		from string
-	}{
-		{BundleFetched, "pending bundle_fetched"},
-		{EtcdStarted, "pending bundle_fetched prerequisites_installed etcd_started"},
-		{Ready, "pending bundle_fetched prerequisites_installed etcd_started kubelet_started apiserver_ready addons_installed ready"},
-		// failed from anywhere but failed: a second failed is not a move.
-		{Failed, "pending bundle_fetched prerequisites_installed etcd_started kubelet_started apiserver_ready addons_installed ready"},
-	} {
-		if got := strings.Join(EnterableFrom(c.to), " "); got != c.from {
-			t.Errorf("EnterableFrom(%s) = %s, want %s", c.to, got, c.from)
-		}
-	}
-	// No phase but failed is ever entered from failed, and none from a
-	// later phase: that is what 409 means.
-	for _, to := range Phases() {
-		from := EnterableFrom(to)
-		if slices.Contains(from, string(Failed)) {
-			t.Errorf("%s may be entered from failed", to)
-		}
-		for _, f := range from {
-			if to != Failed && rank(Phase(f)) > rank(to) {
-				t.Errorf("%s may be entered from the later %s", to, f)
-			}
-		}
-	}
-}
 
 func TestClusterState(t *testing.T) {
 	for _, c := range []struct {
-		phases []Phase
+		phases []clusterfacts.Phase
 		want   State
 	}{
 		{nil, StatePending},
-		{[]Phase{Pending, Pending, Pending}, StatePending},
-		{[]Phase{BundleFetched, Pending, Pending}, StateBootstrapping},
-		{[]Phase{Ready, Ready, APIServerReady}, StateBootstrapping},
-		{[]Phase{Ready}, StateReady},
-		{[]Phase{Ready, Ready, Ready}, StateReady},
-		{[]Phase{Ready, Failed, Ready}, StateFailed},
-		{[]Phase{Pending, Failed}, StateFailed},
+		{[]clusterfacts.Phase{clusterfacts.Pending, clusterfacts.Pending, clusterfacts.Pending}, StatePending},
+		{[]clusterfacts.Phase{clusterfacts.BundleFetched, clusterfacts.Pending, clusterfacts.Pending}, StateBootstrapping},
+		{[]clusterfacts.Phase{clusterfacts.Ready, clusterfacts.Ready, clusterfacts.APIServerReady}, StateBootstrapping},
+		{[]clusterfacts.Phase{clusterfacts.Ready}, StateReady},
+		{[]clusterfacts.Phase{clusterfacts.Ready, clusterfacts.Ready, clusterfacts.Ready}, StateReady},
+		{[]clusterfacts.Phase{clusterfacts.Ready, clusterfacts.Failed, clusterfacts.Ready}, StateFailed},
+		{[]clusterfacts.Phase{clusterfacts.Pending, clusterfacts.Failed}, StateFailed},
 	} {
 		if got := ClusterState(c.phases); got != c.want {
 			t.Errorf("ClusterState(%v) = %s, want %s", c.phases, got, c.want)
@@ -114,10 +59,10 @@ func TestReportValidate(t *testing.T) {
 		}
 	}
 	p, msg, err := Report{Phase: ptr("failed"), Message: ptr(strings.Repeat("x", MaxMessageBytes))}.Validate()
-	if err != nil || p != Failed || len(msg) != MaxMessageBytes {
+	if err != nil || p != clusterfacts.Failed || len(msg) != MaxMessageBytes {
 		t.Errorf("a message of exactly %d bytes: %v", MaxMessageBytes, err)
 	}
-	if p, msg, err := (Report{Phase: ptr("etcd_started")}).Validate(); err != nil || p != EtcdStarted || msg != "" {
+	if p, msg, err := (Report{Phase: ptr("etcd_started")}).Validate(); err != nil || p != clusterfacts.EtcdStarted || msg != "" {
 		t.Errorf("no message: %s %q %v", p, msg, err)
 	}
 }
@@ -125,15 +70,15 @@ func TestReportValidate(t *testing.T) {
 // Why a report that did not move the node is refused, or is not.
 func TestRefusal(t *testing.T) {
 	for _, c := range []struct {
-		current, to Phase
+		current, to clusterfacts.Phase
 		code        string
 	}{
-		{Failed, Failed, ""}, // the first failure's message stays
-		{Failed, Ready, "bootstrap_failed"},
-		{Failed, PrerequisitesInstalled, "bootstrap_failed"},
-		{Ready, EtcdStarted, "phase_regression"},
-		{KubeletStarted, PrerequisitesInstalled, "phase_regression"},
-		{EtcdStarted, KubeletStarted, "phase_regression"}, // a racing report moved it meanwhile
+		{clusterfacts.Failed, clusterfacts.Failed, ""}, // the first failure's message stays
+		{clusterfacts.Failed, clusterfacts.Ready, "bootstrap_failed"},
+		{clusterfacts.Failed, clusterfacts.PrerequisitesInstalled, "bootstrap_failed"},
+		{clusterfacts.Ready, clusterfacts.EtcdStarted, "phase_regression"},
+		{clusterfacts.KubeletStarted, clusterfacts.PrerequisitesInstalled, "phase_regression"},
+		{clusterfacts.EtcdStarted, clusterfacts.KubeletStarted, "phase_regression"}, // a racing report moved it meanwhile
 	} {
 		err := refusal(c.current, c.to)
 		e, _ := apperr.As(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -28,14 +29,14 @@ type Nodes struct {
 
 // NodeBootstrap is one node's bootstrap as its operator sees it.
 type NodeBootstrap struct {
-	ClusterID int64         `json:"cluster_id"`
-	VMID      int64         `json:"vm_id"`
-	NodeName  string        `json:"node_name"`
-	Phase     Phase         `json:"phase"`
-	Message   string        `json:"message"`
-	UpdatedAt time.Time     `json:"updated_at"`
-	Window    WindowView    `json:"window"`
-	Fetches   []store.Fetch `json:"fetches"`
+	ClusterID int64              `json:"cluster_id"`
+	VMID      int64              `json:"vm_id"`
+	NodeName  string             `json:"node_name"`
+	Phase     clusterfacts.Phase `json:"phase"`
+	Message   string             `json:"message"`
+	UpdatedAt time.Time          `json:"updated_at"`
+	Window    WindowView         `json:"window"`
+	Fetches   []store.Fetch      `json:"fetches"`
 }
 
 // WindowView is a node's bootstrap window as shown: when it opened, when it
@@ -58,9 +59,10 @@ func (s *Nodes) Bootstrap(ctx context.Context, org auth.Principal, clusterID, vm
 	if fetches == nil {
 		fetches = []store.Fetch{}
 	}
-	return NodeBootstrap{ClusterID: clusterID, VMID: vmID, NodeName: b.NodeName, Phase: Phase(b.Phase),
+	phase := clusterfacts.Phase(b.Phase)
+	return NodeBootstrap{ClusterID: clusterID, VMID: vmID, NodeName: b.NodeName, Phase: phase,
 		Message: b.Message, UpdatedAt: b.UpdatedAt, Fetches: fetches,
-		Window: WindowView{OpenedAt: w.OpenedAt, ClosesAt: w.ClosesAt(), Open: w.Open(Phase(b.Phase), s.now())},
+		Window: WindowView{OpenedAt: w.OpenedAt, ClosesAt: w.ClosesAt(), Open: w.Open(phase, s.now())},
 	}, nil
 }
 
@@ -69,7 +71,7 @@ func (s *Nodes) Bootstrap(ctx context.Context, org auth.Principal, clusterID, vm
 // phases restart from there, and its window opens for another Window.
 func (s *Nodes) Reopen(ctx context.Context, org auth.Principal, clusterID, vmID int64) (NodeBootstrap, error) {
 	ref := store.NodeRef{OrgID: org.OrgID, ClusterID: clusterID, VMID: vmID}
-	out, err := s.Store.ReopenBootstrap(ctx, ref, string(Pending), s.now())
+	out, err := s.Store.ReopenBootstrap(ctx, ref, string(clusterfacts.Pending), s.now())
 	switch {
 	case err != nil:
 		return NodeBootstrap{}, nodeError(err)

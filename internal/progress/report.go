@@ -8,6 +8,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -24,18 +25,18 @@ type Report struct {
 
 // Validate returns the reported phase and message, or every problem at once
 // as one 400.
-func (r Report) Validate() (Phase, string, error) {
+func (r Report) Validate() (clusterfacts.Phase, string, error) {
 	var errs []string
-	var p Phase
+	var p clusterfacts.Phase
 	switch {
 	case r.Phase == nil:
 		errs = append(errs, "phase: is required")
-	case rank(Phase(*r.Phase)) < 0:
+	case !known(*r.Phase):
 		errs = append(errs, "phase: must be one of "+reportableList())
-	case phaseTable[rank(Phase(*r.Phase))].by != byVM:
+	case !clusterfacts.ReportedByVM(clusterfacts.Phase(*r.Phase)):
 		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+reportableList())
 	default:
-		p = Phase(*r.Phase)
+		p = clusterfacts.Phase(*r.Phase)
 	}
 	var msg string
 	if r.Message != nil {
@@ -52,6 +53,12 @@ func (r Report) Validate() (Phase, string, error) {
 		return "", "", apperr.InvalidRequest.Detail(strings.Join(errs, "; "))
 	}
 	return p, msg, nil
+}
+
+// known says whether s spells a bootstrap phase.
+func known(s string) bool {
+	_, err := clusterfacts.ParsePhase(s)
+	return err == nil
 }
 
 // Recorder is the part of the store that records phases.
@@ -77,10 +84,10 @@ func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) err
 
 // Advance moves vm's node to phase to in one guarded UPDATE, the only way a
 // phase changes (k8sapi's own bundle_fetched included).
-func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to Phase, msg string) error {
+func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to clusterfacts.Phase, msg string) error {
 	out, err := st.AdvancePhase(ctx, store.PhaseChange{
-		VMID: vm.VMID, OrgID: vm.OrgID, To: string(to), Message: msg, From: EnterableFrom(to),
-		FromOnceReady: enterableOnceReady(to), InitialOnly: InitialOnly(to), MarksReady: to == Ready,
+		VMID: vm.VMID, OrgID: vm.OrgID, To: string(to), Message: msg, From: clusterfacts.EnterableFrom(to),
+		FromOnceReady: enterableOnceReady(to), InitialOnly: clusterfacts.InitialOnly(to), MarksReady: to == clusterfacts.Ready,
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -92,20 +99,20 @@ func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to Phase, ms
 	case out.Moved:
 		return nil
 	}
-	if InitialOnly(to) && !out.Initial {
+	if clusterfacts.InitialOnly(to) && !out.Initial {
 		return apperr.PhaseNotForThisNode.Detail(
 			"only the cluster's initial node reports " + string(to))
 	}
-	return refusal(Phase(out.Current), to)
+	return refusal(clusterfacts.Phase(out.Current), to)
 }
 
-// enterableOnceReady lists the phases, beyond EnterableFrom's, that a node
+// enterableOnceReady lists the phases, beyond clusterfacts.EnterableFrom's, that a node
 // which has been ready in its current bootstrap may leave for to: a ready
 // node whose renewal failed reports ready again once one succeeds. Its
 // bootstrap stays closed throughout (Window: ready_at), whatever it reports.
-func enterableOnceReady(to Phase) []string {
-	if to == Ready {
-		return []string{string(Failed)}
+func enterableOnceReady(to clusterfacts.Phase) []string {
+	if to == clusterfacts.Ready {
+		return []string{string(clusterfacts.Failed)}
 	}
 	return nil
 }
@@ -113,13 +120,13 @@ func enterableOnceReady(to Phase) []string {
 // refusal says why a report did not move the node. A second failed keeps
 // the first one's message: the first failure is the cause, later ones (the
 // scripts that ran the failed step, the shim) only its echo.
-func refusal(current, to Phase) error {
+func refusal(current, to clusterfacts.Phase) error {
 	switch {
-	case to == Failed:
+	case to == clusterfacts.Failed:
 		return nil
-	case current == Failed:
+	case current == clusterfacts.Failed:
 		return apperr.BootstrapFailed.New()
-	case rank(current) > rank(to):
+	case current.After(to):
 		return apperr.PhaseRegression.Detailf("the node is already %s; %s comes before it", current, to)
 	}
 	// The guard refused what the node's phase a moment ago allowed: another
@@ -131,11 +138,11 @@ func refusal(current, to Phase) error {
 // current being the node's phase as the fetch loaded it. Only a pending node
 // moves: a VM that fetches again later (a reboot, a re-run) is further
 // along, and a refused move (a report raced the fetch) is no error.
-func RecordFetch(ctx context.Context, st Recorder, vm auth.BootstrapVM, current Phase) error {
-	if current != Pending {
+func RecordFetch(ctx context.Context, st Recorder, vm auth.BootstrapVM, current clusterfacts.Phase) error {
+	if current != clusterfacts.Pending {
 		return nil
 	}
-	err := Advance(ctx, st, vm, BundleFetched, "")
+	err := Advance(ctx, st, vm, clusterfacts.BundleFetched, "")
 	if e, ok := apperr.As(err); ok && e.Kind() == apperr.KindConflict {
 		return nil
 	}

@@ -1,14 +1,18 @@
 package progress
 
-import "time"
+import (
+	"time"
+
+	"github.com/excloud/k8sapi/internal/clusterfacts"
+)
 
 // NodeStatus is one node's bootstrap as GET /clusters shows it.
 type NodeStatus struct {
-	VMID      int64     `json:"vm_id"`
-	NodeName  string    `json:"node_name"`
-	Phase     Phase     `json:"phase"`
-	Message   string    `json:"message"`
-	UpdatedAt time.Time `json:"updated_at"`
+	VMID      int64              `json:"vm_id"`
+	NodeName  string             `json:"node_name"`
+	Phase     clusterfacts.Phase `json:"phase"`
+	Message   string             `json:"message"`
+	UpdatedAt time.Time          `json:"updated_at"`
 }
 
 // Bootstrap is a cluster's bootstrap as GET /clusters shows it.
@@ -19,7 +23,7 @@ type Bootstrap struct {
 
 // BootstrapOf is the cluster's bootstrap from its nodes' (in ordinal order).
 func BootstrapOf(nodes []NodeStatus) Bootstrap {
-	phases := make([]Phase, len(nodes))
+	phases := make([]clusterfacts.Phase, len(nodes))
 	for i, n := range nodes {
 		phases[i] = n.Phase
 	}

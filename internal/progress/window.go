@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // DefaultWindow is how long a node's bootstrap stays open after founding or
@@ -28,7 +29,7 @@ type Window struct {
 func (w Window) ClosesAt() time.Time { return w.OpenedAt.Add(w.Length) }
 
 // Open reports whether a node in phase may fetch its bundle at now.
-func (w Window) Open(phase Phase, now time.Time) bool {
+func (w Window) Open(phase clusterfacts.Phase, now time.Time) bool {
 	return w.Refusal(phase, now) == nil
 }
 
@@ -36,9 +37,9 @@ func (w Window) Open(phase Phase, now time.Time) bool {
 // bootstrap_closed), nil if it may. A ready node has what it needs; a
 // window past its length is closed whatever the phase. Either way an
 // operator re-opens it (POST /clusters/{id}/nodes/{vm_id}/rebootstrap).
-func (w Window) Refusal(phase Phase, now time.Time) error {
+func (w Window) Refusal(phase clusterfacts.Phase, now time.Time) error {
 	switch {
-	case phase == Ready || w.ReadyAt != nil:
+	case phase == clusterfacts.Ready || w.ReadyAt != nil:
 		return closed("the node reported ready")
 	case !now.Before(w.ClosesAt()):
 		return closed(fmt.Sprintf("its window closed at %s", w.ClosesAt().UTC().Format(time.RFC3339)))

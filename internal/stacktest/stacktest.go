@@ -56,10 +56,10 @@ type Config struct {
 	// WrapTopologies, when set, wraps the store for bundle fetches, so a
 	// test can hold a fetch mid-way.
 	WrapTopologies func(nodebootstrap.Topologies) nodebootstrap.Topologies
-	// Now and Renewal, when set, are the clock every certificate is issued
+	// Now and Leaves, when set, are the clock every certificate is issued
 	// and judged by and the leaf lifetime and renewal window.
-	Now     func() time.Time
-	Renewal pki.Renewal
+	Now    func() time.Time
+	Leaves pki.LeafSchedule
 	// BootstrapWindow is BOOTSTRAP_WINDOW (0: progress.DefaultWindow).
 	BootstrapWindow time.Duration
 	// Artifacts is the configured artifact set with its pins (nil:
@@ -142,8 +142,8 @@ func New(cfg Config) (*Stack, error) {
 		Reconciler: founder(cfg, stores["ReconcilerFunction"], renderer),
 	}
 	// Founding keeps a zero lifetime (the cert table's); renewal needs one.
-	if cfg.Renewal == (pki.Renewal{}) {
-		cfg.Renewal = pki.DefaultRenewal()
+	if cfg.Leaves == (pki.LeafSchedule{}) {
+		cfg.Leaves = pki.DefaultLeafSchedule()
 	}
 	st.Bundles = bundles(cfg, stores["GetBundleFunction"], renderer)
 	st.Servers = st.servers(cfg, stores)
@@ -162,7 +162,7 @@ func founder(cfg Config, st *store.Store, r *bundle.Renderer) *founding.Service 
 		Settings: founding.Settings{
 			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: bundle.DefaultKubernetesVersion,
 			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
-			LeafLifetime: cfg.Renewal.Lifetime, Artifacts: artifacts,
+			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: artifacts,
 		},
 		Now: cfg.Now,
 	}
@@ -182,7 +182,7 @@ func bundles(cfg Config, st *store.Store, r *bundle.Renderer) *nodebootstrap.Ser
 		topologies = cfg.WrapTopologies(st)
 	}
 	return &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: r,
-		Artifacts: artifactsOf(cfg), Renewal: cfg.Renewal, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
+		Artifacts: artifactsOf(cfg), Leaves: cfg.Leaves, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
 }
 
 func window(cfg Config) time.Duration { return cmp.Or(cfg.BootstrapWindow, progress.DefaultWindow) }

@@ -24,12 +24,12 @@ func identityColumns(ids []Identity) identityArrays {
 	return a
 }
 
-// Renewal asks to replace the certificates of some of one VM's stored
+// CertReplacement asks to replace the certificates of some of one VM's stored
 // identities, keys unchanged: each of Replace by name (its Cert and
 // NotAfter), only where the row still holds the certificate in Previous
 // (same name), the node has been ready in its current bootstrap and its
 // cluster is org's and active.
-type Renewal struct {
+type CertReplacement struct {
 	VMID, OrgID int64
 	Previous    map[string]string // name → the certificate the renewal read
 	Replace     []Identity
@@ -42,7 +42,7 @@ type Renewal struct {
 // nothing (PostgreSQL re-checks a locked row that changed), so a node never
 // holds half of one renewal and half of another. It reports whether it
 // wrote.
-func (s *Store) RenewIdentities(ctx context.Context, r Renewal) (bool, error) {
+func (s *Store) RenewIdentities(ctx context.Context, r CertReplacement) (bool, error) {
 	a := identityColumns(r.Replace)
 	previous := make([]string, len(r.Replace))
 	for i, id := range r.Replace {

@@ -51,8 +51,8 @@ type App struct {
 	Log    *slog.Logger
 	AWS    aws.Config
 	Store  *store.Store
-	// Renewal is the configured leaf lifetime and renewal window.
-	Renewal pki.Renewal
+	// Leaves is the configured leaf lifetime and renewal window.
+	Leaves pki.LeafSchedule
 	// Artifacts is the configured artifact set with its manifest's pins:
 	// what a cluster founded now records (config.NodeArtifacts).
 	Artifacts bundle.Artifacts
@@ -91,7 +91,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Renewal: cfg.Renewal(), Artifacts: artifacts}
+	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Leaves: cfg.LeafSchedule(), Artifacts: artifacts}
 	a.watchSIGTERM()
 	return a, nil
 }
@@ -154,7 +154,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 			BaseDNSDomain: a.Config.BaseDNSDomain, BootstrapBaseURL: a.Config.BootstrapBaseURL,
 			KubernetesVersion: a.Config.KubernetesVersion,
 			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
-			ClusterDomain: founding.DefaultClusterDomain, LeafLifetime: a.Renewal.Lifetime,
+			ClusterDomain: founding.DefaultClusterDomain, LeafLifetime: a.Leaves.Lifetime,
 			Artifacts: a.Artifacts,
 		},
 	}
@@ -163,7 +163,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
-		Artifacts: a.Artifacts, Renewal: a.Renewal, Window: a.Config.BootstrapWindow, Log: a.Log}
+		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
 }
 
 // Nodes returns the operator's view and re-open of a node's bootstrap.

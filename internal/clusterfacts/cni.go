@@ -1,4 +1,4 @@
-package bundle
+package clusterfacts
 
 import (
 	"errors"
@@ -33,8 +33,8 @@ func ParseCNI(s string) (CNI, error) {
 	case CNIBridge:
 		return CNIBridge, nil
 	}
-	return "", errors.New(cniChoices())
+	return "", errors.New(CNIChoices())
 }
 
-// cniChoices is what a refused CNI is told.
-func cniChoices() string { return fmt.Sprintf("must be %q or %q", CNICilium, CNIBridge) }
+// CNIChoices is what a refused CNI is told.
+func CNIChoices() string { return fmt.Sprintf("must be %q or %q", CNICilium, CNIBridge) }
