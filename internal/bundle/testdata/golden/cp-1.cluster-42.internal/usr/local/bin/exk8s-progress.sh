@@ -281,11 +281,15 @@ progress_drain_log() {
   done
 }
 
-# progress_exit STATUS: the EXIT trap of a script that began progress.
+# progress_exit STATUS: the EXIT trap of a script that began progress. It
+# always waits for tee: a unit's script that exits while its tee still
+# writes leaves a process behind, which the manager then kills; the node
+# proof saw that wait take the renewal unit's whole stop timeout and fail
+# a renewal that had succeeded.
 progress_exit() {
   trap - EXIT
+  progress_drain_log
   if (($1 != 0)); then
-    progress_drain_log
     progress_report failed "$(progress_failure "$1")"
   fi
   rm -rf "${PROGRESS_CLEANUP[@]}" || true
