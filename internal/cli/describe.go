@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) describeCommand() *cobra.Command {
+	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
+	describe.AddCommand(&cobra.Command{
+		Use:               "cluster ID",
+		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, expiries and kubeconfigs",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeClusterIDs,
+		RunE:              a.run(a.describeCluster),
+	})
+	return describe
+}
+
+func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []string) error {
+	cl, _, err := a.fetchCluster(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	c, _ := a.client() // fetchCluster resolved the same settings
+	details := make([]NodeBootstrapDetail, 0, len(cl.Nodes))
+	for _, n := range cl.Nodes {
+		d, _, err := c.NodeBootstrap(ctx, cl.ID, n.VMID)
+		if err != nil {
+			return err
+		}
+		details = append(details, d)
+	}
+	w := &describer{w: a.stdout}
+	w.cluster(cl)
+	w.nodes(details)
+	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
+	w.kubeconfigs(kubeconfigs, err)
+	return nil
+}
+
+// describer writes kubectl-describe-style "Key:  value" blocks.
+type describer struct{ w io.Writer }
+
+func (d *describer) field(indent int, key, value string) {
+	fmt.Fprintf(d.w, "%s%-*s%s\n", strings.Repeat("  ", indent), 24-2*indent, key+":", value)
+}
+
+func (d *describer) cluster(cl Cluster) {
+	d.field(0, "ID", fmt.Sprint(cl.ID))
+	d.field(0, "Name", cl.Name)
+	d.field(0, "Status", cl.Status)
+	if cl.StatusReason != "" {
+		d.field(0, "Status reason", cl.StatusReason)
+	}
+	d.field(0, "Endpoint", "https://"+cl.ControlPlaneDNSName+":6443")
+	d.field(0, "Kubernetes", cl.KubernetesVersion)
+	d.field(0, "CNI", cl.CNI)
+	d.field(0, "Key algorithm", cl.KeyAlgorithm)
+	d.field(0, "Service CIDR", cl.ServiceCIDR)
+	d.field(0, "Pod CIDR", cl.PodCIDR)
+	d.field(0, "DNS configured", dnsConfigured(cl))
+	d.field(0, "Created", timestamp(cl.CreatedAt))
+	d.field(0, "Updated", timestamp(cl.UpdatedAt))
+	d.field(0, "Bootstrap", cl.Bootstrap.State+" ("+readyNodes(cl.Bootstrap)+" nodes ready)")
+	d.expiries(cl)
+}
+
+func dnsConfigured(cl Cluster) string {
+	if cl.DNSConfigured {
+		return "yes"
+	}
+	return "no: " + orNone(cl.DNSError)
+}
+
+func (d *describer) expiries(cl Cluster) {
+	fmt.Fprintln(d.w, "Expiries:")
+	d.field(1, "Certificates", certsExpire(cl))
+	names := make([]string, 0, len(cl.CAsExpireAt))
+	for name := range cl.CAsExpireAt {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		d.field(1, name, cl.CAsExpireAt[name])
+	}
+}
+
+func (d *describer) nodes(details []NodeBootstrapDetail) {
+	fmt.Fprintln(d.w, "Nodes:")
+	for _, n := range details {
+		fmt.Fprintf(d.w, "  %s (vm %d):\n", n.NodeName, n.VMID)
+		d.field(2, "Phase", n.Phase+" since "+timestamp(n.UpdatedAt))
+		if n.Message != "" {
+			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))
+		}
+		d.field(2, "Window", window(n))
+		d.fetches(n.Fetches)
+	}
+}
+
+func window(n NodeBootstrapDetail) string {
+	state := "closed"
+	if n.Window.Open {
+		state = "open"
+	}
+	return fmt.Sprintf("%s (opened %s, closes %s)", state, timestamp(n.Window.OpenedAt), timestamp(n.Window.ClosesAt))
+}
+
+func (d *describer) fetches(fetches []Fetch) {
+	if len(fetches) == 0 {
+		d.field(2, "Fetches", "<none>")
+		return
+	}
+	d.field(2, "Fetches", fmt.Sprintf("%d, newest first", len(fetches)))
+	for _, f := range fetches {
+		fmt.Fprintf(d.w, "        %s  %-16s %s\n", timestamp(f.FetchedAt), f.Outcome, f.RequestID)
+	}
+}
+
+// kubeconfigs lists the issued kubeconfigs; a deployment without the
+// route still gets the rest of the description, with the reason.
+func (d *describer) kubeconfigs(list []KubeconfigRecord, err error) {
+	if err != nil {
+		d.field(0, "Kubeconfigs", "unavailable: "+err.Error())
+		return
+	}
+	if len(list) == 0 {
+		d.field(0, "Kubeconfigs", "<none>")
+		return
+	}
+	fmt.Fprintln(d.w, "Kubeconfigs:")
+	t := newTable(d.w, "  SERIAL", "ISSUED", "EXPIRES", "ISSUED-BY", "REQUEST-ID")
+	for _, k := range list {
+		t.row("  "+k.Serial, timestamp(k.IssuedAt), timestamp(k.ExpiresAt), k.IssuedBy, k.RequestID)
+	}
+	_ = t.flush()
+}

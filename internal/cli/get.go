@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) getCommand() *cobra.Command {
+	get := &cobra.Command{Use: "get", Short: "List clusters, or show one cluster or its nodes"}
+	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand())
+	return get
+}
+
+func (a *app) getClustersCommand() *cobra.Command {
+	var o output
+	var status string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "clusters",
+		Short: "List the org's clusters",
+		Args:  cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			clusters, raw, err := listClusters(ctx, c, status, limit)
+			if err != nil {
+				return err
+			}
+			if o.structured() {
+				doc, _ := json.Marshal(map[string]any{"clusters": raw})
+				return o.printDocument(a.stdout, doc)
+			}
+			return a.printClusters(clusters, o)
+		}),
+	}
+	addOutputFlag(cmd, &o, outputWide, outputJSON, outputYAML)
+	cmd.Flags().StringVar(&status, "status", "", "only clusters in this status (founding, active, failed, deleting, deleted)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many clusters (one page); 0: every page")
+	return cmd
+}
+
+// listClusters reads the clusters: one page of limit when a limit is
+// given, else every page (following next_cursor where the API pages).
+// The status filter is applied here too, for servers that ignore it.
+func listClusters(ctx context.Context, c *Client, status string, limit int) ([]Cluster, []json.RawMessage, error) {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var all []Cluster
+	var raw []json.RawMessage
+	for {
+		page, res, err := c.ListClusters(ctx, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, err := rawItems(res.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, cl := range page.Clusters {
+			if status == "" || cl.Status == status {
+				all, raw = append(all, cl), append(raw, items[i])
+			}
+		}
+		if limit > 0 || page.NextCursor == "" {
+			return all, raw, nil
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+}
+
+func rawItems(body []byte) ([]json.RawMessage, error) {
+	var l struct {
+		Clusters []json.RawMessage `json:"clusters"`
+	}
+	return l.Clusters, json.Unmarshal(body, &l)
+}
+
+func (a *app) getClusterCommand() *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:               "cluster ID",
+		Short:             "Show one cluster",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeClusterIDs,
+		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			cl, res, err := a.fetchCluster(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if o.structured() {
+				return o.printDocument(a.stdout, res.Body)
+			}
+			return a.printClusters([]Cluster{cl}, o)
+		}),
+	}
+	addOutputFlag(cmd, &o, outputWide, outputJSON, outputYAML)
+	return cmd
+}
+
+// fetchCluster reads the cluster the argument names.
+func (a *app) fetchCluster(ctx context.Context, arg string) (Cluster, *response, error) {
+	id, err := parseID("cluster id", arg)
+	if err != nil {
+		return Cluster{}, nil, err
+	}
+	c, err := a.client()
+	if err != nil {
+		return Cluster{}, nil, err
+	}
+	return c.GetCluster(ctx, id)
+}
+
+func (a *app) printClusters(clusters []Cluster, o output) error {
+	headers := []string{"ID", "NAME", "STATUS", "BOOTSTRAP", "NODES", "CNI", "VERSION", "AGE"}
+	if o == outputWide {
+		headers = append(headers, "ENDPOINT", "KEY-ALGORITHM", "CERTS-EXPIRE")
+	}
+	t := newTable(a.stdout, headers...)
+	for _, c := range clusters {
+		row := []string{strconv.FormatInt(c.ID, 10), c.Name, c.Status, c.Bootstrap.State,
+			readyNodes(c.Bootstrap), c.CNI, c.KubernetesVersion, age(a.now(), c.CreatedAt)}
+		if o == outputWide {
+			row = append(row, c.ControlPlaneDNSName, c.KeyAlgorithm, certsExpire(c))
+		}
+		t.row(row...)
+	}
+	return t.flush()
+}
+
+// readyNodes is "ready/all", as kubectl shows a deployment's pods.
+func readyNodes(b Bootstrap) string {
+	ready := 0
+	for _, n := range b.Nodes {
+		if n.Phase == "ready" {
+			ready++
+		}
+	}
+	return fmt.Sprintf("%d/%d", ready, len(b.Nodes))
+}
+
+func certsExpire(c Cluster) string {
+	if c.CertificatesExpireAt == nil {
+		return "<none>"
+	}
+	return timestamp(*c.CertificatesExpireAt)
+}
+
+func (a *app) getNodesCommand() *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:               "nodes ID",
+		Short:             "List a cluster's control-plane nodes and their bootstrap phases",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeClusterIDs,
+		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			cl, _, err := a.fetchCluster(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if o.structured() {
+				doc, _ := json.Marshal(map[string]any{"nodes": nodeRows(cl)})
+				return o.printDocument(a.stdout, doc)
+			}
+			return printNodes(a.stdout, a.now(), nodeRows(cl), o)
+		}),
+	}
+	addOutputFlag(cmd, &o, outputWide, outputJSON, outputYAML)
+	return cmd
+}
+
+// nodeRow joins a node's view with its bootstrap phase.
+type nodeRow struct {
+	Node
+	Phase     string `json:"phase"`
+	Message   string `json:"message"`
+	UpdatedAt string `json:"updated_at"`
+	updated   NodeBootstrap
+}
+
+func nodeRows(c Cluster) []nodeRow {
+	phases := map[int64]NodeBootstrap{}
+	for _, b := range c.Bootstrap.Nodes {
+		phases[b.VMID] = b
+	}
+	rows := []nodeRow{}
+	for _, n := range c.Nodes {
+		b := phases[n.VMID]
+		rows = append(rows, nodeRow{Node: n, Phase: b.Phase, Message: b.Message, UpdatedAt: timestamp(b.UpdatedAt), updated: b})
+	}
+	return rows
+}
+
+func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
+	headers := []string{"NAME", "VM-ID", "ORDINAL", "PHASE", "IPV4", "SINCE"}
+	if o == outputWide {
+		headers = append(headers, "IPV6", "PUBLIC-IPV4", "MESSAGE")
+	}
+	t := newTable(w, headers...)
+	for _, r := range rows {
+		row := []string{r.Name, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.Phase), r.IPv4, age(now, r.updated.UpdatedAt)}
+		if o == outputWide {
+			row = append(row, orNone(r.IPv6), orNone(r.PublicIPv4), orNone(firstLine(r.Message)))
+		}
+		t.row(row...)
+	}
+	return t.flush()
+}
+
+// firstLine is a message's first line: a failure's message carries the
+// tail of a log, which describe shows whole.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// The API's operator routes, one method each.
+
+func clusterPath(id int64) string { return fmt.Sprintf("/clusters/%d", id) }
+
+// CreateCluster founds a cluster (201) or hands its founding over (202,
+// when only the cluster view comes back).
+func (c *Client) CreateCluster(ctx context.Context, body map[string]any, idempotencyKey string) (*response, error) {
+	return c.do(ctx, request{Method: http.MethodPost, Path: "/clusters", Body: body,
+		Headers: map[string]string{"Idempotency-Key": idempotencyKey}})
+}
+
+// ListClusters reads one page of the org's clusters.
+func (c *Client) ListClusters(ctx context.Context, query url.Values) (ClusterList, *response, error) {
+	var l ClusterList
+	path := "/clusters"
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	res, err := c.getJSON(ctx, path, &l)
+	return l, res, err
+}
+
+// GetCluster reads one cluster.
+func (c *Client) GetCluster(ctx context.Context, id int64) (Cluster, *response, error) {
+	var cl Cluster
+	res, err := c.getJSON(ctx, clusterPath(id), &cl)
+	return cl, res, err
+}
+
+// DeleteCluster deletes a cluster and returns it as it is now.
+func (c *Client) DeleteCluster(ctx context.Context, id int64) (Cluster, *response, error) {
+	var cl Cluster
+	res, err := c.call(ctx, request{Method: http.MethodDelete, Path: clusterPath(id)}, &cl)
+	return cl, res, err
+}
+
+// NodeBootstrap reads a node's bootstrap, window and fetches.
+func (c *Client) NodeBootstrap(ctx context.Context, id, vmID int64) (NodeBootstrapDetail, *response, error) {
+	var d NodeBootstrapDetail
+	res, err := c.getJSON(ctx, fmt.Sprintf("%s/nodes/%d/bootstrap", clusterPath(id), vmID), &d)
+	return d, res, err
+}
+
+// Rebootstrap re-opens a node's bootstrap.
+func (c *Client) Rebootstrap(ctx context.Context, id, vmID int64) (NodeBootstrapDetail, *response, error) {
+	var d NodeBootstrapDetail
+	path := fmt.Sprintf("%s/nodes/%d/rebootstrap", clusterPath(id), vmID)
+	res, err := c.call(ctx, request{Method: http.MethodPost, Path: path}, &d)
+	return d, res, err
+}
+
+// IssueKubeconfig mints an admin kubeconfig; ttl "" takes the API's default.
+func (c *Client) IssueKubeconfig(ctx context.Context, id int64, ttl string) (IssuedKubeconfig, *response, error) {
+	var k IssuedKubeconfig
+	req := request{Method: http.MethodPost, Path: clusterPath(id) + "/kubeconfig"}
+	if ttl != "" {
+		req.Body = map[string]string{"ttl": ttl}
+	}
+	res, err := c.call(ctx, req, &k)
+	return k, res, err
+}
+
+// Kubeconfigs lists the kubeconfigs issued for a cluster, newest first.
+func (c *Client) Kubeconfigs(ctx context.Context, id int64) ([]KubeconfigRecord, error) {
+	var l struct {
+		Kubeconfigs []KubeconfigRecord `json:"kubeconfigs"`
+	}
+	_, err := c.getJSON(ctx, clusterPath(id)+"/kubeconfigs", &l)
+	return l.Kubeconfigs, err
+}

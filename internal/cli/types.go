@@ -1,0 +1,117 @@
+package cli
+
+import "time"
+
+// The API's answers, as far as the CLI reads them (internal/apidocs/openapi.json
+// is the contract). The CLI keeps its own types rather than importing the
+// server's so it links none of the server's packages.
+
+// Cluster is a ClusterView: GET /clusters/{id}, an item of GET /clusters.
+type Cluster struct {
+	ID                   int64             `json:"cluster_id"`
+	Name                 string            `json:"name"`
+	Status               string            `json:"status"`
+	StatusReason         string            `json:"status_reason,omitempty"`
+	ControlPlaneDNSName  string            `json:"control_plane_dns_name"`
+	ControlPlaneVMIDs    []int64           `json:"control_plane_vm_ids"`
+	Nodes                []Node            `json:"nodes"`
+	ServiceCIDR          string            `json:"service_cidr"`
+	PodCIDR              string            `json:"pod_cidr"`
+	CNI                  string            `json:"cni"`
+	KubernetesVersion    string            `json:"kubernetes_version"`
+	KeyAlgorithm         string            `json:"key_algorithm"`
+	DNSConfigured        bool              `json:"dns_configured"`
+	DNSError             string            `json:"dns_error,omitempty"`
+	Bootstrap            Bootstrap         `json:"bootstrap"`
+	CreatedAt            time.Time         `json:"created_at"`
+	UpdatedAt            time.Time         `json:"updated_at"`
+	CertificatesExpireAt *time.Time        `json:"certificates_expire_at"`
+	CAsExpireAt          map[string]string `json:"cas_expire_at"`
+}
+
+// Node is a NodeView: a control-plane VM of a cluster.
+type Node struct {
+	VMID       int64  `json:"vm_id"`
+	Ordinal    int    `json:"ordinal"`
+	Name       string `json:"name"`
+	IPv4       string `json:"ipv4"`
+	IPv6       string `json:"ipv6,omitempty"`
+	PublicIPv4 string `json:"public_ipv4,omitempty"`
+}
+
+// Bootstrap is how far the nodes' bootstrap got.
+type Bootstrap struct {
+	State string          `json:"state"`
+	Nodes []NodeBootstrap `json:"nodes"`
+}
+
+// NodeBootstrap is one node's phase.
+type NodeBootstrap struct {
+	VMID      int64     `json:"vm_id"`
+	NodeName  string    `json:"node_name"`
+	Phase     string    `json:"phase"`
+	Message   string    `json:"message"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ClusterList is GET /clusters; NextCursor is set by servers that page.
+type ClusterList struct {
+	Clusters   []Cluster `json:"clusters"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// FoundingResult is the 201 of POST /clusters.
+type FoundingResult struct {
+	ID                  int64   `json:"cluster_id"`
+	Name                string  `json:"name"`
+	Status              string  `json:"status"`
+	Kubeconfig          string  `json:"kubeconfig"`
+	ControlPlaneVMIDs   []int64 `json:"control_plane_vm_ids"`
+	ControlPlaneDNSName string  `json:"control_plane_dns_name"`
+	DNSConfigured       bool    `json:"dns_configured"`
+	DNSError            string  `json:"dns_error,omitempty"`
+}
+
+// NodeBootstrapDetail is GET /clusters/{id}/nodes/{vm_id}/bootstrap and
+// the answer of rebootstrap.
+type NodeBootstrapDetail struct {
+	ClusterID int64     `json:"cluster_id"`
+	VMID      int64     `json:"vm_id"`
+	NodeName  string    `json:"node_name"`
+	Phase     string    `json:"phase"`
+	Message   string    `json:"message"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Window    struct {
+		OpenedAt time.Time `json:"opened_at"`
+		ClosesAt time.Time `json:"closes_at"`
+		Open     bool      `json:"open"`
+	} `json:"window"`
+	Fetches []Fetch `json:"fetches"`
+}
+
+// Fetch is one bundle fetch of a node.
+type Fetch struct {
+	RequestID string    `json:"request_id"`
+	Outcome   string    `json:"outcome"`
+	FetchedAt time.Time `json:"fetched_at"`
+}
+
+// IssuedKubeconfig is the 201 of POST /clusters/{id}/kubeconfig.
+type IssuedKubeconfig struct {
+	ClusterID  int64     `json:"cluster_id"`
+	Name       string    `json:"name"`
+	Kubeconfig string    `json:"kubeconfig"`
+	User       string    `json:"user"`
+	Context    string    `json:"context"`
+	Serial     string    `json:"serial"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// KubeconfigRecord is an item of GET /clusters/{id}/kubeconfigs.
+type KubeconfigRecord struct {
+	Serial    string    `json:"serial"`
+	IssuedAt  time.Time `json:"issued_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	IssuedBy  string    `json:"issued_by"`
+	RequestID string    `json:"request_id"`
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// poll calls step every a.pollEvery until it is done, fails, or timeout
+// passes.
+func (a *app) poll(ctx context.Context, timeout time.Duration, what string, step func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		done, err := step(ctx)
+		if done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up waiting %s for %s", timeout, what)
+		case <-time.After(a.pollEvery):
+		}
+	}
+}
+
+// waitReady waits until the cluster's bootstrap is ready, showing each
+// node's phase as it moves; a failed node or cluster ends the wait as an
+// error naming why.
+func (a *app) waitReady(ctx context.Context, c *Client, id int64, timeout time.Duration) error {
+	view := a.progressView()
+	return a.poll(ctx, timeout, fmt.Sprintf("cluster %d to be ready", id), func(ctx context.Context) (bool, error) {
+		cl, _, err := c.GetCluster(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		view.show(a.now(), cl)
+		return bootstrapOver(cl)
+	})
+}
+
+// bootstrapOver says whether waiting for cl is over, and how it ended.
+func bootstrapOver(cl Cluster) (bool, error) {
+	switch {
+	case cl.Status == "failed":
+		return true, fmt.Errorf("cluster %d (%s) failed: %s", cl.ID, cl.Name, cl.StatusReason)
+	case cl.Status == "deleting" || cl.Status == "deleted":
+		return true, fmt.Errorf("cluster %d (%s) is %s", cl.ID, cl.Name, cl.Status)
+	case cl.Bootstrap.State == "failed":
+		return true, errors.New(failedNodes(cl))
+	}
+	return cl.Status == "active" && cl.Bootstrap.State == "ready", nil
+}
+
+func failedNodes(cl Cluster) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %d (%s) failed to bootstrap", cl.ID, cl.Name)
+	for _, n := range cl.Bootstrap.Nodes {
+		if n.Phase == "failed" {
+			fmt.Fprintf(&b, "\n%s (vm %d): %s", n.NodeName, n.VMID, n.Message)
+		}
+	}
+	return b.String()
+}
+
+// progressView shows a cluster's bootstrap as it moves.
+type progressView interface {
+	show(now time.Time, cl Cluster)
+}
+
+func (a *app) progressView() progressView {
+	if a.terminal {
+		return &liveView{w: a.stdout}
+	}
+	return &lineView{w: a.stdout, phases: map[int64]string{}}
+}
+
+// lineView prints a plain line for each change (logs, pipes, CI).
+type lineView struct {
+	w      io.Writer
+	state  string
+	phases map[int64]string
+}
+
+func (v *lineView) show(now time.Time, cl Cluster) {
+	for _, n := range cl.Bootstrap.Nodes {
+		if v.phases[n.VMID] != n.Phase {
+			v.phases[n.VMID] = n.Phase
+			fmt.Fprintf(v.w, "%s %s (vm %d): %s\n", now.UTC().Format(time.TimeOnly), n.NodeName, n.VMID, n.Phase)
+		}
+	}
+	if state := clusterState(cl); state != v.state {
+		v.state = state
+		fmt.Fprintf(v.w, "%s cluster %d (%s): %s\n", now.UTC().Format(time.TimeOnly), cl.ID, cl.Name, state)
+	}
+}
+
+// clusterState is a cluster's status, and its bootstrap's once active.
+func clusterState(cl Cluster) string {
+	if cl.Status != "active" {
+		return cl.Status
+	}
+	return "bootstrap " + cl.Bootstrap.State + " (" + readyNodes(cl.Bootstrap) + " nodes ready)"
+}
+
+// liveView redraws one compact block in place on a terminal.
+type liveView struct {
+	w     io.Writer
+	lines int // lines drawn last time, to move back over
+	start time.Time
+}
+
+func (v *liveView) show(now time.Time, cl Cluster) {
+	if v.start.IsZero() {
+		v.start = now
+	}
+	if v.lines > 0 {
+		fmt.Fprintf(v.w, "\033[%dA", v.lines)
+	}
+	block := v.render(now, cl)
+	for _, line := range block {
+		fmt.Fprintf(v.w, "\033[2K%s\n", line)
+	}
+	v.lines = len(block)
+}
+
+func (v *liveView) render(now time.Time, cl Cluster) []string {
+	lines := []string{fmt.Sprintf("cluster %d (%s): %s  [%s]", cl.ID, cl.Name, clusterState(cl), now.Sub(v.start).Round(time.Second))}
+	for _, n := range cl.Bootstrap.Nodes {
+		lines = append(lines, fmt.Sprintf("  %-3s %-28s %-24s %s", phaseMark(n.Phase), n.NodeName, n.Phase, age(now, n.UpdatedAt)))
+	}
+	return lines
+}
+
+// phaseMark is a glyph for where a node stands.
+func phaseMark(phase string) string {
+	switch phase {
+	case "ready":
+		return "ok"
+	case "failed":
+		return "!!"
+	}
+	return ".."
+}
