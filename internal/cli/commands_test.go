@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", Status: "active",
+		ControlPlaneVMIDs: []int64{10, 11, 12}, ControlPlaneDNSName: "exk8s-1-5.k8s.example", DNSConfigured: true, Kubeconfig: "secret"})})
+	r := runCLI(t, f, nil, "create", "cluster", "--count", "3", "--image", "1", "--instance-type", "c1.large",
+		"--subnet", "2", "--security-group", "7,8", "--public-ipv4", "--cni", "bridge")
+	r.want(t, 0)
+	r.wantOut(t, "cluster 5 (exk8s-1-5) founded: 3 control-plane VMs [10 11 12], endpoint https://exk8s-1-5.k8s.example:6443")
+	c := f.callsTo("POST /clusters")[0]
+	want := `{"allocate_public_ipv4":true,"cni":"bridge","control_plane_count":3,"control_plane_image_id":1,"control_plane_instance_type":"c1.large","security_group_ids":[7,8],"subnet_id":2}`
+	if c.body != want {
+		t.Fatalf("body %s\nwant %s", c.body, want)
+	}
+	if !strings.HasPrefix(c.header.Get("Idempotency-Key"), "k8sapi-cli-") || c.header.Get("Authorization") != "Bearer op-token" {
+		t.Fatalf("headers %v", c.header)
+	}
+	if strings.Contains(r.stdout, "secret") {
+		t.Fatal("the table output shows the kubeconfig")
+	}
+}
+
+func TestCreateClusterUsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"required flag": {"create", "cluster", "--image", "1", "--subnet", "1"},
+		"bad int":       {"create", "cluster", "--image", "one", "--instance-type", "c1.large", "--subnet", "1"},
+		"unknown flag":  {"create", "cluster", "--nodes", "3"},
+		"bad output":    {"create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "-o", "wide"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeAPI(t)
+			r := runCLI(t, f, nil, args...)
+			r.want(t, 2)
+			if len(f.calls) != 0 {
+				t.Fatal("a usage error called the API")
+			}
+		})
+	}
+}
+
+func TestAPIErrorShownAsItCameExit1(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 400, headers: map[string]string{"X-Request-Id": "req-1"},
+		body: `{"error":{"code":"invalid_request","message":"subnet_id: not a subnet of your org","request_id":"req-1"}}`})
+	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "99")
+	r.want(t, 1)
+	if want := "Error: invalid_request: subnet_id: not a subnet of your org (HTTP 400, request_id req-1)\n"; r.stderr != want {
+		t.Fatalf("stderr %q, want %q", r.stderr, want)
+	}
+}
+
+func TestGatewayErrorWithoutRequestID(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters", reply{status: 502, body: `<html>Bad Gateway</html>`})
+	r := runCLI(t, f, nil, "get", "clusters")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "Bad Gateway: <html>Bad Gateway</html> (HTTP 502)") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+func TestCreateWaitPrintsEachPhaseChange(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", ControlPlaneVMIDs: []int64{10, 11}, DNSConfigured: true})})
+	f.on("GET /clusters/5",
+		ok(cluster(5, "active", "pending", "pending", "pending")),
+		ok(cluster(5, "active", "bootstrapping", "bundle_fetched", "pending")),
+		ok(cluster(5, "active", "bootstrapping", "bundle_fetched", "pending")),
+		ok(cluster(5, "active", "bootstrapping", "ready", "apiserver_ready")),
+		ok(cluster(5, "active", "ready", "ready", "ready")))
+	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "--wait")
+	r.want(t, 0)
+	r.wantOut(t, `cluster 5 (exk8s-1-5) founded: 2 control-plane VMs [10 11], endpoint https://:6443
+13:00:00 cp-0.cluster-5.internal (vm 10): pending
+13:00:00 cp-1.cluster-5.internal (vm 11): pending
+13:00:00 cluster 5 (exk8s-1-5): bootstrap pending (0/2 nodes ready)
+13:00:00 cp-0.cluster-5.internal (vm 10): bundle_fetched
+13:00:00 cluster 5 (exk8s-1-5): bootstrap bootstrapping (0/2 nodes ready)
+13:00:00 cp-0.cluster-5.internal (vm 10): ready
+13:00:00 cp-1.cluster-5.internal (vm 11): apiserver_ready
+13:00:00 cluster 5 (exk8s-1-5): bootstrap bootstrapping (1/2 nodes ready)
+13:00:00 cp-1.cluster-5.internal (vm 11): ready
+13:00:00 cluster 5 (exk8s-1-5): bootstrap ready (2/2 nodes ready)`)
+}
+
+func TestCreateWaitEndsWithTheFailedNodesMessage(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
+	failed := cluster(5, "active", "failed", "ready", "failed")
+	failed.Bootstrap.Nodes[1].Message = `step "installing etcd" failed (exit 1)`
+	f.on("GET /clusters/5", ok(failed))
+	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "--wait")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, `cp-1.cluster-5.internal (vm 11): step "installing etcd" failed (exit 1)`) {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+func TestLiveViewRedrawsInPlace(t *testing.T) {
+	var out strings.Builder
+	v := &liveView{w: &out}
+	v.show(now, cluster(5, "active", "pending", "pending"))
+	v.show(now.Add(4e9), cluster(5, "active", "ready", "ready"))
+	want := "\033[2Kcluster 5 (exk8s-1-5): bootstrap pending (0/1 nodes ready)  [0s]\n" +
+		"\033[2K  ..  cp-0.cluster-5.internal      pending                  60s\n" +
+		"\033[2A\033[2Kcluster 5 (exk8s-1-5): bootstrap ready (1/1 nodes ready)  [4s]\n" +
+		"\033[2K  ok  cp-0.cluster-5.internal      ready                    64s\n"
+	if out.String() != want {
+		t.Fatalf("got %q\nwant %q", out.String(), want)
+	}
+}
+
+func TestGetClustersTables(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready", "ready", "ready", "ready"), cluster(6, "founding", "pending")}}))
+	runCLI(t, f, nil, "get", "clusters").wantOut(t, `
+ID   NAME        STATUS     BOOTSTRAP   NODES   CNI      VERSION   AGE
+5    exk8s-1-5   active     ready       3/3     cilium   v1.35.4   60m
+6    exk8s-1-6   founding   pending     0/0     cilium   v1.35.4   60m`)
+	runCLI(t, f, nil, "get", "clusters", "-o", "wide").wantOut(t, `
+ID   NAME        STATUS     BOOTSTRAP   NODES   CNI      VERSION   AGE   ENDPOINT                KEY-ALGORITHM   CERTS-EXPIRE
+5    exk8s-1-5   active     ready       3/3     cilium   v1.35.4   60m   exk8s-1-5.k8s.example   ecdsa-p256      <none>
+6    exk8s-1-6   founding   pending     0/0     cilium   v1.35.4   60m   exk8s-1-6.k8s.example   ecdsa-p256      <none>`)
+}
+
+func TestGetClustersFollowsNextCursorAndFilters(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters?status=active", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready")}, NextCursor: "c2"}))
+	f.on("GET /clusters?cursor=c2&status=active", ok(ClusterList{Clusters: []Cluster{cluster(7, "active", "ready"), cluster(8, "failed", "pending")}}))
+	r := runCLI(t, f, nil, "get", "clusters", "--status", "active", "-o", "json")
+	r.want(t, 0)
+	var l ClusterList
+	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Clusters) != 2 || l.Clusters[1].ID != 7 {
+		t.Fatalf("%v %s", err, r.stdout)
+	}
+	f.on("GET /clusters?limit=1", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready")}, NextCursor: "c2"}))
+	runCLI(t, f, nil, "get", "clusters", "--limit", "1", "-o", "yaml").want(t, 0)
+	if len(f.callsTo("GET /clusters?cursor=c2&limit=1")) != 0 {
+		t.Fatal("--limit followed the cursor")
+	}
+}
+
+func TestGetClusterJSONIsTheAPIsDocument(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters/5", reply{status: 200, body: `{"cluster_id":5,"name":"exk8s-1-5","field_from_the_future":1}`})
+	r := runCLI(t, f, nil, "get", "cluster", "5", "-o", "yaml")
+	r.wantOut(t, "cluster_id: 5\nfield_from_the_future: 1\nname: exk8s-1-5")
+}
+
+func TestGetNodes(t *testing.T) {
+	f := newFakeAPI(t)
+	c := cluster(5, "active", "failed", "ready", "failed")
+	c.Bootstrap.Nodes[1].Message = "etcd failed\nlast lines"
+	f.on("GET /clusters/5", ok(c))
+	runCLI(t, f, nil, "get", "nodes", "5", "-o", "wide").wantOut(t, `
+NAME                      VM-ID   ORDINAL   PHASE    IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
+cp-0.cluster-5.internal   10      0         ready    10.0.0.10   60s     <none>   <none>        <none>
+cp-1.cluster-5.internal   11      1         failed   10.0.0.11   60s     <none>   <none>        etcd failed`)
+}
+
+func TestIDArgumentsAreChecked(t *testing.T) {
+	for _, args := range [][]string{{"get", "cluster", "abc"}, {"get", "cluster"}, {"delete", "cluster", "0"}, {"rebootstrap", "5", "x"}} {
+		f := newFakeAPI(t)
+		runCLI(t, f, nil, args...).want(t, 2)
+	}
+}
+
+func TestNotFoundIsExit1(t *testing.T) {
+	f := newFakeAPI(t)
+	r := runCLI(t, f, nil, "get", "cluster", "9")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "not_found: no route GET /clusters/9 (HTTP 404, request_id req-404)") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+func TestDescribeCluster(t *testing.T) {
+	f := newFakeAPI(t)
+	c := cluster(5, "active", "bootstrapping", "ready")
+	exp := now.Add(365 * 24 * 3600e9)
+	c.CertificatesExpireAt = &exp
+	f.on("GET /clusters/5", ok(c))
+	f.on("GET /clusters/5/nodes/10/bootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":10,"node_name":"cp-0.cluster-5.internal","phase":"ready","message":"","updated_at":"2026-11-24T12:59:00Z",
+		"window":{"opened_at":"2026-11-24T12:00:00Z","closes_at":"2026-11-24T12:59:00Z","open":false},
+		"fetches":[{"vm_id":10,"request_id":"r-2","outcome":"served","fetched_at":"2026-11-24T12:10:00Z"}]}`})
+	f.on("GET /clusters/5/kubeconfigs", reply{status: 200, body: `{"kubeconfigs":[{"serial":"ab12","issued_at":"2026-11-24T12:30:00Z","expires_at":"2026-11-24T13:30:00Z","issued_by":"principal 4","request_id":"r-9"}]}`})
+	r := runCLI(t, f, nil, "describe", "cluster", "5")
+	r.want(t, 0)
+	for _, want := range []string{
+		"Status:                 active",
+		"Bootstrap:              bootstrapping (1/1 nodes ready)",
+		"  Certificates:         2027-11-24T13:00:00Z",
+		"  ca:                   2036-11-24T12:00:00Z",
+		"  cp-0.cluster-5.internal (vm 10):",
+		"    Window:             closed (opened 2026-11-24T12:00:00Z, closes 2026-11-24T12:59:00Z)",
+		"        2026-11-24T12:10:00Z  served           r-2",
+		"  ab12     2026-11-24T12:30:00Z   2026-11-24T13:30:00Z   principal 4   r-9",
+	} {
+		if !strings.Contains(r.stdout, want+"\n") {
+			t.Fatalf("no line %q in\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestDescribeWithoutTheKubeconfigsRouteSaysWhy(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters/5", ok(cluster(5, "founding", "pending")))
+	r := runCLI(t, f, nil, "describe", "cluster", "5")
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "Kubeconfigs:            unavailable: not_found:") {
+		t.Fatal(r.stdout)
+	}
+}
+
+func TestDeleteWaitPollsUntilDeleted(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("DELETE /clusters/5", reply{status: 502, body: `{"error":{"code":"compute_failed","message":"the compute API failed","request_id":"r"}}`})
+	f.on("GET /clusters/5", ok(cluster(5, "deleting", "ready")), ok(cluster(5, "deleted", "ready")))
+	r := runCLI(t, f, nil, "delete", "cluster", "5", "--wait")
+	r.want(t, 0)
+	r.wantOut(t, "cluster 5 (exk8s-1-5) deleted")
+	// Without --wait the refusal is the answer.
+	f.on("DELETE /clusters/5", reply{status: 409, body: `{"error":{"code":"founding_in_progress","message":"still founding","request_id":"r"}}`})
+	runCLI(t, f, nil, "delete", "cluster", "5").want(t, 1)
+}
+
+func TestRebootstrap(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters/5/nodes/11/rebootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":11,"node_name":"cp-1","phase":"pending","message":"","updated_at":"2026-11-24T13:00:00Z",
+		"window":{"opened_at":"2026-11-24T13:00:00Z","closes_at":"2026-11-24T14:00:00Z","open":true},"fetches":[]}`})
+	runCLI(t, f, nil, "rebootstrap", "5", "11").wantOut(t,
+		"node cp-1 (vm 11): bootstrap re-opened, phase pending, window open (opened 2026-11-24T13:00:00Z, closes 2026-11-24T14:00:00Z)")
+}
+
+func TestSettingsFlagsThenEnvThenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	os.WriteFile(path, []byte("url: http://file\ntoken: file-token\n"), 0o600)
+	env := envMap{"K8SAPI_URL": "http://env"}.get
+	cases := []struct {
+		flags settings
+		want  settings
+	}{
+		{settings{}, settings{URL: "http://env", Token: "file-token"}},
+		{settings{URL: "http://flag", Token: "flag-token"}, settings{URL: "http://flag", Token: "flag-token"}},
+	}
+	for _, c := range cases {
+		got, err := resolveSettings(c.flags, env, path, true)
+		if err != nil || got != c.want {
+			t.Fatalf("%+v: %+v %v", c.flags, got, err)
+		}
+	}
+	if _, err := resolveSettings(settings{}, env, filepath.Join(dir, "absent.yaml"), true); err == nil {
+		t.Fatal("a named config file that is absent is no error")
+	}
+	os.WriteFile(path, []byte("url: http://file\ntokn: typo\n"), 0o600)
+	if _, err := resolveSettings(settings{}, env, path, true); err == nil {
+		t.Fatal("an unknown key in the config file is no error")
+	}
+}
+
+func TestNoSettingsIsAUsageError(t *testing.T) {
+	r := runCLI(t, nil, map[string]string{"K8SAPI_TOKEN": ""}, "get", "clusters")
+	r.want(t, 2)
+	if !strings.Contains(r.stderr, "no API URL: pass --url, set K8SAPI_URL") {
+		t.Fatal(r.stderr)
+	}
+}
+
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		r := runCLI(t, nil, nil, "completion", shell)
+		r.want(t, 0)
+		if !strings.Contains(r.stdout, "k8sapi") {
+			t.Fatalf("%s: %s", shell, r.stdout[:100])
+		}
+	}
+}
+
+func TestCompletionOffersClusterIDs(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready")}}))
+	r := runCLI(t, f, nil, "__complete", "get", "cluster", "")
+	if !strings.HasPrefix(r.stdout, "5\texk8s-1-5 (active)\n") {
+		t.Fatalf("%q", r.stdout)
+	}
+}
