@@ -30,11 +30,7 @@ func (a *app) deleteCommand() *cobra.Command {
 }
 
 func (a *app) deleteCluster(ctx context.Context, arg string, wait bool, timeout time.Duration) error {
-	id, err := parseID("cluster id", arg)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	c, id, err := a.clientFor(arg)
 	if err != nil {
 		return err
 	}

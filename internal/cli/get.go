@@ -91,21 +91,26 @@ func rawItems(body []byte) ([]json.RawMessage, error) {
 }
 
 func (a *app) getClusterCommand() *cobra.Command {
+	return a.clusterViewCommand("cluster ID", "Show one cluster", func(cl Cluster, res *response, o output) error {
+		if o.structured() {
+			return o.printDocument(a.stdout, res.Body)
+		}
+		return a.printClusters([]Cluster{cl}, o)
+	})
+}
+
+// clusterViewCommand is a command that reads one cluster and prints it
+// with show, in the format of -o.
+func (a *app) clusterViewCommand(use, short string, show func(Cluster, *response, output) error) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use:               "cluster ID",
-		Short:             "Show one cluster",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: a.completeClusterIDs,
+		Use: use, Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			cl, res, err := a.fetchCluster(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			if o.structured() {
-				return o.printDocument(a.stdout, res.Body)
-			}
-			return a.printClusters([]Cluster{cl}, o)
+			return show(cl, res, o)
 		}),
 	}
 	addOutputFlag(cmd, &o, outputWide, outputJSON, outputYAML)
@@ -114,11 +119,7 @@ func (a *app) getClusterCommand() *cobra.Command {
 
 // fetchCluster reads the cluster the argument names.
 func (a *app) fetchCluster(ctx context.Context, arg string) (Cluster, *response, error) {
-	id, err := parseID("cluster id", arg)
-	if err != nil {
-		return Cluster{}, nil, err
-	}
-	c, err := a.client()
+	c, id, err := a.clientFor(arg)
 	if err != nil {
 		return Cluster{}, nil, err
 	}
@@ -161,26 +162,14 @@ func certsExpire(c Cluster) string {
 }
 
 func (a *app) getNodesCommand() *cobra.Command {
-	var o output
-	cmd := &cobra.Command{
-		Use:               "nodes ID",
-		Short:             "List a cluster's control-plane nodes and their bootstrap phases",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: a.completeClusterIDs,
-		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			cl, _, err := a.fetchCluster(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if o.structured() {
-				doc, _ := json.Marshal(map[string]any{"nodes": nodeRows(cl)})
-				return o.printDocument(a.stdout, doc)
-			}
-			return printNodes(a.stdout, a.now(), nodeRows(cl), o)
-		}),
-	}
-	addOutputFlag(cmd, &o, outputWide, outputJSON, outputYAML)
-	return cmd
+	short := "List a cluster's control-plane nodes and their bootstrap phases"
+	return a.clusterViewCommand("nodes ID", short, func(cl Cluster, _ *response, o output) error {
+		if o.structured() {
+			doc, _ := json.Marshal(map[string]any{"nodes": nodeRows(cl)})
+			return o.printDocument(a.stdout, doc)
+		}
+		return printNodes(a.stdout, a.now(), nodeRows(cl), o)
+	})
 }
 
 // nodeRow joins a node's view with its bootstrap phase.

@@ -35,11 +35,7 @@ func (a *app) kubeconfigCommand() *cobra.Command {
 }
 
 func (a *app) kubeconfig(ctx context.Context, arg string, opts kubeconfigOptions) error {
-	id, err := parseID("cluster id", arg)
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
+	c, id, err := a.clientFor(arg)
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,16 @@ func (a *app) client() (*Client, error) {
 	return &Client{BaseURL: s.URL, Token: s.Token}, nil
 }
 
+// clientFor is the API client and the cluster id an argument names.
+func (a *app) clientFor(arg string) (*Client, int64, error) {
+	id, err := parseID("cluster id", arg)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := a.client()
+	return c, id, err
+}
+
 // parseID reads a cluster or VM id argument.
 func parseID(what, s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
