@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/excloud/k8sapi/internal/apperr"
 )
 
 func (a *app) deleteCommand() *cobra.Command {
@@ -51,7 +53,7 @@ func (a *app) deleteCluster(ctx context.Context, arg string, wait bool, timeout 
 // already under way, or a platform failure the reconciler retries.
 func retriedByK8sapi(err error) bool {
 	var api *APIError
-	return errors.As(err, &api) && (api.Code == "deletion_in_progress" || api.Status == http.StatusBadGateway)
+	return errors.As(err, &api) && (api.Code == apperr.DeletionInProgress.String() || api.Status == http.StatusBadGateway)
 }
 
 func (a *app) waitDeleted(ctx context.Context, c *Client, id int64, timeout time.Duration) error {
