@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/devstack"
 )
 
 // coldRow is one function's init duration and binary size.
@@ -32,22 +34,14 @@ func (c coldRow) median() time.Duration {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-var buildTarget = regexp.MustCompile(`(?m)^build-(\w+):\s*;\s*\$\(call lambda_build,([\w-]+)\)`)
-
-// functions reads the Makefile's build-<LogicalId> targets: logical id -> dir.
-func functions() ([][2]string, error) {
-	mk, err := os.ReadFile("Makefile")
+// functions are template.yaml's functions: the ones `make local` runs, each
+// with the Makefile's build-<LogicalId> target.
+func functions() ([]devstack.Function, error) {
+	t, err := devstack.LoadTemplate("template.yaml")
 	if err != nil {
 		return nil, err
 	}
-	var out [][2]string
-	for _, m := range buildTarget.FindAllStringSubmatch(string(mk), -1) {
-		out = append(out, [2]string{m[1], m[2]})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no build-<LogicalId> targets in the Makefile")
-	}
-	return out, nil
+	return t.Functions, nil
 }
 
 func runColdStarts(o options, st stack, r *report) error {
@@ -66,7 +60,7 @@ func runColdStarts(o options, st stack, r *report) error {
 	}
 	defer rt.srv.Close()
 	for _, fn := range fns {
-		row, err := measureColdStart(o, st, rt, tmp, fn[0], fn[1])
+		row, err := measureColdStart(o, st, rt, tmp, fn)
 		if err != nil {
 			return err
 		}
@@ -108,7 +102,8 @@ func startFakeRuntimeAPI() (*fakeRuntimeAPI, error) {
 // measureColdStart builds one function twice, for its size (the Makefile's
 // own sam build target: linux/arm64, stripped) and for this machine with
 // the same flags, then times o.starts inits after one uncounted start.
-func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp, id, dir string) (coldRow, error) {
+func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp string, fn devstack.Function) (coldRow, error) {
+	id := fn.LogicalID
 	row := coldRow{logicalID: id}
 	art := filepath.Join(tmp, "arm64", id)
 	if out, err := exec.Command("make", "--no-print-directory", "build-"+id, "ARTIFACTS_DIR="+art).CombinedOutput(); err != nil {
@@ -120,12 +115,15 @@ func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp, id, dir stri
 	}
 	row.arm64Size = fi.Size()
 	host := filepath.Join(tmp, "host", id, "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -buildid=", "-o", host, "./functions/"+dir)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -buildid=", "-o", host, "./"+fn.CodeURI)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return row, fmt.Errorf("host build of %s: %w: %s", id, err, out)
 	}
-	env := functionEnv(st, id, rt.addr)
+	env, err := functionEnv(st, fn, host, rt.addr)
+	if err != nil {
+		return row, err
+	}
 	for i := 0; i <= o.starts; i++ { // start 0 warms the page cache, not counted
 		d, err := coldStart(host, env, rt.next)
 		if err != nil {
@@ -138,24 +136,21 @@ func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp, id, dir stri
 	return row, nil
 }
 
-// functionEnv is what the local stack gives a function, against the fake
-// Runtime API.
-func functionEnv(st stack, id, runtimeAPI string) []string {
-	return []string{
-		"PATH=/usr/local/bin:/usr/bin:/bin", "TZ=:UTC", "LANG=C.UTF-8",
-		"AWS_LAMBDA_RUNTIME_API=" + runtimeAPI,
-		"AWS_LAMBDA_FUNCTION_NAME=" + id, "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512", "_HANDLER=bootstrap",
-		"AWS_REGION=" + st.get("AWS_REGION"), "AWS_DEFAULT_REGION=" + st.get("AWS_REGION"),
-		"AWS_ACCESS_KEY_ID=" + st.get("AWS_ACCESS_KEY_ID"), "AWS_SECRET_ACCESS_KEY=" + st.get("AWS_SECRET_ACCESS_KEY"),
-		"AWS_ENDPOINT_URL=" + st.get("AWS_ENDPOINT_URL"),
-		"DATABASE_URL=" + st.get("DATABASE_URL"), "KMS_KEY_ID=" + st.get("KMS_KEY_ID"),
-		"COMPUTE_API_URL=" + st.get("SIM_URL") + "/compute", "DNS_API_URL=" + st.get("SIM_URL") + "/dns",
-		"BOOTSTRAP_BASE_URL=" + st.get("API_URL"), "LOCAL_RUN=true",
+// functionEnv is the environment the local stack starts fn's binary with
+// (devstack: its template variables and what the running stack gives it,
+// such as its database user and the reconciler's service token), against
+// the fake Runtime API.
+func functionEnv(st stack, fn devstack.Function, binary, runtimeAPI string) ([]string, error) {
+	env, err := devstack.FunctionEnv(fn, devstack.StackFromEnv(st.env))
+	if err != nil {
+		return nil, err
 	}
+	return devstack.Environ(fn, binary, runtimeAPI, env), nil
 }
 
-// coldStart execs bin and returns the time to its first GET .../next.
+// coldStart execs bin and returns the time to its first GET .../next. A
+// process that exits first is an error carrying its output's tail: why
+// its cold start failed (wiring.Fatal logs it).
 func coldStart(bin string, env []string, nextCh chan time.Time) (time.Duration, error) {
 	select { // drop a stale signal
 	case <-nextCh:
@@ -164,6 +159,8 @@ func coldStart(bin string, env []string, nextCh chan time.Time) (time.Duration, 
 	cmd := exec.Command(bin)
 	cmd.Env = env
 	cmd.Dir = filepath.Dir(bin)
+	out := &tail{max: 2048}
+	cmd.Stdout, cmd.Stderr = out, out
 	exited := make(chan error, 1)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -179,8 +176,26 @@ func coldStart(bin string, env []string, nextCh chan time.Time) (time.Duration, 
 		return t.Sub(t0), nil
 	case err := <-exited:
 		exited <- err // for the deferred wait
-		return 0, fmt.Errorf("exited before asking for an invocation: %v", err)
+		return 0, fmt.Errorf("exited before asking for an invocation: %v: %s", err, out)
 	case <-time.After(10 * time.Second):
 		return 0, fmt.Errorf("no runtime API request within 10s")
 	}
 }
+
+// tail keeps the last max bytes written to it (a process's output: it is
+// written by exec's copying goroutines and read once the process exited,
+// after Wait, which waits for them).
+type tail struct {
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return strings.TrimSpace(string(t.b)) }

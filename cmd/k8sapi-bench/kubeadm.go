@@ -114,11 +114,11 @@ func runSideBySide(o options, st stack, r *report) error {
 				return err
 			}
 			clusters = append(clusters, f.ClusterID)
-			tok, err := c.imdsToken(f.VMIDs[0]) // the VM's IMDS step: not k8sapi's time
+			v, err := c.credentials(f.VMIDs[0]) // the VM's IMDS steps: not k8sapi's time
 			if err != nil {
 				return err
 			}
-			s2, err := c.fetch(f.VMIDs[0], tok)
+			s2, err := c.fetch(v)
 			if err != nil {
 				return err
 			}

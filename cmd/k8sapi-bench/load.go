@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/metrics"
+	"github.com/excloud/k8sapi/internal/simulator"
 )
 
 // sample is one request as the client saw it, with the function's counts.
@@ -136,27 +137,58 @@ func (c *client) deleteCluster(id int64) error {
 	return nil
 }
 
-// imdsToken asks the simulator's IMDS for vm's session token (the VM's
-// first step; not part of any timing).
-func (c *client) imdsToken(vm int64) (string, error) {
-	resp, b, _, err := c.do("GET", fmt.Sprintf("%s/imds/%d/token", c.st.get("SIM_URL"), vm), nil, nil)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("imds token for vm %d: %d %s", vm, resp.StatusCode, trim(b))
-	}
-	return strings.TrimSpace(string(b)), nil
+// vmCreds is what a VM proves itself with on its bootstrap routes: its
+// IMDS session token and the access token its IMDS issues it (an
+// operator's token is refused there: token_scope).
+type vmCreds struct {
+	vm           int64
+	imds, access string
 }
 
-func (c *client) fetch(vm int64, imds string) (sample, error) {
-	resp, b, s, err := c.do("GET", fmt.Sprintf("%s/bootstrap/control-plane/%d", c.st.get("API_URL"), vm), nil,
-		map[string]string{"X-exc-imds-token": imds, "Authorization": "Bearer " + c.st.get("DEV_TOKEN")})
+// credentials asks the simulator's IMDS for vm's session token and, with
+// it, vm's access token, as the VM's shim does (templates/exk8s-progress.sh:
+// imds_session, imds_identity); not part of any timing.
+func (c *client) credentials(vm int64) (vmCreds, error) {
+	base := fmt.Sprintf("%s/imds/%d", c.st.get("SIM_URL"), vm)
+	b, err := c.imdsGet(base+"/token", nil)
+	if err != nil {
+		return vmCreds{}, err
+	}
+	v := vmCreds{vm: vm, imds: strings.TrimSpace(string(b))}
+	if b, err = c.imdsGet(base+"/latest/identity/access-token", map[string]string{simulator.IMDSTokenHeader: v.imds}); err != nil {
+		return vmCreds{}, err
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(b, &tok); err != nil || tok.AccessToken == "" {
+		return vmCreds{}, fmt.Errorf("no access token of vm %d in %s (%v)", vm, trim(b), err)
+	}
+	v.access = tok.AccessToken
+	return v, nil
+}
+
+// imdsGet is one IMDS call that must answer 200.
+func (c *client) imdsGet(url string, hdr map[string]string) ([]byte, error) {
+	resp, b, _, err := c.do("GET", url, nil, hdr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, trim(b))
+	}
+	return b, nil
+}
+
+// fetch is v's bundle fetch, with the VM's own proofs.
+func (c *client) fetch(v vmCreds) (sample, error) {
+	resp, b, s, err := c.do("GET", fmt.Sprintf("%s/bootstrap/control-plane/%d", c.st.get("API_URL"), v.vm), nil,
+		map[string]string{simulator.IMDSTokenHeader: v.imds, "Authorization": "Bearer " + v.access})
 	if err != nil {
 		return s, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return s, fmt.Errorf("GET bundle of vm %d: %d %s", vm, resp.StatusCode, trim(b))
+		return s, fmt.Errorf("GET bundle of vm %d: %d %s", v.vm, resp.StatusCode, trim(b))
 	}
 	return s, nil
 }
@@ -205,11 +237,6 @@ func drive(what string, n, conc int, f func(i int) (sample, error)) *loadRow {
 
 var levels = []int{1, 4, 8}
 
-type vmToken struct {
-	vm    int64
-	token string
-}
-
 func runLoad(o options, st stack, r *report) error {
 	c := newClient(st)
 	if _, _, s, err := c.do("GET", st.get("API_URL")+"/health", nil, nil); err != nil || !s.haveCounters {
@@ -253,7 +280,7 @@ func deleteClusters(c *client, ids []int64) {
 // fetching in turn, then one RSA-2048 node for contrast. The clusters it
 // founds are appended to clusters for the caller to delete.
 func loadFetches(o options, c *client, r *report, clusters *[]int64) error {
-	var vms []vmToken
+	var vms []vmCreds
 	for range 2 {
 		f, err := foundFetchers(o, c, 3, "ecdsa-p256", clusters)
 		if err != nil {
@@ -264,43 +291,42 @@ func loadFetches(o options, c *client, r *report, clusters *[]int64) error {
 	// The first fetch of each VM: the first of a cluster unwraps its data
 	// key (cold cache), the others find it cached.
 	r.firstFetch = drive("GET bundle, first fetch of each VM", len(vms), 1, func(i int) (sample, error) {
-		return c.fetch(vms[i].vm, vms[i].token)
+		return c.fetch(vms[i])
 	})
-	drive("warm-up", 20, 1, func(i int) (sample, error) { return c.fetch(vms[i%len(vms)].vm, vms[i%len(vms)].token) })
+	drive("warm-up", 20, 1, func(i int) (sample, error) { return c.fetch(vms[i%len(vms)]) })
 	for _, conc := range levels {
 		r.load = append(r.load, drive("GET bundle (warm, ECDSA)", o.fetches, conc, func(i int) (sample, error) {
-			v := vms[i%len(vms)]
-			return c.fetch(v.vm, v.token)
+			return c.fetch(vms[i%len(vms)])
 		}))
 	}
 	rsa, err := foundFetchers(o, c, 1, "rsa-2048", clusters)
 	if err != nil {
 		return err
 	}
-	if _, err := c.fetch(rsa[0].vm, rsa[0].token); err != nil { // warm its data key
+	if _, err := c.fetch(rsa[0]); err != nil { // warm its data key
 		return err
 	}
 	r.load = append(r.load, drive("GET bundle (warm, RSA-2048)", 10, 1, func(int) (sample, error) {
-		return c.fetch(rsa[0].vm, rsa[0].token)
+		return c.fetch(rsa[0])
 	}))
 	return nil
 }
 
-// foundFetchers founds one cluster of n nodes and gives each VM's IMDS
-// session token.
-func foundFetchers(o options, c *client, n int, alg string, clusters *[]int64) ([]vmToken, error) {
+// foundFetchers founds one cluster of n nodes and gives each VM's
+// credentials.
+func foundFetchers(o options, c *client, n int, alg string, clusters *[]int64) ([]vmCreds, error) {
 	f, _, err := c.found(o.subnet, n, alg)
 	if err != nil {
 		return nil, err
 	}
 	*clusters = append(*clusters, f.ClusterID)
-	var vms []vmToken
+	var vms []vmCreds
 	for _, vm := range f.VMIDs {
-		tok, err := c.imdsToken(vm)
+		v, err := c.credentials(vm)
 		if err != nil {
 			return nil, err
 		}
-		vms = append(vms, vmToken{vm, tok})
+		vms = append(vms, v)
 	}
 	return vms, nil
 }

@@ -269,7 +269,7 @@ func (r *report) sideSection(p printf) {
 	}
 	p("\n## 4. Side by side with kubeadm\n\n")
 	p("kubeadm %s built from k8s.io/kubernetes in its own module (`bench/kubeadm`; build or relink this run: %s), running `kubeadm init phase certs all` then `kubeadm init phase kubeconfig all` for one node in a fresh temp dir (`certificatesDir` and `--kubeconfig-dir`; `encryptionAlgorithm` in ClusterConfiguration v1beta4), process start included. ", kubeadmVersion, r.kubeadmBuild.Round(100*time.Millisecond))
-	p("Here, in the same run, alternating with it: `POST /clusters` for one node plus that VM's one `GET /bootstrap/control-plane/{vm_id}` through the local gateway (the VM's IMDS token request to the simulator is not counted). Medians of the runs.\n\n")
+	p("Here, in the same run, alternating with it: `POST /clusters` for one node plus that VM's one `GET /bootstrap/control-plane/{vm_id}` through the local gateway (the VM's IMDS requests to the simulator, for its session and access tokens, are not counted). Medians of the runs.\n\n")
 	p("| algorithm | kubeadm certs + kubeconfig | k8sapi founding + one bundle | kubeadm / k8sapi |\n|---|---|---|---|\n")
 	for _, s := range r.side {
 		k, o := medianD(s.kubeadm), medianD(s.ours)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log"
@@ -9,17 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/devstack"
 )
 
-const (
-	stackEnvPath = ".local/stack.env"
-	// localAPI is make local's gateway. Only a stack there is reused: other
-	// stacks (the e2e proof's, on a random port) come and go on their own.
-	localAPI = "http://127.0.0.1:3000"
-)
+// localAPI is make local's gateway. Only a stack there is reused: other
+// stacks (the e2e proof's, on a random port) come and go on their own.
+const localAPI = "http://127.0.0.1:3000"
 
 // stack is the running local stack's settings (.local/stack.env).
 type stack struct {
@@ -30,20 +27,7 @@ type stack struct {
 func (s stack) get(k string) string { return s.env[k] }
 
 func readStackEnv() (map[string]string, error) {
-	f, err := os.Open(stackEnvPath)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			env[k] = v
-		}
-	}
-	return env, sc.Err()
+	return devstack.ReadStackEnv(filepath.Join(".local", devstack.StackEnvFile))
 }
 
 func healthy(apiURL string) bool {

@@ -48,7 +48,7 @@ func Invoke(ctx context.Context, opt InvokeOptions) error {
 	if !json.Valid(event) {
 		return fmt.Errorf("%s is not JSON", opt.EventFile)
 	}
-	env, err := invokeEnv(opt)
+	env, err := invokeEnv(opt, fn)
 	if err != nil {
 		return err
 	}
@@ -82,18 +82,13 @@ func Invoke(ctx context.Context, opt InvokeOptions) error {
 	return err
 }
 
-// invokeEnv layers the overrides: the running stack's, else a local
-// DATABASE_URL (the pool connects lazily, so requests that need no database
-// work without one); then the env-vars file.
-func invokeEnv(opt InvokeOptions) (map[string]string, error) {
+// invokeEnv layers the overrides: what the running stack gives fn
+// (FunctionEnv), else a local DATABASE_URL (the pool connects lazily, so
+// requests that need no database work without one); then the env-vars file.
+func invokeEnv(opt InvokeOptions, fn Function) (map[string]string, error) {
 	env := map[string]string{}
 	if st, err := ReadStackEnv(filepath.Join(opt.Root, ".local", StackEnvFile)); err == nil {
-		env = FunctionOverrides(Stack{
-			APIURL: st["API_URL"], DatabaseURL: st["DATABASE_URL"], SimURL: st["SIM_URL"],
-			AWSEndpointURL: st["AWS_ENDPOINT_URL"], KMSKeyID: st["KMS_KEY_ID"], DBSecretARN: st["DB_SECRET_ARN"],
-		})
-		// The function's own database user, as the running stack gives it.
-		if env["DATABASE_URL"], err = FunctionDSN(st["DATABASE_URL"], opt.Function); err != nil {
+		if env, err = FunctionEnv(fn, StackFromEnv(st)); err != nil {
 			return nil, err
 		}
 	} else {

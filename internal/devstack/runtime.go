@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os/exec"
@@ -141,16 +142,21 @@ func (r *Runner) startLocked() error {
 	return nil
 }
 
-// environ is the process environment: a clean one, as in Lambda (nothing
-// leaks from the developer's shell), made of the reserved Lambda variables,
-// the template's variables and the overrides.
+// environ is the process environment of r's function (Environ).
 func (r *Runner) environ() []string {
-	f := r.spec.Function
+	return Environ(r.spec.Function, r.spec.Binary, r.addr, r.spec.Env)
+}
+
+// Environ is the process environment the local stack starts function f's
+// binary with against the Runtime API at runtimeAPI: a clean one, as in
+// Lambda (nothing leaks from the developer's shell), made of the reserved
+// Lambda variables, the template's variables and the overrides.
+func Environ(f Function, binary, runtimeAPI string, overrides map[string]string) []string {
 	env := map[string]string{
 		"PATH":                            "/usr/local/bin:/usr/bin:/bin",
 		"TZ":                              ":UTC",
 		"LANG":                            "C.UTF-8",
-		"AWS_LAMBDA_RUNTIME_API":          r.addr,
+		"AWS_LAMBDA_RUNTIME_API":          runtimeAPI,
 		"AWS_LAMBDA_FUNCTION_NAME":        f.LogicalID,
 		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(f.MemorySize),
@@ -159,15 +165,11 @@ func (r *Runner) environ() []string {
 		"AWS_EXECUTION_ENV":               "AWS_Lambda_provided.al2023",
 		"AWS_REGION":                      LocalRegion,
 		"AWS_DEFAULT_REGION":              LocalRegion,
-		"LAMBDA_TASK_ROOT":                filepath.Dir(r.spec.Binary),
+		"LAMBDA_TASK_ROOT":                filepath.Dir(binary),
 		"_HANDLER":                        "bootstrap",
 	}
-	for k, v := range f.Env {
-		env[k] = v
-	}
-	for k, v := range r.spec.Env {
-		env[k] = v
-	}
+	maps.Copy(env, f.Env)
+	maps.Copy(env, overrides)
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)

@@ -66,7 +66,18 @@ func (s Stack) Env() [][2]string {
 		{"DB_SECRET_ARN", s.DBSecretARN},
 		{"DEV_TOKEN", s.DevToken},
 		{"DEV_TOKEN_ORG2", s.DevTokenOrg2},
+		// For tools that start a scheduled function themselves against the
+		// running stack (make invoke, the benchmark's cold starts): with
+		// FunctionEnv they give it what the stack gives it.
+		{"SERVICE_TOKEN", s.ServiceToken},
 	}
+}
+
+// StackFromEnv is the stack that Env (a stack.env file) describes.
+func StackFromEnv(env map[string]string) Stack {
+	return Stack{APIURL: env["API_URL"], DatabaseURL: env["DATABASE_URL"], SimURL: env["SIM_URL"],
+		AWSEndpointURL: env["AWS_ENDPOINT_URL"], KMSKeyID: env["KMS_KEY_ID"], DBSecretARN: env["DB_SECRET_ARN"],
+		DevToken: env["DEV_TOKEN"], DevTokenOrg2: env["DEV_TOKEN_ORG2"], ServiceToken: env["SERVICE_TOKEN"]}
 }
 
 // cleanup is a stack of stop functions run in reverse order.

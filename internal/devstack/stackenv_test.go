@@ -1,0 +1,24 @@
+package devstack
+
+import (
+	"reflect"
+	"testing"
+)
+
+// stack.env carries the whole Stack: a tool that reads it back
+// (StackFromEnv) and asks FunctionEnv gets what the running stack gives
+// each function, including a field added to Stack later.
+func TestStackEnvRoundTrip(t *testing.T) {
+	var st Stack
+	v := reflect.ValueOf(&st).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetString(v.Type().Field(i).Name + "-value")
+	}
+	env := map[string]string{}
+	for _, kv := range st.Env() {
+		env[kv[0]] = kv[1]
+	}
+	if got := StackFromEnv(env); got != st {
+		t.Errorf("StackFromEnv(Env()) = %+v, want %+v", got, st)
+	}
+}
