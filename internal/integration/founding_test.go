@@ -391,3 +391,24 @@ func assertShredded(t *testing.T, s *stack, clusterID int64) {
 		t.Errorf("after delete: %d of %d node identity keys still sealed", sealed, identities)
 	}
 }
+
+// A founding undone after a compute fault leaves a failed cluster whose
+// failed VM's create was sent; deleting it repeats that create to find what
+// it made, which renders the VM's userdata in the clusters function too.
+func TestDeleteOfAFailedClusterEndsItDeleted(t *testing.T) {
+	s := newStack(t)
+	s.sim.SetFaults(simulator.Faults{FailInstanceCreateOn: 2})
+	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, s.Bearer(1))
+	if r.Status != http.StatusBadGateway {
+		t.Fatalf("= %d %s, want 502", r.Status, r.Body)
+	}
+	s.sim.SetFaults(simulator.Faults{})
+	var id int64
+	if err := s.pool.QueryRow(context.Background(), `SELECT id FROM kube_clusters`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	r = stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+itoa(id), "", s.Bearer(1))
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"status":"deleted"`) {
+		t.Fatalf("DELETE = %d %s, want 200 deleted", r.Status, r.Body)
+	}
+}
