@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -169,7 +170,9 @@ func (s *Server) observe(route string, next http.HandlerFunc) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
-				s.logger().ErrorContext(ctx, "handler panic", "request_id", id, "route", route, "panic", fmt.Sprint(p))
+				// The stack is what tells where a nil pointer came from.
+				s.logger().ErrorContext(ctx, "handler panic", "request_id", id, "route", route, "panic", fmt.Sprint(p),
+					"stack", string(debug.Stack()))
 				if rec.status == 0 {
 					s.writeError(rec, req, fmt.Errorf("panic: %v", p))
 				}
