@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
@@ -116,9 +115,9 @@ func (s *Server) Handler(function string) http.Handler {
 		route := r.Method + " " + r.Path
 		mux.Handle(route, s.observe(route, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))
 	}
-	// Anything else: a JSON 404 (or 405), never Go's text page.
+	// Anything else: a JSON 405 or 404, never Go's text page.
 	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
-		s.writeError(w, req, apperr.NotFound.New())
+		s.writeError(w, req, unmatchedError(w, mux, req))
 	})
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
