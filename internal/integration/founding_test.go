@@ -136,6 +136,8 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		{"type missing", `{"control_plane_image_id":1,"subnet_id":1}`, 400, "control_plane_instance_type: is required"},
 		{"subnet missing", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium"}`, 400, "subnet_id: is required"},
 		{"no such subnet", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":999}`, 400, "subnet_id: no such subnet"},
+		{"no such image", `{"control_plane_image_id":999,"control_plane_instance_type":"e2.medium","subnet_id":1}`, 400, "control_plane_image_id: no such image"},
+		{"no such instance type", `{"control_plane_image_id":1,"control_plane_instance_type":"x9.huge","subnet_id":1}`, 400, "control_plane_instance_type: no such instance type"},
 		{"bad sg", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"security_group_ids":[0]}`, 400, "security_group_ids[0]"},
 		{"bad volume", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"root_volume_size_gib":1}`, 400, "root_volume_size_gib"},
 		{"bad ssh key", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"ssh_pubkey":"hello"}`, 400, "ssh_pubkey"},
