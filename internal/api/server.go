@@ -40,7 +40,7 @@ type Founder interface {
 
 // Clusters reads and deletes an org's clusters.
 type Clusters interface {
-	List(ctx context.Context, org auth.Principal) ([]founding.ClusterView, error)
+	List(ctx context.Context, org auth.Principal, q founding.ListQuery) (founding.ClusterPage, error)
 	Get(ctx context.Context, org auth.Principal, id int64) (founding.ClusterView, error)
 	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (founding.ClusterView, error)
 }

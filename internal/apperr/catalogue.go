@@ -26,6 +26,7 @@ var (
 	InvalidField         = define("invalid_field", KindInvalid, "a field of the body is not valid")
 	InvalidHeader        = define("invalid_header", KindInvalid, "a header is not valid")
 	InvalidPath          = define("invalid_path", KindInvalid, "a path parameter is not valid")
+	InvalidQuery         = define("invalid_query", KindInvalid, "a query parameter is not valid")
 	BodyTooLarge         = define("body_too_large", KindTooLarge, "the body is too large")
 	NotFound             = define("not_found", KindNotFound, "no such route")
 	MethodNotAllowed     = define("method_not_allowed", KindMethodNotAllowed, "this path does not take this method; Allow names the methods it takes")
