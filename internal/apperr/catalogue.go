@@ -64,6 +64,8 @@ var (
 
 	// A function that failed, as the local gateway tells it.
 	BadGateway = defineGatewayOnly("bad_gateway", KindBadGateway, "the function failed")
+	// The local stack's functions are not up yet.
+	StackStarting = defineGatewayOnly("stack_starting", KindUnavailable, "the local stack is starting; retry shortly")
 )
 
 // catalogue is every Code in the order defined; define fills it.
