@@ -312,29 +312,38 @@ func (b *boot) runSchedules(context.Context) error {
 	return nil
 }
 
-// startFunctions starts one warm process per function: the first request
-// pays no process start.
+// startFunctions gives each function a fleet of execution environments,
+// one warm process each to begin with: the first request pays no process
+// start, and concurrent requests run side by side, as in Lambda.
 func (b *boot) startFunctions(context.Context) error {
 	b.invokers = map[string]Invoker{}
-	var runners []*Runner
-	b.stops.add(func() { closeAll(runners) })
+	var fleets []*Fleet
+	b.stops.add(func() { closeFleets(fleets) })
 	for _, f := range b.tmpl.Functions {
 		env, err := FunctionEnv(f, b.st)
 		if err != nil {
 			return err
 		}
-		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env},
-			b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
-		if err != nil {
+		spec := FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env}
+		fleet := NewFleet(func() (*Runner, error) {
+			// A writer per process: each buffers its own partial line.
+			return NewRunner(spec, b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
+		}, MaxEnvironments)
+		fleets = append(fleets, fleet)
+		if err := fleet.Warm(); err != nil {
 			return err
 		}
-		runners = append(runners, r)
-		if err := r.Start(); err != nil {
-			return err
-		}
-		b.invokers[f.LogicalID] = r
+		b.invokers[f.LogicalID] = fleet
 	}
 	return nil
+}
+
+func closeFleets(fleets []*Fleet) {
+	var runners []*Runner
+	for _, f := range fleets {
+		runners = append(runners, f.Runners()...)
+	}
+	closeAll(runners)
 }
 
 func (b *boot) serveGateway(context.Context) error {
