@@ -33,7 +33,7 @@ func main() {
 		err = listFunctions()
 	default:
 		port := flag.Int("port", 3000, "gateway port on 127.0.0.1")
-		database := flag.String("database", devstack.LocalDatabase, "database on the Postgres server (created and migrated if missing)")
+		database := flag.String("database", "", "database on the Postgres server (created and migrated if missing); default "+devstack.LocalDatabase+", or "+devstack.LocalDatabase+"_<port> off port 3000")
 		flag.Parse()
 		err = devstack.Run(ctx, devstack.Options{Root: ".", Port: *port, Database: *database, Log: log, Out: os.Stdout, FunctionOut: os.Stderr})
 	}

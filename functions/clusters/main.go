@@ -6,6 +6,7 @@ package main
 
 import (
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -14,10 +15,11 @@ func main() {
 	// destroys them by overwriting, so this function holds no KMS rights.
 	required := []string{"COMPUTE_API_URL", "DNS_API_URL"}
 	wiring.Serve("ClustersFunction", required, func(app *wiring.App, srv *api.Server) error {
-		// Listing, reading and deleting render nothing: no templates to
-		// parse at cold start.
-		srv.Clusters = app.Founding(nil)
+		// Deleting renders a VM's userdata: a VM whose create answer was
+		// lost is found by repeating that create, byte for byte.
+		r, err := bundle.NewFoundingRenderer()
+		srv.Clusters = app.Founding(r)
 		srv.Nodes = app.Nodes()
-		return nil
+		return err
 	})
 }

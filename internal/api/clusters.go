@@ -57,12 +57,38 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cs, err := s.Clusters.List(r.Context(), org)
+	q, err := listQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"clusters": cs})
+	page, err := s.Clusters.List(r.Context(), org, q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// Page sizes of GET /clusters: a page small enough to answer quickly (each
+// cluster brings its nodes), large enough that most orgs need one.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 200
+)
+
+// listQuery reads GET /clusters' query: status, cursor and limit.
+func listQuery(r *http.Request) (founding.ListQuery, error) {
+	v := r.URL.Query()
+	q := founding.ListQuery{Status: v.Get("status"), Cursor: v.Get("cursor"), Limit: DefaultListLimit}
+	if raw := v.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > MaxListLimit {
+			return q, apperr.InvalidQuery.Detailf("limit: must be an integer from 1 to %d", MaxListLimit)
+		}
+		q.Limit = n
+	}
+	return q, nil
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {

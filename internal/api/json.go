@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 )
@@ -23,16 +25,40 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// decodeJSON reads exactly one JSON object into v, refusing unknown fields,
-// trailing data and bodies over MaxBodyBytes.
+// decodeJSON reads exactly one JSON object into v, refusing a media type
+// that is not JSON, unknown fields, duplicate keys, trailing data and bodies
+// over MaxBodyBytes.
 func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	if err := jsonMediaType(r.Header.Get("Content-Type")); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if err := refuseDuplicateKeys(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		return apperr.InvalidJSON.Detail("the body must hold one JSON object")
+	}
+	return nil
+}
+
+// jsonMediaType refuses a body declared as anything but JSON; a body sent
+// without a Content-Type is read as JSON, the only thing k8sapi reads.
+func jsonMediaType(contentType string) error {
+	if contentType == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "application/json" {
+		return apperr.UnsupportedMediaType.New()
 	}
 	return nil
 }
@@ -49,10 +75,39 @@ func decodeError(err error) error {
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.InvalidJSON.New()
 	case errors.As(err, &typ):
-		return apperr.InvalidField.Detailf("%s: must be a %s", typ.Field, typ.Type)
+		return apperr.InvalidField.Detailf("%s: must be %s", fieldName(typ.Field), typeInWords(typ.Type))
 	}
 	// encoding/json reports unknown fields as `json: unknown field "x"`.
 	return apperr.InvalidField.Detail(trimJSONPrefix(err.Error()))
+}
+
+// fieldName is the dotted path encoding/json names; empty is the body.
+func fieldName(field string) string {
+	if field == "" {
+		return "the body"
+	}
+	return field
+}
+
+// typeInWords names what a JSON value must be, in the words of JSON, not
+// of Go (a client never sees a Go type).
+func typeInWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return typeInWords(t.Elem())
+	}
+	return "an object"
 }
 
 func trimJSONPrefix(s string) string {

@@ -278,18 +278,24 @@ func TestOpenAPIErrorCodesMatchTheCatalogue(t *testing.T) {
 }
 
 // documentedCodes is status -> the codes the document lists under it, over
-// every operation.
+// every operation and the codes of a request no operation takes.
 func documentedCodes() map[string]map[string]bool {
 	documented := map[string]map[string]bool{}
+	add := func(status string, codes []any) {
+		if documented[status] == nil {
+			documented[status] = map[string]bool{}
+		}
+		for _, c := range codes {
+			documented[status][c.(string)] = true
+		}
+	}
 	for _, o := range apidocstest.Operations() {
 		for status, r := range o.Op["responses"].(map[string]any) {
-			for _, c := range asAny(apidocstest.Resolve(r)["x-error-codes"]) {
-				if documented[status] == nil {
-					documented[status] = map[string]bool{}
-				}
-				documented[status][c.(string)] = true
-			}
+			add(status, asAny(apidocstest.Resolve(r)["x-error-codes"]))
 		}
+	}
+	for status, codes := range apidocstest.Doc["x-unmatched-route-errors"].(map[string]any) {
+		add(status, asAny(codes))
 	}
 	return documented
 }

@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"runtime/debug"
 	"strings"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
@@ -40,7 +40,7 @@ type Founder interface {
 
 // Clusters reads and deletes an org's clusters.
 type Clusters interface {
-	List(ctx context.Context, org auth.Principal) ([]founding.ClusterView, error)
+	List(ctx context.Context, org auth.Principal, q founding.ListQuery) (founding.ClusterPage, error)
 	Get(ctx context.Context, org auth.Principal, id int64) (founding.ClusterView, error)
 	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (founding.ClusterView, error)
 }
@@ -115,9 +115,9 @@ func (s *Server) Handler(function string) http.Handler {
 		route := r.Method + " " + r.Path
 		mux.Handle(route, s.observe(route, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))
 	}
-	// Anything else: a JSON 404 (or 405), never Go's text page.
+	// Anything else: a JSON 405 or 404, never Go's text page.
 	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
-		s.writeError(w, req, apperr.NotFound.New())
+		s.writeError(w, req, unmatchedError(w, mux, req))
 	})
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
@@ -169,7 +169,9 @@ func (s *Server) observe(route string, next http.HandlerFunc) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
-				s.logger().ErrorContext(ctx, "handler panic", "request_id", id, "route", route, "panic", fmt.Sprint(p))
+				// The stack is what tells where a nil pointer came from.
+				s.logger().ErrorContext(ctx, "handler panic", "request_id", id, "route", route, "panic", fmt.Sprint(p),
+					"stack", string(debug.Stack()))
 				if rec.status == 0 {
 					s.writeError(rec, req, fmt.Errorf("panic: %v", p))
 				}

@@ -21,13 +21,16 @@ type Code struct {
 // its status in internal/apidocs/openapi.json.
 var (
 	// The request itself.
-	InvalidRequest = define("invalid_request", KindInvalid, "the request could not be read")
-	InvalidJSON    = define("invalid_json", KindInvalid, "the body is not valid JSON")
-	InvalidField   = define("invalid_field", KindInvalid, "a field of the body is not valid")
-	InvalidHeader  = define("invalid_header", KindInvalid, "a header is not valid")
-	InvalidPath    = define("invalid_path", KindInvalid, "a path parameter is not valid")
-	BodyTooLarge   = define("body_too_large", KindTooLarge, "the body is too large")
-	NotFound       = define("not_found", KindNotFound, "no such route")
+	InvalidRequest       = define("invalid_request", KindInvalid, "the request could not be read")
+	InvalidJSON          = define("invalid_json", KindInvalid, "the body is not valid JSON")
+	InvalidField         = define("invalid_field", KindInvalid, "a field of the body is not valid")
+	InvalidHeader        = define("invalid_header", KindInvalid, "a header is not valid")
+	InvalidPath          = define("invalid_path", KindInvalid, "a path parameter is not valid")
+	InvalidQuery         = define("invalid_query", KindInvalid, "a query parameter is not valid")
+	BodyTooLarge         = define("body_too_large", KindTooLarge, "the body is too large")
+	NotFound             = define("not_found", KindNotFound, "no such route")
+	MethodNotAllowed     = define("method_not_allowed", KindMethodNotAllowed, "this path does not take this method; Allow names the methods it takes")
+	UnsupportedMediaType = define("unsupported_media_type", KindUnsupportedMediaType, "the body must be JSON, sent as Content-Type: application/json")
 
 	// Who is calling.
 	Unauthenticated = define("unauthenticated", KindUnauthenticated, "valid credentials are required")
@@ -61,6 +64,8 @@ var (
 
 	// A function that failed, as the local gateway tells it.
 	BadGateway = defineGatewayOnly("bad_gateway", KindBadGateway, "the function failed")
+	// The local stack's functions are not up yet.
+	StackStarting = defineGatewayOnly("stack_starting", KindUnavailable, "the local stack is starting; retry shortly")
 )
 
 // catalogue is every Code in the order defined; define fills it.

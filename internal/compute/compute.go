@@ -12,6 +12,8 @@ import (
 // Client is what the founding use case needs from the compute API.
 type Client interface {
 	Subnet(ctx context.Context, id int64) (Subnet, error)
+	Image(ctx context.Context, id int64) (Image, error)
+	InstanceType(ctx context.Context, name string) (InstanceType, error)
 	CreateSecurityGroup(ctx context.Context, sg SecurityGroup) (int64, error)
 	CreateSecurityGroupRule(ctx context.Context, r Rule) (int64, error)
 	DeleteSecurityGroup(ctx context.Context, id int64) error
@@ -27,6 +29,19 @@ type Subnet struct {
 	ZoneID int64  `json:"zone_id"`
 	CIDRv4 string `json:"cidr_ipv4"`
 	CIDRv6 string `json:"cidr_ipv6"`
+}
+
+// Image is a VM image a control plane may boot.
+type Image struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// InstanceType is a VM size.
+type InstanceType struct {
+	Name      string `json:"name"`
+	VCPUs     int    `json:"vcpus"`
+	MemoryMiB int    `json:"memory_mib"`
 }
 
 // SecurityGroup is a security group to create.
@@ -146,6 +161,24 @@ func (h *HTTPClient) Subnet(ctx context.Context, id int64) (Subnet, error) {
 		return Subnet{}, fmt.Errorf("reading subnet %d: %w", id, err)
 	}
 	return s, nil
+}
+
+// Image returns image id.
+func (h *HTTPClient) Image(ctx context.Context, id int64) (Image, error) {
+	var img Image
+	if err := h.c.Do(ctx, http.MethodGet, idPath(PathImage, id), nil, &img); err != nil {
+		return Image{}, fmt.Errorf("reading image %d: %w", id, err)
+	}
+	return img, nil
+}
+
+// InstanceType returns the instance type named name.
+func (h *HTTPClient) InstanceType(ctx context.Context, name string) (InstanceType, error) {
+	var t InstanceType
+	if err := h.c.Do(ctx, http.MethodGet, platformhttp.Path(PathInstanceType, "name", name), nil, &t); err != nil {
+		return InstanceType{}, fmt.Errorf("reading instance type %q: %w", name, err)
+	}
+	return t, nil
 }
 
 // CreateSecurityGroup creates sg and returns its id.

@@ -7,10 +7,12 @@ package compute
 // Methods are REST-conventional: GET reads, POST creates (answering
 // {"id": N}), DELETE deletes (2xx, or 404 when already gone).
 const (
-	PathSubnet             = "/v1/subnets/{id}"         // GET
-	PathSecurityGroups     = "/v1/security-groups"      // POST
-	PathSecurityGroup      = "/v1/security-groups/{id}" // DELETE
-	PathSecurityGroupRules = "/v1/security-group-rules" // POST
-	PathInstances          = "/v1/instances"            // POST
-	PathInstance           = "/v1/instances/{id}"       // GET, DELETE
+	PathSubnet             = "/v1/subnets/{id}"          // GET
+	PathImage              = "/v1/images/{id}"           // GET
+	PathInstanceType       = "/v1/instance-types/{name}" // GET
+	PathSecurityGroups     = "/v1/security-groups"       // POST
+	PathSecurityGroup      = "/v1/security-groups/{id}"  // DELETE
+	PathSecurityGroupRules = "/v1/security-group-rules"  // POST
+	PathInstances          = "/v1/instances"             // POST
+	PathInstance           = "/v1/instances/{id}"        // GET, DELETE
 )

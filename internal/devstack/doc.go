@@ -14,7 +14,8 @@
 //     and Secrets Manager.
 //   - RuntimeAPI, Gateway, Invoke: a local Lambda Runtime API that runs each
 //     function's real bootstrap binary, and an API Gateway (HTTP API, payload
-//     v2) whose routes come from template.yaml.
+//     v2) whose routes come from template.yaml. A Fleet runs a function in
+//     several Runners when requests overlap, as Lambda scales out.
 //   - Run: the whole `make local` stack in one process tree.
 //
 // Every process it starts lives in its own process group and carries a parent

@@ -59,40 +59,40 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Apigw-Requestid", requestID)
 	fn, route, params, ok := g.router.match(r.Method, r.URL.Path)
 	if !ok {
-		writeGatewayError(w, apperr.NotFound.Detailf("no route for %s %s", r.Method, r.URL.Path))
+		writeGatewayError(w, g.unmatched(w, r), requestID)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeGatewayError(w, apperr.BodyTooLarge.Detail("request body exceeds 10 MB"))
+			writeGatewayError(w, apperr.BodyTooLarge.Detail("request body exceeds 10 MB"), requestID)
 			return
 		}
-		writeGatewayError(w, apperr.InvalidRequest.Detail("reading the request body failed"))
+		writeGatewayError(w, apperr.InvalidRequest.Detail("reading the request body failed"), requestID)
 		return
 	}
 	event := toEvent(r, route, params, body, requestID)
 	payload, err := json.Marshal(event)
 	if err != nil {
-		writeGatewayError(w, apperr.Internal.Detail("encoding the event failed"))
+		writeGatewayError(w, apperr.Internal.Detail("encoding the event failed"), requestID)
 		return
 	}
 	start := time.Now()
 	out, err := g.functions[fn].Invoke(r.Context(), payload)
 	if err != nil {
 		g.log.Warn("gateway: invocation failed", "function", fn, "route", route.Key(), "err", err)
-		writeGatewayError(w, apperr.BadGateway.Detail(badGatewayMessage(fn, err)))
+		writeGatewayError(w, apperr.BadGateway.Detail(badGatewayMessage(fn, err)), requestID)
 		return
 	}
 	resp, err := fromResponse(out)
 	if err != nil {
 		g.log.Warn("gateway: invalid function response", "function", fn, "err", err)
-		writeGatewayError(w, apperr.BadGateway.Detail(fn+" returned an invalid response"))
+		writeGatewayError(w, apperr.BadGateway.Detail(fn+" returned an invalid response"), requestID)
 		return
 	}
 	g.log.Debug("gateway", "route", route.Key(), "path", r.URL.Path, "function", fn, "status", resp.StatusCode, "took", time.Since(start))
-	writeResponse(w, resp)
+	writeResponse(w, resp, requestID)
 }
 
 // badGatewayMessage says what went wrong without passing on what the
@@ -224,12 +224,12 @@ func fromResponse(payload []byte) (events.APIGatewayV2HTTPResponse, error) {
 	}, nil
 }
 
-func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, requestID string) {
 	body := []byte(resp.Body)
 	if resp.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(resp.Body)
 		if err != nil {
-			writeGatewayError(w, apperr.BadGateway.Detail("the function's base64 body does not decode"))
+			writeGatewayError(w, apperr.BadGateway.Detail("the function's base64 body does not decode"), requestID)
 			return
 		}
 		body = b
@@ -250,8 +250,23 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	_, _ = w.Write(body)
 }
 
-// writeGatewayError answers in the project's error shape. Like API
-// Gateway's own answers, it carries no request_id of the functions.
-func writeGatewayError(w http.ResponseWriter, e *apperr.Error) {
-	apperr.WriteJSON(w, e, "")
+// unmatched is the error of a request no route takes: a path some route
+// serves under other methods is a 405 whose Allow names them; any other
+// path is a 404.
+func (g *Gateway) unmatched(w http.ResponseWriter, r *http.Request) *apperr.Error {
+	allowed := g.router.allowed(r.URL.Path)
+	if len(allowed) == 0 {
+		return apperr.NotFound.Detailf("no route for %s %s", r.Method, r.URL.Path)
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	return apperr.MethodNotAllowed.Detailf("%s takes %s", r.URL.Path, strings.Join(allowed, ", "))
+}
+
+// writeGatewayError answers in the project's error shape, under the
+// gateway's own request id (no function ran to give one), in the header
+// every answer carries and in the body, so even a request that never
+// reached a function can be quoted.
+func writeGatewayError(w http.ResponseWriter, e *apperr.Error, requestID string) {
+	w.Header().Set("X-Request-Id", requestID)
+	apperr.WriteJSON(w, e, requestID)
 }

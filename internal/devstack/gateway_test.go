@@ -126,6 +126,11 @@ func wantGatewayError(t *testing.T, resp *http.Response, body []byte, status int
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("content type %q", ct)
 	}
+	// The gateway's own answers carry its request id, as the functions' do.
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" || !strings.Contains(string(body), `"request_id":"`+id+`"`) {
+		t.Fatalf("request id %q in the header, body %s: want one id in both", id, body)
+	}
 }
 
 // A request travels gateway → v2 event → Runtime API → real binary and back,
@@ -171,7 +176,10 @@ func TestGatewayUnroutable(t *testing.T) {
 	resp, b := do(t, "GET", srv.URL+"/nope", nil)
 	wantGatewayError(t, resp, b, 404, "not_found")
 	resp, b = do(t, "DELETE", srv.URL+"/crash", nil) // the path exists, the method does not
-	wantGatewayError(t, resp, b, 404, "not_found")
+	wantGatewayError(t, resp, b, 405, "method_not_allowed")
+	if allow := resp.Header.Get("Allow"); allow != "GET" {
+		t.Errorf("Allow %q, want GET", allow)
+	}
 }
 
 // A crash answers 502 and the next request runs in a fresh process.

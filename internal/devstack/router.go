@@ -1,6 +1,9 @@
 package devstack
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // router matches requests to HttpApi routes the way API Gateway does: the
 // most specific route wins (more literal segments; a plain {param} before a
@@ -54,6 +57,20 @@ func (r *router) match(method, path string) (function string, route Route, param
 		}
 	}
 	return function, route, params, ok
+}
+
+// allowed lists the methods of the routes whose path matches path, sorted:
+// what a 405's Allow names.
+func (r *router) allowed(path string) []string {
+	segs := splitPath(path)
+	var methods []string
+	for _, br := range r.routes {
+		if _, _, hit := matchSegments(br.segments, segs); hit && !slices.Contains(methods, br.Method) {
+			methods = append(methods, br.Method)
+		}
+	}
+	slices.Sort(methods)
+	return methods
 }
 
 // matchSegments scores a match: 4 per literal segment, 2 per {param}, 0 for

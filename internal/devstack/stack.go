@@ -36,7 +36,7 @@ const (
 type Options struct {
 	Root        string       // module root: template.yaml, functions/
 	LocalDir    string       // scratch (binaries, throwaway Postgres, stack.env); "" means Root/.local
-	Database    string       // database on the server; "" means k8sapi_local
+	Database    string       // database on the server; "" means k8sapi_local, or k8sapi_local_<port> off port 3000
 	Port        int          // gateway port on 127.0.0.1; 0 means 3000
 	Log         *slog.Logger // the stack's own log
 	Out         io.Writer    // the summary
@@ -112,6 +112,7 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 	defer b.stops.run()
 	for _, step := range b.steps() {
 		b.log.Debug("local stack: " + step.name)
+		b.gateway.at(step.name)
 		if err := step.run(ctx); errors.Is(err, errStoppedWhileStarting) {
 			return nil
 		} else if err != nil {
@@ -131,20 +132,20 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 // steps after it. Every stop function goes on stops as soon as its part runs,
 // so a failing step leaves nothing behind.
 type boot struct {
-	opt         Options
-	local       string // scratch directory
-	log         *slog.Logger
-	stops       cleanup
-	tmpl        *Template
-	apiListener net.Listener
-	bins        map[string]string // function binaries by logical id
-	serverDSN   string            // the PostgreSQL server
-	dsn         string            // the stack's database on it
-	endpoint    string            // moto
-	pool        *pgxpool.Pool     // the simulator's
-	invokers    map[string]Invoker
-	st          Stack
-	envPath     string
+	opt       Options
+	local     string // scratch directory
+	log       *slog.Logger
+	stops     cleanup
+	tmpl      *Template
+	gateway   startingGateway   // what the gateway port serves from the moment it is taken
+	bins      map[string]string // function binaries by logical id
+	serverDSN string            // the PostgreSQL server
+	dsn       string            // the stack's database on it
+	endpoint  string            // moto
+	pool      *pgxpool.Pool     // the simulator's
+	invokers  map[string]Invoker
+	st        Stack
+	envPath   string
 }
 
 // errStoppedWhileStarting ends the steps quietly: Ctrl-C before the stack
@@ -156,13 +157,22 @@ func newBoot(opt Options) *boot {
 		opt.Port = defaultAPIPort
 	}
 	if opt.Database == "" {
-		opt.Database = LocalDatabase
+		opt.Database = databaseFor(opt.Port)
 	}
 	local := opt.LocalDir
 	if local == "" {
 		local = filepath.Join(opt.Root, ".local")
 	}
 	return &boot{opt: opt, local: local, log: opt.Log}
+}
+
+// databaseFor is the database of the stack on port: each port its own, so
+// a second stack never reads or migrates the first one's.
+func databaseFor(port int) string {
+	if port == defaultAPIPort {
+		return LocalDatabase
+	}
+	return LocalDatabase + "_" + strconv.Itoa(port)
 }
 
 // bootStep is one named step of the start.
@@ -201,8 +211,14 @@ func (b *boot) takeGatewayPort(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway port %d is busy (another make local?): %w", b.opt.Port, err)
 	}
-	b.apiListener, b.st.APIURL = l, "http://"+apiAddr
-	b.stops.add(func() { _ = l.Close() })
+	b.st.APIURL = "http://" + apiAddr
+	srv := &http.Server{Handler: &b.gateway, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	b.stops.add(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
 	return nil
 }
 
@@ -307,29 +323,38 @@ func (b *boot) runSchedules(context.Context) error {
 	return nil
 }
 
-// startFunctions starts one warm process per function: the first request
-// pays no process start.
+// startFunctions gives each function a fleet of execution environments,
+// one warm process each to begin with: the first request pays no process
+// start, and concurrent requests run side by side, as in Lambda.
 func (b *boot) startFunctions(context.Context) error {
 	b.invokers = map[string]Invoker{}
-	var runners []*Runner
-	b.stops.add(func() { closeAll(runners) })
+	var fleets []*Fleet
+	b.stops.add(func() { closeFleets(fleets) })
 	for _, f := range b.tmpl.Functions {
 		env, err := FunctionEnv(f, b.st)
 		if err != nil {
 			return err
 		}
-		r, err := NewRunner(FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env},
-			b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
-		if err != nil {
+		spec := FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env}
+		fleet := NewFleet(func() (*Runner, error) {
+			// A writer per process: each buffers its own partial line.
+			return NewRunner(spec, b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
+		}, MaxEnvironments)
+		fleets = append(fleets, fleet)
+		if err := fleet.Warm(); err != nil {
 			return err
 		}
-		runners = append(runners, r)
-		if err := r.Start(); err != nil {
-			return err
-		}
-		b.invokers[f.LogicalID] = r
+		b.invokers[f.LogicalID] = fleet
 	}
 	return nil
+}
+
+func closeFleets(fleets []*Fleet) {
+	var runners []*Runner
+	for _, f := range fleets {
+		runners = append(runners, f.Runners()...)
+	}
+	closeAll(runners)
 }
 
 func (b *boot) serveGateway(context.Context) error {
@@ -337,13 +362,7 @@ func (b *boot) serveGateway(context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(b.apiListener) }()
-	b.stops.add(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
+	b.gateway.ready(gw)
 	return nil
 }
 

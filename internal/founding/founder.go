@@ -131,9 +131,9 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	if err != nil {
 		return nil, err
 	}
-	// A read, no side effect: a bad subnet is bad input, and nothing is
-	// written for it.
-	if _, err := s.subnet(ctx, spec.SubnetID); err != nil {
+	// Reads, no side effect: a bad subnet, image or instance type is bad
+	// input, and nothing is written for it.
+	if err := s.checkPlatformRefs(ctx, spec); err != nil {
 		return nil, err
 	}
 	op, err := s.begin(ctx, org.OrgID, spec, idempotencyKey, ownKey, artifacts)

@@ -3,6 +3,7 @@ package founding
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
@@ -53,12 +54,59 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	return res, nil
 }
 
-// List returns org's clusters that are not deleted.
-func (s *Service) List(ctx context.Context, org auth.Principal) ([]ClusterView, error) {
-	cs, err := s.Store.ListClusters(ctx, org.OrgID)
-	if err != nil {
-		return nil, databaseError(err)
+// ClusterPage is one page of a listing; NextCursor is nil on the last.
+type ClusterPage struct {
+	Clusters   []ClusterView `json:"clusters"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+// ListQuery asks for a page of an org's clusters.
+type ListQuery struct {
+	Status string // "" is every status but deleted
+	Cursor string // a page's NextCursor; "" is the first page
+	Limit  int    // at least 1
+}
+
+// storeQuery is q checked and decoded, asking the store for one cluster
+// more than q's limit: whether a next page exists.
+func (q ListQuery) storeQuery() (store.ClusterQuery, error) {
+	sq := store.ClusterQuery{Status: q.Status, Limit: q.Limit + 1}
+	if q.Status != "" && !slices.Contains(store.ClusterStatuses, q.Status) {
+		return sq, apperr.InvalidQuery.Detail("status: must be one of " + strings.Join(store.ClusterStatuses, ", "))
 	}
+	if q.Cursor != "" {
+		var ok bool
+		if sq.BeforeID, ok = decodeCursor(q.Cursor); !ok {
+			return sq, apperr.InvalidQuery.Detail("cursor: not a cursor this API gave; start again without one")
+		}
+	}
+	return sq, nil
+}
+
+// List returns the page of org's clusters q selects (q.Limit of them at
+// most, newest first), and a cursor to the next page if there is one.
+func (s *Service) List(ctx context.Context, org auth.Principal, q ListQuery) (ClusterPage, error) {
+	sq, err := q.storeQuery()
+	if err != nil {
+		return ClusterPage{}, err
+	}
+	want := q.Limit
+	cs, err := s.Store.ListClusters(ctx, org.OrgID, sq)
+	if err != nil {
+		return ClusterPage{}, databaseError(err)
+	}
+	var page ClusterPage
+	if len(cs) > want {
+		cs = cs[:want]
+		cursor := encodeCursor(cs[want-1].ID)
+		page.NextCursor = &cursor
+	}
+	page.Clusters, err = s.views(ctx, cs)
+	return page, err
+}
+
+// views are the clusters with their nodes, read in one query.
+func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]ClusterView, error) {
 	ids := make([]int64, len(cs))
 	for i, c := range cs {
 		ids[i] = c.ID

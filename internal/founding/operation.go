@@ -111,13 +111,33 @@ func (s *Service) ensureSecurityGroup(ctx context.Context, op *operation, deadli
 // subnet looks the subnet up; an unknown one is bad input.
 func (s *Service) subnet(ctx context.Context, id int64) (compute.Subnet, error) {
 	subnet, err := s.Compute.Subnet(ctx, id)
+	return subnet, refError(err, "subnet_id: no such subnet", "looking up the subnet")
+}
+
+// checkPlatformRefs: the subnet, image and instance type the request names
+// exist, asked of the compute API, which owns them.
+func (s *Service) checkPlatformRefs(ctx context.Context, spec Spec) error {
+	if _, err := s.subnet(ctx, spec.SubnetID); err != nil {
+		return err
+	}
+	_, err := s.Compute.Image(ctx, spec.ControlPlaneImageID)
+	if err := refError(err, "control_plane_image_id: no such image", "looking up the image"); err != nil {
+		return err
+	}
+	_, err = s.Compute.InstanceType(ctx, spec.ControlPlaneInstanceType)
+	return refError(err, "control_plane_instance_type: no such instance type", "looking up the instance type")
+}
+
+// refError is a lookup's failure: the platform's 404 is the client's bad
+// input, any other failure the platform's.
+func refError(err error, unknown, doing string) error {
 	if compute.IsNotFound(err) {
-		return subnet, apperr.InvalidRequest.Detail("subnet_id: no such subnet")
+		return apperr.InvalidRequest.Detail(unknown)
 	}
 	if err != nil {
-		return subnet, computeError("looking up the subnet", err)
+		return computeError(doing, err)
 	}
-	return subnet, nil
+	return nil
 }
 
 // createSecurityGroup records that the create is sent, then sends it under

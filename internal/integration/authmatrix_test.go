@@ -225,7 +225,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"renew operator token without IMDS proof", "POST", renewPath(vm1), both("", "Bearer "+valid), noCSRs, 401, "unauthenticated"},
 		authCase{"renew IMDS proof without a bearer", "POST", renewPath(vm1), both(imds1, ""), noCSRs, 401, "unauthenticated"},
 		authCase{"renew expired IMDS", "POST", renewPath(vm1), both(expiredIMDS, "Bearer "+access1), noCSRs, 401, "unauthenticated"},
-		authCase{"renew GET", "GET", renewPath(vm1), renewProof, "", 404, "not_found"},
+		authCase{"renew GET", "GET", renewPath(vm1), renewProof, "", 405, "method_not_allowed"},
 		authCase{"renew before ready", "POST", renewPath(vm1), renewProof, noCSRs, 409, "node_not_ready"},
 		authCase{"renew without a body", "POST", renewPath(vm1), renewProof, "", 400, "invalid_json"},
 		authCase{"renew with a key in the body", "POST", renewPath(vm1), renewProof, `{"csrs":{},"key":"x"}`, 400, "invalid_field"},

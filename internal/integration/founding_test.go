@@ -136,6 +136,8 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		{"type missing", `{"control_plane_image_id":1,"subnet_id":1}`, 400, "control_plane_instance_type: is required"},
 		{"subnet missing", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium"}`, 400, "subnet_id: is required"},
 		{"no such subnet", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":999}`, 400, "subnet_id: no such subnet"},
+		{"no such image", `{"control_plane_image_id":999,"control_plane_instance_type":"e2.medium","subnet_id":1}`, 400, "control_plane_image_id: no such image"},
+		{"no such instance type", `{"control_plane_image_id":1,"control_plane_instance_type":"x9.huge","subnet_id":1}`, 400, "control_plane_instance_type: no such instance type"},
 		{"bad sg", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"security_group_ids":[0]}`, 400, "security_group_ids[0]"},
 		{"bad volume", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"root_volume_size_gib":1}`, 400, "root_volume_size_gib"},
 		{"bad ssh key", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"ssh_pubkey":"hello"}`, 400, "ssh_pubkey"},
@@ -389,5 +391,26 @@ func assertShredded(t *testing.T, s *stack, clusterID int64) {
 		FROM node_identities i JOIN kube_nodes n ON n.id = i.node_id WHERE n.kube_cluster_id = $1`, clusterID).Scan(&identities, &sealed)
 	if identities == 0 || sealed != 0 {
 		t.Errorf("after delete: %d of %d node identity keys still sealed", sealed, identities)
+	}
+}
+
+// A founding undone after a compute fault leaves a failed cluster whose
+// failed VM's create was sent; deleting it repeats that create to find what
+// it made, which renders the VM's userdata in the clusters function too.
+func TestDeleteOfAFailedClusterEndsItDeleted(t *testing.T) {
+	s := newStack(t)
+	s.sim.SetFaults(simulator.Faults{FailInstanceCreateOn: 2})
+	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", stacktest.ThreeNodes, s.Bearer(1))
+	if r.Status != http.StatusBadGateway {
+		t.Fatalf("= %d %s, want 502", r.Status, r.Body)
+	}
+	s.sim.SetFaults(simulator.Faults{})
+	var id int64
+	if err := s.pool.QueryRow(context.Background(), `SELECT id FROM kube_clusters`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	r = stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+itoa(id), "", s.Bearer(1))
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"status":"deleted"`) {
+		t.Fatalf("DELETE = %d %s, want 200 deleted", r.Status, r.Body)
 	}
 }

@@ -43,7 +43,9 @@ type panicking struct{}
 func (panicking) Found(context.Context, auth.Principal, string, founding.Request, string) (*founding.Result, error) {
 	panic("boom")
 }
-func (panicking) List(context.Context, auth.Principal) ([]founding.ClusterView, error) { panic("boom") }
+func (panicking) List(context.Context, auth.Principal, founding.ListQuery) (founding.ClusterPage, error) {
+	panic("boom")
+}
 func (panicking) Get(context.Context, auth.Principal, int64) (founding.ClusterView, error) {
 	panic("boom")
 }

@@ -182,6 +182,9 @@ func (s *Simulator) instanceProblem(in compute.InstanceRequest, orgID int64) str
 	case in.RootVolume != nil && in.RootVolume.SizeGiB < 0:
 		return "root_volume.size_gib: must not be negative"
 	}
+	if p := catalogProblem(in); p != "" {
+		return p
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range in.SecurityGroupIDs {

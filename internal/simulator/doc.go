@@ -34,6 +34,10 @@
 // answer after the VM is made, refuse deletes, and hide a VM's addresses
 // for its first reads (a real platform attaches interfaces asynchronously).
 //
+// Images and instance types come from a small fixed table (catalog.go), a
+// stand-in for the platform's catalogue, not a copy of it: a read of one it
+// lacks answers 404, and a VM create naming one is refused with a 400.
+//
 // IMDS is per VM on the real platform (a link-local address answers for the
 // VM calling it). Here the VM is named in the path, so the bootstrap
 // userdata shim runs unchanged with EXC_IMDS_BASE_URL=$SIM_URL/imds/<vm_id>.

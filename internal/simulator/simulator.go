@@ -89,6 +89,8 @@ func (s *Simulator) Handler() http.Handler {
 		mux.HandleFunc(method+" /compute"+path, s.withComputeLatency(s.authenticated(h)))
 	}
 	c(http.MethodGet, compute.PathSubnet, s.getSubnet)
+	c(http.MethodGet, compute.PathImage, s.getImage)
+	c(http.MethodGet, compute.PathInstanceType, s.getInstanceType)
 	c(http.MethodPost, compute.PathSecurityGroups, s.createSecurityGroup)
 	c(http.MethodDelete, compute.PathSecurityGroup, s.deleteSecurityGroup)
 	c(http.MethodPost, compute.PathSecurityGroupRules, s.createRule)

@@ -138,7 +138,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	st := &Stack{
 		Founder:    founder(cfg, stores["CreateClusterFunction"], renderer),
-		Clusters:   founder(cfg, stores["ClustersFunction"], nil),
+		Clusters:   founder(cfg, stores["ClustersFunction"], renderer),
 		Reconciler: founder(cfg, stores["ReconcilerFunction"], renderer),
 	}
 	// Founding keeps a zero lifetime (the cert table's); renewal needs one.
@@ -151,8 +151,7 @@ func New(cfg Config) (*Stack, error) {
 	return st, nil
 }
 
-// founder is one function's founding use case over its own store; r is nil
-// for a function that renders nothing (ClustersFunction).
+// founder is one function's founding use case over its own store.
 func founder(cfg Config, st *store.Store, r *bundle.Renderer) *founding.Service {
 	artifacts := artifactsOf(cfg)
 	return &founding.Service{

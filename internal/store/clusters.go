@@ -17,6 +17,9 @@ const (
 	StatusDeleted  = "deleted"
 )
 
+// ClusterStatuses is every cluster status, in lifecycle order.
+var ClusterStatuses = []string{StatusFounding, StatusActive, StatusFailed, StatusDeleting, StatusDeleted}
+
 // Cluster is a kube_clusters row. Sealed fields hold envelope ciphertext.
 type Cluster struct {
 	ID                      int64     `db:"id"`
@@ -163,10 +166,19 @@ func (s *Store) ClusterByIdempotencyKey(ctx context.Context, orgID int64, key st
 	return c, nil
 }
 
-// ListClusters returns org's clusters that are not deleted, newest first.
-func (s *Store) ListClusters(ctx context.Context, orgID int64) ([]Cluster, error) {
+// ClusterQuery selects a page of an org's clusters, newest first.
+type ClusterQuery struct {
+	Status   string // only clusters of this status; "" is every one not deleted
+	BeforeID int64  // only clusters older than this one; 0 is from the newest
+	Limit    int    // at most this many
+}
+
+// ListClusters returns the page of org's clusters q selects.
+func (s *Store) ListClusters(ctx context.Context, orgID int64, q ClusterQuery) ([]Cluster, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters
-		WHERE org_id = $1 AND status <> 'deleted' ORDER BY id DESC`, orgID)
+		WHERE org_id = $1 AND (status = $2 OR ($2 = '' AND status <> 'deleted'))
+		  AND ($3 = 0 OR id < $3)
+		ORDER BY id DESC LIMIT $4`, orgID, q.Status, q.BeforeID, q.Limit)
 	cs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Cluster])
 	if err != nil {
 		return nil, fmt.Errorf("listing clusters: %w", err)

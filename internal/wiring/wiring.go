@@ -142,8 +142,8 @@ func (a *App) Envelope() *envelope.Envelope {
 }
 
 // Founding returns the founding use case. r renders userdata and admin
-// kubeconfigs; it may be nil for a function that only lists, reads and
-// deletes clusters.
+// kubeconfigs; deleting needs it too (a VM whose create answer was lost is
+// found by repeating the create).
 func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 	hc := &http.Client{Timeout: platformTimeout}
 	return &founding.Service{
