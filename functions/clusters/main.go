@@ -1,7 +1,8 @@
 // Command clusters is the ClustersFunction Lambda: GET /clusters,
-// GET /clusters/{id}, DELETE /clusters/{id}, and a node's bootstrap:
+// GET /clusters/{id}, DELETE /clusters/{id}, a node's bootstrap:
 // GET /clusters/{id}/nodes/{vm_id}/bootstrap and
-// POST /clusters/{id}/nodes/{vm_id}/rebootstrap.
+// POST /clusters/{id}/nodes/{vm_id}/rebootstrap, and the record of a
+// cluster's admin kubeconfigs: GET /clusters/{id}/kubeconfigs.
 package main
 
 import (
@@ -16,7 +17,8 @@ func main() {
 	wiring.Serve("ClustersFunction", required, func(app *wiring.App, srv *api.Server) error {
 		// Listing, reading and deleting render nothing: no templates to
 		// parse at cold start.
-		srv.Clusters = app.Founding(nil)
+		clusters := app.Founding(nil)
+		srv.Clusters, srv.KubeconfigLog = clusters, clusters
 		srv.Nodes = app.Nodes()
 		return nil
 	})

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,20 @@ func decodeJSON(r *http.Request, v any) error {
 		return apperr.InvalidJSON.Detail("the body must hold one JSON object")
 	}
 	return nil
+}
+
+// decodeOptionalJSON is decodeJSON for a body that may be left out: an
+// empty body leaves v as it is; any other is held to decodeJSON's rules.
+func decodeOptionalJSON(r *http.Request, v any) error {
+	body := bufio.NewReader(r.Body)
+	if _, err := body.Peek(1); errors.Is(err, io.EOF) {
+		return nil
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, r.Body}
+	return decodeJSON(r, v)
 }
 
 func decodeError(err error) error {
