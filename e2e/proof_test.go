@@ -2,10 +2,16 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -178,6 +184,9 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	})
 	t.Run("kubeconfig from POST /clusters works through the DNS name", func(t *testing.T) {
 		checkFoundingKubeconfig(t, cl, n1, dial)
+	})
+	t.Run("kubeconfig from POST /clusters/{id}/kubeconfig is system:masters of who asked", func(t *testing.T) {
+		checkIssuedKubeconfig(t, st, cl, n1, dial)
 	})
 	t.Run("secrets encrypted at rest", func(t *testing.T) {
 		checkSecretsAtRest(t, admin, strings.Split(etcdServers, ","), n1, dial)
@@ -471,4 +480,81 @@ func checkFoundingKubeconfig(t *testing.T, cl clusterResponse, n1 *node, dial ha
 	}
 	sort.Strings(names)
 	t.Logf("founding kubeconfig via %s -> %s: namespaces %v", cl.ControlPlaneDNSName, n1.ip(), names)
+}
+
+// checkIssuedKubeconfig: an admin kubeconfig asked for after founding, and
+// the founding's own, authenticate at a real API server as the user naming
+// who asked (k8sapi:org:<org>:token:<the token's fingerprint>) in
+// system:masters, and work.
+func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node, dial harness.DialFunc) {
+	raw := apiCall(t, st, http.MethodPost, fmt.Sprintf("/clusters/%d/kubeconfig", cl.ClusterID), `{"ttl":"10m"}`, http.StatusCreated)
+	var issued struct {
+		Kubeconfig string    `json:"kubeconfig"`
+		Context    string    `json:"context"`
+		ExpiresAt  time.Time `json:"expires_at"`
+	}
+	if err := json.Unmarshal(raw, &issued); err != nil {
+		t.Fatal(err)
+	}
+	if issued.Context != cl.Name || time.Until(issued.ExpiresAt) > 10*time.Minute || time.Until(issued.ExpiresAt) < 8*time.Minute {
+		t.Errorf("issued: context %q, expires %v; want %q, in 10 minutes", issued.Context, issued.ExpiresAt, cl.Name)
+	}
+	sum := sha256.Sum256([]byte(st.get(t, "DEV_TOKEN")))
+	wantUser := "k8sapi:org:1:token:" + hex.EncodeToString(sum[:])[:12]
+	resolve := map[string]string{cl.ControlPlaneDNSName + ":6443": n1.ip() + ":6443"}
+	for what, kubeconfig := range map[string]string{"issued": issued.Kubeconfig, "founding's": cl.Kubeconfig} {
+		cfg, err := harness.KubeConfig([]byte(kubeconfig), "", dial, resolve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			cancel()
+			t.Fatalf("%s kubeconfig: SelfSubjectReview: %v", what, err)
+		}
+		u := review.Status.UserInfo
+		if u.Username != wantUser || !slices.Contains(u.Groups, "system:masters") {
+			t.Errorf("%s kubeconfig authenticates as %q in %v, want %q in system:masters", what, u.Username, u.Groups, wantUser)
+		}
+		if _, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("%s kubeconfig: listing kube-system's Secrets: %v", what, err)
+		}
+		cancel()
+		t.Logf("%s kubeconfig: %s in %v", what, u.Username, u.Groups)
+	}
+	// The record names both, newest first.
+	var list struct {
+		Kubeconfigs []struct {
+			IssuedBy string `json:"issued_by"`
+		} `json:"kubeconfigs"`
+	}
+	if err := json.Unmarshal(apiCall(t, st, http.MethodGet, fmt.Sprintf("/clusters/%d/kubeconfigs", cl.ClusterID), "", http.StatusOK), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Kubeconfigs) != 2 || "k8sapi:"+list.Kubeconfigs[0].IssuedBy != wantUser {
+		t.Errorf("the record: %+v", list.Kubeconfigs)
+	}
+}
+
+// apiCall is one operator call to the stack's API, failing the test on any
+// other status than want.
+func apiCall(t *testing.T, st stack, method, path, body string, want int) []byte {
+	t.Helper()
+	req, err := http.NewRequest(method, st.get(t, "API_URL")+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	}
+	return raw
 }

@@ -1,7 +1,8 @@
 // Command clusters is the ClustersFunction Lambda: GET /clusters,
-// GET /clusters/{id}, DELETE /clusters/{id}, and a node's bootstrap:
+// GET /clusters/{id}, DELETE /clusters/{id}, a node's bootstrap:
 // GET /clusters/{id}/nodes/{vm_id}/bootstrap and
-// POST /clusters/{id}/nodes/{vm_id}/rebootstrap.
+// POST /clusters/{id}/nodes/{vm_id}/rebootstrap, and the record of a
+// cluster's admin kubeconfigs: GET /clusters/{id}/kubeconfigs.
 package main
 
 import (
@@ -18,7 +19,8 @@ func main() {
 		// Deleting renders a VM's userdata: a VM whose create answer was
 		// lost is found by repeating that create, byte for byte.
 		r, err := bundle.NewFoundingRenderer()
-		srv.Clusters = app.Founding(r)
+		clusters := app.Founding(r)
+		srv.Clusters, srv.KubeconfigLog = clusters, clusters
 		srv.Nodes = app.Nodes()
 		return err
 	})

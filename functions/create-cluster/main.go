@@ -1,4 +1,6 @@
-// Command create-cluster is the CreateClusterFunction Lambda: POST /clusters.
+// Command create-cluster is the CreateClusterFunction Lambda: POST /clusters
+// and POST /clusters/{id}/kubeconfig, the two routes that issue an
+// operator's admin kubeconfig (the only API routes that open a cluster CA).
 package main
 
 import (
@@ -11,7 +13,8 @@ func main() {
 	required := []string{"KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL"}
 	wiring.Serve("CreateClusterFunction", required, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewFoundingRenderer()
-		srv.Founder = app.Founding(r)
+		founding := app.Founding(r)
+		srv.Founder, srv.Kubeconfigs = founding, founding
 		return err
 	})
 }

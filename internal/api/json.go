@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,20 @@ func jsonMediaType(contentType string) error {
 		return apperr.UnsupportedMediaType.New()
 	}
 	return nil
+}
+
+// decodeOptionalJSON is decodeJSON for a body that may be left out: an
+// empty body leaves v as it is; any other is held to decodeJSON's rules.
+func decodeOptionalJSON(r *http.Request, v any) error {
+	body := bufio.NewReader(r.Body)
+	if _, err := body.Peek(1); errors.Is(err, io.EOF) {
+		return nil
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, r.Body}
+	return decodeJSON(r, v)
 }
 
 func decodeError(err error) error {

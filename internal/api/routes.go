@@ -39,6 +39,11 @@ var Routes = []Route{
 	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster, vmlimit.Budget{}},
 	{"ClustersFunction", http.MethodGet, "/clusters/{id}/nodes/{vm_id}/bootstrap", (*Server).nodeBootstrap, vmlimit.Budget{}},
 	{"ClustersFunction", http.MethodPost, "/clusters/{id}/nodes/{vm_id}/rebootstrap", (*Server).rebootstrap, vmlimit.Budget{}},
+	// Issuing opens the cluster CA: the function with founding's KMS right
+	// serves it (a replay of POST /clusters issues the same way); the list
+	// reads rows only.
+	{"CreateClusterFunction", http.MethodPost, "/clusters/{id}/kubeconfig", (*Server).issueKubeconfig, vmlimit.Budget{}},
+	{"ClustersFunction", http.MethodGet, "/clusters/{id}/kubeconfigs", (*Server).listKubeconfigs, vmlimit.Budget{}},
 	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle, fetchBudget},
 	{"GetBundleFunction", http.MethodPost, bundle.StatusPathTemplate, (*Server).reportStatus, statusBudget},
 	{"GetBundleFunction", http.MethodPost, bundle.RenewPathTemplate, (*Server).renewCertificates, renewBudget},

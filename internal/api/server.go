@@ -19,6 +19,7 @@ import (
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
+	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -44,6 +45,22 @@ type Clusters interface {
 	Get(ctx context.Context, org auth.Principal, id int64) (founding.ClusterView, error)
 	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (founding.ClusterView, error)
 }
+
+// KubeconfigIssuer issues an operator's admin kubeconfigs
+// (POST /clusters/{id}/kubeconfig): it opens the cluster CA.
+type KubeconfigIssuer interface {
+	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req founding.KubeconfigRequest) (*founding.IssuedKubeconfig, error)
+}
+
+// KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
+type KubeconfigLog interface {
+	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error)
+}
+
+var (
+	_ KubeconfigIssuer = (*founding.Service)(nil)
+	_ KubeconfigLog    = (*founding.Service)(nil)
+)
 
 // Bundles renders a VM's bootstrap bundle.
 type Bundles interface {
@@ -102,6 +119,12 @@ type Server struct {
 	// DebugCounters sends each request's DB round trips and KMS calls as
 	// response headers (internal/metrics); the access log always has them.
 	DebugCounters bool
+
+	// Kubeconfigs issues admin kubeconfigs (CreateClusterFunction, which
+	// holds the KMS right to open a cluster CA); KubeconfigLog lists their
+	// issues (ClustersFunction, which holds none).
+	Kubeconfigs   KubeconfigIssuer
+	KubeconfigLog KubeconfigLog
 }
 
 // Handler serves the routes of one function (its template.yaml logical id).

@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -60,6 +61,19 @@ type Principal struct {
 // platform APIs (internal/platformauth). Unexported behind a method so it
 // is never marshalled or logged with the Principal.
 func (p Principal) Bearer() string { return p.bearer }
+
+// fingerprintLen is how many hex digits of a token's SHA-256 name it in
+// records: 48 bits, unique among any org's tokens in practice, and useless
+// to anyone without the token.
+const fingerprintLen = 12
+
+// Who names the principal in what k8sapi records of it (an admin
+// kubeconfig's issue): its org and its token's fingerprint, the first 12 hex
+// digits of the token's SHA-256, which is also how the token tables begin
+// its hash: "org:7:token:5e884898da28". Never the token itself.
+func (p Principal) Who() string {
+	return fmt.Sprintf("org:%d:token:%s", p.OrgID, Hash(p.bearer)[:fingerprintLen])
+}
 
 // NewPrincipal is a Principal as the token tables would have proved it
 // (tests and stand-ins of the Authenticator).

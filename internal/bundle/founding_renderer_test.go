@@ -17,7 +17,7 @@ func TestFoundingRendererRendersWhatFoundingHandsOut(t *testing.T) {
 	if errA != nil || errB != nil || a != b {
 		t.Errorf("userdata differs between the renderers (errors %v, %v)", errA, errB)
 	}
-	kc := KubeconfigInput{ClusterName: "c", Server: "https://c.example:6443", UserName: "admin",
+	kc := KubeconfigInput{ClusterName: "c", Server: "https://c.example:6443",
 		CAPEM: []byte("ca"), Identity: pki.KeyPair{CertPEM: []byte("cert"), KeyPEM: []byte("key")}}
 	a, errA = full.Kubeconfig(kc)
 	b, errB = slim.Kubeconfig(kc)

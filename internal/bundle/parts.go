@@ -92,17 +92,34 @@ func pkiPart(v *view) []fileSpec {
 
 // kubeconfigView is the kubeconfig template's data.
 type kubeconfigView struct {
-	ClusterName, Server, User string
-	CAPEM, CertPEM, KeyPEM    []byte
+	ClusterName, Server, User, Context string
+	CAPEM, CertPEM, KeyPEM             []byte
 }
 
-// kubeconfigSpec is one kubeconfig: its file stem, identity, user and server.
+// kubeconfigSpec is one kubeconfig: its file stem, identity, user, context
+// and server.
 type kubeconfigSpec struct {
 	stem     string
 	identity pki.Name
 	user     string
+	context  string
 	server   string
 }
+
+// AdminUser is the user entry of every admin kubeconfig of a cluster (the
+// operator's and the initial node's): named after the cluster, like its
+// cluster entry and context (AdminContext), so kubeconfigs of two clusters
+// merge (KUBECONFIG=a:b kubectl config view --flatten, or --merge) without
+// one cluster's user standing in for the other's.
+func AdminUser(cluster string) string { return cluster + "-admin" }
+
+// AdminContext is the context of every admin kubeconfig of a cluster: the
+// cluster's name.
+func AdminContext(cluster string) string { return cluster }
+
+// componentContext is the context of a component's kubeconfig on a node:
+// user@cluster, as kubeadm names them.
+func componentContext(user, cluster string) string { return user + "@" + cluster }
 
 // KubeconfigPath is where the bundle writes the kubeconfig with that stem.
 func KubeconfigPath(stem string) string { return path.Join(kubeconfigDir, stem+".kubeconfig") }
@@ -112,14 +129,19 @@ func KubeconfigPath(stem string) string { return path.Join(kubeconfigDir, stem+"
 // others use the node's address, which the apiserver cert names.
 func kubeconfigSpecs(v *view) []kubeconfigSpec {
 	const loopback = "https://127.0.0.1:6443"
-	specs := []kubeconfigSpec{
-		{"controller-manager", pki.ControllerManager, "system:kube-controller-manager", loopback},
-		{"kube-proxy", pki.KubeProxy, "system:kube-proxy", v.APIServerEndpoint},
-		{"kubelet", pki.KubeletClient, "system:node:" + v.Node.Name, v.APIServerEndpoint},
-		{"scheduler", pki.Scheduler, "system:kube-scheduler", loopback},
+	cluster := v.Cluster.Name
+	component := func(stem string, identity pki.Name, user, server string) kubeconfigSpec {
+		return kubeconfigSpec{stem, identity, user, componentContext(user, cluster), server}
 	}
-	if v.IsInitial { // the addons' identity (pki: InitialOnly)
-		specs = append([]kubeconfigSpec{{"admin", pki.Admin, "cluster-admin", v.APIServerEndpoint}}, specs...)
+	specs := []kubeconfigSpec{
+		component("controller-manager", pki.ControllerManager, "system:kube-controller-manager", loopback),
+		component("kube-proxy", pki.KubeProxy, "system:kube-proxy", v.APIServerEndpoint),
+		component("kubelet", pki.KubeletClient, "system:node:"+v.Node.Name, v.APIServerEndpoint),
+		component("scheduler", pki.Scheduler, "system:kube-scheduler", loopback),
+	}
+	if v.IsInitial { // the addons' identity (pki: InitialOnly), named as every admin kubeconfig
+		admin := kubeconfigSpec{"admin", pki.Admin, AdminUser(cluster), AdminContext(cluster), v.APIServerEndpoint}
+		specs = append([]kubeconfigSpec{admin}, specs...)
 	}
 	return specs
 }
@@ -129,7 +151,7 @@ func kubeconfigPart(v *view) []fileSpec {
 	for _, s := range kubeconfigSpecs(v) {
 		kp := v.in.Identities[s.identity]
 		out = append(out, tmpl(KubeconfigPath(s.stem), "kubeconfig", modeSecret, kubeconfigView{
-			ClusterName: v.Cluster.Name, Server: s.server, User: s.user,
+			ClusterName: v.Cluster.Name, Server: s.server, User: s.user, Context: s.context,
 			CAPEM: v.in.CACerts[pki.ClusterCA], CertPEM: kp.CertPEM, KeyPEM: kp.KeyPEM,
 		}))
 	}

@@ -261,6 +261,17 @@ func TestKubeconfigsLoadAndChain(t *testing.T) {
 			}
 			ctx := cfg.Contexts[cfg.CurrentContext]
 			cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+			// Names: the admin kubeconfig is named as the operator's
+			// (user and context after the cluster), a component's user@cluster.
+			name := b.Metadata.ClusterName
+			wantUser, wantContext := want.cn, want.cn+"@"+name
+			if stem == "admin" {
+				wantUser, wantContext = name+"-admin", name
+			}
+			if ctx.Cluster != name || ctx.AuthInfo != wantUser || cfg.CurrentContext != wantContext ||
+				len(cfg.Clusters) != 1 || len(cfg.AuthInfos) != 1 || len(cfg.Contexts) != 1 {
+				t.Errorf("%s: context %q (cluster %q, user %q), want %q (%q, %q)", p, cfg.CurrentContext, ctx.Cluster, ctx.AuthInfo, wantContext, name, wantUser)
+			}
 			if cluster.Server != want.server {
 				t.Errorf("%s: server %q, want %q", p, cluster.Server, want.server)
 			}

@@ -13,7 +13,6 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
-	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
@@ -144,7 +143,7 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	if err != nil {
 		return nil, err
 	}
-	return s.drive(ctx, op)
+	return s.drive(ctx, org, op)
 }
 
 // generatedKey is the idempotency key of a request that brought none.
@@ -213,10 +212,11 @@ func (s *Service) newLease(d, def time.Duration) store.Lease {
 	return store.Lease{Owner: hex.EncodeToString(b), Until: s.now().Add(orDefault(d, def))}
 }
 
-// drive advances the founding this request began until it is done, the
-// answer is due (202: the reconciler finishes it) or it fails (undone now,
-// or by the reconciler if even that fails).
-func (s *Service) drive(ctx context.Context, op *operation) (*Result, error) {
+// drive advances the founding this request began until it is done (201,
+// with an admin kubeconfig for org's operator), the answer is due (202: the
+// reconciler finishes it) or it fails (undone now, or by the reconciler if
+// even that fails).
+func (s *Service) drive(ctx context.Context, org auth.Principal, op *operation) (*Result, error) {
 	deadline := s.now().Add(orDefault(s.Settings.AnswerWithin, DefaultAnswerWithin))
 	if d, ok := ctx.Deadline(); ok && d.Add(-5*time.Second).Before(deadline) {
 		deadline = d.Add(-5 * time.Second)
@@ -224,11 +224,14 @@ func (s *Service) drive(ctx context.Context, op *operation) (*Result, error) {
 	err := s.advance(ctx, op, deadline)
 	switch {
 	case err == nil:
-		kubeconfig, err := s.adminKubeconfig(op.trust, &op.cluster)
+		// The cluster is active: a kubeconfig that cannot be issued (or
+		// recorded) fails the answer, not the founding. The operator asks
+		// again (the same Idempotency-Key, or POST /clusters/{id}/kubeconfig).
+		admin, err := s.issueAdmin(ctx, org, op.trust, &op.cluster, DefaultKubeconfigTTL)
 		if err != nil {
 			return nil, err
 		}
-		return resultOf(viewOf(op.cluster, op.nodes), op.nodes, kubeconfig), nil
+		return resultOf(viewOf(op.cluster, op.nodes), op.nodes, admin.Kubeconfig), nil
 	case errors.Is(err, errOutOfTime):
 		return s.handOver(ctx, op)
 	case errors.Is(err, store.ErrLeaseLost):
@@ -249,23 +252,6 @@ func (s *Service) handOver(ctx context.Context, op *operation) (*Result, error) 
 	}
 	view := viewOf(op.cluster, op.nodes)
 	return &Result{ClusterID: op.cluster.ID, Accepted: &view, Key: *op.cluster.IdempotencyKey}, nil
-}
-
-// adminKubeconfig mints a fresh cluster-admin identity for the operator,
-// pointing at the shared control-plane name.
-func (s *Service) adminKubeconfig(t *pki.Trust, c *store.Cluster) (string, error) {
-	cluster, _, err := clusterfacts.FromRows(c, nil)
-	if err != nil {
-		return "", err
-	}
-	kp, err := s.issuer(cluster.Algorithm).Issue(t, pki.Admin, pki.Subject{})
-	if err != nil {
-		return "", err
-	}
-	return s.Renderer.Kubeconfig(bundle.KubeconfigInput{
-		ClusterName: c.Name, Server: "https://" + c.ControlPlaneDNSName + ":6443", UserName: "cluster-admin",
-		CAPEM: []byte(c.CACert), Identity: kp,
-	})
 }
 
 func (s *Service) logger() *slog.Logger {

@@ -9,13 +9,15 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
 // replay returns the founding an idempotency key already committed, with a
-// freshly minted admin kubeconfig (the first one was never stored: it holds
-// a private key). store.ErrNotFound means the key is unused.
+// freshly minted admin kubeconfig for org's operator, recorded like every
+// other (the first one was never stored: it holds a private key).
+// store.ErrNotFound means the key is unused.
 func (s *Service) replay(ctx context.Context, org auth.Principal, key string, spec Spec) (*Result, error) {
 	c, err := s.Store.ClusterByIdempotencyKey(ctx, org.OrgID, key)
 	if errors.Is(err, store.ErrNotFound) {
@@ -41,15 +43,15 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	if err != nil {
 		return nil, databaseError(err)
 	}
-	opened, err := keyring.Open(ctx, s.Envelope, &c)
+	trust, err := keyring.OpenCA(ctx, s.Envelope, &c, pki.ClusterCA)
 	if err != nil {
 		return nil, s.trustError(ctx, &c, err)
 	}
-	kubeconfig, err := s.adminKubeconfig(opened.Trust, &c)
+	admin, err := s.issueAdmin(ctx, org, trust, &c, DefaultKubeconfigTTL)
 	if err != nil {
 		return nil, err
 	}
-	res := resultOf(viewOf(c, nodes), nodes, kubeconfig)
+	res := resultOf(viewOf(c, nodes), nodes, admin.Kubeconfig)
 	res.Replayed = true
 	return res, nil
 }

@@ -103,6 +103,8 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		{"DELETE", "/clusters/" + id1, ""},
 		{"GET", nodePath(id1, vm1, "bootstrap"), ""},
 		{"POST", nodePath(id1, vm1, "rebootstrap"), ""},
+		{"POST", "/clusters/" + id1 + "/kubeconfig", `{"ttl":"1h"}`},
+		{"GET", "/clusters/" + id1 + "/kubeconfigs", ""},
 	}
 	for _, r := range principalRoutes {
 		for _, c := range refused {
@@ -135,6 +137,16 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"rebootstrap deleted cluster", "POST", nodePath(idDel, c1del.ControlPlaneVMIDs[0], "rebootstrap"), bearer1, "", 404, "not_found"},
 		authCase{"rebootstrap by the VM itself", "POST", nodePath(id1, vm1, "rebootstrap"), map[string]string{"Authorization": "Bearer " + access1, "X-exc-imds-token": imds1}, "", 403, "token_scope"},
 		authCase{"rebootstrap by its operator", "POST", nodePath(id1, vm2, "rebootstrap"), bearer1, "", 200, ""},
+		authCase{"kubeconfig by its operator", "POST", "/clusters/" + id1 + "/kubeconfig", bearer1, "", 201, ""},
+		authCase{"kubeconfig other org", "POST", "/clusters/" + id1 + "/kubeconfig", bearer2, "", 404, "not_found"},
+		authCase{"kubeconfig org 2 by org 1", "POST", "/clusters/" + id2 + "/kubeconfig", bearer1, "", 404, "not_found"},
+		authCase{"kubeconfig no such cluster", "POST", "/clusters/987654321/kubeconfig", bearer1, "", 404, "not_found"},
+		authCase{"kubeconfig deleted cluster", "POST", "/clusters/" + idDel + "/kubeconfig", bearer1, "", 409, "cluster_not_active"},
+		authCase{"kubeconfig by the VM itself", "POST", "/clusters/" + id1 + "/kubeconfig", map[string]string{"Authorization": "Bearer " + access1, "X-exc-imds-token": imds1}, "", 403, "token_scope"},
+		authCase{"kubeconfigs by its operator", "GET", "/clusters/" + id1 + "/kubeconfigs", bearer1, "", 200, ""},
+		authCase{"kubeconfigs other org", "GET", "/clusters/" + id1 + "/kubeconfigs", bearer2, "", 404, "not_found"},
+		authCase{"kubeconfigs deleted cluster", "GET", "/clusters/" + idDel + "/kubeconfigs", bearer1, "", 200, ""},
+		authCase{"kubeconfigs by the VM itself", "GET", "/clusters/" + id1 + "/kubeconfigs", map[string]string{"Authorization": "Bearer " + access1, "X-exc-imds-token": imds1}, "", 403, "token_scope"},
 	)
 	// Bad ids: refused as a 400 once authenticated, as a 401 before (the
 	// token is checked first, so an id never tells a stranger anything).
@@ -149,6 +161,13 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		// Unclean paths are no route at all (never a redirect).
 		for _, p := range []string{"/clusters/../" + id1, "/clusters//" + id1, "/clusters/./" + id1, "/clusters/" + id1 + "/", "/clusters/" + id1 + "/.."} {
 			cases = append(cases, authCase{"unclean " + p, method, p, bearer1, "", 404, "not_found"})
+		}
+	}
+	for _, r := range []struct{ method, what string }{{"POST", "kubeconfig"}, {"GET", "kubeconfigs"}} {
+		for _, id := range badIDs {
+			cases = append(cases,
+				authCase{r.what + " bad id " + id, r.method, "/clusters/" + id + "/" + r.what, bearer1, "", 400, "invalid_path"},
+				authCase{r.what + " bad id " + id + " no token", r.method, "/clusters/" + id + "/" + r.what, nil, "", 401, "unauthenticated"})
 		}
 	}
 	for _, r := range []struct{ method, what string }{{"GET", "bootstrap"}, {"POST", "rebootstrap"}} {
@@ -284,7 +303,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		switch {
 		case strings.HasPrefix(path, bundlePath):
 			return servers["GetBundleFunction"]
-		case method == "POST" && path == "/clusters":
+		case method == "POST" && (path == "/clusters" || strings.HasSuffix(path, "/kubeconfig")):
 			return servers["CreateClusterFunction"]
 		}
 		return servers["ClustersFunction"]
@@ -327,7 +346,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 9)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 11)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int

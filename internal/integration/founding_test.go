@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
@@ -34,7 +35,8 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 	}
 
 	// The admin kubeconfig loads with client-go and names the shared endpoint
-	// and a cluster-admin identity signed by the cluster CA.
+	// and a system:masters identity of who asked, signed by the cluster CA
+	// (kubeconfig_test.go holds every admin kubeconfig to the rest).
 	cfg, err := clientcmd.Load([]byte(res.Kubeconfig))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +52,7 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cert.Subject.CommonName != "cluster-admin" || cert.Subject.Organization[0] != "system:masters" {
+	if cert.Subject.CommonName != "k8sapi:"+auth.NewPrincipal(1, 0, s.Token(1)).Who() || cert.Subject.Organization[0] != "system:masters" {
 		t.Errorf("admin subject = %v", cert.Subject)
 	}
 

@@ -30,7 +30,7 @@ func TestNoSecretsAtRestOrInLogs(t *testing.T) {
 
 	// A full run: founding (ECDSA, RSA, an idempotent replay, a compensated
 	// failure, a KMS-free list), reads, bundles for every VM, refusals, a
-	// tampered fetch and a delete.
+	// tampered fetch, an admin kubeconfig issued and listed, and a delete.
 	c1 := s.Found(1, stacktest.ThreeNodes)
 	c2 := s.Found(2, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2,"key_algorithm":"rsa-2048"}`)
 	h := s.Bearer(1)
@@ -71,6 +71,11 @@ func TestNoSecretsAtRestOrInLogs(t *testing.T) {
 	if r := s.FetchBundle(c2.ControlPlaneVMIDs[0], imds, access); r.Status != 500 {
 		t.Fatalf("tampered fetch = %d", r.Status)
 	}
+	// Admin kubeconfigs issued and listed: their record holds no key.
+	if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(c1.ClusterID)+"/kubeconfig", `{"ttl":"1h"}`, s.Bearer(1)); r.Status != 201 {
+		t.Fatalf("kubeconfig = %d %s", r.Status, r.Body)
+	}
+	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(c1.ClusterID)+"/kubeconfigs", "", s.Bearer(1))
 	dataKeys := s.dataKeys(t)
 	if r := stacktest.Do(t, http.MethodDelete, s.api.URL+"/clusters/"+itoa(c1.ClusterID), "", s.Bearer(1)); r.Status != 200 {
 		t.Fatalf("delete = %d", r.Status)

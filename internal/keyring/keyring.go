@@ -148,16 +148,9 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 	}
 	t := &pki.Trust{CAs: map[pki.Name]*pki.CA{}}
 	for _, col := range sealedCAs(c) {
-		keyPEM, err := dk.Open(keyPurpose(col.name, 0), *col.key)
-		if err != nil {
-			return nil, fmt.Errorf("opening %s key: %w", col.name, err)
+		if t.CAs[col.name], err = openCA(dk, col); err != nil {
+			return nil, err
 		}
-		ca, err := pki.LoadCA([]byte(*col.cert), keyPEM)
-		clear(keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("loading %s: %w", col.name, err)
-		}
-		t.CAs[col.name] = ca
 	}
 	saKey, err := dk.Open(envelope.Purpose{Name: PurposeServiceAccount}, c.ServiceAccountKeySealed)
 	if err != nil {
@@ -170,6 +163,41 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 		return nil, err
 	}
 	return &Opened{Trust: t, DataKey: dk, ServiceAccountKey: saKey}, nil
+}
+
+// OpenCA unwraps c's data key (one KMS Decrypt unless cached) and
+// rehydrates the one CA named, nothing else: what signing an operator's
+// identity needs. The trust it returns holds that CA only.
+func OpenCA(ctx context.Context, env *envelope.Envelope, c *store.Cluster, name pki.Name) (*pki.Trust, error) {
+	for _, col := range sealedCAs(c) {
+		if col.name != name {
+			continue
+		}
+		dk, err := env.OpenDataKey(ctx, Scope(c), c.WrappedDataKey)
+		if err != nil {
+			return nil, err
+		}
+		ca, err := openCA(dk, col)
+		if err != nil {
+			return nil, err
+		}
+		return &pki.Trust{CAs: map[pki.Name]*pki.CA{name: ca}}, nil
+	}
+	return nil, fmt.Errorf("opening %s: not a sealed CA", name)
+}
+
+// openCA opens one CA's sealed key and loads it with its certificate.
+func openCA(dk *envelope.DataKey, col caColumns) (*pki.CA, error) {
+	keyPEM, err := dk.Open(keyPurpose(col.name, 0), *col.key)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s key: %w", col.name, err)
+	}
+	ca, err := pki.LoadCA([]byte(*col.cert), keyPEM)
+	clear(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", col.name, err)
+	}
+	return ca, nil
 }
 
 // CACerts returns c's CA certificates (PEM) by cert-table name.

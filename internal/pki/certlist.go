@@ -28,6 +28,8 @@ const (
 	KubeProxy              Name = "kube-proxy"
 	KubeletClient          Name = "kubelet-client"
 	KubeletServing         Name = "kubelet"
+
+	OperatorAdmin Name = "operator-admin"
 )
 
 // Phase says when a certificate is made.
@@ -44,6 +46,10 @@ const (
 	// sealed: every later fetch in that window is served the same ones, so
 	// fetching again mints nothing.
 	PhaseFetch
+	// PhaseOperator certs are issued to an operator on request (a founding's
+	// answer, POST /clusters/{id}/kubeconfig): never to a node, never stored,
+	// never renewed (the operator asks for another).
+	PhaseOperator
 )
 
 // Lifetimes, explicit so the table says how long each cert lives. A leaf's
@@ -54,13 +60,17 @@ const (
 	// DefaultLeafLifetime is every leaf's lifetime unless configured.
 	DefaultLeafLifetime = 365 * 24 * time.Hour
 	leafLifetime        = DefaultLeafLifetime
+	// OperatorAdminLifetime is the operator's admin identity's lifetime
+	// unless the request asks for another: a working day, after which a
+	// lost kubeconfig is worthless.
+	OperatorAdminLifetime = 12 * time.Hour
 	// backdate absorbs clock skew between k8sapi and the VMs.
 	backdate = 5 * time.Minute
 )
 
 // Subject is whom a certificate names: the node facts that go into its
-// common name and SANs (zero for a certificate of no node, as the
-// operator's admin identity).
+// common name and SANs, or for the operator's admin identity only Name
+// (who asked for it, k8sapi:org:7:token:...).
 type Subject struct {
 	Name                string // cp-1.cluster-42.internal
 	ControlPlaneDNSName string // exk8s-7-2a.k8s.excloud.co.in
@@ -117,6 +127,12 @@ func CertList() []Spec {
 		client(KubeProxy, ClusterCA, "system:kube-proxy", "system:node-proxier"),
 		nodeClient(KubeletClient, ClusterCA),
 		serving(KubeletServing, ClusterCA, PhaseFetch, kubeletSANs, x509.ExtKeyUsageServerAuth),
+
+		// The operator's admin kubeconfig: short-lived and issued anew on
+		// request (Issuer.LeafLifetime is the request's ttl), never to a
+		// node. Its common name is who asked (Subject.Name), so the API
+		// server's audit log says whose issue a request came with.
+		operatorAdmin(),
 	}
 }
 
@@ -130,6 +146,13 @@ func client(name, signer Name, cn string, orgs ...string) Spec {
 		CommonName: fixed(cn), Organization: orgs,
 		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
+}
+
+func operatorAdmin() Spec {
+	s := client(OperatorAdmin, ClusterCA, "", "system:masters")
+	s.Phase, s.Lifetime = PhaseOperator, OperatorAdminLifetime
+	s.CommonName = func(who Subject) string { return who.Name }
+	return s
 }
 
 func initialOnly(s Spec) Spec {
@@ -195,7 +218,7 @@ func nodeIPs(n Subject, extra ...net.IP) []net.IP {
 func Renewable() []Name {
 	var out []Name
 	for _, s := range CertList() {
-		if s.Phase != PhaseRoot && !s.InitialOnly {
+		if (s.Phase == PhaseFounding || s.Phase == PhaseFetch) && !s.InitialOnly {
 			out = append(out, s.Name)
 		}
 	}

@@ -199,3 +199,47 @@ func TestParseAlgorithm(t *testing.T) {
 		t.Error("rsa-1024 accepted")
 	}
 }
+
+// The operator's admin identity names who asked (its CN is the subject's
+// name), is system:masters, lives what the issuer is told (the request's
+// ttl; the table's 12 h otherwise), and is no node's: no phase a node is
+// issued, never renewed.
+func TestOperatorAdminIdentity(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	is := Issuer{Algorithm: ECDSAP256, Now: func() time.Time { return now }}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		lifetime, want time.Duration
+	}{{0, 12 * time.Hour}, {30 * time.Minute, 30 * time.Minute}, {168 * time.Hour, 168 * time.Hour}} {
+		is.LeafLifetime = c.lifetime
+		kp, err := is.Issue(trust, OperatorAdmin, Subject{Name: "k8sapi:org:7:token:5e884898da28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, _ := ParseCert(kp.CertPEM)
+		if cert.Subject.CommonName != "k8sapi:org:7:token:5e884898da28" || !slices.Equal(cert.Subject.Organization, []string{"system:masters"}) {
+			t.Errorf("subject %v", cert.Subject)
+		}
+		if !cert.NotAfter.Equal(now.Add(c.want)) || !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+			t.Errorf("lifetime %v: valid until %v, usages %v", c.lifetime, cert.NotAfter, cert.ExtKeyUsage)
+		}
+		pool := x509.NewCertPool()
+		pool.AddCert(trust.CAs[ClusterCA].Cert)
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("not signed by the cluster CA: %v", err)
+		}
+	}
+	for _, initial := range []bool{true, false} {
+		for _, phase := range []Phase{PhaseFounding, PhaseFetch} {
+			if slices.Contains(IssuedTo(phase, initial), OperatorAdmin) {
+				t.Errorf("a node (initial %v) is issued the operator's identity in phase %v", initial, phase)
+			}
+		}
+	}
+	if slices.Contains(Renewable(), OperatorAdmin) {
+		t.Error("the operator's identity is renewable")
+	}
+}

@@ -193,8 +193,8 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 		return &api.Server{Auth: &auth.Authenticator{Tokens: stores[fn], Now: cfg.Now}, Log: cfg.Log}
 	}
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
-	create.Founder = st.Founder
-	clusters.Clusters = st.Clusters
+	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
+	clusters.Clusters, clusters.KubeconfigLog = st.Clusters, st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
