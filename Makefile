@@ -23,12 +23,13 @@ build-ReconcilerFunction:    ; $(call lambda_build,reconciler)
 
 LOCAL_BIN := .local/bin
 
-## local: the whole stack on http://127.0.0.1:3000 (Ctrl-C stops it all)
+## local: the whole stack on http://127.0.0.1:3000 (Ctrl-C stops it all);
+## BOOT_VMS=1: its VMs boot as stand-ins that fetch and report (internal/vmstandin)
 local:
 	@scripts/dev-prerequisites.sh local
 	@mkdir -p $(LOCAL_BIN)
 	$(GO) build -o $(LOCAL_BIN)/k8sapi-local ./cmd/k8sapi-local
-	exec $(LOCAL_BIN)/k8sapi-local $(if $(PORT),-port $(PORT))
+	exec $(LOCAL_BIN)/k8sapi-local $(if $(PORT),-port $(PORT)) $(if $(filter 1,$(BOOT_VMS)),-boot-vms)
 
 ## invoke: FUNCTION=HealthFunction EVENT=events/health.json [ENV_VARS=env.local.json]
 invoke:

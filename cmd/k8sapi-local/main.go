@@ -1,7 +1,7 @@
 // Command k8sapi-local runs the local stack (make local) or invokes one
 // function once (make invoke). LOCAL ONLY; the logic is in internal/devstack.
 //
-//	k8sapi-local [-port 3000]
+//	k8sapi-local [-port 3000] [-boot-vms]
 //	k8sapi-local invoke [-env-vars env.local.json] FUNCTION EVENT_FILE
 //	k8sapi-local functions    (one "LogicalId CodeUri" line per function)
 package main
@@ -34,8 +34,9 @@ func main() {
 	default:
 		port := flag.Int("port", 3000, "gateway port on 127.0.0.1")
 		database := flag.String("database", "", "database on the Postgres server (created and migrated if missing); default "+devstack.LocalDatabase+", or "+devstack.LocalDatabase+"_<port> off port 3000")
+		bootVMs := flag.Bool("boot-vms", false, "each VM the simulator creates boots as a stand-in: fetches its bundle and reports its phases (nothing runs on a machine)")
 		flag.Parse()
-		err = devstack.Run(ctx, devstack.Options{Root: ".", Port: *port, Database: *database, Log: log, Out: os.Stdout, FunctionOut: os.Stderr})
+		err = devstack.Run(ctx, devstack.Options{Root: ".", Port: *port, Database: *database, BootVMs: *bootVMs, Log: log, Out: os.Stdout, FunctionOut: os.Stderr})
 	}
 	if err != nil {
 		stop()

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/vmstandin"
 )
 
 // Names of the local stack's resources.
@@ -41,6 +42,11 @@ type Options struct {
 	Log         *slog.Logger // the stack's own log
 	Out         io.Writer    // the summary
 	FunctionOut io.Writer    // the functions' stdout and stderr
+	// BootVMs makes each VM the simulator creates boot as a stand-in
+	// (internal/vmstandin): it fetches its bundle and reports its phases,
+	// so a cluster becomes ready with no VMs played by hand. Off, the
+	// bootstrap stays pending until someone plays them (README).
+	BootVMs bool
 }
 
 // Stack is what Run has started, for the summary and .local/stack.env.
@@ -292,7 +298,7 @@ func (b *boot) startSimulator(ctx context.Context) (err error) {
 		return fmt.Errorf("connecting the simulator: %w", err)
 	}
 	b.stops.add(b.pool.Close)
-	simURL, stopSim, err := startSimulator(b.pool, b.log)
+	simURL, stopSim, err := startSimulator(b.pool, b.log, b.standInAPIURL())
 	if err != nil {
 		return err
 	}
@@ -448,19 +454,39 @@ func PassedThrough(lookup func(string) (string, bool)) map[string]string {
 	return out
 }
 
-// startSimulator serves the platform simulator on a free loopback port.
-func startSimulator(pool *pgxpool.Pool, log *slog.Logger) (url string, stop func(), err error) {
-	sim, err := simulator.New(simulator.Config{DB: pool, Logger: log.With("component", "simulator")})
-	if err != nil {
-		return "", nil, err
+// standInAPIURL is where the simulator's stand-in VMs reach k8sapi: where
+// its functions tell VMs to (BOOTSTRAP_BASE_URL); "" when VMs do not boot.
+func (b *boot) standInAPIURL() string {
+	if !b.opt.BootVMs {
+		return ""
 	}
+	return b.st.APIURL
+}
+
+// startSimulator serves the platform simulator on a free loopback port,
+// its VMs booting as stand-ins that reach k8sapi at apiURL unless it is "".
+func startSimulator(pool *pgxpool.Pool, log *slog.Logger, apiURL string) (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("simulator: %w", err)
 	}
+	url = "http://" + l.Addr().String()
+	cfg := simulator.Config{DB: pool, Logger: log.With("component", "simulator")}
+	closePlayer := func() {}
+	if apiURL != "" {
+		player := vmstandin.New(vmstandin.Config{IMDSBaseURL: url + "/imds", APIBaseURL: apiURL, Log: log.With("component", "stand-in vm")})
+		cfg.Created, closePlayer = player.Boot, player.Close
+	}
+	sim, err := simulator.New(cfg)
+	if err != nil {
+		_ = l.Close()
+		closePlayer()
+		return "", nil, err
+	}
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
-	return "http://" + l.Addr().String(), func() {
+	return url, func() {
+		closePlayer() // first: no stand-in calls a simulator that is going
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

@@ -260,6 +260,7 @@ func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.
 	if err := tx.Commit(ctx); err != nil {
 		return 0, 0, "", fmt.Errorf("committing vm: %w", err)
 	}
+	s.created(id)
 	return id, 0, "", nil
 }
 

@@ -33,6 +33,10 @@ type Config struct {
 	DB     *pgxpool.Pool    // required: the dev platform tables live here
 	Logger *slog.Logger     // nil: discard
 	Now    func() time.Time // nil: time.Now; token expiry and VM timestamps
+	// Created, when set, is told of every VM the compute API makes, once,
+	// after its row commits (a replayed create makes none): the local
+	// stack's stand-in VMs (internal/vmstandin) boot from it.
+	Created func(vmID int64)
 }
 
 // Simulator serves the simulated platform APIs. Its in-memory state
@@ -41,6 +45,8 @@ type Simulator struct {
 	db  *pgxpool.Pool
 	log *slog.Logger
 	now func() time.Time
+	// created is Config.Created, never nil.
+	created func(vmID int64)
 
 	mu      sync.Mutex // guards the fields below
 	lastID  int64      // security group and rule ids
@@ -68,6 +74,7 @@ func New(cfg Config) (*Simulator, error) {
 		db:      cfg.DB,
 		log:     cfg.Logger,
 		now:     cfg.Now,
+		created: cfg.Created,
 		groups:  map[int64]*securityGroup{},
 		records: map[recordKey]dns.Record{},
 		tokens:  map[orgToken]int64{},
@@ -78,6 +85,9 @@ func New(cfg Config) (*Simulator, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.created == nil {
+		s.created = func(int64) {}
 	}
 	return s, nil
 }
