@@ -298,7 +298,7 @@ func (b *boot) startSimulator(ctx context.Context) (err error) {
 		return fmt.Errorf("connecting the simulator: %w", err)
 	}
 	b.stops.add(b.pool.Close)
-	simURL, stopSim, err := startSimulator(b.pool, b.log, b.standInAPIURL())
+	simURL, stopSim, err := StartSimulator(b.pool, b.log, b.standInAPIURL())
 	if err != nil {
 		return err
 	}
@@ -463,9 +463,9 @@ func (b *boot) standInAPIURL() string {
 	return b.st.APIURL
 }
 
-// startSimulator serves the platform simulator on a free loopback port,
+// StartSimulator serves the platform simulator on a free loopback port,
 // its VMs booting as stand-ins that reach k8sapi at apiURL unless it is "".
-func startSimulator(pool *pgxpool.Pool, log *slog.Logger, apiURL string) (url string, stop func(), err error) {
+func StartSimulator(pool *pgxpool.Pool, log *slog.Logger, apiURL string) (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("simulator: %w", err)

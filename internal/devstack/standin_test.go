@@ -1,0 +1,128 @@
+package devstack_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/stacktest"
+	"github.com/excloud/k8sapi/internal/testenv"
+	"github.com/excloud/k8sapi/internal/vmstandin"
+)
+
+// With BootVMs the simulator's VMs boot as stand-ins: a cluster founded
+// through the stack reaches bootstrap ready, every node ready, with no VM
+// played by hand. Without it (the default, and the node proof's stack) the
+// bootstrap stays pending, as the README's hand-played walk-throughs need.
+func TestStandInVMsBootAClusterOnlyWhenAsked(t *testing.T) {
+	for _, boot := range []bool{true, false} {
+		t.Run("boot_vms="+strconv.FormatBool(boot), func(t *testing.T) {
+			c := standInStack(t, boot)
+			id := c.Found(1, stacktest.ThreeNodes).ClusterID
+			if boot {
+				waitBootstrap(t, c, id, "ready", 90*time.Second)
+				return
+			}
+			// Longer than a stand-in would take to fetch and report.
+			time.Sleep(3 * vmstandin.DefaultDelay)
+			if st, phases := bootstrapOf(t, c, id); st != "pending" || len(phases) != 3 || phases[0] != "pending" {
+				t.Fatalf("without stand-ins: bootstrap %s, nodes %v; want pending", st, phases)
+			}
+		})
+	}
+}
+
+// standInStack is k8sapi in-process (stacktest) behind StartSimulator as
+// the local stack starts it, with stand-in VMs or without.
+func standInStack(t *testing.T, boot bool) *stacktest.Client {
+	t.Helper()
+	dsn := testenv.Postgres(t)
+	simPool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(simPool.Close)
+	// The simulator needs k8sapi's URL and k8sapi the simulator's: serve
+	// k8sapi first, its handler set once built.
+	var handler atomic.Pointer[http.Handler]
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(api.Close)
+	apiURL := ""
+	if boot {
+		apiURL = api.URL
+	}
+	simURL, stop, err := devstack.StartSimulator(simPool, logger(t), apiURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	kms, keyID := testenv.KMSKey(t)
+	in, err := stacktest.New(stacktest.Config{
+		Pools:    stacktest.FunctionPools(t, func(fn string) string { return testenv.FunctionDSN(t, dsn, fn) }, nil),
+		Envelope: envelope.New(kms, keyID, nil), SimURL: simURL,
+		BaseDomain: "k8s.test.excloud", BootstrapBaseURL: "https://k8sapi.test.excloud", Log: logger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler.Store(&in.Handler)
+	return &stacktest.Client{T: t, APIURL: api.URL, SimURL: simURL, Pool: simPool}
+}
+
+// waitBootstrap waits until cluster id's bootstrap is in state with every
+// node in the same phase.
+func waitBootstrap(t *testing.T, c *stacktest.Client, id int64, state string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, phases := bootstrapOf(t, c, id)
+		if st == state && allAre(phases, state) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bootstrap %s, nodes %v after %s; want %s", st, phases, within, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// bootstrapOf is cluster id's bootstrap state and its nodes' phases.
+func bootstrapOf(t *testing.T, c *stacktest.Client, id int64) (string, []string) {
+	t.Helper()
+	r := stacktest.Do(t, http.MethodGet, c.APIURL+"/clusters/"+strconv.FormatInt(id, 10), "", c.Bearer(1))
+	var got struct {
+		Bootstrap struct {
+			State string
+			Nodes []struct{ Phase string }
+		}
+	}
+	r.JSON(t, &got)
+	var phases []string
+	for _, n := range got.Bootstrap.Nodes {
+		phases = append(phases, n.Phase)
+	}
+	return got.Bootstrap.State, phases
+}
+
+func allAre(phases []string, want string) bool {
+	for _, p := range phases {
+		if p != want {
+			return false
+		}
+	}
+	return len(phases) > 0
+}
+
+// logger writes to the test's output, which outlives no cleanup.
+func logger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
