@@ -16,7 +16,10 @@
 //     function's real bootstrap binary, and an API Gateway (HTTP API, payload
 //     v2) whose routes come from template.yaml. A Fleet runs a function in
 //     several Runners when requests overlap, as Lambda scales out.
-//   - Run: the whole `make local` stack in one process tree.
+//   - Run: the whole `make local` stack in one process tree. With
+//     Options.BootVMs (`make local BOOT_VMS=1`) each VM the simulator
+//     creates fetches its bundle and reports its phases as a stand-in
+//     (internal/vmstandin), so a bootstrap finishes with no machine.
 //
 // Every process it starts lives in its own process group and carries a parent
 // death signal, so a crashed or killed parent leaves nothing running.
