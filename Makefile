@@ -71,6 +71,14 @@ e2e:
 e2e-nodes:
 	cd e2e && $(GO) vet ./... && $(GO) test -count=1 -timeout 60m -run '^TestNode' -v .
 
+## conformance: every [Conformance] test of the upstream suite on a cluster booted
+## as the node proof's, a parallel then a serial pass; writes CONFORMANCE.md
+## (root; e2e/README.md). CONFORMANCE_FOCUS=<regexp> narrows it.
+conformance:
+	@scripts/dev-prerequisites.sh test
+	cd e2e && $(GO) vet -tags conformance ./... && CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' \
+		$(GO) test -tags conformance -count=1 -timeout 6h -run '^TestConformance$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; exit $${PIPESTATUS[0]}
+
 ## fuzz: each fuzz target for FUZZTIME (default 60s), one line of executions each
 ## (make test runs only the checked-in seeds under testdata/fuzz)
 FUZZTIME ?= 60s
@@ -89,6 +97,6 @@ fuzz:
 bench:
 	$(GO) run ./cmd/k8sapi-bench
 
-.PHONY: local invoke migrate lint test e2e e2e-nodes fuzz bench \
+.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
 	build-ReconcilerFunction

@@ -16,6 +16,10 @@
 #   bridge, host-local,
 #   loopback, portmap,
 #   firewall                 github.com/containernetworking/plugins
+#   e2e.test, ginkgo         the upstream conformance suite (k8s.io/kubernetes
+#                            test/e2e, built with `go test -c`) and its runner
+#   agnhost, nonewprivs,
+#   sample-apiserver         the test images' programs the suite names
 # runc's and the CNI plugins' commands live in their modules' own main
 # packages, which cannot be imported: those are built with `go install
 # module@version` straight from the module proxy.
@@ -26,10 +30,12 @@
 #
 # Cold: several minutes on two cores. Warm cache: about two minutes.
 #
-# Usage: build-components.sh [control-plane|nodes]. control-plane (the
-# default, what `make e2e` boots) stops after etcd and the Kubernetes
-# commands; nodes also builds what a node machine downloads and the
-# registry and images serve.
+# Usage: build-components.sh [control-plane|nodes|conformance].
+# control-plane (the default, what the process-level proof boots) stops
+# after etcd and the Kubernetes commands; nodes also builds what a node
+# machine downloads and the registry and images serve; conformance also
+# builds the conformance suite and its test images' programs (the node
+# proof runs a subset of the suite, `make conformance` all of it).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -87,9 +93,34 @@ build_module() {
 	echo "build-components: $name built in $((SECONDS - start))s"
 }
 
+# build_conformance builds the suite and the test images' programs from
+# components/conformance, unless its stamp matches. e2e.test is a test
+# binary of a dependency's package (`go test -c`); the others are that
+# module's `tool` lines.
+build_conformance() {
+	local dir="$here/components/conformance" want have="" b missing=0
+	local tools=(github.com/onsi/ginkgo/v2/ginkgo k8s.io/kubernetes/test/images/agnhost
+		k8s.io/kubernetes/test/images/nonewprivs k8s.io/sample-apiserver)
+	want="$(stamp "$dir" "$kube_ldflags")"
+	[[ -f "$bin_dir/.conformance.stamp" ]] && have="$(cat "$bin_dir/.conformance.stamp")"
+	for b in e2e.test ginkgo agnhost nonewprivs sample-apiserver; do
+		[[ -x "$bin_dir/$b" ]] || missing=1
+	done
+	if [[ "$want" == "$have" && "$missing" == 0 ]]; then
+		echo "build-components: conformance up to date (e2e.test ginkgo agnhost nonewprivs sample-apiserver)"
+		return 0
+	fi
+	echo "build-components: building conformance (e2e.test ginkgo agnhost nonewprivs sample-apiserver)"
+	local start=$SECONDS
+	(cd "$dir" && go test -c -vet=off -ldflags="$kube_ldflags" -o "$bin_dir/e2e.test" k8s.io/kubernetes/test/e2e &&
+		go build -ldflags="$kube_ldflags" -o "$bin_dir/" "${tools[@]}")
+	echo "$want" >"$bin_dir/.conformance.stamp"
+	echo "build-components: conformance built in $((SECONDS - start))s"
+}
+
 set_name="${1:-control-plane}"
 case "$set_name" in
-control-plane | nodes) ;;
+control-plane | nodes | conformance) ;;
 *)
 	echo "usage: $0 [control-plane|nodes]" >&2
 	exit 2
@@ -146,4 +177,7 @@ install_upstream cni-plugins "CGO_ENABLED=0" "$cni/main/bridge@${cni_version}" \
 	"$cni/ipam/host-local@${cni_version}" "$cni/main/loopback@${cni_version}" "$cni/meta/portmap@${cni_version}" \
 	"$cni/meta/firewall@${cni_version}"
 
+if [[ "$set_name" == conformance ]]; then
+	build_conformance
+fi
 report_versions

@@ -8,6 +8,11 @@
 # bookworm, not trixie: trixie's systemd (257) refuses to boot on cgroup v1,
 # and the machines this runs on are cgroup v1 hosts.
 #
+# `build-node-image.sh test-images` builds, by the same steps, the Debian
+# userland the conformance suite's test images are made of, and the
+# busybox image's root beside it: e2e/.work/test-images/{rootfs,busybox}
+# (or under $E2E_TEST_IMAGES_DIR).
+#
 # Output: e2e/.work/node-image/rootfs (or $E2E_NODE_IMAGE_DIR/rootfs), with a
 # stamp file holding the digest of the recipe below. The image is rebuilt
 # only when the recipe changes (package list, suite, recipe version, or this
@@ -17,8 +22,15 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-image_dir="${E2E_NODE_IMAGE_DIR:-$here/.work/node-image}"
-rootfs="$image_dir/rootfs"
+recipe="${1:-node}"
+case "$recipe" in
+node) image_dir="${E2E_NODE_IMAGE_DIR:-$here/.work/node-image}" ;;
+test-images) image_dir="${E2E_TEST_IMAGES_DIR:-$here/.work/test-images}" ;;
+*)
+	echo "usage: $0 [node|test-images]" >&2
+	exit 2
+	;;
+esac
 stamp_file="$image_dir/stamp"
 
 # Bump to force a rebuild with nothing else changed (for instance to take
@@ -27,16 +39,24 @@ recipe_version=1
 suite=bookworm
 mirror="${E2E_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What a Debian cloud image brings that a node bring-up relies on.
-packages=(
+node_packages=(
 	systemd systemd-sysv systemd-resolved dbus libpam-systemd
 	bash coreutils util-linux mount procps kmod less
 	ca-certificates curl jq openssl
 	iproute2 iptables nftables ebtables conntrack ethtool socat iputils-ping
 	libseccomp2 tar gzip
 )
+# What the conformance suite's test images run inside their containers
+# (e2e/README.md: how each image is made): agnhost's shell tools (curl, nc,
+# dig, ip, iperf), the DNS utils image's dig and getent, nginx, and the
+# busybox image's applets with a shell that keeps every variable it was given.
+test_image_packages=(
+	bash coreutils procps ca-certificates curl netcat-openbsd bind9-dnsutils
+	iproute2 iperf nginx-light busybox-static bash-static passwd
+)
 
-# customise ROOTFS: what the image holds beyond its packages.
-customise() {
+# customise_node ROOTFS: what the node image holds beyond its packages.
+customise_node() {
 	local root="$1"
 	# minbase writes no /etc/hosts; containerd's CRI refuses a sandbox
 	# without one, and every cloud image has it.
@@ -72,15 +92,56 @@ customise() {
 	rm -rf "$root/var/lib/apt/lists/"*
 }
 
+# customise_test_images STAGING: the test images' users and folders in the
+# Debian userland, and beside it the busybox image's root: every applet of
+# the static busybox under /bin, as upstream's busybox image has them, with
+# /bin/sh the static bash. busybox's own sh drops variables whose names are
+# not shell identifiers (data-1=value-1, which a ConfigMap or Secret may
+# hold) before running a command; upstream's image keeps them, and the
+# suite checks that a container's `sh -c env` prints them.
+customise_test_images() {
+	local root="$1/rootfs" bb="$1/busybox" applet
+	chroot "$root" groupadd -g 50000 group-defined-in-image
+	chroot "$root" useradd -u 1000 -G group-defined-in-image -M user-defined-in-image
+	mkdir -p "$root/uploads"
+	chroot "$root" apt-get clean
+	rm -rf "$root/var/lib/apt/lists/"*
+	mkdir -p "$bb/bin" "$bb/etc" "$bb/root" "$bb/home" "$bb/var" "$bb/usr/bin" "$bb/usr/sbin" "$bb/sbin"
+	install -d -m 1777 "$bb/tmp"
+	install -m 0755 "$root/bin/busybox" "$bb/bin/busybox"
+	for applet in $("$bb/bin/busybox" --list); do
+		[[ "$applet" == busybox ]] || ln -sf busybox "$bb/bin/$applet"
+	done
+	install -m 0755 "$root/bin/bash-static" "$bb/bin/bash"
+	ln -sf bash "$bb/bin/sh"
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' >"$bb/etc/passwd"
+	printf 'root:x:0:\nnobody:x:65534:\n' >"$bb/etc/group"
+}
+
+# customise STAGING: the recipe's own steps over the debootstrapped root.
+customise() {
+	case "$recipe" in
+	node) customise_node "$1/rootfs" ;;
+	test-images) customise_test_images "$1" ;;
+	esac
+}
+
+packages=("${node_packages[@]}")
+outputs=(rootfs)
+if [[ "$recipe" == test-images ]]; then
+	packages=("${test_image_packages[@]}")
+	outputs=(rootfs busybox)
+fi
+
 want="$({
-	echo "$recipe_version $suite $mirror"
+	echo "$recipe $recipe_version $suite $mirror"
 	printf '%s\n' "${packages[@]}"
 	# Contents only: the digest must not depend on how the script was called.
 	cat "${BASH_SOURCE[0]}" "$here"/node-image/*
 } | sha256sum | cut -d' ' -f1)"
 
-if [[ -f "$stamp_file" && -d "$rootfs" && "$(cat "$stamp_file")" == "$want" ]]; then
-	echo "build-node-image: up to date ($rootfs)"
+if [[ -f "$stamp_file" && -d "$image_dir/rootfs" && "$(cat "$stamp_file")" == "$want" ]]; then
+	echo "build-node-image: $recipe up to date ($image_dir)"
 	exit 0
 fi
 
@@ -104,7 +165,7 @@ cleanup_staging() {
 }
 trap cleanup_staging EXIT
 start=$SECONDS
-echo "build-node-image: debootstrap $suite (${#packages[@]} packages)"
+echo "build-node-image: $recipe: debootstrap $suite (${#packages[@]} packages)"
 include="$(
 	IFS=,
 	echo "${packages[*]}"
@@ -116,9 +177,11 @@ debootstrap --variant=minbase --include="$include" "$suite" "$staging/rootfs" "$
 	exit 1
 }
 
-customise "$staging/rootfs"
-echo "$want" >"$staging/stamp"
-rm -rf "$rootfs" "$stamp_file"
-mv "$staging/rootfs" "$rootfs"
-mv "$staging/stamp" "$stamp_file"
-echo "build-node-image: built in $((SECONDS - start))s ($rootfs)"
+customise "$staging"
+rm -f "$stamp_file"
+for out in "${outputs[@]}"; do
+	rm -rf "${image_dir:?}/$out"
+	mv "$staging/$out" "$image_dir/$out"
+done
+echo "$want" >"$stamp_file"
+echo "build-node-image: $recipe built in $((SECONDS - start))s ($image_dir)"

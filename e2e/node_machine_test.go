@@ -19,8 +19,8 @@ import (
 // alone.
 
 var (
-	nodeImageOnce sync.Once
-	nodeImageErr  error
+	recipeMu    sync.Mutex
+	recipeBuilt = map[string]error{}
 )
 
 // nodeImage returns the node image's root filesystem, building it first if
@@ -31,19 +31,39 @@ func nodeImage(t *testing.T) string {
 	if err := harness.CheckMachineSupport(); err != nil {
 		t.Fatalf("e2e: the node proof cannot run here: %v", err)
 	}
-	dir := filepath.Join(e2eDir, ".work", "node-image")
-	nodeImageOnce.Do(func() {
+	return filepath.Join(buildRecipe(t, "node", "node-image", "E2E_NODE_IMAGE_DIR"), "rootfs")
+}
+
+// testImageRoots returns the root filesystems the conformance suite's test
+// images are made of, building them first if their recipe changed.
+func testImageRoots(t *testing.T) harness.TestImageRoots {
+	t.Helper()
+	dir := buildRecipe(t, "test-images", "test-images", "E2E_TEST_IMAGES_DIR")
+	return harness.TestImageRoots{Userland: filepath.Join(dir, "rootfs"), Busybox: filepath.Join(dir, "busybox")}
+}
+
+// buildRecipe runs build-node-image.sh for recipe into .work/<folder>
+// once per test binary (the script itself returns at once when its stamp
+// matches) and returns the folder.
+func buildRecipe(t *testing.T, recipe, folder, dirVar string) string {
+	t.Helper()
+	dir := filepath.Join(e2eDir, ".work", folder)
+	recipeMu.Lock()
+	defer recipeMu.Unlock()
+	err, done := recipeBuilt[recipe]
+	if !done {
 		start := time.Now()
-		cmd := exec.Command("bash", filepath.Join(e2eDir, "build-node-image.sh"))
+		cmd := exec.Command("bash", filepath.Join(e2eDir, "build-node-image.sh"), recipe)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		cmd.Env = append(os.Environ(), "E2E_NODE_IMAGE_DIR="+dir)
-		nodeImageErr = cmd.Run()
-		t.Logf("node image ready in %s", time.Since(start).Round(time.Second))
-	})
-	if nodeImageErr != nil {
-		t.Fatalf("e2e: building the node image: %v", nodeImageErr)
+		cmd.Env = append(os.Environ(), dirVar+"="+dir)
+		err = cmd.Run()
+		recipeBuilt[recipe] = err
+		t.Logf("%s image ready in %s", recipe, time.Since(start).Round(time.Second))
 	}
-	return filepath.Join(dir, "rootfs")
+	if err != nil {
+		t.Fatalf("e2e: building the %s image: %v", recipe, err)
+	}
+	return dir
 }
 
 // TestNodeMachineBoots boots one node image as a systemd machine in a

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -26,6 +27,9 @@ var nodeVersions = harness.MirrorVersions{
 const (
 	corednsVersion = "v1.13.1"
 	pauseVersion   = "3.10.1"
+	// suiteEtcdTag is the tag the conformance suite names for its etcd
+	// image (the aggregator test's); the project's etcd build answers to it.
+	suiteEtcdTag = "3.6.6-0"
 	// Ports on harness.ServicesAddr; the API's and IMDS's follow the stack's.
 	mirrorPort   = 80
 	registryPort = 5000
@@ -34,7 +38,8 @@ const (
 
 // services is what the node network reaches at harness.ServicesAddr.
 type services struct {
-	mirrorDir string
+	mirrorDir     string
+	resolverHosts string // the resolver's hosts file: the platform's DNS records
 	apiURL    string // the local gateway, as the nodes see it
 	simURL    string // the platform simulator (IMDS), as the nodes see it
 }
@@ -62,48 +67,73 @@ func mirrorEnv(mirrorDir string) []string {
 // the API with the bridge CNI, each VM booted as a systemd machine that
 // runs the userdata it was given, every download from a mirror and every
 // image from a registry on the node network, and the result a working
-// three-node cluster.
+// three-node cluster that passes the conformance subset.
 func TestNodesBecomeACluster(t *testing.T) {
-	image := nodeImage(t)
-	requireComponents(t, "nodes")
-	var workDir string
-	t.Cleanup(func() { removePassedRun(t, workDir) }) // after the run's teardown
-	r := harness.NewRun(t, e2eDir, "nodes")
-	workDir = r.WorkDir
-	tl := newTimeline()
-	mirrorDir := filepath.Join(r.WorkDir, "mirror")
-	if _, err := harness.BuildMirror(binDir, mirrorDir, nodeVersions); err != nil {
-		t.Fatal(err)
-	}
-	st := startStack(t, r, append(mirrorEnv(mirrorDir), shortLeavesEnv...)...)
-	tl.start()
-	cl := foundCluster(t, r, st, 3, `"cni":"bridge"`)
-	tl.mark("POST /clusters answered")
-	vms := loadVMs(t, st, cl.ControlPlaneVMIDs)
-	network := nodeNetwork(t, r, vms)
-	svc := serveServices(t, r, st, network, image, mirrorDir)
-	tl.mark("mirror, registry and images ready")
-	c := bootCluster(t, r, image, network, vms, svc)
-	t.Cleanup(c.saveJournals)
-	c.waitUserdata(t, tl)
-	c.waitBootstrapReady(t, st, cl.ClusterID, tl)
+	p := bringUpCluster(t, "nodes", shortLeavesEnv)
+	c, tl := p.c, p.tl
 	c.checkUnits(t)
 	c.checkAddonsOnInitialOnly(t)
-	c.checkNodesReady(t, vms, tl)
+	c.checkNodesReady(t, p.vms, tl)
 	c.checkMirrorPods(t)
 	tl.mark("every static pod Running")
 	c.checkAddonsReady(t)
 	tl.mark("kube-proxy and CoreDNS ready")
-	held := c.checkWorkloads(t, svc, tl)
+	held := c.checkWorkloads(t, p.svc, tl)
 	pods := c.probePods(t)
-	held = append(held, c.checkIMDSThroughService(t, pods[0], pods[1], svc))
+	held = append(held, c.checkIMDSThroughService(t, pods[0], pods[1], p.svc))
 	held = append(held, c.checkRenewal(t, tl))
 	held = append(held, c.checkHardening(t)...)
 	tl.mark("secrets encrypted at rest, anonymous refused")
 	c.checkReboot(t, len(c.machines)-1, tl)
+	held = append(held, c.checkConformanceSubset(t, p, tl))
 	tl.report(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; time to ready %.0f s", len(c.machines), len(c.machines),
 		strings.Join(append(held, "a rebooted node came back Ready with etcd quorum kept"), "; "), tl.at("every node Ready").Seconds())
+}
+
+// provenCluster is a cluster founded through the API whose VMs booted as
+// machines and ran their userdata to the end.
+type provenCluster struct {
+	r       *harness.Run
+	st      stack
+	cl      clusterResponse
+	vms     []vm
+	network *harness.Network
+	svc     services
+	c       *machineCluster
+	tl      *timeline
+}
+
+// bringUpCluster founds a three-node bridge-CNI cluster through the stack
+// (started with the air-gapped configuration and env), serves the node
+// network its mirror, registry (with the conformance suite's images) and
+// resolver, boots every VM and waits until the API says the cluster is
+// ready. Everything is torn down when the test ends.
+func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
+	image := nodeImage(t)
+	roots := testImageRoots(t)
+	requireComponents(t, "conformance")
+	var workDir string
+	t.Cleanup(func() { removePassedRun(t, workDir) }) // after the run's teardown
+	p := &provenCluster{r: harness.NewRun(t, e2eDir, tag), tl: newTimeline()}
+	workDir = p.r.WorkDir
+	mirrorDir := filepath.Join(p.r.WorkDir, "mirror")
+	if _, err := harness.BuildMirror(binDir, mirrorDir, nodeVersions); err != nil {
+		t.Fatal(err)
+	}
+	p.st = startStack(t, p.r, append(mirrorEnv(mirrorDir), env...)...)
+	p.tl.start()
+	p.cl = foundCluster(t, p.r, p.st, 3, `"cni":"bridge"`)
+	p.tl.mark("POST /clusters answered")
+	p.vms = loadVMs(t, p.st, p.cl.ControlPlaneVMIDs)
+	p.network = nodeNetwork(t, p.r, p.vms)
+	p.svc = serveServices(t, p.r, p.st, p.network, image, roots, mirrorDir)
+	p.tl.mark("mirror, registry and images ready")
+	p.c = bootCluster(t, p.r, image, p.network, p.vms, p.svc)
+	t.Cleanup(p.c.saveJournals)
+	p.c.waitUserdata(t, p.tl)
+	p.c.waitBootstrapReady(t, p.st, p.cl.ClusterID, p.tl)
+	return p
 }
 
 // nodeNetwork makes one namespace per VM with the address the simulator
@@ -125,7 +155,7 @@ func nodeNetwork(t *testing.T, r *harness.Run, vms []vm) *harness.Network {
 // serveServices starts, on the switch at the services address: the
 // artifact mirror, the registry (with every image pushed), the subnet's
 // DNS resolver, and forwards to the local stack's API and IMDS.
-func serveServices(t *testing.T, r *harness.Run, st stack, network *harness.Network, image, mirrorDir string) services {
+func serveServices(t *testing.T, r *harness.Run, st stack, network *harness.Network, image string, roots harness.TestImageRoots, mirrorDir string) services {
 	t.Helper()
 	sw := network.Switch
 	l, err := harness.ListenIn(sw, svcAddr(mirrorPort))
@@ -137,11 +167,12 @@ func serveServices(t *testing.T, r *harness.Run, st stack, network *harness.Netw
 	svc := services{mirrorDir: mirrorDir}
 	svc.apiURL = forwardToHost(t, sw, st.get(t, "API_URL"))
 	svc.simURL = forwardToHost(t, sw, st.get(t, "SIM_URL"))
-	startResolver(t, r, sw)
+	svc.resolverHosts = startResolver(t, r, sw)
+	writePlatformHosts(t, st, svc.resolverHosts)
 	if _, err := harness.StartRegistry(r, binDir, sw, svcAddr(registryPort), filepath.Join(r.WorkDir, "registry")); err != nil {
 		t.Fatal(err)
 	}
-	pushImages(t, r, sw, image)
+	pushImages(t, r, sw, image, roots)
 	return svc
 }
 
@@ -162,40 +193,111 @@ func forwardToHost(t *testing.T, sw, hostURL string) string {
 }
 
 // startResolver runs the built CoreDNS as the subnet's resolver (what a
-// cloud's VPC DNS is to a VM): it knows the platform's names and answers
-// NXDOMAIN for everything else, as a resolver cut off from the internet.
-func startResolver(t *testing.T, r *harness.Run, sw string) {
+// cloud's VPC DNS is to a VM): it knows the platform's names, those of its
+// services and the records k8sapi creates through the DNS API (the
+// control-plane name: pods reach the service-account issuer by it), and
+// answers NXDOMAIN for everything else, as a resolver cut off from the
+// internet. It returns the hosts file it reads the records from (CoreDNS
+// reloads it when it changes).
+func startResolver(t *testing.T, r *harness.Run, sw string) string {
 	t.Helper()
 	dir := filepath.Join(r.WorkDir, "resolver")
+	hosts := filepath.Join(dir, "platform.hosts")
 	corefile := fmt.Sprintf(`.:%d {
     bind %s
     hosts {
         %s imdsapi.excloud.in
         fallthrough
     }
+    hosts %s {
+        reload 2s
+        fallthrough
+    }
     template ANY ANY {
         rcode NXDOMAIN
     }
 }
-`, dnsPort, harness.ServicesAddr, harness.ServicesAddr)
+`, dnsPort, harness.ServicesAddr, harness.ServicesAddr, hosts)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "Corefile"), []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	argv := []string{filepath.Join(binDir, "coredns"), "-conf", filepath.Join(dir, "Corefile")}
 	if _, err := r.Start("resolver", harness.Host{NS: sw}, dir, os.Environ(), argv); err != nil {
 		t.Fatal(err)
 	}
+	return hosts
 }
 
-// pushImages builds every image the static pods and addons name, and the
-// test workload's, and pushes them to the registry, retrying while it
+// writePlatformHosts writes the A records the platform's DNS holds (the
+// simulator's, which k8sapi's founding wrote through the DNS API) as the
+// resolver's hosts file.
+func writePlatformHosts(t *testing.T, st stack, path string) {
+	t.Helper()
+	var list struct {
+		Records []struct {
+			Zone  string `json:"zone_name"`
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Value string `json:"value"`
+		} `json:"records"`
+	}
+	getJSON(t, st.get(t, "SIM_URL")+"/_sim/dns", &list)
+	var b strings.Builder
+	for _, rec := range list.Records {
+		if rec.Type == "A" {
+			fmt.Fprintf(&b, "%s %s\n", rec.Value, fqdn(rec.Name, rec.Zone))
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the resolver knows the platform's records:\n%s", b.String())
+}
+
+// getJSON decodes the answer of a GET on the host's loopback into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// fqdn is a record's full name: names in the DNS API may be relative to
+// their zone.
+func fqdn(name, zone string) string {
+	name, zone = strings.TrimSuffix(name, "."), strings.TrimSuffix(zone, ".")
+	if zone == "" || name == zone || strings.HasSuffix(name, "."+zone) {
+		return name
+	}
+	return name + "." + zone
+}
+
+// pushImages builds every image the static pods and addons name, the
+// test workload's and the conformance suite's, and pushes them to the registry, retrying while it
 // starts.
-func pushImages(t *testing.T, r *harness.Run, sw, image string) {
+func pushImages(t *testing.T, r *harness.Run, sw, image string, roots harness.TestImageRoots) {
 	t.Helper()
 	images := append(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, image), probeImage(image))
+	suiteImages, err := harness.TestImages(roots, suiteEtcdTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images = append(images, suiteImages...)
 	transport := &http.Transport{DialContext: harness.Dialer(sw)}
 	eventually(t, r, "images pushed to the registry", []string{"registry"}, 3*time.Minute, func(ctx context.Context) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

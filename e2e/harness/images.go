@@ -25,8 +25,13 @@ import (
 type Image struct {
 	Repo, Tag  string            // e.g. kube-apiserver, v1.35.4
 	Binaries   map[string]string // path in the image -> binary name in the build folder
+	Setuid     []string          // paths of Binaries installed setuid root
+	Files      map[string][]byte // path in the image -> content made by the harness (0644)
+	Links      map[string]string // path in the image -> symlink target
 	BaseRootfs string            // a root filesystem folder under the binaries (kube-proxy needs iptables)
 	Entrypoint []string
+	Cmd        []string
+	User       string
 }
 
 // ProofImages is the table of images the static pods and the addons name,
@@ -53,15 +58,39 @@ const imagePath = "PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:
 
 // BuildImage assembles img for linux/arch from binDir.
 func BuildImage(img Image, binDir, arch string) (v1.Image, error) {
+	return buildImage(img, binDir, arch, baseLayers{})
+}
+
+// baseLayers keeps one layer per base root filesystem: a layer's digest is
+// computed once, by compressing the whole folder, and the images of one
+// push share their bases (the registry then stores each base once).
+type baseLayers map[string]v1.Layer
+
+func (b baseLayers) get(dir string) (v1.Layer, error) {
+	if l, ok := b[dir]; ok {
+		return l, nil
+	}
+	l, err := dirLayer(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.Digest(); err != nil {
+		return nil, err
+	}
+	b[dir] = l
+	return l, nil
+}
+
+func buildImage(img Image, binDir, arch string, bases baseLayers) (v1.Image, error) {
 	var layers []v1.Layer
 	if img.BaseRootfs != "" {
-		l, err := dirLayer(img.BaseRootfs)
+		l, err := bases.get(img.BaseRootfs)
 		if err != nil {
 			return nil, fmt.Errorf("image %s: base layer: %w", img.Repo, err)
 		}
 		layers = append(layers, l)
 	}
-	l, err := binariesLayer(img.Binaries, binDir)
+	l, err := contentLayer(img, binDir)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", img.Repo, err)
 	}
@@ -75,7 +104,7 @@ func BuildImage(img Image, binDir, arch string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Config.Entrypoint = img.Entrypoint
+	cfg.Config.Entrypoint, cfg.Config.Cmd, cfg.Config.User = img.Entrypoint, img.Cmd, img.User
 	cfg.Config.Env = []string{imagePath}
 	return mutate.ConfigFile(out, cfg)
 }
@@ -83,8 +112,9 @@ func BuildImage(img Image, binDir, arch string) (v1.Image, error) {
 // PushImages builds every image and pushes it to the registry at host
 // (plain HTTP) through transport, which may dial inside a namespace.
 func PushImages(ctx context.Context, images []Image, binDir, arch, host string, transport http.RoundTripper) error {
+	bases := baseLayers{}
 	for _, img := range images {
-		built, err := BuildImage(img, binDir, arch)
+		built, err := buildImage(img, binDir, arch, bases)
 		if err != nil {
 			return err
 		}
@@ -99,20 +129,48 @@ func PushImages(ctx context.Context, images []Image, binDir, arch, host string, 
 	return nil
 }
 
-// binariesLayer is a layer of binaries, each at its path, mode 0755.
-func binariesLayer(binaries map[string]string, binDir string) (v1.Layer, error) {
+// contentLayer is the layer an image adds over its base: its binaries
+// (0755, or setuid root), the files the harness made and its symlinks.
+func contentLayer(img Image, binDir string) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, dest := range slices.Sorted(maps.Keys(binaries)) {
-		if err := addFile(tw, filepath.Join(binDir, binaries[dest]), dest[1:]); err != nil {
+	for _, dest := range slices.Sorted(maps.Keys(img.Binaries)) {
+		mode := int64(0o755)
+		if slices.Contains(img.Setuid, dest) {
+			mode = 0o4755
+		}
+		if err := addFileMode(tw, filepath.Join(binDir, img.Binaries[dest]), dest[1:], mode); err != nil {
 			return nil, err
 		}
+	}
+	if err := addMade(tw, img.Files, img.Links); err != nil {
+		return nil, err
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
 	b := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+}
+
+// addMade writes files made in memory and symlinks, in path order.
+func addMade(tw *tar.Writer, files map[string][]byte, links map[string]string) error {
+	for _, dest := range slices.Sorted(maps.Keys(files)) {
+		h := &tar.Header{Name: dest[1:], Mode: 0o644, Size: int64(len(files[dest])), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := tw.Write(files[dest]); err != nil {
+			return err
+		}
+	}
+	for _, dest := range slices.Sorted(maps.Keys(links)) {
+		h := &tar.Header{Name: dest[1:], Linkname: links[dest], Mode: 0o777, Typeflag: tar.TypeSymlink, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dirLayer is a layer holding a whole folder (symlinks kept, special files

@@ -162,7 +162,10 @@ func tarGz(prefix string, names ...string) func(string, io.Writer) error {
 	}
 }
 
-func addFile(tw *tar.Writer, src, name string) error {
+func addFile(tw *tar.Writer, src, name string) error { return addFileMode(tw, src, name, 0o755) }
+
+// addFileMode writes src into tw as name with mode.
+func addFileMode(tw *tar.Writer, src, name string, mode int64) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -172,7 +175,7 @@ func addFile(tw *tar.Writer, src, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: st.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: st.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
 	_, err = io.Copy(tw, f)

@@ -1,0 +1,99 @@
+//go:build conformance
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/e2e/harness"
+)
+
+// TestConformance is `make conformance`: a cluster founded and booted
+// exactly as the node proof's (normal certificate lifetimes), then every
+// [Conformance] test of the suite at the cluster's version: a parallel
+// pass of those that may share the cluster, then a serial pass of the
+// rest. It writes CONFORMANCE.md at the repository's root and fails
+// unless every test that did not pass is a known property of this
+// sandbox (conformance_sandbox_test.go). CONFORMANCE_FOCUS, a regular
+// expression, narrows the run to the tests whose names match it.
+func TestConformance(t *testing.T) {
+	list, err := harness.ConformanceList(filepath.Join(e2eDir, "components"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected := selectTests(t, list)
+	p := bringUpCluster(t, "conformance", nil)
+	p.c.checkNodesReady(t, p.vms, p.tl)
+	p.c.checkAddonsReady(t)
+	p.tl.mark("cluster ready for the suite")
+	rec := conformanceRecord{version: nodeVersions.Kubernetes, total: len(list), selected: len(selected),
+		procs: suiteProcs(), started: time.Now()}
+	results := map[string]harness.SpecResult{}
+	for _, pass := range []struct {
+		name   string
+		serial bool
+	}{{"parallel", false}, {"serial", true}} {
+		names := harness.CodeNames(selected, func(c harness.ConformanceTest) bool { return c.Serial() == pass.serial })
+		rec.passes = append(rec.passes, p.runPass(t, pass.name, names, pass.serial, results))
+	}
+	rec.passed, rec.others = harness.Tally(harness.CodeNames(selected, nil), results)
+	rec.results = results
+	path := filepath.Join(repoRoot(), "CONFORMANCE.md")
+	unexplained := rec.write(t, path)
+	t.Logf("conformance: %d/%d passed (%d selected; %s; %s)", rec.passed, rec.total, rec.selected,
+		strings.Join(rec.passes, ", "), path)
+	if len(unexplained) > 0 {
+		t.Errorf("%d tests did not pass for no known property of this sandbox:\n%s", len(unexplained), strings.Join(unexplained, "\n"))
+	}
+}
+
+// selectTests is the suite's list, narrowed by CONFORMANCE_FOCUS.
+func selectTests(t *testing.T, list []harness.ConformanceTest) []harness.ConformanceTest {
+	focus := os.Getenv("CONFORMANCE_FOCUS")
+	if focus == "" {
+		return list
+	}
+	re, err := regexp.Compile(focus)
+	if err != nil {
+		t.Fatalf("CONFORMANCE_FOCUS: %v", err)
+	}
+	var out []harness.ConformanceTest
+	for _, c := range list {
+		if re.MatchString(c.CodeName) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// runPass runs one pass over names (one spec at a time when serial),
+// adds its results and says how long it took.
+func (p *provenCluster) runPass(t *testing.T, name string, names []string, serial bool, results map[string]harness.SpecResult) string {
+	t.Helper()
+	if len(names) == 0 {
+		return name + " pass: nothing selected"
+	}
+	run := p.suiteRun(t, name, harness.FocusExactly(names), "", 4*time.Hour)
+	if serial {
+		run.Procs = 1
+	}
+	start := time.Now()
+	got, err := run.Run(context.Background())
+	if err != nil {
+		t.Fatalf("the %s pass: %v", name, err)
+	}
+	for k, v := range got {
+		results[k] = v
+	}
+	passed, _ := harness.Tally(names, got)
+	took := time.Since(start).Round(time.Second)
+	t.Logf("%s pass: %d/%d passed in %s (%d at once; report in %s)", name, passed, len(names), took, run.Procs, run.ReportDir)
+	return fmt.Sprintf("%s pass %d/%d in %s", name, passed, len(names), took)
+}

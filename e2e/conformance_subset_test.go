@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/e2e/harness"
+)
+
+// subsetFile is the conformance subset the node proof runs: one file, a
+// line of why for each group.
+const subsetFile = "conformance-subset.txt"
+
+// minSubset is the least number of tests the subset may hold.
+const minSubset = 120
+
+// suiteProcs is how many specs the suite runs at once (E2E_CONFORMANCE_PROCS
+// overrides): most specs wait on pods, so more than the two cores.
+func suiteProcs() int {
+	if n, err := strconv.Atoi(os.Getenv("E2E_CONFORMANCE_PROCS")); err == nil && n > 0 {
+		return n
+	}
+	return 4
+}
+
+// checkConformanceSubset runs the subset on the proven cluster and fails
+// the test on any test of it that did not pass.
+func (c *machineCluster) checkConformanceSubset(t *testing.T, p *provenCluster, tl *timeline) string {
+	t.Helper()
+	groups, err := harness.ReadSubset(filepath.Join(e2eDir, subsetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.Tests...)
+	}
+	run := p.suiteRun(t, "subset", harness.FocusExactly(names), "", 30*time.Minute)
+	start := time.Now()
+	results, err := run.Run(context.Background())
+	if err != nil {
+		t.Fatalf("conformance subset: %v", err)
+	}
+	passed, others := harness.Tally(names, results)
+	tl.mark("conformance subset done")
+	line := fmt.Sprintf("conformance: %d/%d passed", passed, len(names))
+	t.Logf("%s (the subset, %s, %d at once; report in %s)", line, time.Since(start).Round(time.Second), run.Procs, run.ReportDir)
+	if len(others) > 0 {
+		t.Errorf("conformance subset: %d did not pass:\n%s", len(others), strings.Join(others, "\n"))
+	}
+	return line
+}
+
+// suiteRun is a run of the suite against the proven cluster from the
+// node network's switch, as the initial node's admin, with every image
+// from the proof's registry; its report goes to the run's log folder.
+func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout time.Duration) harness.SuiteRun {
+	t.Helper()
+	dir := filepath.Join(p.r.LogDir, "conformance-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	raw, err := os.ReadFile(filepath.Join(p.c.initial().Root, adminKubeconfig))
+	if err != nil {
+		t.Fatalf("reading the initial node's admin kubeconfig: %v", err)
+	}
+	repoList := filepath.Join(dir, "repo-list.yaml")
+	for path, content := range map[string][]byte{kubeconfig: raw, repoList: harness.TestRepoList(svcAddr(registryPort))} {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return harness.SuiteRun{BinDir: binDir, NS: p.network.Switch, Kubeconfig: kubeconfig, RepoList: repoList,
+		ReportDir: dir, Focus: focus, Skip: skip, Procs: suiteProcs(), Timeout: timeout}
+}
+
+// TestConformanceSubsetIsSound checks the subset file against the suite
+// the cluster's version ships: every line names one of its [Conformance]
+// tests, none twice, none that must run alone, every group says why, and
+// there are at least minSubset of them, none [Slow].
+func TestConformanceSubsetIsSound(t *testing.T) {
+	list, err := harness.ConformanceList(filepath.Join(e2eDir, "components"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]harness.ConformanceTest{}
+	for _, ct := range list {
+		known[ct.CodeName] = ct
+	}
+	groups, err := harness.ReadSubset(filepath.Join(e2eDir, subsetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, g := range groups {
+		if g.Why == "" || len(g.Tests) == 0 {
+			t.Errorf("group %q: needs a reason and at least one test", g.Name)
+		}
+		for _, name := range g.Tests {
+			ct, ok := known[name]
+			switch {
+			case !ok:
+				t.Errorf("group %q: %q is not a [Conformance] test of the suite", g.Name, name)
+			case ct.Serial():
+				t.Errorf("group %q: %q must run alone; the subset runs in parallel", g.Name, name)
+			case strings.Contains(name, "[Slow]"):
+				t.Errorf("group %q: %q is [Slow]; make conformance runs it", g.Name, name)
+			case seen[name]:
+				t.Errorf("group %q: %q is listed twice", g.Name, name)
+			}
+			seen[name] = true
+		}
+	}
+	if len(seen) < minSubset {
+		t.Errorf("the subset holds %d tests; at least %d", len(seen), minSubset)
+	}
+}

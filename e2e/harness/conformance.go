@@ -1,0 +1,252 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ConformanceTest is one entry of the suite's own list of [Conformance]
+// tests (test/conformance/testdata/conformance.yaml of k8s.io/kubernetes).
+type ConformanceTest struct {
+	TestName string `json:"testname"`
+	CodeName string `json:"codename"` // the spec's full text, as ginkgo reports it
+	Release  string `json:"release"`
+	File     string `json:"file"`
+}
+
+// Serial reports whether the test must run alone (or is slow or
+// disruptive): the suite's serial pass runs it, never the parallel one.
+func (c ConformanceTest) Serial() bool {
+	return strings.Contains(c.CodeName, "[Serial]") || strings.Contains(c.CodeName, "[Disruptive]")
+}
+
+// ConformanceList reads the suite's list of [Conformance] tests from the
+// k8s.io/kubernetes module that components/conformance builds from.
+func ConformanceList(componentsDir string) ([]ConformanceTest, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes")
+	cmd.Dir = filepath.Join(componentsDir, "conformance")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding k8s.io/kubernetes in components/conformance: %w", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "test", "conformance", "testdata", "conformance.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var list []ConformanceTest
+	if err := yaml.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("conformance.yaml: %w", err)
+	}
+	return list, nil
+}
+
+// SubsetGroup is one group of the node proof's conformance subset: why
+// it is there, and its tests by their full names.
+type SubsetGroup struct {
+	Name, Why string
+	Tests     []string
+}
+
+// ReadSubset reads the subset file: `= <group>: <why>` starts a group,
+// every other line that is neither blank nor a # comment is a test's full
+// name.
+func ReadSubset(path string) ([]SubsetGroup, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var groups []SubsetGroup
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "= "):
+			name, why, _ := strings.Cut(strings.TrimPrefix(line, "= "), ":")
+			groups = append(groups, SubsetGroup{Name: strings.TrimSpace(name), Why: strings.TrimSpace(why)})
+		case len(groups) == 0:
+			return nil, fmt.Errorf("%s:%d: a test before the first group", path, n)
+		default:
+			g := &groups[len(groups)-1]
+			g.Tests = append(g.Tests, line)
+		}
+	}
+	return groups, sc.Err()
+}
+
+// FocusExactly is a ginkgo focus expression that selects the named specs
+// (each name ends in [Conformance], so none is a part of another).
+func FocusExactly(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return strings.Join(quoted, "|")
+}
+
+// SuiteRun is one run of the suite: ginkgo driving e2e.test against a
+// cluster, from inside a network namespace that reaches it.
+type SuiteRun struct {
+	BinDir     string // e2e.test, ginkgo and kubectl
+	NS         string // where the run's sockets open (the node network's switch)
+	Kubeconfig string
+	RepoList   string // the KUBE_TEST_REPO_LIST file
+	ReportDir  string // JUnit report and the run's log
+	Focus      string // ginkgo --focus
+	Skip       string // ginkgo --skip, may be empty
+	Procs      int    // parallel processes; 1 runs the specs one after the other
+	Timeout    time.Duration
+}
+
+// Run runs the suite to its end and returns every spec's result; a
+// failing spec is a result, not an error. The run's output is in
+// ReportDir/suite.log.
+func (s SuiteRun) Run(ctx context.Context) (map[string]SpecResult, error) {
+	if err := os.MkdirAll(s.ReportDir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(s.ReportDir, "suite.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", s.NS}, s.argv()...)...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = s.ReportDir, logf, logf
+	cmd.Env = append(os.Environ(), "KUBE_TEST_REPO_LIST="+s.RepoList, "KUBECONFIG="+s.Kubeconfig,
+		"PATH="+s.BinDir+":"+os.Getenv("PATH"))
+	runErr := cmd.Run()
+	results, err := ReadJUnit(s.ReportDir)
+	if err != nil {
+		return nil, fmt.Errorf("the suite wrote no report (%v): %w; its log: %s", runErr, err, TailFile(logf.Name(), 20))
+	}
+	return results, nil
+}
+
+// argv is ginkgo's command line: its own flags, the suite binary, then
+// the suite's flags after "--".
+func (s SuiteRun) argv() []string {
+	argv := []string{filepath.Join(s.BinDir, "ginkgo"), "--no-color", "--focus=" + s.Focus,
+		fmt.Sprintf("--procs=%d", max(s.Procs, 1)), "--timeout=" + s.Timeout.String(), "--poll-progress-after=5m"}
+	if s.Skip != "" {
+		argv = append(argv, "--skip="+s.Skip)
+	}
+	return append(argv, filepath.Join(s.BinDir, "e2e.test"), "--",
+		"--provider=skeleton", "--kubeconfig="+s.Kubeconfig, "--report-dir="+s.ReportDir,
+		"--disable-log-dump", "--kubectl-path="+filepath.Join(s.BinDir, "kubectl"))
+}
+
+// SpecResult is how one spec ended, as the JUnit report says.
+type SpecResult struct {
+	Status  string // passed, failed, skipped, pending, interrupted, timedout, panicked
+	Message string // the failure's message, if any
+	Seconds float64
+}
+
+// junitText is a failure's message: the suite writes no message
+// attribute, only the full text.
+type junitText struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// summary is the line of the text that says why the spec failed.
+func (j *junitText) summary() string {
+	if j == nil {
+		return ""
+	}
+	for _, line := range strings.Split(j.Message+"\n"+j.Text, "\n") {
+		if strings.Contains(line, "[FAILED]") || strings.Contains(line, "[PANICKED]") || strings.Contains(line, "[TIMEDOUT]") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return firstLine(j.Message + "\n" + j.Text)
+}
+
+type junitSuites struct {
+	Suites []struct {
+		Cases []struct {
+			Name    string  `xml:"name,attr"`
+			Status  string  `xml:"status,attr"`
+			Time    float64 `xml:"time,attr"`
+			Failure *junitText `xml:"failure"`
+			Error   *junitText `xml:"error"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+// ReadJUnit reads every junit*.xml in dir into results by spec text
+// (ginkgo's "[It] " prefix removed).
+func ReadJUnit(dir string) (map[string]SpecResult, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "junit*.xml"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no junit*.xml in %s", dir)
+	}
+	results := map[string]SpecResult{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var doc junitSuites
+		if err := xml.Unmarshal(raw, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, s := range doc.Suites {
+			for _, c := range s.Cases {
+				r := SpecResult{Status: c.Status, Seconds: c.Time, Message: c.Failure.summary()}
+				if r.Message == "" {
+					r.Message = c.Error.summary()
+				}
+				results[strings.TrimPrefix(c.Name, "[It] ")] = r
+			}
+		}
+	}
+	return results, nil
+}
+
+// Tally counts how many of want passed and lists the others with how they
+// ended ("did not run" when the report lacks them), in want's order.
+func Tally(want []string, results map[string]SpecResult) (passed int, others []string) {
+	for _, name := range want {
+		r, ok := results[name]
+		switch {
+		case !ok:
+			others = append(others, name+": did not run")
+		case r.Status == "passed":
+			passed++
+		default:
+			others = append(others, fmt.Sprintf("%s: %s: %s", name, r.Status, firstLine(r.Message)))
+		}
+	}
+	return passed, others
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// CodeNames lists the tests' full names, optionally only the serial ones
+// or only the others.
+func CodeNames(tests []ConformanceTest, keep func(ConformanceTest) bool) []string {
+	var out []string
+	for _, t := range tests {
+		if keep == nil || keep(t) {
+			out = append(out, t.CodeName)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
