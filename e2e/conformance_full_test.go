@@ -21,8 +21,9 @@ import (
 // pass of those that may share the cluster, then a serial pass of the
 // rest. It writes CONFORMANCE.md at the repository's root and fails
 // unless every test that did not pass is a known property of this
-// sandbox (conformance_sandbox_test.go). CONFORMANCE_FOCUS, a regular
-// expression, narrows the run to the tests whose names match it.
+// sandbox (sandboxProperties). CONFORMANCE_FOCUS, a regular expression,
+// narrows the run to the tests whose names match it; CONFORMANCE_SUBSET=1
+// to the node proof's subset.
 func TestConformance(t *testing.T) {
 	list, err := harness.ConformanceList(filepath.Join(e2eDir, "components"))
 	if err != nil {
@@ -54,9 +55,13 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// selectTests is the suite's list, narrowed by CONFORMANCE_FOCUS.
+// selectTests is the suite's list, narrowed by CONFORMANCE_FOCUS (or, with
+// CONFORMANCE_SUBSET=1, to the node proof's subset).
 func selectTests(t *testing.T, list []harness.ConformanceTest) []harness.ConformanceTest {
 	focus := os.Getenv("CONFORMANCE_FOCUS")
+	if os.Getenv("CONFORMANCE_SUBSET") == "1" {
+		focus = harness.FocusExactly(subsetNames(t))
+	}
 	if focus == "" {
 		return list
 	}

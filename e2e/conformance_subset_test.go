@@ -33,14 +33,7 @@ func suiteProcs() int {
 // the test on any test of it that did not pass.
 func (c *machineCluster) checkConformanceSubset(t *testing.T, p *provenCluster, tl *timeline) string {
 	t.Helper()
-	groups, err := harness.ReadSubset(filepath.Join(e2eDir, subsetFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, g := range groups {
-		names = append(names, g.Tests...)
-	}
+	names := subsetNames(t)
 	run := p.suiteRun(t, "subset", harness.FocusExactly(names), "", 30*time.Minute)
 	start := time.Now()
 	results, err := run.Run(context.Background())
@@ -57,11 +50,27 @@ func (c *machineCluster) checkConformanceSubset(t *testing.T, p *provenCluster, 
 	return line
 }
 
+// subsetNames lists the subset's tests in the file's order.
+func subsetNames(t *testing.T) []string {
+	t.Helper()
+	groups, err := harness.ReadSubset(filepath.Join(e2eDir, subsetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.Tests...)
+	}
+	return names
+}
+
 // suiteRun is a run of the suite against the proven cluster from the
 // node network's switch, as the initial node's admin, with every image
-// from the proof's registry; its report goes to the run's log folder.
+// from the proof's registry and the platform's DNS records in the
+// resolver; its report goes to the run's log folder.
 func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout time.Duration) harness.SuiteRun {
 	t.Helper()
+	writePlatformHosts(t, p.st, p.svc.resolverHosts) // the records as they are now that every node is up
 	dir := filepath.Join(p.r.LogDir, "conformance-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,4 +25,46 @@ func TestProductModuleStaysLight(t *testing.T) {
 			t.Errorf("the product module requires %s: it belongs in e2e/ only", mod)
 		}
 	}
+}
+
+// TestSuiteBuildsFromTheClusterVersion: the conformance suite's module
+// and the Kubernetes components' module pin k8s.io/kubernetes and every
+// staging module to the same versions, so the suite judges the version
+// the cluster runs (the README's "Changing versions" bumps both).
+func TestSuiteBuildsFromTheClusterVersion(t *testing.T) {
+	kube, suite := pins(t, "components/kube/go.mod"), pins(t, "components/conformance/go.mod")
+	if len(kube) == 0 || kube["k8s.io/kubernetes"] == "" {
+		t.Fatalf("components/kube/go.mod: no k8s.io/kubernetes pin found")
+	}
+	for mod, v := range kube {
+		if !strings.HasPrefix(mod, "k8s.io/") {
+			continue
+		}
+		if suite[mod] != v {
+			t.Errorf("%s: the components build %s, the suite %q", mod, v, suite[mod])
+		}
+	}
+}
+
+// pins reads a go.mod's k8s.io/kubernetes requirement and its replace
+// lines: module -> version.
+func pins(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(e2eDir, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 4 && f[1] == "=>":
+			out[f[0]] = f[3]
+		case len(f) >= 2 && f[0] == "k8s.io/kubernetes":
+			out[f[0]] = f[1]
+		case len(f) >= 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes":
+			out[f[1]] = f[2]
+		}
+	}
+	return out
 }

@@ -205,11 +205,8 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
 	hosts := filepath.Join(dir, "platform.hosts")
 	corefile := fmt.Sprintf(`.:%d {
     bind %s
-    hosts {
-        %s imdsapi.excloud.in
-        fallthrough
-    }
     hosts %s {
+        %s imdsapi.excloud.in
         reload 2s
         fallthrough
     }
@@ -217,7 +214,7 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
         rcode NXDOMAIN
     }
 }
-`, dnsPort, harness.ServicesAddr, harness.ServicesAddr, hosts)
+`, dnsPort, harness.ResolverAddr, hosts, harness.ServicesAddr)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,11 @@ const NamePrefix = "exk8se2e-"
 // network exists. 198.51.100.0/24 is TEST-NET-2: never a real host.
 var ServicesAddr = netip.MustParseAddr("198.51.100.1")
 
+// ResolverAddr is the subnet's DNS resolver, an address of its own on the
+// switch as a cloud's VPC resolver is: not IMDS's, which the node's guard
+// keeps every pod from (CoreDNS forwards the names it does not own here).
+var ResolverAddr = netip.MustParseAddr("198.51.100.53")
+
 // Network is one run's set of hosts: a switch namespace holding a bridge,
 // and one namespace per node joined to the bridge by a veth pair. The
 // bridge carries the subnet's gateway address, which is also where the
@@ -86,6 +91,7 @@ func NewNetwork(run string, addrs []netip.Prefix) (_ *Network, err error) {
 		{"-n", sw, "addr", "add", n.Gateway.String(), "dev", "br0"},
 		// The platform's services as the nodes see them (see ServicesAddr).
 		{"-n", sw, "addr", "add", ServicesAddr.String() + "/32", "dev", "br0"},
+		{"-n", sw, "addr", "add", ResolverAddr.String() + "/32", "dev", "br0"},
 		{"-n", sw, "link", "set", "br0", "up"},
 	}
 	for i, node := range n.Nodes {
