@@ -203,6 +203,9 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
 	t.Helper()
 	dir := filepath.Join(r.WorkDir, "resolver")
 	hosts := filepath.Join(dir, "platform.hosts")
+	// The names it knows come from hosts; every other name falls through
+	// to an empty root zone, which answers NXDOMAIN with its SOA (CoreDNS
+	// runs its plugins in a fixed order, whatever the Corefile's).
 	corefile := fmt.Sprintf(`.:%d {
     bind %s
     hosts %s {
@@ -210,19 +213,17 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
         reload 2s
         fallthrough
     }
-    template ANY ANY {
-        rcode NXDOMAIN
-    }
+    file %s .
 }
-`, dnsPort, harness.ResolverAddr, hosts, harness.ServicesAddr)
+`, dnsPort, harness.ResolverAddr, hosts, harness.ServicesAddr, filepath.Join(dir, "root.zone"))
+	rootZone := "$ORIGIN .\n@ 300 IN SOA resolver.invalid. hostmaster.invalid. 1 7200 3600 1209600 300\n@ 300 IN NS resolver.invalid.\n"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "Corefile"), []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
-		t.Fatal(err)
+	for path, content := range map[string]string{filepath.Join(dir, "Corefile"): corefile, filepath.Join(dir, "root.zone"): rootZone, hosts: ""} {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	argv := []string{filepath.Join(binDir, "coredns"), "-conf", filepath.Join(dir, "Corefile")}
 	if _, err := r.Start("resolver", harness.Host{NS: sw}, dir, os.Environ(), argv); err != nil {

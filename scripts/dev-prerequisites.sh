@@ -12,7 +12,8 @@ target="${1:?usage: dev-prerequisites.sh local|test}"
 # The one list: command, the Debian package that provides it, and the
 # targets that need it ("both": local and test). The e2e proofs (run by
 # make test) build network namespaces, a Debian root filesystem and
-# systemd machines, and compile runc with cgo and seccomp.
+# systemd machines, and compile runc with cgo and seccomp and the test
+# images' busybox (static).
 APT_TOOLS=(
   "psql postgresql-client both"
   "curl curl both"
@@ -23,6 +24,8 @@ APT_TOOLS=(
   "debootstrap debootstrap test"
   "systemd-nspawn systemd-container test"
   "gcc gcc test"
+  "bzip2 bzip2 test"
+  "/usr/include/stdio.h libc6-dev test"
   "/usr/include/seccomp.h libseccomp-dev test"
 )
 
