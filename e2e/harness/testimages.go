@@ -2,20 +2,11 @@ package harness
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"maps"
-	"math/big"
-	"net"
-	"time"
 )
 
 // TestImageRoots are the root filesystems the conformance suite's test
@@ -92,28 +83,17 @@ func TestRepoList(host string) []byte {
 }
 
 // agnhostFiles are the files agnhost's porter serves TLS with, made here:
-// a self-signed certificate for localhost and its key.
+// a certificate for localhost from a throwaway CA, and its key.
 func agnhostFiles() (map[string][]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := NewTestCA("agnhost test CA")
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, key, err := ca.IssuePEM("localhost", "127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return map[string][]byte{
-		"/localhost.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"/localhost.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return map[string][]byte{"/localhost.crt": cert, "/localhost.key": key}, nil
 }
 
 // updateDemoPage is the page of kubectl's Update Demo images: data.json

@@ -56,13 +56,42 @@ func (ca *TestCA) WriteCert(dir, name string) error {
 // Issue signs a leaf for cn with the given IP SANs, usable for both server
 // and client auth, and writes dir/name.pem and dir/name-key.pem.
 func (ca *TestCA) Issue(dir, name, cn string, ips ...string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certPEM, keyPEM, err := ca.IssuePEM(cn, ips...)
 	if err != nil {
 		return err
 	}
+	if err := writeFile(filepath.Join(dir, name+".pem"), certPEM, 0o644); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, name+"-key.pem"), keyPEM, 0o600)
+}
+
+// IssuePEM signs a leaf for cn (and localhost) with the given IP SANs,
+// usable for both server and client auth: the certificate and its key, PEM.
+func (ca *TestCA) IssuePEM(cn string, ips ...string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl, err := leafTemplate(cn, ips)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER), nil
+}
+
+func leafTemplate(cn string, ips []string) (*x509.Certificate, error) {
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -76,27 +105,24 @@ func (ca *TestCA) Issue(dir, name, cn string, ips ...string) error {
 	for _, s := range ips {
 		ip := net.ParseIP(s)
 		if ip == nil {
-			return fmt.Errorf("bad IP SAN %q", s)
+			return nil, fmt.Errorf("bad IP SAN %q", s)
 		}
 		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := writePEM(filepath.Join(dir, name+".pem"), "CERTIFICATE", der, 0o644); err != nil {
-		return err
-	}
-	return writePEM(filepath.Join(dir, name+"-key.pem"), "EC PRIVATE KEY", keyDER, 0o600)
+	return tmpl, nil
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
 func writePEM(path, typ string, der []byte, mode os.FileMode) error {
+	return writeFile(path, pemBlock(typ, der), mode)
+}
+
+func writeFile(path string, content []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode)
+	return os.WriteFile(path, content, mode)
 }

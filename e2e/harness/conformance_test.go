@@ -1,0 +1,110 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestReadSubsetGroupsTestsUnderTheirReason(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "subset.txt")
+	body := "# a comment\n\n= node: the kubelet\n[sig-node] A [Conformance]\n[sig-node] B [Conformance]\n= cli: kubectl\n[sig-cli] C [Conformance]\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := ReadSubset(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 2 || groups[0].Name != "node" || groups[0].Why != "the kubelet" || len(groups[0].Tests) != 2 ||
+		groups[1].Tests[0] != "[sig-cli] C [Conformance]" {
+		t.Fatalf("groups: %+v", groups)
+	}
+	if err := os.WriteFile(path, []byte("[sig-node] A [Conformance]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSubset(path); err == nil {
+		t.Fatal("a test before any group was accepted")
+	}
+}
+
+func TestFocusExactlyMatchesTheNamesLiterally(t *testing.T) {
+	names := []string{"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]", "[sig-x] a.b (c) [Conformance]"}
+	re := regexp.MustCompile(FocusExactly(names))
+	for _, n := range names {
+		if !re.MatchString(n) {
+			t.Errorf("%q not matched", n)
+		}
+	}
+	if re.MatchString("[sig-x] aXb (c) [Conformance]") || re.MatchString("[sig-node] Pods should get a host [Conformance]") {
+		t.Error("the focus matches a name it does not list")
+	}
+}
+
+func TestReadJUnitAndTally(t *testing.T) {
+	dir := t.TempDir()
+	report := `<?xml version="1.0"?><testsuites><testsuite name="Kubernetes e2e suite">
+<testcase name="[It] [sig-a] one [Conformance]" status="passed" time="1.5"></testcase>
+<testcase name="[It] [sig-a] two [Conformance]" status="failed" time="3"><failure type="failed">Timeline
+  [FAILED] Timed out after 60s.
+more</failure></testcase>
+<testcase name="[SynchronizedBeforeSuite]" status="passed"></testcase>
+</testsuite></testsuites>`
+	if err := os.WriteFile(filepath.Join(dir, "junit_01.xml"), []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := ReadJUnit(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, others := Tally([]string{"[sig-a] one [Conformance]", "[sig-a] two [Conformance]", "[sig-a] three [Conformance]"}, results)
+	if passed != 1 || len(others) != 2 {
+		t.Fatalf("passed %d, others %v", passed, others)
+	}
+	if !strings.Contains(others[0], "failed: [FAILED] Timed out after 60s.") || !strings.HasSuffix(others[1], "did not run") {
+		t.Errorf("others: %q", others)
+	}
+	if _, err := ReadJUnit(t.TempDir()); err == nil {
+		t.Error("a folder without a report gave no error")
+	}
+}
+
+func TestTestImagesCoverTheSuitesNamesAndBuild(t *testing.T) {
+	bin := t.TempDir()
+	for _, b := range []string{"agnhost", "coredns", "nonewprivs", "sample-apiserver", "etcd", "etcdctl"} {
+		if err := os.WriteFile(filepath.Join(bin, b), []byte("binary "+b), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := TestImageRoots{Userland: t.TempDir(), Busybox: t.TempDir()}
+	images, err := TestImages(roots, "3.6.6-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := map[string]Image{}
+	for _, img := range images {
+		tags[img.Repo+":"+img.Tag] = img
+		if _, err := BuildImage(img, bin, "amd64"); err != nil {
+			t.Errorf("%s:%s: %v", img.Repo, img.Tag, err)
+		}
+	}
+	for _, want := range []string{"e2e-test-images/agnhost:2.59", "e2e-test-images/agnhost:2.55", "e2e-test-images/busybox:1.37.0-1",
+		"e2e-test-images/nginx:1.14-4", "e2e-test-images/nginx:1.15-4", "e2e-test-images/jessie-dnsutils:1.7",
+		"e2e-test-images/nautilus:1.7", "e2e-test-images/nonewprivs:1.3", "e2e-test-images/nonroot:1.4",
+		"e2e-test-images/sample-apiserver:1.29.2", "etcd:3.6.6-0"} {
+		if _, ok := tags[want]; !ok {
+			t.Errorf("no image %s", want)
+		}
+	}
+	if img := tags["e2e-test-images/nautilus:1.7"]; !strings.Contains(string(img.Files["/data.json"]), `"nautilus.jpg"`) {
+		t.Errorf("nautilus data.json: %s", img.Files["/data.json"])
+	}
+	if img := tags["e2e-test-images/nonroot:1.4"]; img.User != "1234" {
+		t.Errorf("nonroot user %q", img.User)
+	}
+	if got := string(TestRepoList("198.51.100.1:5000")); !strings.Contains(got, "promoterE2eRegistry: 198.51.100.1:5000/e2e-test-images\n") {
+		t.Errorf("repo list: %s", got)
+	}
+}
