@@ -70,22 +70,26 @@ stamp() {
 	} | sha256sum | cut -d' ' -f1
 }
 
+# up_to_date NAME WANT BINARIES...: whether NAME's stamp is WANT and every
+# binary is there (and says so).
+up_to_date() {
+	local name="$1" want="$2" have="" b
+	shift 2
+	[[ -f "$bin_dir/.$name.stamp" ]] && have="$(cat "$bin_dir/.$name.stamp")"
+	[[ "$want" == "$have" ]] || return 1
+	for b in "$@"; do
+		[[ -x "$bin_dir/$b" ]] || return 1
+	done
+	echo "build-components: $name up to date ($*)"
+}
+
 # build_module builds every main package of one module, unless its stamp matches.
 build_module() {
 	local name="$1" ldflags="$2"
 	shift 2
-	local dir="$here/components/$name" want have="" missing=0 b
+	local dir="$here/components/$name" want
 	want="$(stamp "$dir" "$ldflags")"
-	if [[ -f "$bin_dir/.$name.stamp" ]]; then
-		have="$(cat "$bin_dir/.$name.stamp")"
-	fi
-	for b in "$@"; do
-		[[ -x "$bin_dir/$b" ]] || missing=1
-	done
-	if [[ "$want" == "$have" && "$missing" == 0 ]]; then
-		echo "build-components: $name up to date ($*)"
-		return 0
-	fi
+	up_to_date "$name" "$want" "$@" && return 0
 	echo "build-components: building $name ($*)"
 	local start=$SECONDS
 	(cd "$dir" && go build -ldflags="$ldflags" -o "$bin_dir/" ./...)
@@ -98,19 +102,13 @@ build_module() {
 # binary of a dependency's package (`go test -c`); the others are that
 # module's `tool` lines.
 build_conformance() {
-	local dir="$here/components/conformance" want have="" b missing=0
+	local dir="$here/components/conformance" want
 	local tools=(github.com/onsi/ginkgo/v2/ginkgo k8s.io/kubernetes/test/images/agnhost
 		k8s.io/kubernetes/test/images/nonewprivs k8s.io/sample-apiserver)
+	local bins=(e2e.test ginkgo agnhost nonewprivs sample-apiserver)
 	want="$(stamp "$dir" "$kube_ldflags")"
-	[[ -f "$bin_dir/.conformance.stamp" ]] && have="$(cat "$bin_dir/.conformance.stamp")"
-	for b in e2e.test ginkgo agnhost nonewprivs sample-apiserver; do
-		[[ -x "$bin_dir/$b" ]] || missing=1
-	done
-	if [[ "$want" == "$have" && "$missing" == 0 ]]; then
-		echo "build-components: conformance up to date (e2e.test ginkgo agnhost nonewprivs sample-apiserver)"
-		return 0
-	fi
-	echo "build-components: building conformance (e2e.test ginkgo agnhost nonewprivs sample-apiserver)"
+	up_to_date conformance "$want" "${bins[@]}" && return 0
+	echo "build-components: building conformance (${bins[*]})"
 	local start=$SECONDS
 	(cd "$dir" && go test -c -vet=off -ldflags="$kube_ldflags" -o "$bin_dir/e2e.test" k8s.io/kubernetes/test/e2e &&
 		go build -ldflags="$kube_ldflags" -o "$bin_dir/" "${tools[@]}")
