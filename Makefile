@@ -20,6 +20,7 @@ build-ClustersFunction:      ; $(call lambda_build,clusters)
 build-GetBundleFunction:     ; $(call lambda_build,get-bundle)
 build-HealthFunction:        ; $(call lambda_build,health)
 build-ReconcilerFunction:    ; $(call lambda_build,reconciler)
+build-MigrateFunction:       ; $(call lambda_build,migrate)
 
 LOCAL_BIN := .local/bin
 
@@ -91,4 +92,4 @@ bench:
 
 .PHONY: local invoke migrate lint test e2e e2e-nodes fuzz bench \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
-	build-ReconcilerFunction
+	build-ReconcilerFunction build-MigrateFunction

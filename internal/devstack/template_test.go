@@ -59,6 +59,17 @@ func TestProjectTemplate(t *testing.T) {
 			}
 		}
 	}
+	// The deployment hook is built, not served, and reads the same variables.
+	if len(tmpl.Hooks) != 1 || tmpl.Hooks[0].LogicalID != "MigrateFunction" || len(tmpl.Hooks[0].Routes) != 0 || tmpl.Hooks[0].Schedule != 0 {
+		t.Errorf("deployment hooks %+v, want MigrateFunction alone, with no route or schedule", tmpl.Hooks)
+	}
+	for _, f := range tmpl.Hooks {
+		for _, v := range config.Variables() {
+			if _, ok := f.Env[v]; !ok {
+				t.Errorf("%s does not declare %s", f.LogicalID, v)
+			}
+		}
+	}
 	h, _ := tmpl.Function("HealthFunction")
 	if h.Env["BASE_DNS_DOMAIN"] != "k8s.excloud.co.in" || h.Env["KMS_KEY_ID"] != "" {
 		t.Errorf("env resolution: BASE_DNS_DOMAIN=%q (parameter default) KMS_KEY_ID=%q (resource: unresolvable)", h.Env["BASE_DNS_DOMAIN"], h.Env["KMS_KEY_ID"])
