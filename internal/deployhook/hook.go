@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
 )
 
 // Event is what CodeDeploy sends a lifecycle hook.

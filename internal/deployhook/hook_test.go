@@ -66,7 +66,9 @@ func TestHookMigratesOnceWhateverTheRuns(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 5)
 	for i := range errs {
-		wg.Go(func() { errs[i] = h.Handle(t.Context(), Event{DeploymentID: "d-" + string(rune('A'+i)), LifecycleEventHookExecutionID: "x"}) })
+		wg.Go(func() {
+			errs[i] = h.Handle(t.Context(), Event{DeploymentID: "d-" + string(rune('A'+i)), LifecycleEventHookExecutionID: "x"})
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -25,6 +25,7 @@ type resource struct {
 	DeletionPolicy      string
 	UpdateReplacePolicy string
 	DependsOn           any
+	Metadata            map[string]any
 	Properties          map[string]any
 }
 
@@ -57,6 +58,7 @@ func loadTemplate(t *testing.T) *cfnTemplate {
 		r.DeletionPolicy, _ = m["DeletionPolicy"].(string)
 		r.UpdateReplacePolicy, _ = m["UpdateReplacePolicy"].(string)
 		r.Properties, _ = m["Properties"].(map[string]any)
+		r.Metadata, _ = m["Metadata"].(map[string]any)
 		tmpl.Resources[id] = r
 	}
 	return tmpl
