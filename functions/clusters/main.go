@@ -20,7 +20,7 @@ func main() {
 		// lost is found by repeating that create, byte for byte.
 		r, err := bundle.NewFoundingRenderer()
 		clusters := app.Founding(r)
-		srv.Clusters, srv.KubeconfigLog = clusters, clusters
+		srv.Clusters, srv.KubeconfigLog, srv.Events = clusters, clusters, clusters
 		srv.Nodes = app.Nodes()
 		return err
 	})

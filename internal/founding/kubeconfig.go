@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -116,6 +117,19 @@ func (s *Service) Kubeconfigs(ctx context.Context, org auth.Principal, id int64)
 		return nil, databaseError(err)
 	}
 	return issues, nil
+}
+
+// AuditEvents lists the audit trail of one of org's clusters, newest first
+// (store.MaxAuditEventsShown of them), of any status.
+func (s *Service) AuditEvents(ctx context.Context, org auth.Principal, id int64) ([]audit.Event, error) {
+	events, err := s.Store.AuditEvents(ctx, org.OrgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apperr.NotFound.Detail("no such cluster")
+	}
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	return events, nil
 }
 
 // issueAdmin mints an admin identity of cluster c for org's operator,

@@ -124,7 +124,11 @@ func (a *App) watchSIGTERM() {
 // Server returns an api.Server with what every function shares.
 func (a *App) Server() *api.Server {
 	return &api.Server{
-		Auth:     &auth.Authenticator{Tokens: a.Store},
+		Auth: &auth.Authenticator{Tokens: a.Store},
+		// Appends only for a state-changing route on a cluster in its path
+		// or founded by it: CreateClusterFunction's and ClustersFunction's
+		// (migration 014 grants them the insert).
+		Audit:    a.Store,
 		Draining: a.draining.Load,
 		Log:      a.Log,
 		// A local and benchmark switch, deliberately not a template.yaml
