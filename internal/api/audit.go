@@ -37,12 +37,11 @@ func (s *Server) recordAudit(ctx context.Context, e audit.Event) {
 	if s.Audit != nil && e.OrgID != 0 && e.ClusterID != 0 {
 		stored, err = s.Audit.RecordAudit(ctx, e)
 	}
-	attrs := append(e.LogAttrs(), "stored", stored)
 	if err != nil {
-		s.logger().ErrorContext(ctx, "audit", append(attrs, "error", err.Error())...)
+		s.logger().ErrorContext(ctx, "audit", "audit", e, "stored", false, "error", err.Error())
 		return
 	}
-	s.logger().InfoContext(ctx, "audit", attrs...)
+	s.logger().InfoContext(ctx, "audit", "audit", e, "stored", stored)
 }
 
 // noteOperator records the authenticated operator in the request's audit

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -30,7 +31,7 @@ func TestNote(t *testing.T) {
 	NoteFrom(ctx).Cluster(4)
 	want := Event{At: at, OrgID: 7, ClusterID: 4, Principal: "org:7:token:abc", Action: "cluster.delete",
 		Resource: "/clusters/4", Outcome: Succeeded, Status: 200, RequestID: "r-1"}
-	if e := n.Event("cluster.delete", "/clusters/4", "r-1", 200, at); e != want {
+	if e := n.Event("cluster.delete", "/clusters/4", "r-1", 200, at); !reflect.DeepEqual(e, want) {
 		t.Errorf("got %+v, want %+v", e, want)
 	}
 	NoteFrom(context.Background()).Principal(1, "x") // not audited: no panic, nothing noted

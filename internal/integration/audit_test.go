@@ -15,6 +15,8 @@ import (
 // auditEvent is one item of GET /clusters/{id}/events.
 type auditEvent struct {
 	At        time.Time `json:"at"`
+	OrgID     int64     `json:"org_id"`
+	ClusterID int64     `json:"cluster_id"`
 	Principal string    `json:"principal"`
 	Action    string    `json:"action"`
 	Resource  string    `json:"resource"`
@@ -23,19 +25,16 @@ type auditEvent struct {
 	RequestID string    `json:"request_id"`
 }
 
-// auditLine is an "audit" record of the functions' log.
+// auditLine is an "audit" record of the functions' log: the event as the
+// API lists it, and whether the cluster's trail stored it.
 type auditLine struct {
-	Msg       string `json:"msg"`
-	Audit     bool   `json:"audit"`
-	Principal string `json:"principal"`
-	OrgID     int64  `json:"org_id"`
-	ClusterID int64  `json:"cluster_id"`
-	Action    string `json:"action"`
-	Resource  string `json:"resource"`
-	Outcome   string `json:"outcome"`
-	Status    int    `json:"status"`
-	RequestID string `json:"request_id"`
-	Stored    bool   `json:"stored"`
+	Msg   string `json:"msg"`
+	Audit struct {
+		auditEvent
+		OrgID     int64 `json:"org_id"`
+		ClusterID int64 `json:"cluster_id"`
+	} `json:"audit"`
+	Stored bool `json:"stored"`
 }
 
 // Every state-changing request an operator makes on a cluster, whatever
@@ -76,6 +75,9 @@ func TestAuditTrail(t *testing.T) {
 		}
 	}
 	want = append(want, auditEvent{Principal: who, Action: "cluster.create", Resource: "/clusters", Outcome: "succeeded", Status: http.StatusCreated})
+	for i := range want {
+		want[i].OrgID, want[i].ClusterID = 1, id
+	}
 
 	got := s.auditEvents(1, id)
 	if len(got) != len(want) {
@@ -127,12 +129,13 @@ func (s *stack) checkAuditLog(t *testing.T, want int, other string) {
 	}
 	probed := false
 	for _, l := range lines {
-		if !l.Audit || l.Principal == "" || l.OrgID == 0 || l.Action == "" || l.Resource == "" || l.Outcome == "" || l.Status == 0 || l.RequestID == "" {
+		a := l.Audit
+		if a.At.IsZero() || a.Principal == "" || a.OrgID == 0 || a.ClusterID == 0 || a.Action == "" || a.Resource == "" || a.Outcome == "" || a.Status == 0 || a.RequestID == "" {
 			t.Errorf("audit record lacks a field: %+v", l)
 		}
-		if l.Principal == other {
+		if a.Principal == other {
 			probed = true
-			if l.Stored || l.Outcome != "refused" || l.OrgID != 2 {
+			if l.Stored || a.Outcome != "refused" || a.OrgID != 2 {
 				t.Errorf("the other org's probe: %+v, want refused, not stored", l)
 			}
 		}
