@@ -37,11 +37,12 @@ func (s *Server) recordAudit(ctx context.Context, e audit.Event) {
 	if s.Audit != nil && e.OrgID != 0 && e.ClusterID != 0 {
 		stored, err = s.Audit.RecordAudit(ctx, e)
 	}
+	// request_id also at the top, as every log line of a request has it.
 	if err != nil {
-		s.logger().ErrorContext(ctx, "audit", "audit", e, "stored", false, "error", err.Error())
+		s.logger().ErrorContext(ctx, "audit", "request_id", e.RequestID, "audit", e, "stored", false, "error", err.Error())
 		return
 	}
-	s.logger().InfoContext(ctx, "audit", "audit", e, "stored", stored)
+	s.logger().InfoContext(ctx, "audit", "request_id", e.RequestID, "audit", e, "stored", stored)
 }
 
 // noteOperator records the authenticated operator in the request's audit

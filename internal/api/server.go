@@ -149,15 +149,23 @@ type Server struct {
 	Events AuditEvents
 }
 
-// Handler serves the routes of one function (its template.yaml logical id).
+// Handler serves the routes of one function (its template.yaml logical id)
+// with its handler set from HandlersOf: for tests and tools.
 func (s *Server) Handler(function string) http.Handler {
+	return s.HandlerWith(function, HandlersOf(function))
+}
+
+// HandlerWith serves the routes of one function with its own handler set
+// (a Route without one answers 404, which TestHandlersServeTheRoutes
+// prevents).
+func (s *Server) HandlerWith(function string, own Handlers) http.Handler {
 	mux := http.NewServeMux()
 	for _, r := range Routes {
-		if r.Function != function {
+		handle, ok := own[r.Key()]
+		if r.Function != function || !ok {
 			continue
 		}
-		handle := r.handle
-		route := r.Method + " " + r.Path
+		route := r.Key()
 		mux.Handle(route, s.observe(route, s.audited(r.Audit, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) })))
 	}
 	// Anything else: a JSON 405 or 404, never Go's text page.

@@ -124,11 +124,7 @@ func (a *App) watchSIGTERM() {
 // Server returns an api.Server with what every function shares.
 func (a *App) Server() *api.Server {
 	return &api.Server{
-		Auth: &auth.Authenticator{Tokens: a.Store},
-		// Appends only for a state-changing route on a cluster in its path
-		// or founded by it: CreateClusterFunction's and ClustersFunction's
-		// (migration 014 grants them the insert).
-		Audit:    a.Store,
+		Auth:     &auth.Authenticator{Tokens: a.Store},
 		Draining: a.draining.Load,
 		Log:      a.Log,
 		// A local and benchmark switch, deliberately not a template.yaml
@@ -213,7 +209,7 @@ func (a *App) HealthChecks() []api.Check {
 // Serve is a function's whole main: load the App (failing the cold start
 // if a required variable is missing), let configure set the function's use
 // cases on its Server, and serve function's routes for the Lambda runtime.
-func Serve(function string, required []string, configure func(*App, *api.Server) error) {
+func Serve(function string, own api.Handlers, required []string, configure func(*App, *api.Server) error) {
 	app, err := Load(context.Background(), required...)
 	if err != nil {
 		Fatal(err)
@@ -222,7 +218,7 @@ func Serve(function string, required []string, configure func(*App, *api.Server)
 	if err := configure(app, srv); err != nil {
 		Fatal(err)
 	}
-	lambdaserve.Start(srv.Handler(function))
+	lambdaserve.Start(srv.HandlerWith(function, own))
 }
 
 // Fatal logs why a cold start failed and exits non-zero, which Lambda
