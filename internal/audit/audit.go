@@ -28,7 +28,7 @@ func OutcomeOf(status int) Outcome {
 }
 
 // Unauthenticated names the principal of a request no token proved.
-const Unauthenticated = "unauthenticated"
+const Unauthenticated = "anonymous"
 
 // Event is one audit record, in the one JSON form the functions log it in
 // (the "audit" attribute of a record whose message is "audit") and
