@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/excloud/k8sapi/internal/config"
-	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/testenv"
 	"github.com/excloud/k8sapi/migrations"
 )
@@ -43,24 +42,11 @@ func (r *recorder) Report(_ context.Context, ev Event, s Status) error {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// emptyDatabase is a database with no migration applied, dropped at the end.
-func emptyDatabase(t *testing.T) string {
-	t.Helper()
-	server := testenv.Postgres(t) // a server we may create databases on
-	name := devstack.UniqueDatabaseName("k8sapi_hook")
-	dsn, err := devstack.CreateDatabase(t.Context(), server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
-	return dsn
-}
-
 // Five deployments (one per function) run the hook at once on a database
 // the new build has migrations for: each reports Succeeded, the database
 // ends at the build's last migration, and a run after them changes nothing.
 func TestHookMigratesOnceWhateverTheRuns(t *testing.T) {
-	dsn := emptyDatabase(t)
+	dsn := testenv.EmptyDatabase(t, "k8sapi_hook")
 	rec := &recorder{}
 	h := &Hook{Migrate: migrator(dsn, config.DB{StatementTimeout: time.Minute}, nil), CodeDeploy: rec, Log: quietLog()}
 	var wg sync.WaitGroup

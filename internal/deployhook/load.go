@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/excloud/k8sapi/internal/config"
@@ -25,15 +24,7 @@ func Load(ctx context.Context) (*Hook, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	awsCfg, err := config.AWS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var secrets config.SecretGetter
-	if cfg.DatabaseURL == "" {
-		secrets = secretsmanager.NewFromConfig(awsCfg)
-	}
-	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
+	dsn, awsCfg, err := config.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/testenv"
 )
 
 // The restore drill of docs/RESTORE.md, on real PostgreSQL and KMS (moto):
@@ -36,7 +36,7 @@ func TestRestoreReadsSealedKeysBack(t *testing.T) {
 		t.Fatalf("cluster %d after its deletion: %s, keys still open", deleted.ClusterID, c.Status)
 	}
 
-	restored := store.New(restoreInto(t, s.dsn, dump))
+	restored := store.New(restoreInto(t, dump))
 	want := s.cluster(t, original, kept.ClusterID)
 	got := s.cluster(t, restored, kept.ClusterID)
 	if !s.opens(t, got) {
@@ -89,21 +89,15 @@ func pgDump(t *testing.T, dsn string) string {
 	return file
 }
 
-// restoreInto restores dump into a fresh database on dsn's server (the
+// restoreInto restores dump into a fresh database on the tests' server (the
 // roles are the server's, so the grants come back) and connects to it.
-func restoreInto(t *testing.T, dsn, dump string) *pgxpool.Pool {
+func restoreInto(t *testing.T, dump string) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	name := devstack.UniqueDatabaseName("k8sapi_restored")
-	restored, err := devstack.CreateDatabase(ctx, dsn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), dsn, name) })
+	restored := testenv.EmptyDatabase(t, "k8sapi_restored")
 	if out, err := exec.Command("pg_restore", "--exit-on-error", "--no-owner", "--dbname="+restored, dump).CombinedOutput(); err != nil {
 		t.Fatalf("pg_restore: %v\n%s", err, out)
 	}
-	pool, err := store.Open(ctx, restored, nil)
+	pool, err := store.Open(context.Background(), restored, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

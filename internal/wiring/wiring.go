@@ -75,15 +75,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(log)
-	awsCfg, err := config.AWS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var secrets config.SecretGetter
-	if cfg.DatabaseURL == "" {
-		secrets = secretsmanager.NewFromConfig(awsCfg)
-	}
-	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
+	dsn, awsCfg, err := config.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
