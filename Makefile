@@ -20,6 +20,7 @@ build-ClustersFunction:      ; $(call lambda_build,clusters)
 build-GetBundleFunction:     ; $(call lambda_build,get-bundle)
 build-HealthFunction:        ; $(call lambda_build,health)
 build-ReconcilerFunction:    ; $(call lambda_build,reconciler)
+build-MigrateFunction:       ; $(call lambda_build,migrate)
 
 LOCAL_BIN := .local/bin
 
@@ -46,10 +47,10 @@ SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh e2e/bui
 	e2e/node-image/cloud-init-standin e2e/node-image/sandbox-cgroups e2e/node-image/sandbox-kernel-tunables scripts/pin-artifacts.sh \
 	scripts/dev-prerequisites.sh
 
-## lint: go vet, cfn-lint, shellcheck
+## lint: go vet, cfn-lint (its informational checks too), shellcheck
 lint:
 	$(GO) vet ./...
-	cfn-lint template.yaml
+	cfn-lint --include-checks I -- template.yaml
 	shellcheck $(SHELL_SCRIPTS)
 
 ## test: installs what the machine lacks (scripts/dev-prerequisites.sh), then
@@ -100,4 +101,4 @@ bench:
 
 .PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
-	build-ReconcilerFunction
+	build-ReconcilerFunction build-MigrateFunction

@@ -3,6 +3,7 @@ module github.com/excloud/k8sapi
 go 1.26
 
 require (
+	github.com/BurntSushi/toml v1.3.2
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.47.8
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15

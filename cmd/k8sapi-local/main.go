@@ -45,13 +45,14 @@ func main() {
 	}
 }
 
-// listFunctions prints template.yaml's functions for scripts (.ci/check-lambda-builds).
+// listFunctions prints template.yaml's functions, deployment hooks too, for
+// scripts (.ci/check-lambda-builds).
 func listFunctions() error {
 	t, err := devstack.LoadTemplate("template.yaml")
 	if err != nil {
 		return err
 	}
-	for _, f := range t.Functions {
+	for _, f := range append(t.Functions, t.Hooks...) {
 		fmt.Println(f.LogicalID, f.CodeURI)
 	}
 	return nil

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/dbmigrate"
 )
@@ -30,15 +28,7 @@ func run(ctx context.Context, platformDev bool) error {
 	if err != nil {
 		return err
 	}
-	var secrets config.SecretGetter
-	if cfg.DatabaseURL == "" {
-		awsCfg, err := config.AWS(ctx)
-		if err != nil {
-			return err
-		}
-		secrets = secretsmanager.NewFromConfig(awsCfg)
-	}
-	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
+	dsn, _, err := config.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -88,5 +88,9 @@ func (s *Server) proveVM(r *http.Request) (auth.BootstrapVM, error) {
 	if err != nil {
 		return auth.BootstrapVM{}, err
 	}
-	return s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"))
+	vm, err := s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"))
+	if err == nil {
+		noteVM(r, vm)
+	}
+	return vm, err
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/founding"
 )
@@ -19,6 +20,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	noteOperator(r, org)
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
 	if len(key) > maxIdempotencyKeyLen {
 		s.writeError(w, r, apperr.InvalidHeader.Detail("Idempotency-Key: must be at most 255 characters"))
@@ -34,6 +36,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	audit.NoteFrom(r.Context()).Cluster(res.ClusterID)
 	w.Header().Set("Cache-Control", "no-store") // the body holds an admin key
 	w.Header().Set("Location", "/clusters/"+strconv.FormatInt(res.ClusterID, 10))
 	if res.Accepted != nil {
@@ -122,6 +125,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 func (s *Server) orgAndClusterID(w http.ResponseWriter, r *http.Request) (auth.Principal, int64, bool) {
 	org, err := s.Auth.Operator(r.Context(), r.Header.Get("Authorization"))
 	if err == nil {
+		noteOperator(r, org)
 		var id int64
 		if id, err = parseID("id", r.PathValue("id")); err == nil {
 			return org, id, true

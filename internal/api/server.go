@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
@@ -60,6 +61,22 @@ type KubeconfigLog interface {
 var (
 	_ KubeconfigIssuer = (*founding.Service)(nil)
 	_ KubeconfigLog    = (*founding.Service)(nil)
+)
+
+// AuditRecorder appends an event to its cluster's trail when the cluster is
+// the caller's; false: not written (not the caller's cluster).
+type AuditRecorder interface {
+	RecordAudit(ctx context.Context, e audit.Event) (bool, error)
+}
+
+// AuditEvents lists a cluster's trail for its org.
+type AuditEvents interface {
+	AuditEvents(ctx context.Context, org auth.Principal, id int64) ([]audit.Event, error)
+}
+
+var (
+	_ AuditRecorder = (*store.Store)(nil)
+	_ AuditEvents   = (*founding.Service)(nil)
 )
 
 // Bundles renders a VM's bootstrap bundle.
@@ -125,18 +142,31 @@ type Server struct {
 	// issues (ClustersFunction, which holds none).
 	Kubeconfigs   KubeconfigIssuer
 	KubeconfigLog KubeconfigLog
+
+	// Audit appends to a cluster's trail (the functions that serve
+	// operators' state-changing routes); Events lists it.
+	Audit  AuditRecorder
+	Events AuditEvents
 }
 
-// Handler serves the routes of one function (its template.yaml logical id).
+// Handler serves the routes of one function (its template.yaml logical id)
+// with its handler set from HandlersOf: for tests and tools.
 func (s *Server) Handler(function string) http.Handler {
+	return s.HandlerWith(function, HandlersOf(function))
+}
+
+// HandlerWith serves the routes of one function with its own handler set
+// (a Route without one answers 404, which TestHandlersServeTheRoutes
+// prevents).
+func (s *Server) HandlerWith(function string, own Handlers) http.Handler {
 	mux := http.NewServeMux()
 	for _, r := range Routes {
-		if r.Function != function {
+		handle, ok := own[r.Key()]
+		if r.Function != function || !ok {
 			continue
 		}
-		handle := r.handle
-		route := r.Method + " " + r.Path
-		mux.Handle(route, s.observe(route, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))
+		route := r.Key()
+		mux.Handle(route, s.observe(route, s.audited(r.Audit, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) })))
 	}
 	// Anything else: a JSON 405 or 404, never Go's text page.
 	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {

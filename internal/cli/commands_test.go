@@ -193,6 +193,7 @@ func TestDescribeCluster(t *testing.T) {
 		"window":{"opened_at":"2026-11-24T12:00:00Z","closes_at":"2026-11-24T12:59:00Z","open":false},
 		"fetches":[{"vm_id":10,"request_id":"r-2","outcome":"served","fetched_at":"2026-11-24T12:10:00Z"}]}`})
 	f.on("GET /clusters/5/kubeconfigs", reply{status: 200, body: `{"kubeconfigs":[{"serial":"ab12","issued_at":"2026-11-24T12:30:00Z","expires_at":"2026-11-24T13:30:00Z","issued_by":"principal 4","request_id":"r-9"}]}`})
+	f.on("GET /clusters/5/events", reply{status: 200, body: `{"events":[{"at":"2026-11-24T12:30:00Z","principal":"org:1:token:5e884898da28","action":"kubeconfig.issue","resource":"/clusters/5/kubeconfig","outcome":"succeeded","status":201,"request_id":"r-9"}]}`})
 	r := runCLI(t, f, nil, "describe", "cluster", "5")
 	r.want(t, 0)
 	for _, want := range []string{
@@ -204,6 +205,7 @@ func TestDescribeCluster(t *testing.T) {
 		"    Window:             closed (opened 2026-11-24T12:00:00Z, closes 2026-11-24T12:59:00Z)",
 		"        2026-11-24T12:10:00Z  served           r-2",
 		"  ab12     2026-11-24T12:30:00Z   2026-11-24T13:30:00Z   principal 4   r-9",
+		"  2026-11-24T12:30:00Z   kubeconfig.issue   succeeded (201)   org:1:token:5e884898da28   /clusters/5/kubeconfig   r-9",
 	} {
 		if !strings.Contains(r.stdout, want+"\n") {
 			t.Fatalf("no line %q in\n%s", want, r.stdout)
@@ -216,7 +218,7 @@ func TestDescribeWithoutTheKubeconfigsRouteSaysWhy(t *testing.T) {
 	f.on("GET /clusters/5", ok(cluster(5, "founding", "pending")))
 	r := runCLI(t, f, nil, "describe", "cluster", "5")
 	r.want(t, 0)
-	if !strings.Contains(r.stdout, "Kubeconfigs:            unavailable: not_found:") {
+	if !strings.Contains(r.stdout, "Kubeconfigs:            unavailable: not_found:") || !strings.Contains(r.stdout, "Events:                 unavailable: not_found:") {
 		t.Fatal(r.stdout)
 	}
 }

@@ -14,7 +14,7 @@ func (a *app) describeCommand() *cobra.Command {
 	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
 	describe.AddCommand(&cobra.Command{
 		Use:               "cluster ID",
-		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, expiries and kubeconfigs",
+		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, expiries, kubeconfigs and events",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE:              a.run(a.describeCluster),
@@ -41,6 +41,8 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	w.nodes(details)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
+	events, err := c.Events(ctx, cl.ID)
+	w.events(events, err)
 	return nil
 }
 
@@ -121,6 +123,25 @@ func (d *describer) fetches(fetches []Fetch) {
 	for _, f := range fetches {
 		fmt.Fprintf(d.w, "        %s  %-16s %s\n", timestamp(f.FetchedAt), f.Outcome, f.RequestID)
 	}
+}
+
+// events lists the cluster's audit trail (who did what, and how it ended);
+// a deployment without the route still gets the rest, with the reason.
+func (d *describer) events(list []AuditEvent, err error) {
+	if err != nil {
+		d.field(0, "Events", "unavailable: "+err.Error())
+		return
+	}
+	if len(list) == 0 {
+		d.field(0, "Events", "<none>")
+		return
+	}
+	fmt.Fprintln(d.w, "Events:")
+	t := newTable(d.w, "  AT", "ACTION", "OUTCOME", "PRINCIPAL", "RESOURCE", "REQUEST-ID")
+	for _, e := range list {
+		t.row("  "+timestamp(e.At), e.Action, fmt.Sprintf("%s (%d)", e.Outcome, e.Status), e.Principal, e.Resource, e.RequestID)
+	}
+	_ = t.flush()
 }
 
 // kubeconfigs lists the issued kubeconfigs; a deployment without the

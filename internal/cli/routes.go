@@ -69,6 +69,15 @@ func (c *Client) IssueKubeconfig(ctx context.Context, id int64, ttl string) (Iss
 	return k, res, err
 }
 
+// Events lists a cluster's audit trail, newest first.
+func (c *Client) Events(ctx context.Context, id int64) ([]AuditEvent, error) {
+	var l struct {
+		Events []AuditEvent `json:"events"`
+	}
+	_, err := c.getJSON(ctx, clusterPath(id)+"/events", &l)
+	return l.Events, err
+}
+
 // Kubeconfigs lists the kubeconfigs issued for a cluster, newest first.
 func (c *Client) Kubeconfigs(ctx context.Context, id int64) ([]KubeconfigRecord, error) {
 	var l struct {

@@ -107,6 +107,17 @@ type IssuedKubeconfig struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
+// AuditEvent is an item of GET /clusters/{id}/events.
+type AuditEvent struct {
+	At        time.Time `json:"at"`
+	Principal string    `json:"principal"`
+	Action    string    `json:"action"`
+	Resource  string    `json:"resource"`
+	Outcome   string    `json:"outcome"`
+	Status    int       `json:"status"`
+	RequestID string    `json:"request_id"`
+}
+
 // KubeconfigRecord is an item of GET /clusters/{id}/kubeconfigs.
 type KubeconfigRecord struct {
 	Serial    string    `json:"serial"`

@@ -53,6 +53,22 @@ func AWSFromLookup(lookup func(string) (string, bool)) (aws.Config, error) {
 	return cfg, nil
 }
 
+// DatabaseFromEnv is the AWS configuration of the environment and the DSN
+// cfg names: DATABASE_URL as it is, else the secret DB_SECRET_ARN names,
+// read with a Secrets Manager client of that configuration.
+func DatabaseFromEnv(ctx context.Context, cfg Config) (string, aws.Config, error) {
+	awsCfg, err := AWS(ctx)
+	if err != nil {
+		return "", awsCfg, err
+	}
+	var secrets SecretGetter
+	if cfg.DatabaseURL == "" {
+		secrets = secretsmanager.NewFromConfig(awsCfg)
+	}
+	dsn, err := DatabaseDSN(ctx, cfg, secrets)
+	return dsn, awsCfg, err
+}
+
 // DatabaseDSN returns DATABASE_URL if set, else builds a DSN from the
 // RDS-style JSON secret at DB_SECRET_ARN, addressed to DB_PROXY_ENDPOINT
 // when that is set (the proxy authenticates with the same secret). Call it

@@ -50,7 +50,23 @@ const latest = -1
 // stand-ins, when included, still go to their latest): a database as an
 // earlier release left it, for the tests of the migrations that follow.
 func ApplyK8sapiTo(ctx context.Context, dsn string, includePlatformDev bool, version int32) error {
-	conn, err := pgx.Connect(ctx, dsn)
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("parsing the database URL: %w", err)
+	}
+	return applySets(ctx, cc, includePlatformDev, version)
+}
+
+// ApplyConfig applies k8sapi's migrations (never the dev-only sets) over a
+// connection the caller shaped: the deployment hook's own statement
+// timeout and, with IAM auth, its token. Idempotent, and safe beside
+// another run: tern holds an advisory lock while it migrates.
+func ApplyConfig(ctx context.Context, cc *pgx.ConnConfig) error {
+	return applySets(ctx, cc, false, latest)
+}
+
+func applySets(ctx context.Context, cc *pgx.ConnConfig, includePlatformDev bool, version int32) error {
+	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return fmt.Errorf("connecting to apply migrations: %w", err)
 	}

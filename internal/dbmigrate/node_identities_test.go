@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/dbmigrate"
-	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -84,17 +83,7 @@ func databaseAt(t *testing.T, version int32) (string, *pgxpool.Pool, *envelope.E
 	return dsn, pool, envelope.New(kmsClient, keyID, nil)
 }
 
-func emptyDatabase(t *testing.T) string {
-	t.Helper()
-	server := testenv.Postgres(t) // a server we may create databases on
-	name := devstack.UniqueDatabaseName("k8sapi_v1")
-	dsn, err := devstack.CreateDatabase(context.Background(), server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
-	return dsn
-}
+func emptyDatabase(t *testing.T) string { return testenv.EmptyDatabase(t, "k8sapi_v1") }
 
 // foundV1 writes one cluster of count nodes as the first schema's code did:
 // the cluster row, then both facets of each node as its InsertNode wrote

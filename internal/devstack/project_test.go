@@ -72,7 +72,7 @@ func TestFunctionsDependencies(t *testing.T) {
 	forbidden := []string{"k8s.io/", "sigs.k8s.io/", "github.com/excloud/k8sapi/internal/devstack", "github.com/excloud/k8sapi/internal/simulator",
 		"github.com/excloud/k8sapi/internal/testenv", "github.com/excloud/k8sapi/internal/stacktest",
 		"github.com/excloud/k8sapi/internal/apidocs/apidocstest", "github.com/santhosh-tekuri/jsonschema", "go.yaml.in/yaml/v3"}
-	for _, f := range tmpl.Functions {
+	for _, f := range append(tmpl.Functions, tmpl.Hooks...) {
 		cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "./"+f.CodeURI)
 		cmd.Dir = projectRoot
 		out, err := cmd.Output()

@@ -17,6 +17,10 @@ import (
 // their code directories, environment, timeouts and HTTP API routes.
 type Template struct {
 	Functions []Function // sorted by LogicalID
+	// Hooks are the functions CodeDeploy runs around a deployment (a
+	// DeploymentPreference's Hooks): built like the others, never served by
+	// the local stack, which applies the migrations itself.
+	Hooks []Function
 }
 
 // Function is one AWS::Serverless::Function with Globals merged in.
@@ -73,6 +77,9 @@ type samFunctionProps struct {
 	Environment struct {
 		Variables map[string]any `yaml:"Variables"`
 	} `yaml:"Environment"`
+	DeploymentPreference struct {
+		Hooks map[string]any `yaml:"Hooks"`
+	} `yaml:"DeploymentPreference"`
 	Events map[string]struct {
 		Type       string `yaml:"Type"`
 		Properties struct {
@@ -113,6 +120,7 @@ func ParseTemplate(b []byte) (*Template, error) {
 		}
 	}
 	t := &Template{}
+	hooks := hookIDs(raw)
 	for id, res := range raw.Resources {
 		if res.Type != "AWS::Serverless::Function" {
 			continue
@@ -121,13 +129,31 @@ func ParseTemplate(b []byte) (*Template, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.Functions = append(t.Functions, f)
+		if hooks[id] {
+			t.Hooks = append(t.Hooks, f)
+		} else {
+			t.Functions = append(t.Functions, f)
+		}
 	}
+	sort.Slice(t.Hooks, func(i, j int) bool { return t.Hooks[i].LogicalID < t.Hooks[j].LogicalID })
 	if len(t.Functions) == 0 {
 		return nil, fmt.Errorf("no AWS::Serverless::Function resources")
 	}
 	sort.Slice(t.Functions, func(i, j int) bool { return t.Functions[i].LogicalID < t.Functions[j].LogicalID })
 	return t, nil
+}
+
+// hookIDs are the functions a DeploymentPreference names as a hook (!Ref).
+func hookIDs(raw samTemplate) map[string]bool {
+	ids := map[string]bool{}
+	for _, res := range raw.Resources {
+		for _, h := range res.Properties.DeploymentPreference.Hooks {
+			if ref, ok := h.(map[string]any)["Ref"].(string); ok {
+				ids[ref] = true
+			}
+		}
+	}
+	return ids
 }
 
 // samFunction is one function resource as `sam local` runs it: its

@@ -21,7 +21,7 @@ func TestProjectTemplate(t *testing.T) {
 	}
 	want := map[string][]string{
 		"ClustersFunction": {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}",
-			"GET /clusters/{id}/kubeconfigs", "GET /clusters/{id}/nodes/{vm_id}/bootstrap", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap"},
+			"GET /clusters/{id}/events", "GET /clusters/{id}/kubeconfigs", "GET /clusters/{id}/nodes/{vm_id}/bootstrap", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap"},
 		"CreateClusterFunction": {"POST /clusters", "POST /clusters/{id}/kubeconfig"},
 		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status"},
 		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},
@@ -53,6 +53,17 @@ func TestProjectTemplate(t *testing.T) {
 		if (f.LogicalID == "ReconcilerFunction") != (f.Schedule == time.Minute) {
 			t.Errorf("%s schedule %s: only the reconciler runs on one, every minute", f.LogicalID, f.Schedule)
 		}
+		for _, v := range config.Variables() {
+			if _, ok := f.Env[v]; !ok {
+				t.Errorf("%s does not declare %s", f.LogicalID, v)
+			}
+		}
+	}
+	// The deployment hook is built, not served, and reads the same variables.
+	if len(tmpl.Hooks) != 1 || tmpl.Hooks[0].LogicalID != "MigrateFunction" || len(tmpl.Hooks[0].Routes) != 0 || tmpl.Hooks[0].Schedule != 0 {
+		t.Errorf("deployment hooks %+v, want MigrateFunction alone, with no route or schedule", tmpl.Hooks)
+	}
+	for _, f := range tmpl.Hooks {
 		for _, v := range config.Variables() {
 			if _, ok := f.Env[v]; !ok {
 				t.Errorf("%s does not declare %s", f.LogicalID, v)

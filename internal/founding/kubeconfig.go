@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -109,13 +110,26 @@ func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id in
 // org's clusters, newest first (store.MaxKubeconfigIssuesShown of them).
 func (s *Service) Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error) {
 	issues, err := s.Store.KubeconfigIssues(ctx, org.OrgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, apperr.NotFound.Detail("no such cluster")
+	return issues, recordError(err)
+}
+
+// AuditEvents lists the audit trail of one of org's clusters, newest first
+// (store.MaxAuditEventsShown of them), of any status.
+func (s *Service) AuditEvents(ctx context.Context, org auth.Principal, id int64) ([]audit.Event, error) {
+	events, err := s.Store.AuditEvents(ctx, org.OrgID, id)
+	return events, recordError(err)
+}
+
+// recordError is the answer to a failure to list a record of one of an
+// org's clusters: another org's cluster does not exist for it.
+func recordError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return apperr.NotFound.Detail("no such cluster")
 	}
-	if err != nil {
-		return nil, databaseError(err)
-	}
-	return issues, nil
+	return databaseError(err)
 }
 
 // issueAdmin mints an admin identity of cluster c for org's operator,

@@ -33,6 +33,7 @@ const testWindow = 10 * time.Minute
 type stack struct {
 	t                 *testing.T
 	pool              *pgxpool.Pool // the owner's: the tests' own setup and checks, never a route's
+	dsn               string        // the owner's, for tools (pg_dump)
 	sim               *simulator.Simulator
 	simURL            string
 	api               *httptest.Server
@@ -80,7 +81,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 
 	kmsClient, keyID := testenv.KMSKey(t)
 	env := envelope.New(kmsClient, keyID, nil)
-	s := &stack{t: t, pool: pool, sim: sim, simURL: simSrv.URL, envelope: env, logs: &stacktest.LockedBuffer{}, clock: &clock{}}
+	s := &stack{t: t, pool: pool, dsn: dsn, sim: sim, simURL: simSrv.URL, envelope: env, logs: &stacktest.LockedBuffer{}, clock: &clock{}}
 	cfg := stacktest.Config{
 		// Every function as its own database user; the functions' tracer:
 		// a test that turns DebugCounters on reads each request's round

@@ -190,11 +190,11 @@ func window(cfg Config) time.Duration { return cmp.Or(cfg.BootstrapWindow, progr
 // its own store, with the use cases its main wires.
 func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]*api.Server {
 	server := func(fn string) *api.Server {
-		return &api.Server{Auth: &auth.Authenticator{Tokens: stores[fn], Now: cfg.Now}, Log: cfg.Log}
+		return &api.Server{Auth: &auth.Authenticator{Tokens: stores[fn], Now: cfg.Now}, Audit: stores[fn], Log: cfg.Log}
 	}
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
 	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
-	clusters.Clusters, clusters.KubeconfigLog = st.Clusters, st.Clusters
+	clusters.Clusters, clusters.KubeconfigLog, clusters.Events = st.Clusters, st.Clusters, st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}

@@ -13,15 +13,20 @@ import (
 // so a reference never reads as a literal.
 type cfnTemplate struct {
 	Parameters map[string]map[string]any
+	Rules      map[string]any
 	Conditions map[string]any
 	Globals    map[string]any
 	Resources  map[string]resource
 }
 
 type resource struct {
-	Type       string
-	Condition  string
-	Properties map[string]any
+	Type                string
+	Condition           string
+	DeletionPolicy      string
+	UpdateReplacePolicy string
+	DependsOn           any
+	Metadata            map[string]any
+	Properties          map[string]any
 }
 
 func loadTemplate(t *testing.T) *cfnTemplate {
@@ -43,13 +48,18 @@ func loadTemplate(t *testing.T) *cfnTemplate {
 		tmpl.Parameters[name], _ = p.(map[string]any)
 	}
 	tmpl.Conditions = mapAt(root, "Conditions")
+	tmpl.Rules = mapAt(root, "Rules")
 	tmpl.Globals = mapAt(root, "Globals", "Function")
 	for id, r := range mapAt(root, "Resources") {
 		m, _ := r.(map[string]any)
 		typ, _ := m["Type"].(string)
-		cond, _ := m["Condition"].(string)
-		props, _ := m["Properties"].(map[string]any)
-		tmpl.Resources[id] = resource{Type: typ, Condition: cond, Properties: props}
+		r := resource{Type: typ, DependsOn: m["DependsOn"]}
+		r.Condition, _ = m["Condition"].(string)
+		r.DeletionPolicy, _ = m["DeletionPolicy"].(string)
+		r.UpdateReplacePolicy, _ = m["UpdateReplacePolicy"].(string)
+		r.Properties, _ = m["Properties"].(map[string]any)
+		r.Metadata, _ = m["Metadata"].(map[string]any)
+		tmpl.Resources[id] = r
 	}
 	return tmpl
 }
@@ -75,6 +85,14 @@ func (c *cfnTemplate) ofType(typ string) map[string]resource {
 		}
 	}
 	return out
+}
+
+// prop is a function's property, else Globals'.
+func (c *cfnTemplate) prop(fn resource, name string) any {
+	if v, ok := fn.Properties[name]; ok {
+		return v
+	}
+	return c.Globals[name]
 }
 
 // env is a function's environment with Globals merged in.

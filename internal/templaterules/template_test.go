@@ -29,15 +29,33 @@ var rules = []struct {
 	{"the proxy's target is the database the operator names", proxyTargetRule},
 	{"each function logs in to the database as its own user", dbUserRule},
 	{"every function connects through the proxy with a pool that does not pin", poolRule},
-	{"every function logs to its own group with retention", functionLogsRule},
+	{"every function logs to its own group with retention, kept when the stack goes", functionLogsRule},
 	{"the API writes JSON access logs with the request id", accessLogRule},
 	{"alarms on Errors, Throttles and Duration near the timeout per function, on the API's 5xx", alarmsRule},
 	{"every alarm notifies the optional SNS topic", alarmActionsRule},
 	{"every route has its own throttle; VMs get more than operators", routeThrottleRule},
-	{"founding and the health check have reserved concurrency", reservedConcurrencyRule},
+	{"every function has reserved concurrency", reservedConcurrencyRule},
 	{"KMS use is the least each function needs", kmsLeastPrivilegeRule},
 	{"KMS data key use is bound to the encryption context the code sends", kmsContextRule},
 	{"the key policy itself refuses use without that encryption context", kmsKeyPolicyRule},
+	{"the key policy names its administrators and users; the account cannot use the key", kmsKeyPrincipalsRule},
+	{"every function is published and served through its alias", aliasRule},
+	{"every served function deploys by canary, rolled back by its alarm, after the migrations hook", canaryRule},
+	{"migrations run in a pre-traffic hook CodeDeploy may invoke, built before any alias moves", migrationHookRule},
+	{"the reconciler never retries a run and keeps every failure", reconcilerFailureRule},
+	{"an optional custom domain with its certificate; nodes get its name", customDomainRule},
+	{"the database is backed up to a retained vault with point-in-time restore", backupRule},
+}
+
+// hookID is the deployment hook: the tables' owner, not a function role.
+const hookID = "MigrateFunction"
+
+// dbUser is the database user a function may rds-db:connect as.
+func dbUser(id string) string {
+	if id == hookID {
+		return "${MigrationDbUser}"
+	}
+	return dbroles.Login(dbroles.Functions[id])
 }
 
 func TestTemplateRules(t *testing.T) {
@@ -91,7 +109,7 @@ func functionSecrets(c *cfnTemplate) []string {
 
 // dbUserRule: each function reads its own database secret and no other,
 // and with IAM auth may connect as its own user only (dbroles.Login of its
-// role, the user migration 011's role is granted to).
+// role, the user migration 011's role is granted to; the hook, the owner).
 func dbUserRule(t *testing.T, c *cfnTemplate) {
 	for id, fn := range c.ofType(functionType) {
 		secret := fmt.Sprint(mapOf(c.env(fn)["DB_SECRET_ARN"])["Ref"])
@@ -104,7 +122,7 @@ func dbUserRule(t *testing.T, c *cfnTemplate) {
 				t.Errorf("%s: reads secret %s: %v, want its own only", id, other, other == secret)
 			}
 		}
-		user := dbroles.Login(dbroles.Functions[id])
+		user := dbUser(id)
 		if n := strings.Count(policies, "rds-db:connect"); n != 1 || !strings.Contains(policies, "/"+user+" ") {
 			t.Errorf("%s: rds-db:connect %d times, want once, as %s", id, n, user)
 		}
@@ -194,6 +212,10 @@ func requireRetainedLogGroup(t *testing.T, c *cfnTemplate, owner, groupID string
 	}
 	if g.Properties["RetentionInDays"] == nil {
 		t.Errorf("%s: log group %s keeps logs for ever (no RetentionInDays)", owner, groupID)
+	}
+	// The audit trail and the evidence of an incident outlive the stack.
+	if g.DeletionPolicy != "Retain" || g.UpdateReplacePolicy != "Retain" {
+		t.Errorf("%s: log group %s is deleted with the stack (DeletionPolicy %q, UpdateReplacePolicy %q)", owner, groupID, g.DeletionPolicy, g.UpdateReplacePolicy)
 	}
 }
 
@@ -291,37 +313,55 @@ func routeThrottleRule(t *testing.T, c *cfnTemplate) {
 	}
 }
 
+// reservedConcurrencyRule: each function is bounded (its proxy
+// connections, its share of the account) and guaranteed its share; the
+// account keeps the 100 unreserved executions Lambda requires.
 func reservedConcurrencyRule(t *testing.T, c *cfnTemplate) {
-	for _, id := range []string{"CreateClusterFunction", "HealthFunction"} {
-		if n, _ := c.Resources[id].Properties["ReservedConcurrentExecutions"].(int); n <= 0 {
+	total := 0
+	for id, fn := range c.ofType(functionType) {
+		n, _ := fn.Properties["ReservedConcurrentExecutions"].(int)
+		if n <= 0 {
 			t.Errorf("%s: no ReservedConcurrentExecutions", id)
 		}
+		total += n
+	}
+	if total > 900 {
+		t.Errorf("%d executions reserved: a default account (1,000) must keep 100 unreserved", total)
 	}
 }
 
-// kmsGrant is one role statement's KMS actions and its condition.
+// kmsGrant is one key policy statement's KMS actions and its condition.
 type kmsGrant struct {
 	actions   []string
 	condition map[string]any
 }
 
-func kmsGrants(fn resource) []kmsGrant {
-	var out []kmsGrant
-	policies, _ := fn.Properties["Policies"].([]any)
-	for _, p := range policies {
-		statements, _ := mapAt(mapOf(p))["Statement"].([]any)
-		for _, s := range statements {
-			st := mapOf(s)
-			var actions []string
-			for _, a := range listOf(st["Action"]) {
-				if strings.HasPrefix(fmt.Sprint(a), "kms:") {
-					actions = append(actions, fmt.Sprint(a))
-				}
-			}
-			if len(actions) > 0 {
-				out = append(out, kmsGrant{actions: actions, condition: mapOf(st["Condition"])})
-			}
+// keyStatements are ClusterKey's policy statements, a conditional one
+// (!If [cond, statement, AWS::NoValue]) as its statement.
+func keyStatements(c *cfnTemplate) []map[string]any {
+	var out []map[string]any
+	for _, st := range listOf(mapAt(c.Resources["ClusterKey"].Properties, "KeyPolicy")["Statement"]) {
+		if branches, ok := mapOf(st)["Fn::If"].([]any); ok && len(branches) == 3 {
+			st = branches[1]
 		}
+		out = append(out, mapOf(st))
+	}
+	return out
+}
+
+// kmsGrants are the key policy's Allow statements naming the function's
+// own role (SAM's <LogicalId>Role): the key names its users.
+func kmsGrants(c *cfnTemplate, id string) []kmsGrant {
+	var out []kmsGrant
+	for _, st := range keyStatements(c) {
+		if st["Effect"] != "Allow" || !isGetAtt(mapOf(st["Principal"])["AWS"], id+"Role", "Arn") {
+			continue
+		}
+		var actions []string
+		for _, a := range listOf(st["Action"]) {
+			actions = append(actions, fmt.Sprint(a))
+		}
+		out = append(out, kmsGrant{actions: actions, condition: mapOf(st["Condition"])})
 	}
 	return out
 }
@@ -342,6 +382,7 @@ var wantKMSActions = map[string][]string{
 	"GetBundleFunction":     {"kms:Decrypt"},
 	"HealthFunction":        {"kms:DescribeKey"},
 	"ReconcilerFunction":    {"kms:Decrypt"},
+	hookID:                  nil,
 }
 
 func kmsLeastPrivilegeRule(t *testing.T, c *cfnTemplate) {
@@ -352,8 +393,13 @@ func kmsLeastPrivilegeRule(t *testing.T, c *cfnTemplate) {
 			continue
 		}
 		var got []string
-		for _, g := range kmsGrants(fn) {
+		for _, g := range kmsGrants(c, id) {
 			got = append(got, g.actions...)
+		}
+		// The role holds no KMS right of its own: the key policy is the one
+		// list of who uses the key.
+		if p := fmt.Sprint(fn.Properties["Policies"]); strings.Contains(p, "kms:") {
+			t.Errorf("%s: its role grants KMS actions; grant them in ClusterKey's policy", id)
 		}
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
@@ -372,8 +418,8 @@ func kmsLeastPrivilegeRule(t *testing.T, c *cfnTemplate) {
 func kmsContextRule(t *testing.T, c *cfnTemplate) {
 	sent := encryptionContextSent(t)
 	keys := slices.Sorted(maps.Keys(sent))
-	for id, fn := range c.ofType(functionType) {
-		for _, g := range kmsGrants(fn) {
+	for id := range c.ofType(functionType) {
+		for _, g := range kmsGrants(c, id) {
 			if !slices.ContainsFunc(g.actions, func(a string) bool { return a == "kms:GenerateDataKey" || a == "kms:Decrypt" }) {
 				continue
 			}
@@ -409,8 +455,8 @@ var deniedWithout = []string{"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*
 // statement denies only when all its conditions hold.
 func kmsKeyPolicyRule(t *testing.T, c *cfnTemplate) {
 	denies := map[string]any{} // context key → the value a Deny requires of it
-	for _, st := range listOf(mapAt(c.Resources["ClusterKey"].Properties, "KeyPolicy")["Statement"]) {
-		for k, v := range contextDeny(t, mapOf(st)) {
+	for _, st := range keyStatements(c) {
+		for k, v := range contextDeny(t, st) {
 			denies[k] = v
 		}
 	}

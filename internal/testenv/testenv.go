@@ -132,3 +132,19 @@ func KMSKey(t testing.TB) (*kms.Client, string) {
 	}
 	return kms.NewFromConfig(cfg), keyID
 }
+
+// EmptyDatabase returns the DSN of a fresh database with no migration
+// applied (named after prefix), on the server Postgres uses, dropped when
+// the test ends: what a migration, a deployment's hook or a restore starts
+// from.
+func EmptyDatabase(t testing.TB, prefix string) string {
+	t.Helper()
+	server := serverDSN(t)
+	name := devstack.UniqueDatabaseName(prefix)
+	dsn, err := devstack.CreateDatabase(context.Background(), server, name)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
+	return dsn
+}

@@ -75,15 +75,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(log)
-	awsCfg, err := config.AWS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var secrets config.SecretGetter
-	if cfg.DatabaseURL == "" {
-		secrets = secretsmanager.NewFromConfig(awsCfg)
-	}
-	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
+	dsn, awsCfg, err := config.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +201,7 @@ func (a *App) HealthChecks() []api.Check {
 // Serve is a function's whole main: load the App (failing the cold start
 // if a required variable is missing), let configure set the function's use
 // cases on its Server, and serve function's routes for the Lambda runtime.
-func Serve(function string, required []string, configure func(*App, *api.Server) error) {
+func Serve(function string, own api.Handlers, required []string, configure func(*App, *api.Server) error) {
 	app, err := Load(context.Background(), required...)
 	if err != nil {
 		Fatal(err)
@@ -218,7 +210,7 @@ func Serve(function string, required []string, configure func(*App, *api.Server)
 	if err := configure(app, srv); err != nil {
 		Fatal(err)
 	}
-	lambdaserve.Start(srv.Handler(function))
+	lambdaserve.Start(srv.HandlerWith(function, own))
 }
 
 // Fatal logs why a cold start failed and exits non-zero, which Lambda

@@ -1,0 +1,42 @@
+package audit
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestOutcomeOf(t *testing.T) {
+	for status, want := range map[int]Outcome{200: Succeeded, 201: Succeeded, 202: Succeeded, 304: Succeeded,
+		400: Refused, 404: Refused, 409: Refused, 429: Refused, 500: Failed, 503: Failed} {
+		if got := OutcomeOf(status); got != want {
+			t.Errorf("OutcomeOf(%d) = %s, want %s", status, got, want)
+		}
+	}
+}
+
+// A handler notes what it learnt; a request no token proved is named so;
+// a request that is not audited has no note, and noting on it is a no-op.
+func TestNote(t *testing.T) {
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	ctx, n := WithNote(context.Background())
+	if NoteFrom(ctx) != n {
+		t.Fatal("the note is not the context's")
+	}
+	if e := n.Event("cluster.delete", "/clusters/4", "r-1", 401, at); e.Principal != Unauthenticated || e.Outcome != Refused || e.OrgID != 0 {
+		t.Errorf("before authentication: %+v", e)
+	}
+	NoteFrom(ctx).Principal(7, "org:7:token:abc")
+	NoteFrom(ctx).Cluster(4)
+	want := Event{At: at, OrgID: 7, ClusterID: 4, Principal: "org:7:token:abc", Action: "cluster.delete",
+		Resource: "/clusters/4", Outcome: Succeeded, Status: 200, RequestID: "r-1"}
+	if e := n.Event("cluster.delete", "/clusters/4", "r-1", 200, at); !reflect.DeepEqual(e, want) {
+		t.Errorf("got %+v, want %+v", e, want)
+	}
+	NoteFrom(context.Background()).Principal(1, "x") // not audited: no panic, nothing noted
+	NoteFrom(context.Background()).Cluster(1)
+	if VMPrincipal(7, 12) != "org:7:vm:12" {
+		t.Errorf("VMPrincipal = %s", VMPrincipal(7, 12))
+	}
+}
