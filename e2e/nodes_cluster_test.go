@@ -37,6 +37,11 @@ func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Ne
 	} else if set != "" {
 		t.Logf("host nf_conntrack_max set to %s, as kube-proxy sets it on a node", set)
 	}
+	if set, err := harness.RaiseInotifyLimits(); err != nil {
+		t.Fatal(err)
+	} else if len(set) > 0 {
+		t.Logf("host inotify limits raised for the machines' shared budget: %s", strings.Join(set, ", "))
+	}
 	for i, v := range vms {
 		name := fmt.Sprintf("n%d", i+1)
 		seed := harness.Seed{InstanceID: fmt.Sprintf("vm-%d", v.id), Hostname: fmt.Sprintf("vm-%d", v.id),

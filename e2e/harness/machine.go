@@ -386,3 +386,36 @@ func MatchConntrackToKubeProxy() (string, error) {
 	}
 	return want, os.WriteFile(conntrackMax, []byte(want), 0o644)
 }
+
+// inotifyFloors are the inotify limits a host of several machines needs:
+// every machine runs as the host's root (no user namespaces), so all of
+// them and every container in them share one per-user budget, which on a
+// VM is the node's own. 128 instances (the kernel's default) run out once
+// three nodes run the conformance suite's pods; kind asks for the same.
+var inotifyFloors = []struct {
+	path string
+	min  int
+}{
+	{"/proc/sys/fs/inotify/max_user_instances", 8192},
+	{"/proc/sys/fs/inotify/max_user_watches", 524288},
+}
+
+// RaiseInotifyLimits raises the host's inotify limits to inotifyFloors
+// where they are lower (never lowers one) and says what it set.
+func RaiseInotifyLimits() ([]string, error) {
+	var set []string
+	for _, f := range inotifyFloors {
+		raw, err := os.ReadFile(f.path)
+		if err != nil {
+			return set, err
+		}
+		if have, err := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && have >= f.min {
+			continue
+		}
+		if err := os.WriteFile(f.path, []byte(strconv.Itoa(f.min)), 0o644); err != nil {
+			return set, err
+		}
+		set = append(set, fmt.Sprintf("%s=%d", filepath.Base(f.path), f.min))
+	}
+	return set, nil
+}
