@@ -18,7 +18,7 @@ func main() {
 		nodes := app.NodeBootstrap(r)
 		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Progress = &progress.Service{Store: app.Store}
-		srv.Limits = &vmlimit.Limiter{Store: app.Store, Factor: app.Config.VMCallBudgetFactor}
+		srv.Limits = &vmlimit.Limiter{Factor: app.Config.VMCallBudgetFactor}
 		return err
 	})
 }

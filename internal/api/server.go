@@ -29,7 +29,7 @@ const MaxBodyBytes = 64 << 10
 // Authenticator proves who calls.
 type Authenticator interface {
 	Operator(ctx context.Context, authorization string) (auth.Principal, error)
-	BootstrapVM(ctx context.Context, vmID int64, imdsToken, authorization string) (auth.BootstrapVM, error)
+	ProveVM(ctx context.Context, vmID int64, imdsToken, authorization string, count *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error)
 }
 
 var _ Authenticator = (*auth.Authenticator)(nil)
@@ -85,9 +85,11 @@ type NodeBootstraps interface {
 
 var _ NodeBootstraps = (*progress.Nodes)(nil)
 
-// Limiter spends a VM's budget of calls of one route.
+// Limiter says which calls of a VM count against its budget of a route,
+// and answers the count.
 type Limiter interface {
-	Spend(ctx context.Context, vmID int64, route string, b vmlimit.Budget) error
+	Call(route string, b vmlimit.Budget) *store.CallCount
+	Judge(call *store.CallCount, w *store.CallWindow, b vmlimit.Budget) error
 }
 
 var _ Limiter = (*vmlimit.Limiter)(nil)

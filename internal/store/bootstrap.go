@@ -25,21 +25,6 @@ type Fetch struct {
 	FetchedAt time.Time `json:"fetched_at"`
 }
 
-// RecordFetch records one fetch of vmID's bundle.
-func (s *Store) RecordFetch(ctx context.Context, f Fetch) error {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO bootstrap_fetches (node_id, vm_id, request_id, outcome, fetched_at)
-		SELECT id, vm_id, $2, $3, $4 FROM kube_nodes WHERE vm_id = $1`,
-		f.VMID, f.RequestID, f.Outcome, f.FetchedAt)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("recording the bundle fetch of vm %d: %w", f.VMID, err)
-	}
-	return nil
-}
-
 // NodeRef names one node as an operator does: its org, cluster and VM.
 type NodeRef struct {
 	OrgID, ClusterID, VMID int64
