@@ -1,6 +1,7 @@
 package founding
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -189,12 +190,13 @@ func (s *Service) ensureVMs(ctx context.Context, op *operation, deadline time.Ti
 		return err
 	}
 	created, unsent, err := s.createVMs(ctx, op, todo, deadline)
-	if len(created)+len(unsent) > 0 {
-		if rerr := recorded(s.Store.RecordVMs(ctx, op.cluster.ID, op.lease.Owner, created, unsent)); rerr != nil {
-			return rerr
-		}
+	if len(created)+len(unsent) == 0 {
+		return err
 	}
-	return err
+	rerr := recorded(s.Store.RecordVMs(ctx, op.cluster.ID, op.lease.Owner, created, unsent))
+	// A failed create is the cause the caller hears; if its record failed
+	// too, the undo finds the VMs by repeating their creates.
+	return cmp.Or(err, rerr)
 }
 
 // createVMs sends the creates of op's nodes at indexes todo, in order,

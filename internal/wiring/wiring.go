@@ -81,7 +81,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	}
 	var secrets config.SecretGetter
 	if cfg.DatabaseURL == "" {
-		secrets = secretsmanager.NewFromConfig(awsCfg)
+		secrets = secretCalls(secretsmanager.NewFromConfig(awsCfg).GetSecretValue)
 	}
 	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
 	if err != nil {
@@ -138,7 +138,7 @@ func (a *App) KMS() *kms.Client { return kms.NewFromConfig(a.AWS) }
 
 // Envelope returns the envelope sealer with a warm-container data key cache.
 func (a *App) Envelope() *envelope.Envelope {
-	return envelope.New(metrics.CountKMS(a.KMS()), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+	return envelope.New(metrics.CountKMS(kmsCallsOf(a.KMS())), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
 }
 
 // Founding returns the founding use case. r renders userdata and admin
