@@ -26,7 +26,9 @@ type kmsCalls struct {
 
 var _ envelope.KMS = kmsCalls{}
 
-func kmsCallsOf(c *kms.Client) kmsCalls { return kmsCalls{generate: c.GenerateDataKey, decrypt: c.Decrypt} }
+func kmsCallsOf(c *kms.Client) kmsCalls {
+	return kmsCalls{generate: c.GenerateDataKey, decrypt: c.Decrypt}
+}
 
 func (k kmsCalls) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
 	return k.generate(ctx, in, opts...)
