@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
@@ -292,5 +293,33 @@ func TestCompletionOffersClusterIDs(t *testing.T) {
 	r := runCLI(t, f, nil, "__complete", "get", "cluster", "")
 	if !strings.HasPrefix(r.stdout, "5\texk8s-1-5 (active)\n") {
 		t.Fatalf("%q", r.stdout)
+	}
+}
+
+// describe shows each node's steps with how long each took and the one it
+// is on now, counted to the CLI's clock.
+func TestDescribeShowsWhereTheTimeWent(t *testing.T) {
+	f := newFakeAPI(t)
+	c := cluster(5, "active", "bootstrapping", "etcd_started")
+	opened := now.Add(-time.Minute)
+	c.Bootstrap.Nodes[0].Steps = []Step{
+		{Phase: "bundle_fetched", StartedAt: opened, EndedAt: opened.Add(3 * time.Second), Seconds: 3},
+		{Phase: "etcd_started", StartedAt: opened.Add(3 * time.Second), EndedAt: now.Add(-12 * time.Second), Seconds: 45.25},
+	}
+	c.Bootstrap.Nodes[0].Running = &RunningStep{Phase: "kubelet_started", StartedAt: now.Add(-12 * time.Second)}
+	f.on("GET /clusters/5", ok(c))
+	f.on("GET /clusters/5/nodes/10/bootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":10,"node_name":"cp-0.cluster-5.internal","phase":"etcd_started","message":"","updated_at":"2026-11-24T12:59:48Z",
+		"window":{"opened_at":"2026-11-24T12:59:00Z","closes_at":"2026-11-24T13:59:00Z","open":true},"fetches":[]}`})
+	r := runCLI(t, f, nil, "describe", "cluster", "5")
+	r.want(t, 0)
+	for _, want := range []string{
+		"    Steps:",
+		"      bundle_fetched                 3s  (2026-11-24T12:59:00Z to 2026-11-24T12:59:03Z)",
+		"      etcd_started                45.3s  (2026-11-24T12:59:03Z to 2026-11-24T12:59:48Z)",
+		"    Running:            kubelet_started for 12s (since 2026-11-24T12:59:48Z)",
+	} {
+		if !strings.Contains(r.stdout, want+"\n") {
+			t.Fatalf("no line %q in\n%s", want, r.stdout)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,16 @@ type nodeBootstrap struct {
 	Phase     string    `json:"phase"`
 	Message   string    `json:"message"`
 	UpdatedAt time.Time `json:"updated_at"`
+	Steps     []struct {
+		Phase     string
+		StartedAt time.Time `json:"started_at"`
+		EndedAt   time.Time `json:"ended_at"`
+		Seconds   float64
+	} `json:"steps"`
+	Running *struct {
+		Phase     string
+		StartedAt time.Time `json:"started_at"`
+	} `json:"running"`
 }
 
 type clusterBootstrap struct {
@@ -142,7 +153,7 @@ func TestBootstrapProgressWalk(t *testing.T) {
 	r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(1))
 	var list struct{ Clusters []clusterBootstrap }
 	r.JSON(t, &list)
-	if len(list.Clusters) != 1 || fmt.Sprint(list.Clusters[0].Bootstrap) != fmt.Sprint(c.Bootstrap) {
+	if len(list.Clusters) != 1 || !reflect.DeepEqual(list.Clusters[0].Bootstrap, c.Bootstrap) {
 		t.Errorf("list %+v\nget %+v", list.Clusters, c.Bootstrap)
 	}
 	if r := stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(res.ClusterID), "", s.Bearer(2)); r.Status != http.StatusNotFound {

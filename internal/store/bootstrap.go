@@ -88,12 +88,12 @@ type ReopenOutcome struct {
 
 // ReopenBootstrap starts a node's bootstrap over in one statement, only if
 // its cluster is active: phase pending, no message, not ready, its window
-// opened at `at`. ErrNotFound: no such node in a live cluster of that org.
+// opened at `at`, no phase times. ErrNotFound: no such node in a live cluster of that org.
 func (s *Store) ReopenBootstrap(ctx context.Context, ref NodeRef, pending string, at time.Time) (ReopenOutcome, error) {
 	var out ReopenOutcome
 	err := s.pool.QueryRow(ctx, nodeOfOrg+`, reopened AS (
 			UPDATE kube_nodes n SET phase = $4, message = '', updated_at = now(), bootstrap_opened_at = $5,
-				ready_at = NULL
+				ready_at = NULL, phase_times = '{}'
 			FROM node WHERE n.id = node.id AND node.status = 'active'
 			RETURNING n.id
 		)

@@ -110,6 +110,9 @@ type Node struct {
 	// bootstrap; nil until then and after a re-open. Once set, nothing the
 	// VM reports re-opens its bundle.
 	ReadyAt *time.Time
+	// PhaseTimes is when the node first reached each phase of its current
+	// bootstrap, by phase; a skipped phase has none.
+	PhaseTimes map[string]time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -212,7 +215,7 @@ func nodesQuery(where string) string {
 		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
 		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
@@ -246,7 +249,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		only         []bool
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &names, &certs, &keys, &notAfters,
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
 	}

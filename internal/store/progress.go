@@ -31,7 +31,9 @@ type PhaseOutcome struct {
 	Moved         bool
 }
 
-// AdvancePhase records a phase in one statement: the UPDATE itself is
+// AdvancePhase records a phase in one statement, with when the node first
+// reached it (phase_times keeps the first: a repeated report refreshes the
+// message only): the UPDATE itself is
 // guarded by the allowed phases, so two racing reports cannot both pass a
 // check made on a row the other one changed (under READ COMMITTED, a row
 // updated concurrently is re-checked against the guard in its new
@@ -53,7 +55,8 @@ const advancePhase = `
 		WHERE n.vm_id = $1 AND k.org_id = $2
 	), moved AS (
 		UPDATE kube_nodes n SET phase = $3, message = $4, updated_at = now(),
-			ready_at = CASE WHEN $8 THEN coalesce(n.ready_at, now()) ELSE n.ready_at END
+			ready_at = CASE WHEN $8 THEN coalesce(n.ready_at, now()) ELSE n.ready_at END,
+			phase_times = jsonb_build_object($3::text, now()) || n.phase_times
 		FROM node
 		WHERE n.id = node.id AND node.status = 'active' AND (node.initial OR NOT $7)
 		  AND (n.phase = ANY($5) OR (n.ready_at IS NOT NULL AND n.phase = ANY($6)))
