@@ -121,7 +121,7 @@ func (r *report) budgets() []budget {
 		bs = append(bs, budget{"init duration " + c.logicalID + " (median of " + fmt.Sprint(len(c.inits)) + ")", ms(c.median()), "≤ 30 ms", c.median() <= 30*time.Millisecond})
 	}
 	for _, c := range r.cold {
-		bs = append(bs, budget{"bootstrap size " + c.logicalID + " (linux/arm64, stripped)", fmt.Sprintf("%.1f MiB", float64(c.arm64Size)/mib), "≤ 15 MiB", c.arm64Size <= 15*mib})
+		bs = append(bs, budget{"bootstrap size " + c.logicalID + " (linux/arm64, stripped)", fmt.Sprintf("%.1f MiB", float64(c.arm64Size)/mib), "≤ 12 MiB", c.arm64Size <= 12*mib})
 	}
 	for _, s := range r.side {
 		k, o := medianD(s.kubeadm), medianD(s.ours)

@@ -10,8 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
+	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/dbmigrate"
 )
@@ -36,7 +35,7 @@ func run(ctx context.Context, platformDev bool) error {
 		if err != nil {
 			return err
 		}
-		secrets = secretsmanager.NewFromConfig(awsCfg)
+		secrets = awssecret.New(awsCfg)
 	}
 	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	wiring.Serve("GetBundleFunction", []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
+	wiring.Serve(api.GetBundleFunction, []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewRenderer()
 		nodes := app.NodeBootstrap(r)
 		srv.Bundles, srv.Renewals = nodes, nodes

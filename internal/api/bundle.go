@@ -86,7 +86,7 @@ func (s *Server) proveVM(r *http.Request) (auth.BootstrapVM, error) {
 	if err != nil {
 		return auth.BootstrapVM{}, err
 	}
-	budget := budgetOf(r.Pattern)
+	budget := s.budgetOf(r.Pattern)
 	call := s.Limits.Call(r.Pattern, budget)
 	vm, window, err := s.Auth.ProveVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"), call)
 	if err != nil {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -11,7 +12,7 @@ import (
 // Route is one row of the API: which function serves which method and path,
 // and for a VM's routes how often one VM may call it.
 type Route struct {
-	Function string // the logical id in template.yaml
+	Function string // the logical id in template.yaml (set by Function.Routes)
 	Method   string
 	Path     string // API Gateway path syntax, also valid for http.ServeMux
 	handle   func(*Server, http.ResponseWriter, *http.Request)
@@ -28,37 +29,76 @@ var (
 	renewBudget  = vmlimit.Budget{Calls: 12, Per: time.Hour}
 )
 
-// Routes is the one table of every route k8sapi serves.
-var Routes = []Route{
-	{"HealthFunction", http.MethodGet, "/health", (*Server).health, vmlimit.Budget{}},
-	{"HealthFunction", http.MethodGet, "/openapi.json", (*Server).openAPI, vmlimit.Budget{}},
-	{"HealthFunction", http.MethodGet, "/docs", (*Server).docs, vmlimit.Budget{}},
-	{"CreateClusterFunction", http.MethodPost, "/clusters", (*Server).createCluster, vmlimit.Budget{}},
-	{"ClustersFunction", http.MethodGet, "/clusters", (*Server).listClusters, vmlimit.Budget{}},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}", (*Server).getCluster, vmlimit.Budget{}},
-	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", (*Server).deleteCluster, vmlimit.Budget{}},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}/nodes/{vm_id}/bootstrap", (*Server).nodeBootstrap, vmlimit.Budget{}},
-	{"ClustersFunction", http.MethodPost, "/clusters/{id}/nodes/{vm_id}/rebootstrap", (*Server).rebootstrap, vmlimit.Budget{}},
-	// Issuing opens the cluster CA: the function with founding's KMS right
-	// serves it (a replay of POST /clusters issues the same way); the list
-	// reads rows only.
-	{"CreateClusterFunction", http.MethodPost, "/clusters/{id}/kubeconfig", (*Server).issueKubeconfig, vmlimit.Budget{}},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}/kubeconfigs", (*Server).listKubeconfigs, vmlimit.Budget{}},
-	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, (*Server).getBundle, fetchBudget},
-	{"GetBundleFunction", http.MethodPost, bundle.StatusPathTemplate, (*Server).reportStatus, statusBudget},
-	{"GetBundleFunction", http.MethodPost, bundle.RenewPathTemplate, (*Server).renewCertificates, renewBudget},
+// Function is one Lambda function of template.yaml (Name, its logical id)
+// and the routes it serves. Each function's main serves its own
+// (Server.Handler): a route's handler is linked only into the binary of
+// the function that serves it, never into the others.
+type Function struct {
+	Name   string
+	routes []Route
 }
 
-// budgets maps each route pattern ("METHOD /path", as http.ServeMux
-// reports the one it matched) to its per-VM budget. Filled by init: the
-// handlers in Routes read it, so Routes cannot (an initialization cycle).
-var budgets = map[string]vmlimit.Budget{}
+// The route table, one part per function: together they are every route
+// k8sapi serves (Routes).
+var (
+	HealthFunction = Function{"HealthFunction", []Route{
+		{Method: http.MethodGet, Path: "/health", handle: (*Server).health},
+		{Method: http.MethodGet, Path: "/openapi.json", handle: (*Server).openAPI},
+		{Method: http.MethodGet, Path: "/docs", handle: (*Server).docs},
+	}}
+	// Issuing a kubeconfig opens the cluster CA: the function with
+	// founding's KMS right serves it (a replay of POST /clusters issues the
+	// same way); ClustersFunction lists the issues, reading rows only.
+	CreateClusterFunction = Function{"CreateClusterFunction", []Route{
+		{Method: http.MethodPost, Path: "/clusters", handle: (*Server).createCluster},
+		{Method: http.MethodPost, Path: "/clusters/{id}/kubeconfig", handle: (*Server).issueKubeconfig},
+	}}
+	ClustersFunction = Function{"ClustersFunction", []Route{
+		{Method: http.MethodGet, Path: "/clusters", handle: (*Server).listClusters},
+		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
+		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster},
+		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
+		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap},
+		{Method: http.MethodGet, Path: "/clusters/{id}/kubeconfigs", handle: (*Server).listKubeconfigs},
+	}}
+	GetBundleFunction = Function{"GetBundleFunction", []Route{
+		{Method: http.MethodGet, Path: bundle.PathTemplate, handle: (*Server).getBundle, PerVM: fetchBudget},
+		{Method: http.MethodPost, Path: bundle.StatusPathTemplate, handle: (*Server).reportStatus, PerVM: statusBudget},
+		{Method: http.MethodPost, Path: bundle.RenewPathTemplate, handle: (*Server).renewCertificates, PerVM: renewBudget},
+	}}
+)
 
-func init() {
-	for _, r := range Routes {
-		budgets[r.Method+" "+r.Path] = r.PerVM
+// Functions are the functions that serve routes. Tests and tools use it; a
+// function's binary must not, or it would link every handler.
+func Functions() []Function {
+	return []Function{HealthFunction, CreateClusterFunction, ClustersFunction, GetBundleFunction}
+}
+
+// FunctionNamed is the function whose logical id is name (tests and
+// tools); the zero Function, which serves nothing, if none is.
+func FunctionNamed(name string) Function {
+	for _, f := range Functions() {
+		if f.Name == name {
+			return f
+		}
 	}
+	return Function{}
 }
 
-// budgetOf is the per-VM budget of the matched route pattern.
-func budgetOf(pattern string) vmlimit.Budget { return budgets[pattern] }
+// Routes is every route k8sapi serves, each with its function's logical id.
+func Routes() []Route {
+	var out []Route
+	for _, f := range Functions() {
+		out = append(out, f.Routes()...)
+	}
+	return out
+}
+
+// Routes are f's routes, each with f's logical id.
+func (f Function) Routes() []Route {
+	out := slices.Clone(f.routes)
+	for i := range out {
+		out[i].Function = f.Name
+	}
+	return out
+}

@@ -12,7 +12,7 @@ import (
 // it) are the routes served with a per-VM budget, the same paths both ways.
 func TestVMRoutesAreServed(t *testing.T) {
 	var served, called []string
-	for _, r := range Routes {
+	for _, r := range Routes() {
 		if r.PerVM != (vmlimit.Budget{}) {
 			served = append(served, r.Path)
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,22 +128,28 @@ type Server struct {
 	// issues (ClustersFunction, which holds none).
 	Kubeconfigs   KubeconfigIssuer
 	KubeconfigLog KubeconfigLog
+
+	// budgets are the per-VM budgets of the routes Handler serves.
+	budgets map[string]vmlimit.Budget
 }
 
-// Handler serves the routes of one function (its template.yaml logical id).
-func (s *Server) Handler(function string) http.Handler {
+// Handler serves fn's routes.
+func (s *Server) Handler(fn Function) http.Handler {
 	mux := http.NewServeMux()
-	for _, r := range Routes {
-		if r.Function != function {
-			continue
-		}
+	s.budgets = map[string]vmlimit.Budget{}
+	var methods []string
+	for _, r := range fn.Routes() {
 		handle := r.handle
 		route := r.Method + " " + r.Path
+		s.budgets[route] = r.PerVM
+		methods = append(methods, r.Method)
 		mux.Handle(route, s.observe(route, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))
 	}
+	slices.Sort(methods)
+	methods = slices.Compact(methods)
 	// Anything else: a JSON 405 or 404, never Go's text page.
 	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
-		s.writeError(w, req, unmatchedError(w, mux, req))
+		s.writeError(w, req, unmatchedError(w, mux, methods, req))
 	})
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
@@ -156,6 +163,10 @@ func (s *Server) Handler(function string) http.Handler {
 		mux.ServeHTTP(w, req)
 	})
 }
+
+// budgetOf is the per-VM budget of the matched route pattern ("METHOD
+// /path", as http.ServeMux reports the one it matched).
+func (s *Server) budgetOf(pattern string) vmlimit.Budget { return s.budgets[pattern] }
 
 // statusRecorder remembers the status for the access log.
 type statusRecorder struct {

@@ -14,15 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
-// SecretGetter is the one Secrets Manager call DatabaseDSN makes.
+// SecretGetter is the one Secrets Manager call DatabaseDSN makes
+// (internal/awssecret).
 type SecretGetter interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	SecretString(ctx context.Context, id string) (string, error)
 }
-
-var _ SecretGetter = (*secretsmanager.Client)(nil)
 
 // AWS builds the SDK configuration from the Lambda environment: the region
 // (AWS_REGION), the execution role's credentials (AWS_ACCESS_KEY_ID,
@@ -67,11 +65,11 @@ func DatabaseDSN(ctx context.Context, cfg Config, secrets SecretGetter) (string,
 	if secrets == nil {
 		return "", errors.New("database: DB_SECRET_ARN is set but no Secrets Manager client was given")
 	}
-	out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(cfg.DBSecretARN)})
+	body, err := secrets.SecretString(ctx, cfg.DBSecretARN)
 	if err != nil {
 		return "", fmt.Errorf("reading the database secret: %w", err)
 	}
-	return dsnFromSecret(aws.ToString(out.SecretString), cfg.DB.ProxyEndpoint, serverCheck(cfg))
+	return dsnFromSecret(body, cfg.DB.ProxyEndpoint, serverCheck(cfg))
 }
 
 // verifyFull is the only sslmode outside local runs: TLS, the server's

@@ -50,7 +50,7 @@ func FuzzHandler(f *testing.F) {
 		"echo": Handler(echo),
 	}
 	for _, fn := range []string{"HealthFunction", "CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
-		handlers[fn] = Handler(s.Handler(fn))
+		handlers[fn] = Handler(s.Handler(api.FunctionNamed(fn)))
 	}
 
 	f.Fuzz(func(t *testing.T, method, rawPath, rawQuery, body string, b64 bool, hk, hv, routeKey, pathParam, cookie string) {

@@ -136,7 +136,7 @@ func TestRequestIDThroughTheLambdaAdapter(t *testing.T) {
 		routeKey := c.method + " " + c.path
 		ev := gatewayEvent(c.method, c.path, c.query, c.body, id, c.headers, routeKey)
 		logs.Reset()
-		resp, err := Handler(srv.Handler(c.function))(context.Background(), ev)
+		resp, err := Handler(srv.Handler(api.FunctionNamed(c.function)))(context.Background(), ev)
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.method, c.path, err)
 		}

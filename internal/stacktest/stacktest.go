@@ -206,11 +206,10 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 func (st *Stack) mux() http.Handler {
 	mux := http.NewServeMux()
 	for fn, srv := range st.Servers {
-		h := srv.Handler(fn)
-		for _, r := range api.Routes {
-			if r.Function == fn {
-				mux.Handle(r.Method+" "+r.Path, h)
-			}
+		f := api.FunctionNamed(fn)
+		h := srv.Handler(f)
+		for _, r := range f.Routes() {
+			mux.Handle(r.Method+" "+r.Path, h)
 		}
 	}
 	return mux

@@ -4,14 +4,12 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/envelope"
 )
 
-// The SDK's clients reach the envelope and the configuration as method
-// values, never as interface values nor as fields of one. A function that
+// The SDK's KMS client reaches the envelope as method values, never as an
+// interface value nor as a field of one. A function that
 // renders templates links text/template, whose calls of methods by name
 // make the linker keep every exported method of every type stored in an
 // interface (and of the types of its fields): a *kms.Client reachable so
@@ -36,14 +34,4 @@ func (k kmsCalls) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyIn
 
 func (k kmsCalls) Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func(*kms.Options)) (*kms.DecryptOutput, error) {
 	return k.decrypt(ctx, in, opts...)
-}
-
-// secretCalls is the one Secrets Manager call the configuration makes.
-type secretCalls func(context.Context, *secretsmanager.GetSecretValueInput, ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-
-var _ config.SecretGetter = secretCalls(nil)
-
-func (get secretCalls) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput,
-	opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	return get(ctx, in, opts...)
 }

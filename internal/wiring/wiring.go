@@ -16,10 +16,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/config"
@@ -81,7 +81,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	}
 	var secrets config.SecretGetter
 	if cfg.DatabaseURL == "" {
-		secrets = secretCalls(secretsmanager.NewFromConfig(awsCfg).GetSecretValue)
+		secrets = awssecret.New(awsCfg)
 	}
 	dsn, err := config.DatabaseDSN(ctx, cfg, secrets)
 	if err != nil {
@@ -181,15 +181,14 @@ func (a *App) ServiceToken(ctx context.Context) (string, error) {
 	if a.Config.ServiceTokenSecretARN == "" {
 		return "", fmt.Errorf("configuration: SERVICE_TOKEN or SERVICE_TOKEN_SECRET_ARN is required")
 	}
-	out, err := secretsmanager.NewFromConfig(a.AWS).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{
-		SecretId: &a.Config.ServiceTokenSecretARN})
+	token, err := awssecret.New(a.AWS).SecretString(ctx, a.Config.ServiceTokenSecretARN)
 	if err != nil {
 		return "", fmt.Errorf("reading the service token secret: %w", err)
 	}
-	if out.SecretString == nil || *out.SecretString == "" {
+	if token == "" {
 		return "", fmt.Errorf("the service token secret is empty")
 	}
-	return *out.SecretString, nil
+	return token, nil
 }
 
 // HealthChecks are the deep health check's pings, Postgres and KMS, each
@@ -209,7 +208,7 @@ func (a *App) HealthChecks() []api.Check {
 // Serve is a function's whole main: load the App (failing the cold start
 // if a required variable is missing), let configure set the function's use
 // cases on its Server, and serve function's routes for the Lambda runtime.
-func Serve(function string, required []string, configure func(*App, *api.Server) error) {
+func Serve(function api.Function, required []string, configure func(*App, *api.Server) error) {
 	app, err := Load(context.Background(), required...)
 	if err != nil {
 		Fatal(err)
