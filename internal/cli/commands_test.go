@@ -196,7 +196,7 @@ func TestDescribeCluster(t *testing.T) {
 	f.on("GET /clusters/5/kubeconfigs", reply{status: 200, body: `{"kubeconfigs":[{"serial":"ab12","issued_at":"2026-11-24T12:30:00Z","expires_at":"2026-11-24T13:30:00Z","issued_by":"principal 4","request_id":"r-9"}]}`})
 	r := runCLI(t, f, nil, "describe", "cluster", "5")
 	r.want(t, 0)
-	for _, want := range []string{
+	r.wantLines(t,
 		"Status:                 active",
 		"Bootstrap:              bootstrapping (1/1 nodes ready)",
 		"  Certificates:         2027-11-24T13:00:00Z",
@@ -204,12 +204,7 @@ func TestDescribeCluster(t *testing.T) {
 		"  cp-0.cluster-5.internal (vm 10):",
 		"    Window:             closed (opened 2026-11-24T12:00:00Z, closes 2026-11-24T12:59:00Z)",
 		"        2026-11-24T12:10:00Z  served           r-2",
-		"  ab12     2026-11-24T12:30:00Z   2026-11-24T13:30:00Z   principal 4   r-9",
-	} {
-		if !strings.Contains(r.stdout, want+"\n") {
-			t.Fatalf("no line %q in\n%s", want, r.stdout)
-		}
-	}
+		"  ab12     2026-11-24T12:30:00Z   2026-11-24T13:30:00Z   principal 4   r-9")
 }
 
 func TestDescribeWithoutTheKubeconfigsRouteSaysWhy(t *testing.T) {
@@ -312,14 +307,9 @@ func TestDescribeShowsWhereTheTimeWent(t *testing.T) {
 		"window":{"opened_at":"2026-11-24T12:59:00Z","closes_at":"2026-11-24T13:59:00Z","open":true},"fetches":[]}`})
 	r := runCLI(t, f, nil, "describe", "cluster", "5")
 	r.want(t, 0)
-	for _, want := range []string{
+	r.wantLines(t,
 		"    Steps:",
 		"      bundle_fetched                 3s  (2026-11-24T12:59:00Z to 2026-11-24T12:59:03Z)",
 		"      etcd_started                45.3s  (2026-11-24T12:59:03Z to 2026-11-24T12:59:48Z)",
-		"    Running:            kubelet_started for 12s (since 2026-11-24T12:59:48Z)",
-	} {
-		if !strings.Contains(r.stdout, want+"\n") {
-			t.Fatalf("no line %q in\n%s", want, r.stdout)
-		}
-	}
+		"    Running:            kubelet_started for 12s (since 2026-11-24T12:59:48Z)")
 }
