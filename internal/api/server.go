@@ -136,7 +136,11 @@ type Server struct {
 // Handler serves fn's routes.
 func (s *Server) Handler(fn Function) http.Handler {
 	mux := http.NewServeMux()
-	s.budgets = map[string]vmlimit.Budget{}
+	if s.budgets == nil {
+		// Kept across calls: a test may serve several functions from one
+		// Server, and no two functions serve the same route.
+		s.budgets = map[string]vmlimit.Budget{}
+	}
 	var methods []string
 	for _, r := range fn.Routes() {
 		handle := r.handle
