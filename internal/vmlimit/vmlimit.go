@@ -3,7 +3,10 @@
 // one VM calling in a loop would starve the others and fill the fetch
 // table; a budget per VM and route, counted in PostgreSQL (the functions
 // are stateless and many), stops that one VM alone with 429 and
-// Retry-After. It counts only VMs that passed the four proofs.
+// Retry-After. The count travels with the proofs' token lookups (one
+// round trip) and counts only calls whose two tokens name the path's VM,
+// so no caller spends another VM's budget; a budget is judged only for a
+// VM that passed the four proofs.
 package vmlimit
 
 import (
