@@ -42,20 +42,12 @@ type topologies struct{ topo store.Topology }
 
 func (t topologies) TopologyForVM(context.Context, int64) (store.Topology, error) { return t.topo, nil }
 
-// StoreWindowIdentities keeps nothing, so every fetch is a window's first:
-// the costliest, the one that issues the window's identities.
-func (topologies) StoreWindowIdentities(context.Context, store.WindowIdentities) (bool, error) {
-	return true, nil
-}
-
 // RecordFetch records nothing: the benchmark is the fetch's CPU, not its
-// database round trips.
-func (topologies) RecordFetch(context.Context, store.Fetch) error { return nil }
-
-// AdvancePhase moves the node to bundle_fetched as the store would, keeping
-// nothing: the node stays pending, so every fetch is again the first.
-func (topologies) AdvancePhase(context.Context, store.PhaseChange) (store.PhaseOutcome, error) {
-	return store.PhaseOutcome{ClusterStatus: store.StatusActive, Moved: true}, nil
+// database round trips. It keeps no window identities and the node stays
+// pending, so every fetch is a window's first: the costliest, the one that issues them. It answers that
+// it stored them (and moved the node), as the store would.
+func (topologies) RecordFetch(context.Context, store.FetchWrites) (store.FetchWritten, error) {
+	return store.FetchWritten{WindowStored: true, Phase: store.PhaseOutcome{ClusterStatus: store.StatusActive, Moved: true}}, nil
 }
 
 // founded seals a 3-node cluster's trust and node keys like founding does and
@@ -123,7 +115,7 @@ func BenchmarkBundle(b *testing.B) {
 		b.Run("alg="+string(alg), func(b *testing.B) {
 			env := envelope.New(newFakeKMS(), "bench", envelope.NewCache(time.Hour, 1<<30, 16))
 			topo := topologies{founded(b, alg, env)}
-			svc := &nodebootstrap.Service{Store: topo, Phases: topo, Envelope: env, Renderer: r,
+			svc := &nodebootstrap.Service{Store: topo, Envelope: env, Renderer: r,
 				Artifacts: bundle.DefaultArtifacts(), Window: progress.DefaultWindow}
 			vm := auth.BootstrapVM{VMID: 101, OrgID: 7}
 			ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/dbmigrate"
 )
@@ -28,7 +29,7 @@ func run(ctx context.Context, platformDev bool) error {
 	if err != nil {
 		return err
 	}
-	dsn, _, err := config.DatabaseFromEnv(ctx, cfg)
+	dsn, _, err := awssecret.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ func main() {
 	// No KMS_KEY_ID: listing and reading never open sealed keys, and delete
 	// destroys them by overwriting, so this function holds no KMS rights.
 	required := []string{"COMPUTE_API_URL", "DNS_API_URL"}
-	wiring.Serve("ClustersFunction", api.ClustersHandlers(), required, func(app *wiring.App, srv *api.Server) error {
+	wiring.Serve(api.ClustersFunction, required, func(app *wiring.App, srv *api.Server) error {
 		// Deleting renders a VM's userdata: a VM whose create answer was
 		// lost is found by repeating that create, byte for byte.
 		r, err := bundle.NewFoundingRenderer()

@@ -11,7 +11,7 @@ import (
 
 func main() {
 	required := []string{"KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL"}
-	wiring.Serve("CreateClusterFunction", api.CreateClusterHandlers(), required, func(app *wiring.App, srv *api.Server) error {
+	wiring.Serve(api.CreateClusterFunction, required, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewFoundingRenderer()
 		founding := app.Founding(r)
 		srv.Founder, srv.Kubeconfigs = founding, founding

@@ -13,12 +13,12 @@ import (
 )
 
 func main() {
-	wiring.Serve("GetBundleFunction", api.GetBundleHandlers(), []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
+	wiring.Serve(api.GetBundleFunction, []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewRenderer()
 		nodes := app.NodeBootstrap(r)
 		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Progress = &progress.Service{Store: app.Store}
-		srv.Limits = &vmlimit.Limiter{Store: app.Store, Factor: app.Config.VMCallBudgetFactor}
+		srv.Limits = &vmlimit.Limiter{Factor: app.Config.VMCallBudgetFactor}
 		return err
 	})
 }

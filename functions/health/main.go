@@ -9,7 +9,7 @@ import (
 )
 
 func main() {
-	wiring.Serve("HealthFunction", api.HealthHandlers(), nil, func(app *wiring.App, srv *api.Server) error {
+	wiring.Serve(api.HealthFunction, nil, func(app *wiring.App, srv *api.Server) error {
 		srv.Checks = app.HealthChecks()
 		srv.Docs = apidocs.Document{}
 		return nil

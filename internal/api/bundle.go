@@ -69,12 +69,10 @@ func (s *Server) renewCertificates(w http.ResponseWriter, r *http.Request) {
 // bootstrapVM runs the four proofs of the VM routes, cheapest first, each
 // failing closed: vm_id parses (400), then the IMDS session, the principal
 // token, the org match and the VM match (auth); then spends one call of the
-// VM's budget for the route (429). On failure it has already answered.
+// VM's budget for the route (429), counted in the proofs' one round trip.
+// On failure it has already answered.
 func (s *Server) bootstrapVM(w http.ResponseWriter, r *http.Request) (auth.BootstrapVM, bool) {
 	vm, err := s.proveVM(r)
-	if err == nil {
-		err = s.Limits.Spend(r.Context(), vm.VMID, r.Pattern, budgetOf(r.Pattern))
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return auth.BootstrapVM{}, false
@@ -82,15 +80,18 @@ func (s *Server) bootstrapVM(w http.ResponseWriter, r *http.Request) (auth.Boots
 	return vm, true
 }
 
-// proveVM runs the four proofs.
+// proveVM runs the four proofs and judges the route's count.
 func (s *Server) proveVM(r *http.Request) (auth.BootstrapVM, error) {
 	vmID, err := parseID("vm_id", r.PathValue("vm_id"))
 	if err != nil {
 		return auth.BootstrapVM{}, err
 	}
-	vm, err := s.Auth.BootstrapVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"))
-	if err == nil {
-		noteVM(r, vm)
+	budget := s.budgetOf(r.Pattern)
+	call := s.Limits.Call(r.Pattern, budget)
+	vm, window, err := s.Auth.ProveVM(r.Context(), vmID, r.Header.Get("X-exc-imds-token"), r.Header.Get("Authorization"), call)
+	if err != nil {
+		return vm, err
 	}
-	return vm, err
+	noteVM(r, vm)
+	return vm, s.Limits.Judge(call, window, budget)
 }

@@ -4,6 +4,9 @@
 // JSON. Errors are answered in one place (errors.go), each with the status
 // its apperr code's kind has.
 //
-// Each Lambda function serves the subset of Routes whose Function is its
-// logical id in template.yaml (a test keeps the two equal).
+// The route table is one part per Lambda function (routes.go: Function,
+// named by its logical id in template.yaml); a function's main serves its
+// own part, so its binary links only the handlers it serves. Routes joins
+// the parts for tests and tools (a test keeps them equal to the OpenAPI
+// document, which another keeps equal to template.yaml).
 package api

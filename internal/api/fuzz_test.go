@@ -121,7 +121,7 @@ func checkSpec(t *testing.T, s founding.Spec) {
 // function answers them as unknown routes, in JSON.
 func TestUncleanPathsAnswerJSON404(t *testing.T) {
 	s := &Server{}
-	for _, fn := range []string{"ClustersFunction", "GetBundleFunction", "CreateClusterFunction", "HealthFunction"} {
+	for _, fn := range Functions() {
 		h := s.Handler(fn)
 		for _, p := range []string{"/clusters/../1", "/clusters//1", "/clusters/./1", "//clusters", "/bootstrap/control-plane/../1",
 			"/bootstrap/control-plane//1", "/bootstrap/control-plane/./1", "/health/..", "/health/."} {
@@ -130,7 +130,7 @@ func TestUncleanPathsAnswerJSON404(t *testing.T) {
 			req.URL.Path = p
 			h.ServeHTTP(rec, req)
 			if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), `"code":"not_found"`) || rec.Header().Get("Location") != "" {
-				t.Errorf("%s %s = %d %q (Location %q)", fn, p, rec.Code, rec.Body, rec.Header().Get("Location"))
+				t.Errorf("%s %s = %d %q (Location %q)", fn.Name, p, rec.Code, rec.Body, rec.Header().Get("Location"))
 			}
 		}
 	}

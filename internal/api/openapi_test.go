@@ -35,7 +35,7 @@ func TestOpenAPIValidates(t *testing.T) {
 // Every route of the code is in the document and nothing else is.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	var code, doc []string
-	for _, r := range Routes {
+	for _, r := range Routes() {
 		code = append(code, r.Method+" "+r.Path)
 	}
 	for _, o := range apidocstest.Operations() {
@@ -305,7 +305,7 @@ func asAny(v any) []any { l, _ := v.([]any); return l }
 // GET /openapi.json serves the document; GET /docs a page that embeds it and
 // its renderer, references nothing outside itself, and may fetch nothing.
 func TestDocsRoutes(t *testing.T) {
-	h := (&Server{Docs: apidocs.Document{}}).Handler("HealthFunction")
+	h := (&Server{Docs: apidocs.Document{}}).Handler(HealthFunction)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
 	if rec.Code != 200 || rec.Body.String() != string(apidocs.OpenAPI) || rec.Header().Get("Content-Type") != "application/json" {

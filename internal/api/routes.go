@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -10,12 +11,12 @@ import (
 
 // Route is one row of the API: which function serves which method and path,
 // for a VM's routes how often one VM may call it, and for a route that
-// changes state the action its audit records name (internal/audit). Its
-// handler is in its function's Handlers set.
+// changes state the action its audit records name (internal/audit).
 type Route struct {
-	Function string // the logical id in template.yaml
+	Function string // the logical id in template.yaml (set by Function.Routes)
 	Method   string
 	Path     string // API Gateway path syntax, also valid for http.ServeMux
+	handle   func(*Server, http.ResponseWriter, *http.Request)
 	PerVM    vmlimit.Budget
 	Audit    string // "" for a read
 }
@@ -33,98 +34,79 @@ var (
 	renewBudget  = vmlimit.Budget{Calls: 12, Per: time.Hour}
 )
 
-// Routes is the one table of every route k8sapi serves.
-var Routes = []Route{
-	{"HealthFunction", http.MethodGet, "/health", vmlimit.Budget{}, ""},
-	{"HealthFunction", http.MethodGet, "/openapi.json", vmlimit.Budget{}, ""},
-	{"HealthFunction", http.MethodGet, "/docs", vmlimit.Budget{}, ""},
-	{"CreateClusterFunction", http.MethodPost, "/clusters", vmlimit.Budget{}, "cluster.create"},
-	{"ClustersFunction", http.MethodGet, "/clusters", vmlimit.Budget{}, ""},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}", vmlimit.Budget{}, ""},
-	{"ClustersFunction", http.MethodDelete, "/clusters/{id}", vmlimit.Budget{}, "cluster.delete"},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}/nodes/{vm_id}/bootstrap", vmlimit.Budget{}, ""},
-	{"ClustersFunction", http.MethodPost, "/clusters/{id}/nodes/{vm_id}/rebootstrap", vmlimit.Budget{}, "node.rebootstrap"},
-	// Issuing opens the cluster CA: the function with founding's KMS right
-	// serves it (a replay of POST /clusters issues the same way); the list
-	// reads rows only.
-	{"CreateClusterFunction", http.MethodPost, "/clusters/{id}/kubeconfig", vmlimit.Budget{}, "kubeconfig.issue"},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}/kubeconfigs", vmlimit.Budget{}, ""},
-	{"ClustersFunction", http.MethodGet, "/clusters/{id}/events", vmlimit.Budget{}, ""},
+// Function is one Lambda function of template.yaml (Name, its logical id)
+// and the routes it serves. Each function's main serves its own
+// (Server.Handler): a route's handler is linked only into the binary of
+// the function that serves it, never into the others.
+type Function struct {
+	Name   string
+	routes []Route
+}
+
+// The route table, one part per function: together they are every route
+// k8sapi serves (Routes).
+var (
+	HealthFunction = Function{"HealthFunction", []Route{
+		{Method: http.MethodGet, Path: "/health", handle: (*Server).health},
+		{Method: http.MethodGet, Path: "/openapi.json", handle: (*Server).openAPI},
+		{Method: http.MethodGet, Path: "/docs", handle: (*Server).docs},
+	}}
+	// Issuing a kubeconfig opens the cluster CA: the function with
+	// founding's KMS right serves it (a replay of POST /clusters issues the
+	// same way); ClustersFunction lists the issues, reading rows only.
+	CreateClusterFunction = Function{"CreateClusterFunction", []Route{
+		{Method: http.MethodPost, Path: "/clusters", handle: (*Server).createCluster, Audit: "cluster.create"},
+		{Method: http.MethodPost, Path: "/clusters/{id}/kubeconfig", handle: (*Server).issueKubeconfig, Audit: "kubeconfig.issue"},
+	}}
+	ClustersFunction = Function{"ClustersFunction", []Route{
+		{Method: http.MethodGet, Path: "/clusters", handle: (*Server).listClusters},
+		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
+		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete"},
+		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
+		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap"},
+		{Method: http.MethodGet, Path: "/clusters/{id}/kubeconfigs", handle: (*Server).listKubeconfigs},
+		{Method: http.MethodGet, Path: "/clusters/{id}/events", handle: (*Server).listEvents},
+	}}
 	// A bundle fetch changes state too: the window's first issues the
 	// node's identities and records bundle_fetched.
-	{"GetBundleFunction", http.MethodGet, bundle.PathTemplate, fetchBudget, "bundle.fetch"},
-	{"GetBundleFunction", http.MethodPost, bundle.StatusPathTemplate, statusBudget, "node.report_status"},
-	{"GetBundleFunction", http.MethodPost, bundle.RenewPathTemplate, renewBudget, "node.renew"},
+	GetBundleFunction = Function{"GetBundleFunction", []Route{
+		{Method: http.MethodGet, Path: bundle.PathTemplate, handle: (*Server).getBundle, PerVM: fetchBudget, Audit: "bundle.fetch"},
+		{Method: http.MethodPost, Path: bundle.StatusPathTemplate, handle: (*Server).reportStatus, PerVM: statusBudget, Audit: "node.report_status"},
+		{Method: http.MethodPost, Path: bundle.RenewPathTemplate, handle: (*Server).renewCertificates, PerVM: renewBudget, Audit: "node.renew"},
+	}}
+)
+
+// Functions are the functions that serve routes. Tests and tools use it; a
+// function's binary must not, or it would link every handler.
+func Functions() []Function {
+	return []Function{HealthFunction, CreateClusterFunction, ClustersFunction, GetBundleFunction}
 }
 
-// handler serves one route.
-type handler = func(*Server, http.ResponseWriter, *http.Request)
-
-// Handlers are one function's handlers by route key. Each function's main
-// names its own set, so its binary links only its own handlers and what
-// they use (one table of every handler would link all of them into each,
-// against the 15 MiB each binary is held to); TestHandlersServeTheRoutes
-// holds each set equal to the function's rows in Routes.
-type Handlers map[string]handler
-
-// The handler sets, one per function: functions, not variables, so a
-// binary links only the one its main calls.
-
-// HealthHandlers serves HealthFunction's routes.
-func HealthHandlers() Handlers {
-	return Handlers{"GET /health": (*Server).health, "GET /openapi.json": (*Server).openAPI, "GET /docs": (*Server).docs}
-}
-
-// CreateClusterHandlers serves CreateClusterFunction's routes.
-func CreateClusterHandlers() Handlers {
-	return Handlers{"POST /clusters": (*Server).createCluster, "POST /clusters/{id}/kubeconfig": (*Server).issueKubeconfig}
-}
-
-// ClustersHandlers serves ClustersFunction's routes.
-func ClustersHandlers() Handlers {
-	return Handlers{
-		"GET /clusters":                                 (*Server).listClusters,
-		"GET /clusters/{id}":                            (*Server).getCluster,
-		"DELETE /clusters/{id}":                         (*Server).deleteCluster,
-		"GET /clusters/{id}/nodes/{vm_id}/bootstrap":    (*Server).nodeBootstrap,
-		"POST /clusters/{id}/nodes/{vm_id}/rebootstrap": (*Server).rebootstrap,
-		"GET /clusters/{id}/kubeconfigs":                (*Server).listKubeconfigs,
-		"GET /clusters/{id}/events":                     (*Server).listEvents,
+// FunctionNamed is the function whose logical id is name (tests and
+// tools); the zero Function, which serves nothing, if none is.
+func FunctionNamed(name string) Function {
+	for _, f := range Functions() {
+		if f.Name == name {
+			return f
+		}
 	}
+	return Function{}
 }
 
-// GetBundleHandlers serves GetBundleFunction's routes.
-func GetBundleHandlers() Handlers {
-	return Handlers{
-		"GET " + bundle.PathTemplate:        (*Server).getBundle,
-		"POST " + bundle.StatusPathTemplate: (*Server).reportStatus,
-		"POST " + bundle.RenewPathTemplate:  (*Server).renewCertificates,
+// Routes is every route k8sapi serves, each with its function's logical id.
+func Routes() []Route {
+	var out []Route
+	for _, f := range Functions() {
+		out = append(out, f.Routes()...)
 	}
+	return out
 }
 
-// HandlersOf is function's handler set, for tests and tools: a function's
-// main names its own, so its binary never links this.
-func HandlersOf(function string) Handlers {
-	sets := map[string]func() Handlers{
-		"HealthFunction": HealthHandlers, "CreateClusterFunction": CreateClusterHandlers,
-		"ClustersFunction": ClustersHandlers, "GetBundleFunction": GetBundleHandlers,
+// Routes are f's routes, each with f's logical id.
+func (f Function) Routes() []Route {
+	out := slices.Clone(f.routes)
+	for i := range out {
+		out[i].Function = f.Name
 	}
-	if set, ok := sets[function]; ok {
-		return set()
-	}
-	return nil
+	return out
 }
-
-// budgets maps each route pattern ("METHOD /path", as http.ServeMux
-// reports the one it matched) to its per-VM budget. Filled by init: the
-// handlers in Routes read it, so Routes cannot (an initialization cycle).
-var budgets = map[string]vmlimit.Budget{}
-
-func init() {
-	for _, r := range Routes {
-		budgets[r.Method+" "+r.Path] = r.PerVM
-	}
-}
-
-// budgetOf is the per-VM budget of the matched route pattern.
-func budgetOf(pattern string) vmlimit.Budget { return budgets[pattern] }

@@ -1,7 +1,7 @@
 package api
 
 import (
-	"maps"
+	"net/http"
 	"slices"
 	"testing"
 
@@ -13,7 +13,7 @@ import (
 // it) are the routes served with a per-VM budget, the same paths both ways.
 func TestVMRoutesAreServed(t *testing.T) {
 	var served, called []string
-	for _, r := range Routes {
+	for _, r := range Routes() {
 		if r.PerVM != (vmlimit.Budget{}) {
 			served = append(served, r.Path)
 		}
@@ -28,21 +28,15 @@ func TestVMRoutesAreServed(t *testing.T) {
 	}
 }
 
-// Each function's handler set serves exactly its rows of Routes: a row
-// without a handler would answer 404, a handler without a row is dead.
-func TestHandlersServeTheRoutes(t *testing.T) {
-	want := map[string][]string{}
-	for _, r := range Routes {
-		want[r.Function] = append(want[r.Function], r.Key())
-	}
-	for fn, keys := range want {
-		got := slices.Sorted(maps.Keys(HandlersOf(fn)))
-		slices.Sort(keys)
-		if !slices.Equal(got, keys) {
-			t.Errorf("%s: handlers for %v, routes %v", fn, got, keys)
+// Every row of the route table has a handler, and a state-changing method
+// names its audit action (a read never does).
+func TestEveryRouteHasAHandlerAndStateChangesAnAction(t *testing.T) {
+	for _, r := range Routes() {
+		if r.handle == nil {
+			t.Errorf("%s: no handler", r.Key())
 		}
-	}
-	if HandlersOf("ReconcilerFunction") != nil {
-		t.Error("the reconciler serves no route")
+		if changes := r.Method != http.MethodGet || r.Path == bundle.PathTemplate; changes != (r.Audit != "") {
+			t.Errorf("%s: audit action %q", r.Key(), r.Audit)
+		}
 	}
 }

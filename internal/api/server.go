@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ const MaxBodyBytes = 64 << 10
 // Authenticator proves who calls.
 type Authenticator interface {
 	Operator(ctx context.Context, authorization string) (auth.Principal, error)
-	BootstrapVM(ctx context.Context, vmID int64, imdsToken, authorization string) (auth.BootstrapVM, error)
+	ProveVM(ctx context.Context, vmID int64, imdsToken, authorization string, count *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error)
 }
 
 var _ Authenticator = (*auth.Authenticator)(nil)
@@ -102,9 +103,11 @@ type NodeBootstraps interface {
 
 var _ NodeBootstraps = (*progress.Nodes)(nil)
 
-// Limiter spends a VM's budget of calls of one route.
+// Limiter says which calls of a VM count against its budget of a route,
+// and answers the count.
 type Limiter interface {
-	Spend(ctx context.Context, vmID int64, route string, b vmlimit.Budget) error
+	Call(route string, b vmlimit.Budget) *store.CallCount
+	Judge(call *store.CallCount, w *store.CallWindow, b vmlimit.Budget) error
 }
 
 var _ Limiter = (*vmlimit.Limiter)(nil)
@@ -147,30 +150,32 @@ type Server struct {
 	// operators' state-changing routes); Events lists it.
 	Audit  AuditRecorder
 	Events AuditEvents
+
+	// budgets are the per-VM budgets of the routes Handler serves.
+	budgets map[string]vmlimit.Budget
 }
 
-// Handler serves the routes of one function (its template.yaml logical id)
-// with its handler set from HandlersOf: for tests and tools.
-func (s *Server) Handler(function string) http.Handler {
-	return s.HandlerWith(function, HandlersOf(function))
-}
-
-// HandlerWith serves the routes of one function with its own handler set
-// (a Route without one answers 404, which TestHandlersServeTheRoutes
-// prevents).
-func (s *Server) HandlerWith(function string, own Handlers) http.Handler {
+// Handler serves fn's routes.
+func (s *Server) Handler(fn Function) http.Handler {
 	mux := http.NewServeMux()
-	for _, r := range Routes {
-		handle, ok := own[r.Key()]
-		if r.Function != function || !ok {
-			continue
-		}
-		route := r.Key()
+	if s.budgets == nil {
+		// Kept across calls: a test may serve several functions from one
+		// Server, and no two functions serve the same route.
+		s.budgets = map[string]vmlimit.Budget{}
+	}
+	var methods []string
+	for _, r := range fn.Routes() {
+		handle := r.handle
+		route := r.Method + " " + r.Path
+		s.budgets[route] = r.PerVM
+		methods = append(methods, r.Method)
 		mux.Handle(route, s.observe(route, s.audited(r.Audit, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) })))
 	}
+	slices.Sort(methods)
+	methods = slices.Compact(methods)
 	// Anything else: a JSON 405 or 404, never Go's text page.
 	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
-		s.writeError(w, req, unmatchedError(w, mux, req))
+		s.writeError(w, req, unmatchedError(w, mux, methods, req))
 	})
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
@@ -184,6 +189,10 @@ func (s *Server) HandlerWith(function string, own Handlers) http.Handler {
 		mux.ServeHTTP(w, req)
 	})
 }
+
+// budgetOf is the per-VM budget of the matched route pattern ("METHOD
+// /path", as http.ServeMux reports the one it matched).
+func (s *Server) budgetOf(pattern string) vmlimit.Budget { return s.budgets[pattern] }
 
 // statusRecorder remembers the status for the access log.
 type statusRecorder struct {

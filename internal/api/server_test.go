@@ -14,7 +14,7 @@ func TestPanicIsLoggedWithItsStack(t *testing.T) {
 	var log bytes.Buffer
 	s := &Server{Log: slog.New(slog.NewJSONHandler(&log, nil))} // no Auth: the handler panics
 	rec := httptest.NewRecorder()
-	s.Handler("ClustersFunction").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/clusters", nil))
+	s.Handler(ClustersFunction).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/clusters", nil))
 	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"internal"`) {
 		t.Fatalf("= %d %s, want 500 internal", rec.Code, rec.Body)
 	}

@@ -30,7 +30,7 @@ import (
 // Tokens is the part of the store auth reads.
 type Tokens interface {
 	PrincipalTokenByHash(ctx context.Context, hash string) (store.PrincipalToken, error)
-	IMDSTokenByHash(ctx context.Context, hash string) (store.IMDSToken, error)
+	VMCallLookup(ctx context.Context, c store.VMCall) (store.VMCallRows, error)
 }
 
 var _ Tokens = (*store.Store)(nil)
@@ -145,6 +145,12 @@ func (a *Authenticator) principal(ctx context.Context, authorization string) (Pr
 		return Principal{}, err
 	}
 	row, err := a.Tokens.PrincipalTokenByHash(ctx, Hash(token))
+	return a.livePrincipal(token, row, err)
+}
+
+// livePrincipal judges token's row as its lookup found it (err: how it did
+// not): a live principal token.
+func (a *Authenticator) livePrincipal(token string, row store.PrincipalToken, err error) (Principal, error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return Principal{}, unauthenticated("the bearer token is not valid")
@@ -168,11 +174,45 @@ func (a *Authenticator) principal(ctx context.Context, authorization string) (Pr
 // issued to vmID itself (an operator's is 403 token_scope, another VM's
 // 403), of the same org as the IMDS session, and that session is vmID's.
 func (a *Authenticator) BootstrapVM(ctx context.Context, vmID int64, imdsToken, authorization string) (BootstrapVM, error) {
-	session, err := a.imdsSession(ctx, imdsToken)
+	vm, _, err := a.ProveVM(ctx, vmID, imdsToken, authorization, nil)
+	return vm, err
+}
+
+// ProveVM is BootstrapVM that also counts the call (count: a route with a
+// per-VM budget) in the round trip that looks both tokens up. The count
+// comes back only when the call was counted: the store counts a call only
+// when both tokens name vmID, so a stranger cannot spend a VM's budget.
+func (a *Authenticator) ProveVM(ctx context.Context, vmID int64, imdsToken, authorization string,
+	count *store.CallCount) (BootstrapVM, *store.CallWindow, error) {
+	imdsToken = strings.TrimSpace(imdsToken)
+	if imdsToken == "" || len(imdsToken) > maxTokenLen {
+		return BootstrapVM{}, nil, unauthenticated("an X-exc-imds-token header is required")
+	}
+	token, bearerErr := bearer(authorization)
+	call := store.VMCall{VMID: vmID, IMDSHash: Hash(imdsToken)}
+	if bearerErr == nil {
+		call.BearerHash, call.Count = Hash(token), count
+	}
+	rows, err := a.Tokens.VMCallLookup(ctx, call)
+	if err != nil {
+		return BootstrapVM{}, nil, dependencyError(err)
+	}
+	vm, err := a.judgeVM(vmID, rows, token, bearerErr)
+	return vm, rows.Window, err
+}
+
+// judgeVM runs the proofs over what the lookup found, in their order: the
+// IMDS session, the bearer token's shape (bearerErr), the token itself,
+// then purpose, org and VM.
+func (a *Authenticator) judgeVM(vmID int64, rows store.VMCallRows, token string, bearerErr error) (BootstrapVM, error) {
+	session, err := a.liveSession(rows.IMDS, rows.IMDSErr)
 	if err != nil {
 		return BootstrapVM{}, err
 	}
-	principal, err := a.principal(ctx, authorization)
+	if bearerErr != nil {
+		return BootstrapVM{}, bearerErr
+	}
+	principal, err := a.livePrincipal(token, rows.Principal, rows.PrincipalErr)
 	switch {
 	case err != nil:
 		return BootstrapVM{}, err
@@ -186,13 +226,8 @@ func (a *Authenticator) BootstrapVM(ctx context.Context, vmID int64, imdsToken, 
 	return BootstrapVM{VMID: vmID, OrgID: session.OrgID}, nil
 }
 
-// imdsSession validates an X-exc-imds-token header: a live IMDS session.
-func (a *Authenticator) imdsSession(ctx context.Context, imdsToken string) (store.IMDSToken, error) {
-	imdsToken = strings.TrimSpace(imdsToken)
-	if imdsToken == "" || len(imdsToken) > maxTokenLen {
-		return store.IMDSToken{}, unauthenticated("an X-exc-imds-token header is required")
-	}
-	session, err := a.Tokens.IMDSTokenByHash(ctx, Hash(imdsToken))
+// liveSession judges an IMDS session's row as its lookup found it.
+func (a *Authenticator) liveSession(session store.IMDSToken, err error) (store.IMDSToken, error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return session, unauthenticated("the IMDS token is not valid")

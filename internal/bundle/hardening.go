@@ -34,13 +34,12 @@ type tlsView struct {
 	MinVersion     string // Kubernetes components and the kubelet
 	EtcdMinVersion string // etcd
 	CipherSuites   []string
+	CipherList     string // the suites as one flag value
 }
 
-// CipherList is the suites as one flag value.
-func (t tlsView) CipherList() string { return strings.Join(t.CipherSuites, ",") }
-
 func newTLSView() tlsView {
-	return tlsView{MinVersion: "VersionTLS12", EtcdMinVersion: "TLS1.2", CipherSuites: tlsCipherSuites}
+	return tlsView{MinVersion: "VersionTLS12", EtcdMinVersion: "TLS1.2", CipherSuites: tlsCipherSuites,
+		CipherList: strings.Join(tlsCipherSuites, ",")}
 }
 
 // apiserverView is what kube-apiserver.yaml needs beyond the node: where

@@ -13,6 +13,7 @@ import (
 	"text/template"
 
 	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/textexec"
 	"github.com/excloud/k8sapi/templates"
 )
 
@@ -84,6 +85,9 @@ func (b *Bundle) Response() Response {
 // once per cold start; it is safe for concurrent use.
 type Renderer struct {
 	tmpl *template.Template
+	// set executes tmpl (internal/textexec: text/template parses the
+	// templates, its executor is left out of the binaries).
+	set *textexec.Set
 }
 
 // funcs is the renderer's FuncMap: escapers, the shell library's data
@@ -128,11 +132,12 @@ func NewRenderer() (*Renderer, error) { return parseRenderer(templates.FS) }
 func NewFoundingRenderer() (*Renderer, error) { return parseRenderer(templates.Founding) }
 
 func parseRenderer(fsys fs.FS) (*Renderer, error) {
-	t, err := template.New("bundle").Option("missingkey=error").Funcs(funcs()).ParseFS(fsys, "*")
+	fm := funcs()
+	t, err := template.New("bundle").Funcs(fm).ParseFS(fsys, "*")
 	if err != nil {
 		return nil, fmt.Errorf("parsing bundle templates: %w", err)
 	}
-	return &Renderer{tmpl: t}, nil
+	return &Renderer{tmpl: t, set: textexec.New(t, fm)}, nil
 }
 
 // view is the typed data of every node template.
@@ -147,6 +152,9 @@ type view struct {
 	EtcdInitialCluster string // name=https://ip:2380,... by ordinal
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
+	// CNI is the cluster's CNI as cluster.env spells it (templates read
+	// fields only: internal/textexec).
+	CNI string
 	// Cilium: the cluster's CNI is Cilium, so helm, the chart's settings
 	// and cilium-values.yaml are in the bundle. PodNetwork is the bridge
 	// CNI's (this node's pod subnet, routes to its peers'); nil under Cilium.
@@ -181,6 +189,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
+		CNI:                string(in.Cluster.CNI),
 		Cilium:             in.Cluster.CNI == clusterfacts.CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
 		TLS:                newTLSView(),
@@ -242,7 +251,7 @@ func (r *Renderer) Render(in Input) (*Bundle, error) {
 
 func (r *Renderer) execute(name string, data any) (string, error) {
 	var buf bytes.Buffer
-	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := r.set.Execute(&buf, name, data); err != nil {
 		return "", err
 	}
 	return buf.String(), nil

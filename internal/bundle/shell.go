@@ -71,8 +71,16 @@ var vmCalls = []vmCall{
 	{Kind: "download", ConnectTimeout: 10, Retries: 5, RetryDelay: 3, Attempts: 3, Interval: 5},
 }
 
-// CurlArgs are the curl options of the call's limits.
-func (c vmCall) CurlArgs() string {
+// callView is a call as the shell library's template reads it: its
+// limits and their curl options (templates read fields only:
+// internal/textexec).
+type callView struct {
+	vmCall
+	CurlArgs string
+}
+
+// curlArgs are the curl options of the call's limits.
+func (c vmCall) curlArgs() string {
 	var args []string
 	opt := func(name string, v int) {
 		if v > 0 {
@@ -90,6 +98,14 @@ func (c vmCall) CurlArgs() string {
 	return strings.Join(args, " ")
 }
 
+func callViews() []callView {
+	out := make([]callView, len(vmCalls))
+	for i, c := range vmCalls {
+		out[i] = callView{vmCall: c, CurlArgs: c.curlArgs()}
+	}
+	return out
+}
+
 // A failed report carries the last lines of the script's output: enough to
 // see why, well inside progress.MaxMessageBytes even if every byte had to
 // be replaced by U+FFFD (three bytes).
@@ -101,7 +117,7 @@ const (
 // shellLib is the data of the shell library's template.
 type shellLib struct {
 	Routes                  []VMRoute
-	Calls                   []vmCall
+	Calls                   []callView
 	Failed                  clusterfacts.Phase
 	IMDSBaseURL             string
 	ClusterEnv, ProgressEnv string // host paths
@@ -117,7 +133,7 @@ const progressEnv = configDir + "/progress.env"
 func newShellLib() shellLib {
 	return shellLib{
 		Routes:           VMRoutes(),
-		Calls:            vmCalls,
+		Calls:            callViews(),
 		Failed:           clusterfacts.Failed,
 		IMDSBaseURL:      imdsBaseURL,
 		ClusterEnv:       configDir + "/cluster.env",

@@ -46,7 +46,7 @@ func TestVMCallLimits(t *testing.T) {
 		t.Errorf("%d kinds of call, want %d", len(vmCalls), len(want))
 	}
 	for _, c := range vmCalls {
-		if got := c.CurlArgs(); got != want[c.Kind] || c.Attempts < 1 || (c.Attempts > 1) != (c.Interval > 0) {
+		if got := c.curlArgs(); got != want[c.Kind] || c.Attempts < 1 || (c.Attempts > 1) != (c.Interval > 0) {
 			t.Errorf("%s: curl %q, %d attempts %d s apart; want curl %q", c.Kind, got, c.Attempts, c.Interval, want[c.Kind])
 		}
 	}

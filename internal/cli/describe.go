@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -36,9 +38,9 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 		}
 		details = append(details, d)
 	}
-	w := &describer{w: a.stdout}
+	w := &describer{w: a.stdout, now: a.now()}
 	w.cluster(cl)
-	w.nodes(details)
+	w.nodes(details, cl.Bootstrap.Nodes)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)
@@ -46,8 +48,12 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	return nil
 }
 
-// describer writes kubectl-describe-style "Key:  value" blocks.
-type describer struct{ w io.Writer }
+// describer writes kubectl-describe-style "Key:  value" blocks; now is
+// what a running step's time is counted to.
+type describer struct {
+	w   io.Writer
+	now time.Time
+}
 
 func (d *describer) field(indent int, key, value string) {
 	fmt.Fprintf(d.w, "%s%-*s%s\n", strings.Repeat("  ", indent), 24-2*indent, key+":", value)
@@ -93,7 +99,9 @@ func (d *describer) expiries(cl Cluster) {
 	}
 }
 
-func (d *describer) nodes(details []NodeBootstrapDetail) {
+// nodes describes each node's bootstrap; statuses (the cluster's view,
+// by VM) carry the steps' times.
+func (d *describer) nodes(details []NodeBootstrapDetail, statuses []NodeBootstrap) {
 	fmt.Fprintln(d.w, "Nodes:")
 	for _, n := range details {
 		fmt.Fprintf(d.w, "  %s (vm %d):\n", n.NodeName, n.VMID)
@@ -101,9 +109,36 @@ func (d *describer) nodes(details []NodeBootstrapDetail) {
 		if n.Message != "" {
 			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))
 		}
+		if i := slices.IndexFunc(statuses, func(s NodeBootstrap) bool { return s.VMID == n.VMID }); i >= 0 {
+			d.steps(statuses[i])
+		}
 		d.field(2, "Window", window(n))
 		d.fetches(n.Fetches)
 	}
+}
+
+// steps shows where the node's bootstrap time went, step by step, and the
+// step it is on now with how long it has been running.
+func (d *describer) steps(s NodeBootstrap) {
+	if len(s.Steps) == 0 {
+		d.field(2, "Steps", "<none>")
+	} else {
+		fmt.Fprintln(d.w, "    Steps:")
+		for _, st := range s.Steps {
+			fmt.Fprintf(d.w, "      %-24s %8s  (%s to %s)\n", st.Phase, seconds(st.Seconds), timestamp(st.StartedAt), timestamp(st.EndedAt))
+		}
+	}
+	if s.Running == nil {
+		d.field(2, "Running", "<none>")
+		return
+	}
+	running := d.now.Sub(s.Running.StartedAt).Seconds()
+	d.field(2, "Running", fmt.Sprintf("%s for %s (since %s)", s.Running.Phase, seconds(max(0, running)), timestamp(s.Running.StartedAt)))
+}
+
+// seconds is a step's length as a duration, to the tenth of a second.
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond).String()
 }
 
 func window(n NodeBootstrapDetail) string {

@@ -117,6 +117,16 @@ func (r result) want(t *testing.T, code int) {
 	}
 }
 
+// wantLines checks stdout has each of lines as a whole line.
+func (r result) wantLines(t *testing.T, lines ...string) {
+	t.Helper()
+	for _, want := range lines {
+		if !strings.Contains(r.stdout, want+"\n") {
+			t.Fatalf("no line %q in\n%s", want, r.stdout)
+		}
+	}
+}
+
 // wantOut compares stdout with want, lines trimmed of trailing spaces.
 func (r result) wantOut(t *testing.T, want string) {
 	t.Helper()

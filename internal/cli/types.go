@@ -45,13 +45,30 @@ type Bootstrap struct {
 	Nodes []NodeBootstrap `json:"nodes"`
 }
 
-// NodeBootstrap is one node's phase.
+// NodeBootstrap is one node's phase, the steps it took to get there and
+// the one it is on.
 type NodeBootstrap struct {
-	VMID      int64     `json:"vm_id"`
-	NodeName  string    `json:"node_name"`
+	VMID      int64        `json:"vm_id"`
+	NodeName  string       `json:"node_name"`
+	Phase     string       `json:"phase"`
+	Message   string       `json:"message"`
+	UpdatedAt time.Time    `json:"updated_at"`
+	Steps     []Step       `json:"steps,omitempty"`
+	Running   *RunningStep `json:"running,omitempty"`
+}
+
+// Step is the work that ended in Phase, and how long it took.
+type Step struct {
 	Phase     string    `json:"phase"`
-	Message   string    `json:"message"`
-	UpdatedAt time.Time `json:"updated_at"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	Seconds   float64   `json:"seconds"`
+}
+
+// RunningStep is the step a node works on now: toward Phase.
+type RunningStep struct {
+	Phase     string    `json:"phase"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 // ClusterList is GET /clusters; NextCursor is set by servers that page.

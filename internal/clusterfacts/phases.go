@@ -131,3 +131,18 @@ func EnterableFrom(to Phase) []string {
 	}
 	return out
 }
+
+// Next is the phase a node in p works toward: the table's next phase that
+// the node passes (addons only on the initial node). None once the node is
+// ready or failed.
+func Next(p Phase, initial bool) (Phase, bool) {
+	if p == Failed {
+		return "", false
+	}
+	for _, s := range phaseTable[rank(p)+1:] {
+		if s.phase != Failed && (initial || !s.initialOnly) {
+			return s.phase, true
+		}
+	}
+	return "", false
+}

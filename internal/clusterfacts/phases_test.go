@@ -60,3 +60,27 @@ func TestEnterableFrom(t *testing.T) {
 		}
 	}
 }
+
+// Next walks the table's order: the initial node passes addons_installed,
+// the others go from apiserver_ready to ready; nothing follows ready or
+// failed.
+func TestNext(t *testing.T) {
+	for _, c := range []struct {
+		from    Phase
+		initial bool
+		want    string
+	}{
+		{Pending, false, "bundle_fetched"},
+		{EtcdStarted, false, "kubelet_started"},
+		{APIServerReady, true, "addons_installed"},
+		{APIServerReady, false, "ready"},
+		{AddonsInstalled, true, "ready"},
+		{Ready, true, ""},
+		{Failed, false, ""},
+	} {
+		next, ok := Next(c.from, c.initial)
+		if string(next) != c.want || ok != (c.want != "") {
+			t.Errorf("Next(%s, initial %v) = %q, %v; want %q", c.from, c.initial, next, ok, c.want)
+		}
+	}
+}

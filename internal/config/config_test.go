@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/devstack"
@@ -220,7 +220,7 @@ func TestDatabaseDSNFromSecretsManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := config.DatabaseDSN(ctx, c, secretsmanager.NewFromConfig(cfg))
+	got, err := config.DatabaseDSN(ctx, c, awssecret.New(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestDatabaseDSNFromSecretsManager(t *testing.T) {
 
 	// A missing secret is an error naming what was being done.
 	c.DBSecretARN = arn + "-missing"
-	if _, err := config.DatabaseDSN(ctx, c, secretsmanager.NewFromConfig(cfg)); err == nil || !strings.HasPrefix(err.Error(), "reading the database secret:") {
+	if _, err := config.DatabaseDSN(ctx, c, awssecret.New(cfg)); err == nil || !strings.HasPrefix(err.Error(), "reading the database secret:") {
 		t.Fatalf("missing secret: %v", err)
 	}
 }

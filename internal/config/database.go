@@ -14,15 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
-// SecretGetter is the one Secrets Manager call DatabaseDSN makes.
+// SecretGetter is the one Secrets Manager call DatabaseDSN makes
+// (internal/awssecret).
 type SecretGetter interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	SecretString(ctx context.Context, id string) (string, error)
 }
-
-var _ SecretGetter = (*secretsmanager.Client)(nil)
 
 // AWS builds the SDK configuration from the Lambda environment: the region
 // (AWS_REGION), the execution role's credentials (AWS_ACCESS_KEY_ID,
@@ -53,22 +51,6 @@ func AWSFromLookup(lookup func(string) (string, bool)) (aws.Config, error) {
 	return cfg, nil
 }
 
-// DatabaseFromEnv is the AWS configuration of the environment and the DSN
-// cfg names: DATABASE_URL as it is, else the secret DB_SECRET_ARN names,
-// read with a Secrets Manager client of that configuration.
-func DatabaseFromEnv(ctx context.Context, cfg Config) (string, aws.Config, error) {
-	awsCfg, err := AWS(ctx)
-	if err != nil {
-		return "", awsCfg, err
-	}
-	var secrets SecretGetter
-	if cfg.DatabaseURL == "" {
-		secrets = secretsmanager.NewFromConfig(awsCfg)
-	}
-	dsn, err := DatabaseDSN(ctx, cfg, secrets)
-	return dsn, awsCfg, err
-}
-
 // DatabaseDSN returns DATABASE_URL if set, else builds a DSN from the
 // RDS-style JSON secret at DB_SECRET_ARN, addressed to DB_PROXY_ENDPOINT
 // when that is set (the proxy authenticates with the same secret). Call it
@@ -83,11 +65,11 @@ func DatabaseDSN(ctx context.Context, cfg Config, secrets SecretGetter) (string,
 	if secrets == nil {
 		return "", errors.New("database: DB_SECRET_ARN is set but no Secrets Manager client was given")
 	}
-	out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(cfg.DBSecretARN)})
+	body, err := secrets.SecretString(ctx, cfg.DBSecretARN)
 	if err != nil {
 		return "", fmt.Errorf("reading the database secret: %w", err)
 	}
-	return dsnFromSecret(aws.ToString(out.SecretString), cfg.DB.ProxyEndpoint, serverCheck(cfg))
+	return dsnFromSecret(body, cfg.DB.ProxyEndpoint, serverCheck(cfg))
 }
 
 // verifyFull is the only sslmode outside local runs: TLS, the server's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/dbmigrate"
 )
@@ -24,7 +25,7 @@ func Load(ctx context.Context) (*Hook, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	dsn, awsCfg, err := config.DatabaseFromEnv(ctx, cfg)
+	dsn, awsCfg, err := awssecret.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,11 @@ func TestLostCreateAnswerMakesNoSecondVM(t *testing.T) {
 // A create whose answer was lost and that is not repeated (the function
 // died waiting) left a VM whose id was never recorded. The undo repeats the
 // create with the same token, the compute API answers that VM, and it is
-// deleted: two VMs were ever made, none is left.
+// deleted. Founding marks every node's create requested in one statement
+// before the first is sent (its round trips do not grow with the nodes),
+// so the undo also repeats the third node's create, never sent: the
+// compute API makes that VM and the undo deletes it. Three VMs were ever
+// made, none is left.
 func TestLostCreateAnswerThenCutOffLeavesNoOrphan(t *testing.T) {
 	s := newStack(t)
 	s.sim.SetFaults(simulator.Faults{LoseInstanceCreateAnswerOn: 2})
@@ -179,8 +183,8 @@ func TestLostCreateAnswerThenCutOffLeavesNoOrphan(t *testing.T) {
 	if rep := s.reconcile(); rep.Failed != 1 {
 		t.Errorf("reconciler report %+v, want one founding undone", rep)
 	}
-	if _, _, created, live := s.counts(); created != 2 || live != 0 {
-		t.Errorf("%d VMs ever created, %d live; want 2, 0", created, live)
+	if _, _, created, live := s.counts(); created != 3 || live != 0 {
+		t.Errorf("%d VMs ever created, %d live; want 3, 0", created, live)
 	}
 	s.assertSettled()
 }

@@ -92,12 +92,8 @@ func (g gatedTopologies) TopologyForVM(ctx context.Context, vmID int64) (store.T
 	return g.inner.TopologyForVM(ctx, vmID)
 }
 
-func (g gatedTopologies) StoreWindowIdentities(ctx context.Context, w store.WindowIdentities) (bool, error) {
-	return g.inner.StoreWindowIdentities(ctx, w)
-}
-
-func (g gatedTopologies) RecordFetch(ctx context.Context, f store.Fetch) error {
-	return g.inner.RecordFetch(ctx, f)
+func (g gatedTopologies) RecordFetch(ctx context.Context, w store.FetchWrites) (store.FetchWritten, error) {
+	return g.inner.RecordFetch(ctx, w)
 }
 
 func newStack(t *testing.T) *stack {

@@ -1,6 +1,7 @@
 package founding
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,30 +171,83 @@ func groupRules(sgID int64, subnetCIDR string) []compute.Rule {
 }
 
 // ensureVMs creates the VM of every node that has none recorded, each born
-// with the userdata shim that later fetches its bundle.
+// with the userdata shim that later fetches its bundle. Its writes do not
+// grow with the node count: every create is marked requested in one
+// statement before the first is sent, and the VMs created are recorded in
+// one after the last (or after the one that failed: those created before
+// it are recorded, so an undo deletes them by id). A driver that dies in
+// between leaves creates marked requested without a VM: the next driver
+// repeats them under the same idempotency tokens, as after a lost answer.
 func (s *Service) ensureVMs(ctx context.Context, op *operation, deadline time.Time) error {
-	for i := range op.nodes {
+	todo := nodesWithout(op.nodes, func(n store.Node) bool { return n.VMID != 0 })
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := s.inTime(deadline); err != nil {
+		return err
+	}
+	if err := recorded(s.Store.MarkVMsRequested(ctx, op.cluster.ID, op.lease.Owner, ordinalsOf(op.nodes, todo))); err != nil {
+		return err
+	}
+	created, unsent, err := s.createVMs(ctx, op, todo, deadline)
+	if len(created)+len(unsent) == 0 {
+		return err
+	}
+	rerr := recorded(s.Store.RecordVMs(ctx, op.cluster.ID, op.lease.Owner, created, unsent))
+	// A failed create is the cause the caller hears; if its record failed
+	// too, the undo finds the VMs by repeating their creates.
+	return cmp.Or(err, rerr)
+}
+
+// createVMs sends the creates of op's nodes at indexes todo, in order,
+// until one fails or time is up. It returns the VM of each created node by
+// ordinal and the ordinals whose create was never sent.
+func (s *Service) createVMs(ctx context.Context, op *operation, todo []int, deadline time.Time) (map[int]int64, []int, error) {
+	created := map[int]int64{}
+	for k, i := range todo {
 		n := &op.nodes[i]
-		if n.VMID != 0 {
-			continue
-		}
 		if err := s.inTime(deadline); err != nil {
-			return err
-		}
-		if err := recorded(s.Store.MarkVMRequested(ctx, op.cluster.ID, op.lease.Owner, n.Ordinal)); err != nil {
-			return err
+			return created, unsentFrom(op.nodes, todo[k:]), err
 		}
 		n.CreateRequested = true
 		id, err := s.createVM(ctx, &op.cluster, *n)
 		if err != nil {
-			return err
+			// This create may have reached the platform; the later ones did not.
+			return created, unsentFrom(op.nodes, todo[k+1:]), err
 		}
-		if err := recorded(s.Store.RecordVM(ctx, op.cluster.ID, op.lease.Owner, n.Ordinal, id)); err != nil {
-			return err
-		}
-		n.VMID = id
+		n.VMID, created[n.Ordinal] = id, id
 	}
-	return nil
+	return created, nil, nil
+}
+
+// unsentFrom marks op's nodes at indexes as never requested and returns
+// their ordinals.
+func unsentFrom(nodes []store.Node, indexes []int) []int {
+	for _, i := range indexes {
+		nodes[i].CreateRequested = false
+	}
+	return ordinalsOf(nodes, indexes)
+}
+
+// nodesWithout is the indexes of the nodes that do not have what done
+// says they have.
+func nodesWithout(nodes []store.Node, done func(store.Node) bool) []int {
+	var todo []int
+	for i, n := range nodes {
+		if !done(n) {
+			todo = append(todo, i)
+		}
+	}
+	return todo
+}
+
+// ordinalsOf is the ordinals of nodes at indexes.
+func ordinalsOf(nodes []store.Node, indexes []int) []int {
+	out := make([]int, len(indexes))
+	for k, i := range indexes {
+		out[k] = nodes[i].Ordinal
+	}
+	return out
 }
 
 // createVM sends the create of node n's VM under the node's token. Undoing
@@ -223,23 +277,26 @@ func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) 
 
 // ensureAddresses waits for the addresses of every node that has none
 // recorded, by bounded polling of the compute API (a real platform attaches
-// interfaces after the create answered), and records them on the node.
+// interfaces after the create answered), and records them on the nodes in
+// one statement (those found before a failure too).
 func (s *Service) ensureAddresses(ctx context.Context, op *operation, deadline time.Time) error {
-	for i := range op.nodes {
+	var found []store.Node
+	var err error
+	for _, i := range nodesWithout(op.nodes, func(n store.Node) bool { return n.IPv4 != "" }) {
 		n := &op.nodes[i]
-		if n.IPv4 != "" {
-			continue
-		}
-		info, err := s.pollAddresses(ctx, n.VMID, deadline)
-		if err != nil {
-			return err
+		var info compute.InstanceInfo
+		if info, err = s.pollAddresses(ctx, n.VMID, deadline); err != nil {
+			break
 		}
 		n.IPv4, n.IPv6, n.PublicIPv4 = info.IPv4, info.IPv6, info.PublicIPv4
-		if err := recorded(s.Store.RecordAddresses(ctx, op.cluster.ID, op.lease.Owner, *n)); err != nil {
-			return err
+		found = append(found, *n)
+	}
+	if len(found) > 0 {
+		if rerr := recorded(s.Store.RecordAddresses(ctx, op.cluster.ID, op.lease.Owner, found)); rerr != nil {
+			return rerr
 		}
 	}
-	return nil
+	return err
 }
 
 // pollAddresses reads VM vmID until it has a private IPv4 address, at most
@@ -268,43 +325,50 @@ func (s *Service) pollAddresses(ctx context.Context, vmID int64, deadline time.T
 }
 
 // ensureIdentities issues, seals and records the stored identities (the
-// cert table's PhaseFounding entries) of every node that has none.
+// cert table's PhaseFounding entries) of every node that has none, in one
+// statement whatever their number.
 func (s *Service) ensureIdentities(ctx context.Context, op *operation, _ time.Time) error {
-	for i := range op.nodes {
-		if op.nodes[i].Issued {
-			continue
-		}
-		if err := s.issueNode(ctx, op, op.nodes[i]); err != nil {
+	todo := nodesWithout(op.nodes, func(n store.Node) bool { return n.Issued })
+	if len(todo) == 0 {
+		return nil
+	}
+	sealed := make([]store.Node, 0, len(todo))
+	for _, i := range todo {
+		n, err := s.issueNode(op, op.nodes[i])
+		if err != nil {
 			return err
 		}
+		sealed = append(sealed, n)
+	}
+	if err := recorded(s.Store.RecordIdentities(ctx, op.cluster.ID, op.lease.Owner, sealed)); err != nil {
+		return err
+	}
+	for _, i := range todo {
 		op.nodes[i].Issued = true
 	}
 	return nil
 }
 
-// issueNode issues node n's stored identities, seals their keys and records
-// them. n is a copy: the sealed keys are not kept past the write.
-func (s *Service) issueNode(ctx context.Context, op *operation, n store.Node) error {
+// issueNode issues node n's stored identities and seals their keys, into a
+// copy of n: the sealed keys are not kept past the write.
+func (s *Service) issueNode(op *operation, n store.Node) (store.Node, error) {
 	cluster, self, err := clusterfacts.FromRows(&op.cluster, []store.Node{n})
 	if err != nil {
-		return err
+		return n, err
 	}
 	subject, err := cluster.CertSubject(self[0])
 	if err != nil {
-		return err
+		return n, err
 	}
 	issued, err := s.issuer(op.spec.KeyAlgorithm).IssuePhase(op.trust, pki.PhaseFounding, subject)
 	if err != nil {
-		return err
+		return n, err
 	}
 	n.Identities, err = keyring.SealIdentities(op.dataKey, n.VMID, issued)
 	for _, kp := range issued {
 		clear(kp.KeyPEM)
 	}
-	if err != nil {
-		return err
-	}
-	return recorded(s.Store.RecordIdentities(ctx, op.cluster.ID, op.lease.Owner, n))
+	return n, err
 }
 
 // activate makes the cluster active, then points its DNS name (best

@@ -1,7 +1,9 @@
 package founding
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -85,6 +87,7 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 	var statuses []progress.NodeStatus
+	initial := initialOrdinal(nodes)
 	for _, n := range nodes {
 		if n.VMID == 0 {
 			continue // an intended node of a founding: shown once its VM exists
@@ -92,13 +95,28 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 		v.ControlPlaneVMIDs = append(v.ControlPlaneVMIDs, n.VMID)
 		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
 			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
-		statuses = append(statuses, progress.NodeStatus{VMID: n.VMID, NodeName: n.Name,
-			Phase: clusterfacts.Phase(n.Phase), Message: n.PhaseMessage, UpdatedAt: n.PhaseUpdatedAt})
+		statuses = append(statuses, progress.StatusOf(n.VMID, n.Name, n.PhaseMessage, timelineOf(n, initial)))
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
 	return v
+}
+
+// timelineOf is n's bootstrap as recorded, initial being its cluster's
+// initial node's ordinal.
+func timelineOf(n store.Node, initial int) progress.Timeline {
+	return progress.Timeline{Phase: clusterfacts.Phase(n.Phase), OpenedAt: n.BootstrapOpenedAt, Reached: n.PhaseTimes,
+		UpdatedAt: n.PhaseUpdatedAt, Initial: n.Ordinal == initial}
+}
+
+// initialOrdinal is the lowest ordinal among nodes: the initial node's,
+// as the store judges it (the one that installs the addons).
+func initialOrdinal(nodes []store.Node) int {
+	if len(nodes) == 0 {
+		return 0
+	}
+	return slices.MinFunc(nodes, func(a, b store.Node) int { return cmp.Compare(a.Ordinal, b.Ordinal) }).Ordinal
 }
 
 // Naming rules of the seed, in one place.

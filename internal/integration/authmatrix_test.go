@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -295,7 +296,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 
 	servers := map[string]string{}
 	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
-		srv := httptest.NewServer(s.servers[fn].Handler(fn))
+		srv := httptest.NewServer(s.servers[fn].Handler(api.FunctionNamed(fn)))
 		t.Cleanup(srv.Close)
 		servers[fn] = srv.URL
 	}

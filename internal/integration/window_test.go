@@ -244,3 +244,28 @@ func TestBundleFetchesAreLimitedPerVM(t *testing.T) {
 	s.reopen(res.ClusterID, vm.id)
 	s.fetch(vm, 200, "")
 }
+
+// Calls that fail the proofs spend nothing of a VM's budget: its proofs and
+// its call count share one round trip, and the count is guarded to calls
+// whose two tokens both name the VM. Another VM's tokens, or the VM's own
+// session with another VM's or no valid bearer token, never count.
+func TestFailedProofsSpendNoBudget(t *testing.T) {
+	s := newStack(t)
+	res := s.Found(1, stacktest.ThreeNodes)
+	vm, other := s.proof(res.ControlPlaneVMIDs[0]), s.proof(res.ControlPlaneVMIDs[1])
+	for range 25 {
+		for _, c := range []struct {
+			imds, access string
+			status       int
+		}{
+			{other.imds, other.access, 403},
+			{vm.imds, other.access, 403},
+			{vm.imds, "not-a-token", 401},
+		} {
+			if r := s.FetchBundle(vm.id, c.imds, c.access); r.Status != c.status {
+				t.Fatalf("a fetch failing its proofs: %d %s, want %d", r.Status, r.Body, c.status)
+			}
+		}
+	}
+	s.fetch(vm, 200, "") // 75 refused calls later, the VM's own first fetch
+}

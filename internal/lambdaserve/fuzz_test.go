@@ -12,6 +12,8 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
 // refuseAll is an authenticator that lets nobody in, so the fuzzed events
@@ -22,8 +24,8 @@ func (refuseAll) Operator(context.Context, string) (auth.Principal, error) {
 	return auth.Principal{}, apperr.Unauthenticated.Detail("no")
 }
 
-func (refuseAll) BootstrapVM(context.Context, int64, string, string) (auth.BootstrapVM, error) {
-	return auth.BootstrapVM{}, apperr.Unauthenticated.Detail("no")
+func (refuseAll) ProveVM(context.Context, int64, string, string, *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error) {
+	return auth.BootstrapVM{}, nil, apperr.Unauthenticated.Detail("no")
 }
 
 // FuzzHandler drives the API Gateway v2 adapter with random events in front
@@ -43,12 +45,12 @@ func FuzzHandler(f *testing.F) {
 	f.Add("GET", "http://evil.example/health", "", "", false, "", "", "", "", "")
 
 	// One adapter per function, as Lambda runs them, plus the echo handler.
-	s := &api.Server{Auth: refuseAll{}, Log: slog.New(slog.DiscardHandler)}
+	s := &api.Server{Auth: refuseAll{}, Limits: &vmlimit.Limiter{}, Log: slog.New(slog.DiscardHandler)}
 	handlers := map[string]func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error){
 		"echo": Handler(echo),
 	}
 	for _, fn := range []string{"HealthFunction", "CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
-		handlers[fn] = Handler(s.Handler(fn))
+		handlers[fn] = Handler(s.Handler(api.FunctionNamed(fn)))
 	}
 
 	f.Fuzz(func(t *testing.T, method, rawPath, rawQuery, body string, b64 bool, hk, hv, routeKey, pathParam, cookie string) {

@@ -19,6 +19,8 @@ import (
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
 const secret = "s3cr3t-principal-token"
@@ -34,8 +36,8 @@ func (refuse) Operator(_ context.Context, authorization string) (auth.Principal,
 	return auth.Principal{}, apperr.Unauthenticated.Detail("the bearer token is not valid")
 }
 
-func (refuse) BootstrapVM(context.Context, int64, string, string) (auth.BootstrapVM, error) {
-	return auth.BootstrapVM{}, apperr.Unauthenticated.Detail("the IMDS token is not valid")
+func (refuse) ProveVM(context.Context, int64, string, string, *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error) {
+	return auth.BootstrapVM{}, nil, apperr.Unauthenticated.Detail("the IMDS token is not valid")
 }
 
 type panicking struct{}
@@ -101,7 +103,7 @@ func headerOf(r events.APIGatewayV2HTTPResponse) http.Header {
 func TestRequestIDThroughTheLambdaAdapter(t *testing.T) {
 	var logs bytes.Buffer
 	srv := &api.Server{
-		Auth: refuse{}, Founder: panicking{}, Clusters: panicking{}, Bundles: panicking{}, Docs: apidocs.Document{},
+		Auth: refuse{}, Limits: &vmlimit.Limiter{}, Founder: panicking{}, Clusters: panicking{}, Bundles: panicking{}, Docs: apidocs.Document{},
 		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
 	bearer := map[string]string{"Authorization": "Bearer " + secret}
@@ -134,7 +136,7 @@ func TestRequestIDThroughTheLambdaAdapter(t *testing.T) {
 		routeKey := c.method + " " + c.path
 		ev := gatewayEvent(c.method, c.path, c.query, c.body, id, c.headers, routeKey)
 		logs.Reset()
-		resp, err := Handler(srv.Handler(c.function))(context.Background(), ev)
+		resp, err := Handler(srv.Handler(api.FunctionNamed(c.function)))(context.Background(), ev)
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.method, c.path, err)
 		}

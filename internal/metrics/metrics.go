@@ -9,8 +9,9 @@
 // The benchmark's load driver (cmd/k8sapi-bench) reads the headers.
 //
 // What is counted: every query, exec and transaction statement pgx sends
-// (BEGIN and COMMIT are statements too), and every KMS GenerateDataKey and
-// Decrypt. Not counted: the pool's liveness ping on a connection idle for
+// (BEGIN and COMMIT are statements too), each pgx.Batch once (its
+// statements travel together and are answered together: one round trip),
+// and every KMS GenerateDataKey and Decrypt. Not counted: the pool's liveness ping on a connection idle for
 // over a second, and connection set-up.
 package metrics
 
@@ -69,10 +70,18 @@ func LogAttrs(ctx context.Context) []any {
 // QueryTracer counts each statement into the context's Counters.
 type QueryTracer struct{}
 
-var _ pgx.QueryTracer = QueryTracer{}
+var (
+	_ pgx.QueryTracer = QueryTracer{}
+	_ pgx.BatchTracer = QueryTracer{}
+)
 
 // TraceQueryStart counts one round trip.
 func (QueryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return roundTrip(ctx)
+}
+
+// roundTrip counts one round trip into ctx's Counters.
+func roundTrip(ctx context.Context) context.Context {
 	if c := From(ctx); c != nil {
 		c.db.Add(1)
 	}
@@ -81,6 +90,18 @@ func (QueryTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 
 // TraceQueryEnd does nothing.
 func (QueryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart counts a whole batch as one round trip: pgx sends its
+// statements in one pipeline with one Sync, and reads every answer after.
+func (QueryTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return roundTrip(ctx)
+}
+
+// TraceBatchQuery does nothing: the batch was counted when it started.
+func (QueryTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+// TraceBatchEnd does nothing.
+func (QueryTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // KMS is the part of the KMS API the envelope calls.
 type KMS = envelope.KMS

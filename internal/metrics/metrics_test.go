@@ -78,3 +78,17 @@ func TestCountersAreRequestScoped(t *testing.T) {
 		t.Errorf("got %d and %d, want 2 and 1", ca.DBRoundTrips(), cb.DBRoundTrips())
 	}
 }
+
+// A batch is one round trip however many statements it carries: pgx calls
+// TraceBatchStart once and TraceBatchQuery per statement.
+func TestBatchCountsOnce(t *testing.T) {
+	ctx, c := WithCounters(context.Background())
+	ctx = QueryTracer{}.TraceBatchStart(ctx, nil, pgx.TraceBatchStartData{})
+	for range 3 {
+		QueryTracer{}.TraceBatchQuery(ctx, nil, pgx.TraceBatchQueryData{})
+	}
+	QueryTracer{}.TraceBatchEnd(ctx, nil, pgx.TraceBatchEndData{})
+	if got := c.DBRoundTrips(); got != 1 {
+		t.Errorf("a batch of three statements counted %d round trips, want 1", got)
+	}
+}

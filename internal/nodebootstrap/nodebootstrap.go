@@ -37,12 +37,12 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// Topologies loads what a bundle is rendered from, keeps the identities a
-// window's first fetch issues, and records each fetch.
+// Topologies loads what a bundle is rendered from (one round trip) and
+// records each fetch with everything it writes: the identities a window's
+// first fetch issues and a pending node's bundle_fetched (one more).
 type Topologies interface {
 	TopologyForVM(ctx context.Context, vmID int64) (store.Topology, error)
-	StoreWindowIdentities(ctx context.Context, w store.WindowIdentities) (bool, error)
-	RecordFetch(ctx context.Context, f store.Fetch) error
+	RecordFetch(ctx context.Context, w store.FetchWrites) (store.FetchWritten, error)
 }
 
 var _ Topologies = (*store.Store)(nil)
@@ -51,7 +51,6 @@ var _ Topologies = (*store.Store)(nil)
 type Service struct {
 	Store    Topologies
 	Renewer  Renewer
-	Phases   progress.Recorder
 	Envelope *envelope.Envelope
 	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
@@ -66,7 +65,8 @@ type Service struct {
 	Log    *slog.Logger
 }
 
-// Bundle renders vm's bundle.
+// Bundle renders vm's bundle. Past the proofs (one round trip) it costs
+// two more: the topology, then every write of the fetch together.
 func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error) {
 	t, err := s.load(ctx, vm)
 	if err != nil {
@@ -77,14 +77,23 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 		s.recordRefusal(ctx, vm, now)
 		return nil, err
 	}
-	b, err := s.render(ctx, t)
+	plan, err := s.prepare(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.record(ctx, vm, store.FetchServed, now); err != nil {
+	b, err := s.Renderer.Render(plan.in)
+	if err != nil {
+		return nil, err
+	}
+	written, err := s.Store.RecordFetch(ctx, store.FetchWrites{Fetch: fetchOf(ctx, vm, store.FetchServed, now),
+		Window: plan.window, Phase: progress.FetchPhase(vm, t.phase)})
+	if err != nil {
 		return nil, databaseError(err)
 	}
-	s.recordPhase(ctx, vm, t.phase)
+	s.phaseRecorded(ctx, vm, t.phase, written.Phase)
+	if plan.window != nil && !written.WindowStored {
+		return s.renderStored(ctx, t, plan)
+	}
 	return b, nil
 }
 
@@ -165,9 +174,15 @@ func (s *Service) windowRefusal(t *target, now time.Time) error {
 	return w.Refusal(t.phase, now)
 }
 
-// record writes one fetch of vm's bundle with this request's id.
+// fetchOf is one fetch of vm's bundle with this request's id.
+func fetchOf(ctx context.Context, vm auth.BootstrapVM, outcome string, at time.Time) store.Fetch {
+	return store.Fetch{VMID: vm.VMID, RequestID: requestid.From(ctx), Outcome: outcome, FetchedAt: at}
+}
+
+// record writes one fetch of vm's bundle, alone.
 func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, outcome string, at time.Time) error {
-	return s.Store.RecordFetch(ctx, store.Fetch{VMID: vm.VMID, RequestID: requestid.From(ctx), Outcome: outcome, FetchedAt: at})
+	_, err := s.Store.RecordFetch(ctx, store.FetchWrites{Fetch: fetchOf(ctx, vm, outcome, at)})
+	return err
 }
 
 // recordRefusal records a fetch refused because the bootstrap is closed: a
@@ -179,10 +194,14 @@ func (s *Service) recordRefusal(ctx context.Context, vm auth.BootstrapVM, at tim
 	}
 }
 
-// recordPhase moves a pending node to bundle_fetched. A failure is logged,
-// never answered: the VM has its bundle, and its next report moves it on.
-func (s *Service) recordPhase(ctx context.Context, vm auth.BootstrapVM, phase clusterfacts.Phase) {
-	if err := progress.RecordFetch(ctx, s.Phases, vm, phase); err != nil {
+// phaseRecorded judges the move of a pending node to bundle_fetched that
+// the fetch sent with its record. A refusal is logged, never answered: the
+// VM has its bundle, and its next report moves it on.
+func (s *Service) phaseRecorded(ctx context.Context, vm auth.BootstrapVM, phase clusterfacts.Phase, out store.PhaseOutcome) {
+	if progress.FetchPhase(vm, phase) == nil {
+		return
+	}
+	if err := progress.FetchPhaseOutcome(out); err != nil {
 		s.logger().WarnContext(ctx, "recording bundle_fetched failed", "vm_id", vm.VMID, "cause", err.Error())
 	}
 }
@@ -220,9 +239,18 @@ func (s *Service) open(ctx context.Context, t *target) (*keyring.Opened, map[pki
 	return opened, ids, nil
 }
 
-// render opens t's trust and identities (issuing its window's on the
-// window's first fetch) and renders its node's bundle.
-func (s *Service) render(ctx context.Context, t *target) (*bundle.Bundle, error) {
+// plan is what a fetch renders from: the bundle's input, the opened
+// trust and, on its window's first fetch, the identities it issued, to be
+// stored with the fetch's record.
+type plan struct {
+	in     bundle.Input
+	opened *keyring.Opened
+	window *store.WindowIdentities
+}
+
+// prepare opens t's trust and identities (issuing its window's on the
+// window's first fetch) and makes its node's bundle input.
+func (s *Service) prepare(ctx context.Context, t *target) (*plan, error) {
 	opened, ids, err := s.open(ctx, t)
 	if err != nil {
 		return nil, err
@@ -232,12 +260,12 @@ func (s *Service) render(ctx context.Context, t *target) (*bundle.Bundle, error)
 		return nil, err
 	}
 	in := bundleInput(t, artifacts, opened, ids)
-	window, err := s.windowIdentities(ctx, t, opened, in.IsInitial())
+	window, issued, err := s.windowIdentities(ctx, t, opened, in.IsInitial())
 	if err != nil {
 		return nil, err
 	}
 	maps.Copy(ids, window) // in holds ids: the window's identities are rendered too
-	return s.Renderer.Render(in)
+	return &plan{in: in, opened: opened, window: issued}, nil
 }
 
 // artifacts is the artifact set c's nodes use: the one recorded at its

@@ -3,8 +3,10 @@ package nodebootstrap
 import (
 	"cmp"
 	"context"
+	"maps"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -20,44 +22,53 @@ import (
 // which runs minutes after the fetch, and useless soon after the node is
 // ready. It is never renewed.
 
-// windowIdentities opens t's node's identities of its current window,
-// issuing them on the window's first fetch.
+// windowIdentities opens t's node's identities of its current window. On
+// the window's first fetch it issues them and returns them sealed too, for
+// the fetch's record to store (store.FetchWrites.Window).
 func (s *Service) windowIdentities(ctx context.Context, t *target, opened *keyring.Opened,
-	initial bool) (map[pki.Name]pki.KeyPair, error) {
+	initial bool) (map[pki.Name]pki.KeyPair, *store.WindowIdentities, error) {
 	names := pki.IssuedTo(pki.PhaseFetch, initial)
 	ids, complete, err := keyring.OpenWindowIdentities(opened.DataKey, t.self, names)
 	if err != nil || complete {
-		return ids, s.openError(ctx, t, err)
+		return ids, nil, s.openError(ctx, t, err)
 	}
-	return s.issueWindow(ctx, t, opened, names, initial)
+	return s.issueWindow(t, opened, names, initial)
 }
 
-// issueWindow issues and stores t's node's identities for its current
-// window. When another fetch stored the window's first, those are served
-// instead.
-func (s *Service) issueWindow(ctx context.Context, t *target, opened *keyring.Opened,
-	names []pki.Name, initial bool) (map[pki.Name]pki.KeyPair, error) {
+// issueWindow issues t's node's identities for its current window and
+// seals them for storing.
+func (s *Service) issueWindow(t *target, opened *keyring.Opened, names []pki.Name,
+	initial bool) (map[pki.Name]pki.KeyPair, *store.WindowIdentities, error) {
 	subject, err := t.cluster.CertSubject(t.node)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	subject.Initial = initial
 	issued := map[pki.Name]pki.KeyPair{}
 	for _, name := range names {
 		if issued[name], err = s.windowIssuer(t.cluster.Algorithm, name).Issue(opened.Trust, name, subject); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	self := t.self
 	sealed, err := keyring.SealWindowIdentities(opened.DataKey, self, names, issued, bootstrapOnly)
 	if err != nil {
+		return nil, nil, err
+	}
+	return issued, &store.WindowIdentities{VMID: self.VMID, OpenedAt: self.BootstrapOpenedAt, Issued: sealed}, nil
+}
+
+// renderStored renders p again with the window identities a racing first
+// fetch stored before this one's (its own were not written): every fetch of
+// a window serves the same identities. Rare, so its extra round trip is
+// paid only here.
+func (s *Service) renderStored(ctx context.Context, t *target, p *plan) (*bundle.Bundle, error) {
+	ids, err := s.storedWindow(ctx, t, p.opened, pki.IssuedTo(pki.PhaseFetch, p.in.IsInitial()))
+	if err != nil {
 		return nil, err
 	}
-	wrote, err := s.Store.StoreWindowIdentities(ctx, store.WindowIdentities{VMID: self.VMID, OpenedAt: self.BootstrapOpenedAt, Issued: sealed})
-	if err != nil || wrote {
-		return issued, dbError(err)
-	}
-	return s.storedWindow(ctx, t, opened, names)
+	maps.Copy(p.in.Identities, ids)
+	return s.Renderer.Render(p.in)
 }
 
 // storedWindow reads back the window identities a racing fetch stored.
@@ -91,11 +102,4 @@ func (s *Service) windowIssuer(alg pki.Algorithm, name pki.Name) pki.Issuer {
 func bootstrapOnly(name pki.Name) bool {
 	spec, ok := pki.Lookup(name)
 	return ok && spec.InitialOnly
-}
-
-func dbError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return databaseError(err)
 }

@@ -83,17 +83,34 @@ func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) err
 }
 
 // Advance moves vm's node to phase to in one guarded UPDATE, the only way a
-// phase changes (k8sapi's own bundle_fetched included).
+// phase changes (k8sapi's own bundle_fetched included, which a fetch sends
+// with its other writes: FetchPhase).
 func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to clusterfacts.Phase, msg string) error {
-	out, err := st.AdvancePhase(ctx, store.PhaseChange{
+	out, err := st.AdvancePhase(ctx, change(vm, to, msg))
+	if err != nil {
+		return advanceError(err)
+	}
+	return judge(out, to)
+}
+
+// change is the guarded move of vm's node to phase to.
+func change(vm auth.BootstrapVM, to clusterfacts.Phase, msg string) store.PhaseChange {
+	return store.PhaseChange{
 		VMID: vm.VMID, OrgID: vm.OrgID, To: string(to), Message: msg, From: clusterfacts.EnterableFrom(to),
 		FromOnceReady: enterableOnceReady(to), InitialOnly: clusterfacts.InitialOnly(to), MarksReady: to == clusterfacts.Ready,
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
+	}
+}
+
+func advanceError(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
 		return apperr.NotFound.Detail("no control-plane node for this VM")
-	case err != nil:
-		return apperr.DatabaseUnavailable.Wrap(err)
+	}
+	return apperr.DatabaseUnavailable.Wrap(err)
+}
+
+// judge answers a move to phase to that the store found as out.
+func judge(out store.PhaseOutcome, to clusterfacts.Phase) error {
+	switch {
 	case out.ClusterStatus != store.StatusActive:
 		return apperr.ClusterNotActive.Detail("the VM's cluster is " + out.ClusterStatus)
 	case out.Moved:
@@ -134,15 +151,23 @@ func refusal(current, to clusterfacts.Phase) error {
 	return apperr.PhaseRegression.New()
 }
 
-// RecordFetch records bundle_fetched after vm's successful bundle fetch,
-// current being the node's phase as the fetch loaded it. Only a pending node
-// moves: a VM that fetches again later (a reboot, a re-run) is further
-// along, and a refused move (a report raced the fetch) is no error.
-func RecordFetch(ctx context.Context, st Recorder, vm auth.BootstrapVM, current clusterfacts.Phase) error {
+// FetchPhase is the move to bundle_fetched that vm's successful bundle
+// fetch records, current being the node's phase as the fetch loaded it:
+// nil unless the node is pending. A VM that fetches again later (a reboot,
+// a re-run) is further along. The fetch sends it with its other writes, in
+// one round trip, and answers the outcome with FetchPhaseOutcome.
+func FetchPhase(vm auth.BootstrapVM, current clusterfacts.Phase) *store.PhaseChange {
 	if current != clusterfacts.Pending {
 		return nil
 	}
-	err := Advance(ctx, st, vm, clusterfacts.BundleFetched, "")
+	c := change(vm, clusterfacts.BundleFetched, "")
+	return &c
+}
+
+// FetchPhaseOutcome judges the move FetchPhase asked for: a refused move (a
+// report raced the fetch) is no error.
+func FetchPhaseOutcome(out store.PhaseOutcome) error {
+	err := judge(out, clusterfacts.BundleFetched)
 	if e, ok := apperr.As(err); ok && e.Kind() == apperr.KindConflict {
 		return nil
 	}

@@ -180,7 +180,7 @@ func bundles(cfg Config, st *store.Store, r *bundle.Renderer) *nodebootstrap.Ser
 	if cfg.WrapTopologies != nil {
 		topologies = cfg.WrapTopologies(st)
 	}
-	return &nodebootstrap.Service{Store: topologies, Renewer: st, Phases: st, Envelope: cfg.Envelope, Renderer: r,
+	return &nodebootstrap.Service{Store: topologies, Renewer: st, Envelope: cfg.Envelope, Renderer: r,
 		Artifacts: artifactsOf(cfg), Leaves: cfg.Leaves, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
 }
 
@@ -198,7 +198,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
-	vm.Limits = &vmlimit.Limiter{Store: stores["GetBundleFunction"], Now: cfg.Now}
+	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}
 	return map[string]*api.Server{"CreateClusterFunction": create, "ClustersFunction": clusters, "GetBundleFunction": vm}
 }
 
@@ -206,11 +206,10 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 func (st *Stack) mux() http.Handler {
 	mux := http.NewServeMux()
 	for fn, srv := range st.Servers {
-		h := srv.Handler(fn)
-		for _, r := range api.Routes {
-			if r.Function == fn {
-				mux.Handle(r.Method+" "+r.Path, h)
-			}
+		f := api.FunctionNamed(fn)
+		h := srv.Handler(f)
+		for _, r := range f.Routes() {
+			mux.Handle(r.Method+" "+r.Path, h)
 		}
 	}
 	return mux

@@ -25,21 +25,6 @@ type Fetch struct {
 	FetchedAt time.Time `json:"fetched_at"`
 }
 
-// RecordFetch records one fetch of vmID's bundle.
-func (s *Store) RecordFetch(ctx context.Context, f Fetch) error {
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO bootstrap_fetches (node_id, vm_id, request_id, outcome, fetched_at)
-		SELECT id, vm_id, $2, $3, $4 FROM kube_nodes WHERE vm_id = $1`,
-		f.VMID, f.RequestID, f.Outcome, f.FetchedAt)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("recording the bundle fetch of vm %d: %w", f.VMID, err)
-	}
-	return nil
-}
-
 // NodeRef names one node as an operator does: its org, cluster and VM.
 type NodeRef struct {
 	OrgID, ClusterID, VMID int64
@@ -103,12 +88,12 @@ type ReopenOutcome struct {
 
 // ReopenBootstrap starts a node's bootstrap over in one statement, only if
 // its cluster is active: phase pending, no message, not ready, its window
-// opened at `at`. ErrNotFound: no such node in a live cluster of that org.
+// opened at `at`, no phase times. ErrNotFound: no such node in a live cluster of that org.
 func (s *Store) ReopenBootstrap(ctx context.Context, ref NodeRef, pending string, at time.Time) (ReopenOutcome, error) {
 	var out ReopenOutcome
 	err := s.pool.QueryRow(ctx, nodeOfOrg+`, reopened AS (
 			UPDATE kube_nodes n SET phase = $4, message = '', updated_at = now(), bootstrap_opened_at = $5,
-				ready_at = NULL
+				ready_at = NULL, phase_times = '{}'
 			FROM node WHERE n.id = node.id AND node.status = 'active'
 			RETURNING n.id
 		)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -109,6 +110,9 @@ type Node struct {
 	// bootstrap; nil until then and after a re-open. Once set, nothing the
 	// VM reports re-opens its bundle.
 	ReadyAt *time.Time
+	// PhaseTimes is when the node first reached each phase of its current
+	// bootstrap, by phase; a skipped phase has none.
+	PhaseTimes map[string]time.Time
 	// Identities are the node's stored identities, by name. They are loaded
 	// only for the node that asks, so a peer's sealed keys never leave the
 	// database for another node's request.
@@ -200,11 +204,18 @@ func (s *Store) NodesOfClusters(ctx context.Context, ids []int64) ([]Node, error
 // nodes loads nodes matching where (over kube_nodes n), with the stored
 // identities of selfVMID only.
 func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64) ([]Node, error) {
-	rows, _ := s.pool.Query(ctx, `
+	rows, _ := s.pool.Query(ctx, nodesQuery(where), arg, selfVMID)
+	return collectNodes(rows)
+}
+
+// nodesQuery selects the nodes matching where ($1) with the stored
+// identities of the node whose VM is $2.
+func nodesQuery(where string) string {
+	return `
 		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
 		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
@@ -217,7 +228,10 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 			SELECT min(not_after) AS earliest, array_agg(cert ORDER BY name) FILTER (WHERE not_after IS NULL) AS undated
 			FROM node_identities WHERE node_id = n.id AND NOT bootstrap_only
 		) exp ON true
-		WHERE `+where+` ORDER BY n.kube_cluster_id, n.ordinal`, arg, selfVMID)
+		WHERE ` + where + ` ORDER BY n.kube_cluster_id, n.ordinal`
+}
+
+func collectNodes(rows pgx.Rows) ([]Node, error) {
 	ns, err := pgx.CollectRows(rows, scanNode)
 	if err != nil {
 		return nil, fmt.Errorf("loading nodes: %w", err)
@@ -235,7 +249,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		only         []bool
 	)
 	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &names, &certs, &keys, &notAfters,
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
 	}
@@ -255,21 +269,32 @@ type Topology struct {
 	Nodes   []Node
 }
 
+// clusterOfVM is the cluster whose node's VM is $1.
+const clusterOfVM = `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1)`
+
 // TopologyForVM loads the cluster that vmID belongs to and all its
-// control-plane nodes in two round trips (cluster, then nodes). Only vmID's
-// own stored identities are loaded.
+// control-plane nodes in one round trip (one batch: the cluster, its
+// nodes). Only vmID's own stored identities are loaded.
 func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters
-		WHERE id = (SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1)`, vmID)
-	c, err := collectCluster(rows)
-	if err != nil {
-		return Topology{}, fmt.Errorf("loading cluster of vm %d: %w", vmID, notFound(err))
+	var t Topology
+	var clusterErr, nodesErr error
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+clusterColumns+` FROM kube_clusters WHERE id = `+clusterOfVM, vmID).Query(func(rows pgx.Rows) error {
+		t.Cluster, clusterErr = collectCluster(rows)
+		return nil
+	})
+	b.Queue(nodesQuery(`n.kube_cluster_id = `+clusterOfVM), vmID, vmID).Query(func(rows pgx.Rows) error {
+		t.Nodes, nodesErr = collectNodes(rows)
+		return nil
+	})
+	err := s.pool.SendBatch(ctx, b).Close()
+	if clusterErr != nil {
+		return Topology{}, fmt.Errorf("loading cluster of vm %d: %w", vmID, notFound(clusterErr))
 	}
-	nodes, err := s.nodes(ctx, `n.kube_cluster_id = $1`, c.ID, vmID)
-	if err != nil {
-		return Topology{}, err
+	if err = cmp.Or(err, nodesErr); err != nil {
+		return Topology{}, fmt.Errorf("loading the topology of vm %d: %w", vmID, err)
 	}
-	return Topology{Cluster: c, Nodes: nodes}, nil
+	return t, nil
 }
 
 // SetDNS records the outcome of the best-effort DNS step.

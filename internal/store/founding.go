@@ -34,40 +34,38 @@ func (s *Store) ReserveClusterID(ctx context.Context) (int64, error) {
 }
 
 // BeginFounding commits the cluster (status founding, held by lease) and
-// its intended nodes (no VM yet) in one short transaction, before any
-// remote call. A cluster already recorded under the same (org, idempotency
-// key) gives ErrDuplicate: ON CONFLICT DO NOTHING waits only for this
-// short transaction of a concurrent request, never for a founding.
+// its intended nodes (no VM yet) in one statement, whatever the node count,
+// before any remote call. A cluster already recorded under the same (org,
+// idempotency key) gives ErrDuplicate: ON CONFLICT DO NOTHING waits only
+// for this one statement of a concurrent request, never for a founding.
 func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, lease Lease) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO kube_clusters (id, org_id, project_id, name, control_plane_dns_name,
+	ordinals, names := make([]int, len(nodes)), make([]string, len(nodes))
+	for i, n := range nodes {
+		ordinals[i], names[i] = n.Ordinal, n.Name
+	}
+	tag, err := s.pool.Exec(ctx, `WITH c AS (
+			INSERT INTO kube_clusters (id, org_id, project_id, name, control_plane_dns_name,
 			status, key_algorithm, kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count,
 			security_group_ids, kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 			idempotency_key, request_fingerprint, founding_spec, lease_owner, lease_until, resumable, cni, artifacts,
 			create_token_key, secrets_encryption_key_sealed)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33)
-			ON CONFLICT (org_id, idempotency_key) DO NOTHING`,
-			c.ID, c.OrgID, c.ProjectID, c.Name, c.ControlPlaneDNSName, StatusFounding, c.KeyAlgorithm, c.KubernetesVersion,
-			c.ClusterDomain, c.ServiceCIDR, c.PodCIDR, c.ControlPlaneCount, c.SecurityGroupIDs, c.KMSKeyID,
-			c.WrappedDataKey, c.CACert, c.CAKeySealed, c.EtcdCACert, c.EtcdCAKeySealed, c.FrontProxyCACert,
-			c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
-			string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable, c.CNI, jsonOrNull(c.Artifacts),
-			c.CreateTokenKey, c.SecretsEncryptionKeySealed)
-		if err != nil {
-			return fmt.Errorf("inserting cluster: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("inserting cluster: %w", ErrDuplicate)
-		}
-		for _, n := range nodes {
-			if _, err := tx.Exec(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name) VALUES ($1, $2, $3)`,
-				c.ID, n.Ordinal, n.Name); err != nil {
-				return fmt.Errorf("inserting intended node %d: %w", n.Ordinal, err)
-			}
-		}
-		return nil
-	})
+			ON CONFLICT (org_id, idempotency_key) DO NOTHING
+			RETURNING id
+		)
+		INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name)
+		SELECT c.id, u.ordinal, u.name FROM c, unnest($34::int[], $35::text[]) AS u (ordinal, name)`,
+		c.ID, c.OrgID, c.ProjectID, c.Name, c.ControlPlaneDNSName, StatusFounding, c.KeyAlgorithm, c.KubernetesVersion,
+		c.ClusterDomain, c.ServiceCIDR, c.PodCIDR, c.ControlPlaneCount, c.SecurityGroupIDs, c.KMSKeyID,
+		c.WrappedDataKey, c.CACert, c.CAKeySealed, c.EtcdCACert, c.EtcdCAKeySealed, c.FrontProxyCACert,
+		c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
+		string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable, c.CNI, jsonOrNull(c.Artifacts),
+		c.CreateTokenKey, c.SecretsEncryptionKeySealed, ordinals, names)
+	if err == nil && tag.RowsAffected() == 0 {
+		// The cluster's insert did nothing, so no node was inserted either.
+		err = ErrDuplicate
+	}
 	if err != nil {
 		return fmt.Errorf("beginning founding: %w", err)
 	}
@@ -114,45 +112,75 @@ func (s *Store) RecordSecurityGroup(ctx context.Context, clusterID int64, owner 
 		WHERE `+leaseHeld, clusterID, owner, sgID)
 }
 
-// MarkVMRequested records that the create of the node at ordinal is about
-// to be sent.
-func (s *Store) MarkVMRequested(ctx context.Context, clusterID int64, owner string, ordinal int) error {
-	return s.fencedNode(ctx, "recording a VM request", `create_requested = true`, clusterID, owner, ordinal)
+// MarkVMsRequested records that the creates of the nodes at ordinals are
+// about to be sent, in one statement whatever their number.
+func (s *Store) MarkVMsRequested(ctx context.Context, clusterID int64, owner string, ordinals []int) error {
+	return s.fencedNodes(ctx, "recording VM requests", `create_requested = true`,
+		`unnest($3::int[]) AS u (ordinal)`, clusterID, owner, ordinals)
 }
 
-// RecordVM records the VM the compute API created for the node at ordinal.
-func (s *Store) RecordVM(ctx context.Context, clusterID int64, owner string, ordinal int, vmID int64) error {
-	return s.fencedNode(ctx, "recording a VM", `vm_id = $4`, clusterID, owner, ordinal, vmID)
+// RecordVMs records the VMs the compute API created, by node ordinal, and
+// takes back the marks of the creates never sent (unsent ordinals), in one
+// statement whatever their number: an undo must not create, to delete it,
+// a VM nobody asked for.
+func (s *Store) RecordVMs(ctx context.Context, clusterID int64, owner string, created map[int]int64, unsent []int) error {
+	var ordinals []int
+	var ids []*int64
+	var requested []bool
+	for ordinal, id := range created {
+		ordinals, ids, requested = append(ordinals, ordinal), append(ids, &id), append(requested, true)
+	}
+	for _, ordinal := range unsent {
+		ordinals, ids, requested = append(ordinals, ordinal), append(ids, nil), append(requested, false)
+	}
+	return s.fencedNodes(ctx, "recording VMs", `vm_id = u.vm_id, create_requested = u.requested`,
+		`unnest($3::int[], $4::bigint[], $5::bool[]) AS u (ordinal, vm_id, requested)`,
+		clusterID, owner, ordinals, ids, requested)
 }
 
-// RecordAddresses records the addresses the compute API reported for the
-// node at ordinal.
-func (s *Store) RecordAddresses(ctx context.Context, clusterID int64, owner string, n Node) error {
-	return s.fencedNode(ctx, "recording addresses", `ipv4 = $4, ipv6 = $5, public_ipv4 = $6`,
-		clusterID, owner, n.Ordinal, n.IPv4, n.IPv6, n.PublicIPv4)
+// RecordAddresses records the addresses the compute API reported for
+// nodes (by ordinal), in one statement whatever their number.
+func (s *Store) RecordAddresses(ctx context.Context, clusterID int64, owner string, nodes []Node) error {
+	ordinals := make([]int, len(nodes))
+	v4, v6, public := make([]string, len(nodes)), make([]string, len(nodes)), make([]string, len(nodes))
+	for i, n := range nodes {
+		ordinals[i], v4[i], v6[i], public[i] = n.Ordinal, n.IPv4, n.IPv6, n.PublicIPv4
+	}
+	return s.fencedNodes(ctx, "recording addresses", `ipv4 = u.ipv4, ipv6 = u.ipv6, public_ipv4 = u.public_ipv4`,
+		`unnest($3::int[], $4::text[], $5::text[], $6::text[]) AS u (ordinal, ipv4, ipv6, public_ipv4)`,
+		clusterID, owner, ordinals, v4, v6, public)
 }
 
-// fencedNode updates the node at ordinal of a cluster whose lease owner
-// is owner ($1 cluster, $2 owner, $3 ordinal, then args).
-func (s *Store) fencedNode(ctx context.Context, what, set string, clusterID int64, owner string, ordinal int, args ...any) error {
-	return s.fenced(ctx, what, `UPDATE kube_nodes SET `+set+`
-		WHERE kube_cluster_id = $1 AND ordinal = $3
-		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`,
-		clusterID, owner, append([]any{ordinal}, args...)...)
+// fencedNodes updates, by set, the nodes of a cluster whose lease owner is
+// owner, one for each row of rows (a FROM item named u with an ordinal
+// column over $3 on): $1 cluster, $2 owner, then args.
+func (s *Store) fencedNodes(ctx context.Context, what, set, rows string, clusterID int64, owner string, args ...any) error {
+	return s.fenced(ctx, what, `UPDATE kube_nodes n SET `+set+` FROM `+rows+`
+		WHERE n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
+		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`, clusterID, owner, args...)
 }
 
-// RecordIdentities writes the node's stored identities (one row each); a
-// node that has them already keeps the first ones.
-func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner string, n Node) error {
-	ids := identityColumns(n.Identities)
-	return s.fenced(ctx, fmt.Sprintf("recording identities of node %d", n.Ordinal), `
+// RecordIdentities writes the stored identities (one row each) of nodes,
+// in one statement whatever their number; a node that has them already
+// keeps the first ones.
+func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner string, nodes []Node) error {
+	var ordinals []int
+	var all []Identity
+	for _, n := range nodes {
+		for _, id := range n.Identities {
+			ordinals, all = append(ordinals, n.Ordinal), append(all, id)
+		}
+	}
+	ids := identityColumns(all)
+	return s.fenced(ctx, "recording node identities", `
 		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after)
 		SELECT n.id, u.name, u.cert, u.key_sealed, u.not_after
-		FROM kube_nodes n, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[]) AS u (name, cert, key_sealed, not_after)
-		WHERE n.kube_cluster_id = $1 AND n.ordinal = $3
-		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
+		FROM unnest($3::int[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+			AS u (ordinal, name, cert, key_sealed, not_after)
+		JOIN kube_nodes n ON n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
+		WHERE EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
 		ON CONFLICT (node_id, name) DO UPDATE SET cert = node_identities.cert`,
-		clusterID, owner, n.Ordinal, ids.names, ids.certs, ids.keys, ids.notAfters)
+		clusterID, owner, ordinals, ids.names, ids.certs, ids.keys, ids.notAfters)
 }
 
 // FinishFounding makes the founding's cluster active and lets go of it.

@@ -70,39 +70,3 @@ func (s *Store) RenewIdentities(ctx context.Context, r CertReplacement) (bool, e
 	}
 	return tag.RowsAffected() == int64(len(r.Replace)) && len(r.Replace) > 0, nil
 }
-
-// WindowIdentities asks to store the identities issued on a node's first
-// fetch of the bootstrap window that opened at OpenedAt.
-type WindowIdentities struct {
-	VMID     int64
-	OpenedAt time.Time
-	Issued   []Identity
-}
-
-// StoreWindowIdentities stores w's identities in one statement, only while
-// the node's window is still the one they were issued for. They replace
-// the same names issued for an earlier window, never those of this one nor
-// those issued at founding: of two first fetches racing, the first to
-// commit wins. It reports whether it wrote them all (false: the window
-// moved on, or another fetch's identities are stored; read them again).
-func (s *Store) StoreWindowIdentities(ctx context.Context, w WindowIdentities) (bool, error) {
-	a := identityColumns(w.Issued)
-	tag, err := s.pool.Exec(ctx, `
-		WITH node AS (
-			SELECT id FROM kube_nodes WHERE vm_id = $1 AND bootstrap_opened_at = $2
-		)
-		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after, window_opened_at, bootstrap_only)
-		SELECT node.id, u.name, u.cert, u.key_sealed, u.not_after, $2, u.bootstrap_only
-		FROM node, unnest($3::text[], $4::text[], $5::bytea[], $6::timestamptz[], $7::bool[])
-			AS u (name, cert, key_sealed, not_after, bootstrap_only)
-		ON CONFLICT (node_id, name) DO UPDATE SET cert = excluded.cert, key_sealed = excluded.key_sealed,
-			not_after = excluded.not_after, window_opened_at = excluded.window_opened_at,
-			bootstrap_only = excluded.bootstrap_only
-		WHERE node_identities.window_opened_at IS NOT NULL
-		  AND node_identities.window_opened_at <> excluded.window_opened_at`,
-		w.VMID, w.OpenedAt, a.names, a.certs, a.keys, a.notAfters, a.only)
-	if err != nil {
-		return false, fmt.Errorf("storing the window identities of vm %d: %w", w.VMID, err)
-	}
-	return tag.RowsAffected() == int64(len(w.Issued)), nil
-}

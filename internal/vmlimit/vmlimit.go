@@ -3,11 +3,14 @@
 // one VM calling in a loop would starve the others and fill the fetch
 // table; a budget per VM and route, counted in PostgreSQL (the functions
 // are stateless and many), stops that one VM alone with 429 and
-// Retry-After. It counts only VMs that passed the four proofs.
+// Retry-After. The count travels with the proofs' token lookups (one
+// round trip) and counts only calls whose two tokens name the path's VM,
+// so no caller spends another VM's budget; a budget is judged only for a
+// VM that passed the four proofs.
 package vmlimit
 
 import (
-	"context"
+	"errors"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
@@ -24,41 +27,42 @@ type Budget struct {
 // Limited reports whether b limits anything.
 func (b Budget) Limited() bool { return b.Calls > 0 }
 
-// Counter is the part of the store that counts calls.
-type Counter interface {
-	CountCall(ctx context.Context, vmID int64, route string, now time.Time, per time.Duration) (store.CallWindow, error)
-}
-
-var _ Counter = (*store.Store)(nil)
-
-// Limiter spends VMs' budgets.
+// Limiter spends VMs' budgets. The count itself travels with the VM's
+// token lookups (auth.Authenticator.ProveVM, one round trip): Call says
+// what to count, Judge answers the count.
 type Limiter struct {
-	Store Counter
 	// Factor multiplies every budget's calls (VM_CALL_BUDGET_FACTOR); 0
 	// counts as 1.
 	Factor int
 	Now    func() time.Time
 }
 
-// Spend counts one call of route by vmID against b: nil while the VM is
-// within it, 429 rate_limited with when to come back once it is spent, 503
-// when the count cannot be kept (a call that cannot be counted is not
-// served).
-func (l *Limiter) Spend(ctx context.Context, vmID int64, route string, b Budget) error {
+// Call is the count of one call of route against b, nil when b limits
+// nothing.
+func (l *Limiter) Call(route string, b Budget) *store.CallCount {
 	if !b.Limited() {
 		return nil
 	}
-	b.Calls *= max(l.Factor, 1)
-	now := l.now()
-	w, err := l.Store.CountCall(ctx, vmID, route, now, b.Per)
-	if err != nil {
-		return apperr.DatabaseUnavailable.Wrap(err)
+	return &store.CallCount{Route: route, Now: l.now(), Per: b.Per}
+}
+
+// Judge answers call, counted into w: nil while the VM is within b (or b
+// limits nothing), 429 rate_limited with when to come back once it is
+// spent, 500 when a limited call was not counted (a call that cannot be
+// counted is not served).
+func (l *Limiter) Judge(call *store.CallCount, w *store.CallWindow, b Budget) error {
+	if call == nil {
+		return nil
 	}
+	if w == nil {
+		return apperr.Internal.Wrap(errors.New("a proved VM's call was not counted"))
+	}
+	b.Calls *= max(l.Factor, 1)
 	if w.Calls <= b.Calls {
 		return nil
 	}
 	e := apperr.RateLimited.Detailf("this VM made more than %d calls of this route in %s; retry later", b.Calls, b.Per)
-	e.RetryAfter = w.Started.Add(b.Per).Sub(now)
+	e.RetryAfter = w.Started.Add(b.Per).Sub(call.Now)
 	return e
 }
 

@@ -16,10 +16,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/config"
@@ -75,7 +75,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(log)
-	dsn, awsCfg, err := config.DatabaseFromEnv(ctx, cfg)
+	dsn, awsCfg, err := awssecret.DatabaseFromEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (a *App) KMS() *kms.Client { return kms.NewFromConfig(a.AWS) }
 
 // Envelope returns the envelope sealer with a warm-container data key cache.
 func (a *App) Envelope() *envelope.Envelope {
-	return envelope.New(metrics.CountKMS(a.KMS()), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+	return envelope.New(metrics.CountKMS(kmsCallsOf(a.KMS())), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
 }
 
 // Founding returns the founding use case. r renders userdata and admin
@@ -154,7 +154,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Phases: a.Store, Envelope: a.Envelope(), Renderer: r,
+	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.Envelope(), Renderer: r,
 		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
 }
 
@@ -173,15 +173,14 @@ func (a *App) ServiceToken(ctx context.Context) (string, error) {
 	if a.Config.ServiceTokenSecretARN == "" {
 		return "", fmt.Errorf("configuration: SERVICE_TOKEN or SERVICE_TOKEN_SECRET_ARN is required")
 	}
-	out, err := secretsmanager.NewFromConfig(a.AWS).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{
-		SecretId: &a.Config.ServiceTokenSecretARN})
+	token, err := awssecret.New(a.AWS).SecretString(ctx, a.Config.ServiceTokenSecretARN)
 	if err != nil {
 		return "", fmt.Errorf("reading the service token secret: %w", err)
 	}
-	if out.SecretString == nil || *out.SecretString == "" {
+	if token == "" {
 		return "", fmt.Errorf("the service token secret is empty")
 	}
-	return *out.SecretString, nil
+	return token, nil
 }
 
 // HealthChecks are the deep health check's pings, Postgres and KMS, each
@@ -201,7 +200,7 @@ func (a *App) HealthChecks() []api.Check {
 // Serve is a function's whole main: load the App (failing the cold start
 // if a required variable is missing), let configure set the function's use
 // cases on its Server, and serve function's routes for the Lambda runtime.
-func Serve(function string, own api.Handlers, required []string, configure func(*App, *api.Server) error) {
+func Serve(function api.Function, required []string, configure func(*App, *api.Server) error) {
 	app, err := Load(context.Background(), required...)
 	if err != nil {
 		Fatal(err)
@@ -210,7 +209,7 @@ func Serve(function string, own api.Handlers, required []string, configure func(
 	if err := configure(app, srv); err != nil {
 		Fatal(err)
 	}
-	lambdaserve.Start(srv.HandlerWith(function, own))
+	lambdaserve.Start(srv.Handler(function))
 }
 
 // Fatal logs why a cold start failed and exits non-zero, which Lambda

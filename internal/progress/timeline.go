@@ -1,0 +1,97 @@
+package progress
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/clusterfacts"
+)
+
+// Step is the work of a node's bootstrap that ended in Phase: from the
+// phase the node reached before it (or its bootstrap's opening, for the
+// first) to the moment it reached Phase. Phases are milestones the VM
+// reports, so a step is named by the milestone it reaches:
+// prerequisites_installed is the time the prerequisites took to install.
+type Step struct {
+	Phase     clusterfacts.Phase `json:"phase"`
+	StartedAt time.Time          `json:"started_at"`
+	EndedAt   time.Time          `json:"ended_at"`
+	Seconds   float64            `json:"seconds"`
+}
+
+// Running is the step a node works on now: toward Phase, since StartedAt
+// (when it reached its current phase).
+type Running struct {
+	Phase     clusterfacts.Phase `json:"phase"`
+	StartedAt time.Time          `json:"started_at"`
+}
+
+// Timeline is one node's bootstrap as recorded: its phase, when its
+// bootstrap opened, when it first reached each phase (store.Node's
+// PhaseTimes), its last report and whether it is its cluster's initial
+// node (the one with addons).
+type Timeline struct {
+	Phase     clusterfacts.Phase
+	OpenedAt  time.Time
+	Reached   map[string]time.Time
+	UpdatedAt time.Time
+	Initial   bool
+}
+
+// reached is one phase the node reached, and when.
+type reached struct {
+	phase clusterfacts.Phase
+	at    time.Time
+}
+
+// Steps are the steps the node finished, in the order it reached their
+// phases. A phase it skipped (no report) has no step: the next one starts
+// where the last reached phase ended. A spelling that is no phase (never
+// written by k8sapi) is left out.
+func (t Timeline) Steps() []Step {
+	steps := []Step{}
+	start := t.OpenedAt
+	for _, r := range t.inOrder() {
+		// The two clocks (the opening's, the database's) may disagree by a
+		// little: a step never lasts less than nothing.
+		steps = append(steps, Step{Phase: r.phase, StartedAt: start, EndedAt: r.at, Seconds: max(0, r.at.Sub(start).Seconds())})
+		start = r.at
+	}
+	return steps
+}
+
+// inOrder is the reached phases by time, then by the phase table's order.
+func (t Timeline) inOrder() []reached {
+	var out []reached
+	for name, at := range t.Reached {
+		if p, err := clusterfacts.ParsePhase(name); err == nil && p != clusterfacts.Pending {
+			out = append(out, reached{p, at})
+		}
+	}
+	slices.SortFunc(out, func(a, b reached) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(rankOf(a.phase), rankOf(b.phase)))
+	})
+	return out
+}
+
+func rankOf(p clusterfacts.Phase) int { return slices.Index(clusterfacts.Phases(), p) }
+
+// Running is the step the node works on now, nil once it is ready or
+// failed. It started when the node reached its current phase; a node whose
+// phase has no recorded time (moved before times were recorded) counts
+// from its last report, a pending one from its bootstrap's opening.
+func (t Timeline) Running() *Running {
+	next, ok := clusterfacts.Next(t.Phase, t.Initial)
+	if !ok {
+		return nil
+	}
+	since, known := t.Reached[string(t.Phase)]
+	switch {
+	case t.Phase == clusterfacts.Pending:
+		since = t.OpenedAt
+	case !known:
+		since = t.UpdatedAt
+	}
+	return &Running{Phase: next, StartedAt: since}
+}
