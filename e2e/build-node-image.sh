@@ -93,6 +93,8 @@ customise_node() {
 	chroot "$root" systemctl enable sandbox-kernel-tunables.service >/dev/null 2>&1
 	install -D -m 0644 "$here/node-image/kubelet-sandbox-cgroup-v1.conf" \
 		"$root/etc/kubernetes/kubelet.conf.d/90-sandbox-cgroup-v1.conf"
+	install -D -m 0644 "$here/node-image/kubelet-sandbox-shared-disk.conf" \
+		"$root/etc/kubernetes/kubelet.conf.d/90-sandbox-shared-disk.conf"
 	install -D -m 0644 "$here/node-image/containerd-sandbox.toml" "$root/etc/containerd/conf.d/90-sandbox.toml"
 	install -D -m 0644 "$here/node-image/resolved-sandbox.conf" "$root/etc/systemd/resolved.conf.d/90-sandbox.conf"
 	chroot "$root" apt-get clean
