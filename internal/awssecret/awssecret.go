@@ -17,10 +17,7 @@
 package awssecret
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,8 +27,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/excloud/k8sapi/internal/awsjson"
 	"github.com/excloud/k8sapi/internal/config"
 )
 
@@ -102,34 +99,7 @@ func (c *Client) call(ctx context.Context, body []byte) (string, bool, error) {
 
 // request is the signed request of one call.
 func (c *Client) request(ctx context.Context, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint(), bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("secretsmanager GetSecretValue: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
-	if c.cfg.Credentials == nil {
-		return nil, errors.New("secretsmanager GetSecretValue: no AWS credentials")
-	}
-	creds, err := c.cfg.Credentials.Retrieve(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("secretsmanager GetSecretValue: credentials: %w", err)
-	}
-	sum := sha256.Sum256(body)
-	err = v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "secretsmanager", c.cfg.Region, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("secretsmanager GetSecretValue: signing: %w", err)
-	}
-	return req, nil
-}
-
-// endpoint is the base endpoint configured (AWS_ENDPOINT_URL), else the
-// region's.
-func (c *Client) endpoint() string {
-	if c.cfg.BaseEndpoint != nil && *c.cfg.BaseEndpoint != "" {
-		return strings.TrimSuffix(*c.cfg.BaseEndpoint, "/") + "/"
-	}
-	return "https://secretsmanager." + c.cfg.Region + ".amazonaws.com/"
+	return awsjson.Request(ctx, c.cfg, "secretsmanager", "secretsmanager.GetSecretValue", body)
 }
 
 // retryable: the service's own trouble and throttling may pass; anything

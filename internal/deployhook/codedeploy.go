@@ -1,18 +1,14 @@
 package deployhook
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/excloud/k8sapi/internal/awsjson"
 )
 
 // codeDeploy makes the hook's one CodeDeploy call, PutLifecycleEventHookExecutionStatus,
@@ -54,28 +50,5 @@ func (c codeDeploy) Report(ctx context.Context, ev Event, status Status) error {
 // request is the signed POST: the JSON 1.1 protocol names the operation in
 // X-Amz-Target.
 func (c codeDeploy) request(ctx context.Context, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("X-Amz-Target", "CodeDeploy_20141006.PutLifecycleEventHookExecutionStatus")
-	if c.aws.Credentials == nil {
-		return nil, fmt.Errorf("no AWS credentials in the environment")
-	}
-	creds, err := c.aws.Credentials.Retrieve(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS credentials: %w", err)
-	}
-	sum := sha256.Sum256(body)
-	err = v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "codedeploy", c.aws.Region, time.Now())
-	return req, err
-}
-
-// endpoint is AWS_ENDPOINT_URL when set, else the region's public one.
-func (c codeDeploy) endpoint() string {
-	if c.aws.BaseEndpoint != nil {
-		return *c.aws.BaseEndpoint
-	}
-	return "https://codedeploy." + c.aws.Region + ".amazonaws.com/"
+	return awsjson.Request(ctx, c.aws, "codedeploy", "CodeDeploy_20141006.PutLifecycleEventHookExecutionStatus", body)
 }
