@@ -73,10 +73,8 @@ func machineFacts() string {
 		cgroup = "cgroup v2"
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%d cores, %s memory, Linux %s, %s", numCPU(), memTotal(), strings.TrimSpace(string(kernel)), cgroup)
+	return fmt.Sprintf("%d cores, %s memory, Linux %s, %s", runtime.NumCPU(), memTotal(), strings.TrimSpace(string(kernel)), cgroup)
 }
-
-func numCPU() int { return runtime.NumCPU() }
 
 // memTotal is the machine's memory as /proc/meminfo says it.
 func memTotal() string {
