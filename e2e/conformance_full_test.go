@@ -27,7 +27,7 @@ import (
 func TestConformance(t *testing.T) {
 	list, err := harness.ConformanceList(filepath.Join(e2eDir, "components"))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	selected := selectTests(t, list)
 	p := bringUpCluster(t, "conformance", nil)
@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 	t.Logf("conformance: %d/%d passed (%d selected; %s; %s)", rec.passed, rec.total, rec.selected,
 		strings.Join(rec.passes, ", "), path)
 	if len(unexplained) > 0 {
-		t.Errorf("%d tests did not pass for no known property of this sandbox:\n%s", len(unexplained), strings.Join(unexplained, "\n"))
+		errorf(t, "%d tests did not pass for no known property of this sandbox:\n%s", len(unexplained), strings.Join(unexplained, "\n"))
 	}
 }
 
@@ -67,7 +67,7 @@ func selectTests(t *testing.T, list []harness.ConformanceTest) []harness.Conform
 	}
 	re, err := regexp.Compile(focus)
 	if err != nil {
-		t.Fatalf("CONFORMANCE_FOCUS: %v", err)
+		fatalf(t, "CONFORMANCE_FOCUS: %v", err)
 	}
 	var out []harness.ConformanceTest
 	for _, c := range list {
@@ -92,7 +92,7 @@ func (p *provenCluster) runPass(t *testing.T, name string, names []string, seria
 	start := time.Now()
 	got, err := run.Run(context.Background())
 	if err != nil {
-		t.Fatalf("the %s pass: %v", name, err)
+		fatalf(t, "the %s pass: %v", name, err)
 	}
 	// Each pass's report lists every spec of the suite, the other pass's
 	// as skipped: keep only this pass's own.

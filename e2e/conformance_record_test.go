@@ -57,7 +57,7 @@ func (r conformanceRecord) write(t *testing.T, path string) []string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCell(name), status, mdCell(cause), mdCell(evidence))
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return unexplained
 }

@@ -38,14 +38,14 @@ func (c *machineCluster) checkConformanceSubset(t *testing.T, p *provenCluster, 
 	start := time.Now()
 	results, err := run.Run(context.Background())
 	if err != nil {
-		t.Fatalf("conformance subset: %v", err)
+		fatalf(t, "conformance subset: %v", err)
 	}
 	passed, others := harness.Tally(names, results)
 	tl.mark("conformance subset done")
 	line := fmt.Sprintf("conformance: %d/%d passed", passed, len(names))
 	t.Logf("%s (the subset, %s, %d at once; report in %s)", line, time.Since(start).Round(time.Second), run.Procs, run.ReportDir)
 	if len(others) > 0 {
-		t.Errorf("conformance subset: %d did not pass:\n%s", len(others), strings.Join(others, "\n"))
+		errorf(t, "conformance subset: %d did not pass:\n%s", len(others), strings.Join(others, "\n"))
 	}
 	return line
 }
@@ -55,7 +55,7 @@ func subsetNames(t *testing.T) []string {
 	t.Helper()
 	groups, err := harness.ReadSubset(filepath.Join(e2eDir, subsetFile))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var names []string
 	for _, g := range groups {
@@ -73,17 +73,17 @@ func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout
 	writePlatformHosts(t, p.st, p.svc.resolverHosts) // the records as they are now that every node is up
 	dir := filepath.Join(p.r.LogDir, "conformance-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
 	raw, err := os.ReadFile(filepath.Join(p.c.initial().Root, adminKubeconfig))
 	if err != nil {
-		t.Fatalf("reading the initial node's admin kubeconfig: %v", err)
+		fatalf(t, "reading the initial node's admin kubeconfig: %v", err)
 	}
 	repoList := filepath.Join(dir, "repo-list.yaml")
 	for path, content := range map[string][]byte{kubeconfig: raw, repoList: harness.TestRepoList(svcAddr(registryPort))} {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 	return harness.SuiteRun{BinDir: binDir, NS: p.network.Switch, Kubeconfig: kubeconfig, RepoList: repoList,
@@ -97,7 +97,7 @@ func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout
 func TestConformanceSubsetIsSound(t *testing.T) {
 	list, err := harness.ConformanceList(filepath.Join(e2eDir, "components"))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	known := map[string]harness.ConformanceTest{}
 	for _, ct := range list {
@@ -105,29 +105,29 @@ func TestConformanceSubsetIsSound(t *testing.T) {
 	}
 	groups, err := harness.ReadSubset(filepath.Join(e2eDir, subsetFile))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	seen := map[string]bool{}
 	for _, g := range groups {
 		if g.Why == "" || len(g.Tests) == 0 {
-			t.Errorf("group %q: needs a reason and at least one test", g.Name)
+			errorf(t, "group %q: needs a reason and at least one test", g.Name)
 		}
 		for _, name := range g.Tests {
 			ct, ok := known[name]
 			switch {
 			case !ok:
-				t.Errorf("group %q: %q is not a [Conformance] test of the suite", g.Name, name)
+				errorf(t, "group %q: %q is not a [Conformance] test of the suite", g.Name, name)
 			case ct.Serial():
-				t.Errorf("group %q: %q must run alone; the subset runs in parallel", g.Name, name)
+				errorf(t, "group %q: %q must run alone; the subset runs in parallel", g.Name, name)
 			case strings.Contains(name, "[Slow]"):
-				t.Errorf("group %q: %q is [Slow]; make conformance runs it", g.Name, name)
+				errorf(t, "group %q: %q is [Slow]; make conformance runs it", g.Name, name)
 			case seen[name]:
-				t.Errorf("group %q: %q is listed twice", g.Name, name)
+				errorf(t, "group %q: %q is listed twice", g.Name, name)
 			}
 			seen[name] = true
 		}
 	}
 	if len(seen) < minSubset {
-		t.Errorf("the subset holds %d tests; at least %d", len(seen), minSubset)
+		errorf(t, "the subset holds %d tests; at least %d", len(seen), minSubset)
 	}
 }

@@ -17,11 +17,11 @@ import (
 // etcd build is broken, before the long proof runs.
 func TestEtcdInNamespace(t *testing.T) {
 	requireRoot(t)
-	r := harness.NewRun(t, e2eDir, "smoke")
+	r := newRun(t, "smoke")
 	addr := netip.MustParsePrefix("10.0.1.2/24")
 	net, err := harness.NewNetwork(r.ID, []netip.Prefix{addr})
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	r.SetNetwork(net)
 	node := net.Nodes[0]
@@ -29,16 +29,16 @@ func TestEtcdInNamespace(t *testing.T) {
 	pki := filepath.Join(root, "pki")
 	ca, err := harness.NewTestCA("smoke-etcd-ca")
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if err := ca.WriteCert(pki, "ca"); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if err := ca.Issue(pki, "member", "n1", node.IP(), "127.0.0.1"); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if err := ca.Issue(pki, "client", "smoke-client"); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	ip := node.IP()
 	argv := []string{bin("etcd"),
@@ -59,23 +59,23 @@ func TestEtcdInNamespace(t *testing.T) {
 		"--peer-key-file=" + filepath.Join(pki, "member-key.pem"),
 	}
 	if _, err := r.Start("n1/etcd", harness.Host{NS: node.NS, Hostname: "n1"}, root, nil, argv); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	r.Suspect("n1/etcd")
 	tlsCfg, err := harness.MutualTLS(filepath.Join(pki, "ca.pem"), filepath.Join(pki, "client.pem"), filepath.Join(pki, "client-key.pem"))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	cli, err := harness.EtcdClient([]string{"https://" + ip + ":2379"}, tlsCfg, harness.Dialer(net.Switch))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	defer cli.Close()
 	deadline := time.Now().Add(60 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
 		if err := r.Dead(); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		summary, err := harness.EtcdHealth(ctx, cli, 1)
@@ -88,20 +88,20 @@ func TestEtcdInNamespace(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	if time.Now().After(deadline) {
-		t.Fatalf("etcd not healthy in 60s: %v", last)
+		fatalf(t, "etcd not healthy in 60s: %v", last)
 	}
 	// Without a client certificate the member must refuse (mutual TLS).
 	noCert := tlsCfg.Clone()
 	noCert.Certificates = nil
 	anon, err := harness.EtcdClient([]string{"https://" + ip + ":2379"}, noCert, harness.Dialer(net.Switch))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	defer anon.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if _, err := anon.Get(ctx, "x"); err == nil {
-		t.Fatal("etcd answered a client without a certificate")
+		fatal(t, "etcd answered a client without a certificate")
 	} else if !strings.Contains(err.Error(), "certificate") && !strings.Contains(err.Error(), "deadline") {
 		t.Logf("anonymous client refused: %v", err)
 	}

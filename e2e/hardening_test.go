@@ -91,23 +91,23 @@ func checkSecretsAtRest(t *testing.T, admin *kubernetes.Clientset, etcdEndpoints
 	defer cancel()
 	s := probeSecret()
 	if _, err := admin.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating a Secret: %v", err)
+		fatalf(t, "creating a Secret: %v", err)
 	}
 	etcdTLS, err := harness.MutualTLS(n1.path(pkiDir+"/etcd-ca.pem"), n1.path(pkiDir+"/apiserver-etcd-client.pem"), n1.path(pkiDir+"/apiserver-etcd-client-key.pem"))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	cli, err := harness.EtcdClient(etcdEndpoints, etcdTLS, dial)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	defer cli.Close()
 	got, err := cli.Get(ctx, secretsKey(s))
 	if err != nil || len(got.Kvs) != 1 {
-		t.Fatalf("reading %s from etcd: %v (%d values)", secretsKey(s), err, len(got.Kvs))
+		fatalf(t, "reading %s from etcd: %v (%d values)", secretsKey(s), err, len(got.Kvs))
 	}
 	if err := encryptedAtRest(got.Kvs[0].Value, s); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Logf("secrets encrypted at rest: %s starts %q", secretsKey(s), encryptedSecretPrefix)
 }
@@ -128,7 +128,7 @@ func checkAnonymous(t *testing.T, admin *rest.Config) {
 		return code, nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Logf("anonymous refused: %s", summary)
 }

@@ -53,7 +53,7 @@ func run(m *testing.M) int {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if skipWhy != "" {
-		t.Fatalf("e2e: %s", skipWhy)
+		fatalf(t, "e2e: %s", skipWhy)
 	}
 	requireComponents(t, "control-plane")
 }
@@ -80,7 +80,7 @@ func requireComponents(t *testing.T, set string) {
 		fmt.Fprintf(os.Stderr, "e2e: %s components ready in %s\n", set, time.Since(start).Round(time.Second))
 	}
 	if err != nil {
-		t.Fatalf("e2e: building the %s components: %v", set, err)
+		fatalf(t, "e2e: building the %s components: %v", set, err)
 	}
 }
 

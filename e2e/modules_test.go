@@ -16,13 +16,13 @@ func TestProductModuleStaysLight(t *testing.T) {
 	cmd.Dir = repoRoot()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go list -m all in the product module: %v\n%s", err, out)
+		fatalf(t, "go list -m all in the product module: %v\n%s", err, out)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		mod, _, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch {
 		case mod == "k8s.io/kubernetes", strings.HasPrefix(mod, "go.etcd.io/etcd/server"):
-			t.Errorf("the product module requires %s: it belongs in e2e/ only", mod)
+			errorf(t, "the product module requires %s: it belongs in e2e/ only", mod)
 		}
 	}
 }
@@ -34,14 +34,14 @@ func TestProductModuleStaysLight(t *testing.T) {
 func TestSuiteBuildsFromTheClusterVersion(t *testing.T) {
 	kube, suite := pins(t, "components/kube/go.mod"), pins(t, "components/conformance/go.mod")
 	if len(kube) == 0 || kube["k8s.io/kubernetes"] == "" {
-		t.Fatalf("components/kube/go.mod: no k8s.io/kubernetes pin found")
+		fatalf(t, "components/kube/go.mod: no k8s.io/kubernetes pin found")
 	}
 	for mod, v := range kube {
 		if !strings.HasPrefix(mod, "k8s.io/") {
 			continue
 		}
 		if suite[mod] != v {
-			t.Errorf("%s: the components build %s, the suite %q", mod, v, suite[mod])
+			errorf(t, "%s: the components build %s, the suite %q", mod, v, suite[mod])
 		}
 	}
 }
@@ -52,7 +52,7 @@ func pins(t *testing.T, path string) map[string]string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(e2eDir, path))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	out := map[string]string{}
 	for _, line := range strings.Split(string(raw), "\n") {

@@ -29,7 +29,7 @@ var (
 func nodeImage(t *testing.T) string {
 	t.Helper()
 	if err := harness.CheckMachineSupport(); err != nil {
-		t.Fatalf("e2e: the node proof cannot run here: %v", err)
+		fatalf(t, "e2e: the node proof cannot run here: %v", err)
 	}
 	return filepath.Join(buildRecipe(t, "node", "node-image", "E2E_NODE_IMAGE_DIR"), "rootfs")
 }
@@ -61,7 +61,7 @@ func buildRecipe(t *testing.T, recipe, folder, dirVar string) string {
 		t.Logf("%s image ready in %s", recipe, time.Since(start).Round(time.Second))
 	}
 	if err != nil {
-		t.Fatalf("e2e: building the %s image: %v", recipe, err)
+		fatalf(t, "e2e: building the %s image: %v", recipe, err)
 	}
 	return dir
 }
@@ -72,11 +72,11 @@ func buildRecipe(t *testing.T, recipe, folder, dirVar string) string {
 // node's hostname and address.
 func TestNodeMachineBoots(t *testing.T) {
 	image := nodeImage(t)
-	r := harness.NewRun(t, e2eDir, "machine")
+	r := newRun(t, "machine")
 	addr := netip.MustParsePrefix("10.0.1.2/24")
 	net, err := harness.NewNetwork(r.ID, []netip.Prefix{addr})
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	r.SetNetwork(net)
 	userdata := "#!/bin/bash\nset -eu\necho \"userdata ran with $E2E_PROBE\" >/var/lib/userdata-ran\n"
@@ -85,14 +85,14 @@ func TestNodeMachineBoots(t *testing.T) {
 	start := time.Now()
 	m, err := harness.BootMachine(r, "n1", image, net.Nodes[0].NS, filepath.Join(r.WorkDir, "n1"), seed)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	r.Suspect("n1/console")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	state, err := m.WaitSystemRunning(ctx)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Logf("n1: systemd %s %s after boot", state, time.Since(start).Round(100*time.Millisecond))
 	expect := map[string][]string{
@@ -106,7 +106,7 @@ func TestNodeMachineBoots(t *testing.T) {
 	for want, argv := range expect {
 		out, err := m.Exec(ctx, argv...)
 		if err != nil || !strings.Contains(string(out), want) {
-			t.Errorf("%s: want %q, got %q (%v)", strings.Join(argv, " "), want, out, err)
+			errorf(t, "%s: want %q, got %q (%v)", strings.Join(argv, " "), want, out, err)
 		}
 	}
 	checkRebootKeepsInstance(ctx, t, m)
@@ -117,7 +117,7 @@ func TestNodeMachineBoots(t *testing.T) {
 func checkRebootKeepsInstance(ctx context.Context, t *testing.T, m *harness.Machine) {
 	before, err := m.Leader()
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	_, _ = m.Exec(ctx, "systemctl", "reboot")
 	for {
@@ -125,15 +125,15 @@ func checkRebootKeepsInstance(ctx context.Context, t *testing.T, m *harness.Mach
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%s did not come back from a reboot: %v", m.Name, ctx.Err())
+			fatalf(t, "%s did not come back from a reboot: %v", m.Name, ctx.Err())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if _, err := m.WaitSystemRunning(ctx); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	out, err := m.Exec(ctx, "journalctl", "-b", "-u", "cloud-init-standin", "-o", "cat")
 	if err != nil || !strings.Contains(string(out), "already ran") {
-		t.Errorf("after the reboot the userdata should not run again: %q (%v)", out, err)
+		errorf(t, "after the reboot the userdata should not run again: %q (%v)", out, err)
 	}
 }

@@ -33,12 +33,12 @@ func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Ne
 	t.Helper()
 	c := &machineCluster{r: r, vms: vms}
 	if set, err := harness.MatchConntrackToKubeProxy(); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	} else if set != "" {
 		t.Logf("host nf_conntrack_max set to %s, as kube-proxy sets it on a node", set)
 	}
 	if set, err := harness.RaiseInotifyLimits(); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	} else if len(set) > 0 {
 		t.Logf("host inotify limits raised for the machines' shared budget: %s", strings.Join(set, ", "))
 	}
@@ -51,7 +51,7 @@ func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Ne
 			}}
 		m, err := harness.BootMachine(r, name, image, network.Nodes[i].NS, filepath.Join(r.WorkDir, name), seed)
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		c.machines = append(c.machines, m)
 	}
@@ -89,7 +89,7 @@ func (c *machineCluster) waitUserdata(t *testing.T, tl *timeline) {
 			case "active":
 				return "active", nil
 			case "failed":
-				t.Fatalf("the userdata failed on %s:\n%s", m.Name, c.journalTail(ctx, m, "cloud-init-standin", 40))
+				fatalf(t, "the userdata failed on %s:\n%s", m.Name, c.journalTail(ctx, m, "cloud-init-standin", 40))
 			default:
 				return "", fmt.Errorf("cloud-init-standin is %q", state)
 			}
@@ -142,7 +142,7 @@ func (c *machineCluster) checkAddonsOnInitialOnly(t *testing.T) {
 		ran := strings.Contains(string(out), "exk8s-addons: addons installed")
 		_, adminErr := os.Stat(filepath.Join(m.Root, adminKubeconfig))
 		if ran != (i == 0) || (adminErr == nil) != (i == 0) {
-			t.Errorf("%s: addons ran %v, admin kubeconfig present %v; want both only on the initial node", m.Name, ran, adminErr == nil)
+			errorf(t, "%s: addons ran %v, admin kubeconfig present %v; want both only on the initial node", m.Name, ran, adminErr == nil)
 		}
 	}
 }

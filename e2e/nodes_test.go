@@ -40,8 +40,8 @@ const (
 type services struct {
 	mirrorDir     string
 	resolverHosts string // the resolver's hosts file: the platform's DNS records
-	apiURL    string // the local gateway, as the nodes see it
-	simURL    string // the platform simulator (IMDS), as the nodes see it
+	apiURL        string // the local gateway, as the nodes see it
+	simURL        string // the platform simulator (IMDS), as the nodes see it
 }
 
 func svcAddr(port int) string { return fmt.Sprintf("%s:%d", harness.ServicesAddr, port) }
@@ -115,11 +115,11 @@ func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
 	requireComponents(t, "conformance")
 	var workDir string
 	t.Cleanup(func() { removePassedRun(t, workDir) }) // after the run's teardown
-	p := &provenCluster{r: harness.NewRun(t, e2eDir, tag), tl: newTimeline()}
+	p := &provenCluster{r: newRun(t, tag), tl: newTimeline()}
 	workDir = p.r.WorkDir
 	mirrorDir := filepath.Join(p.r.WorkDir, "mirror")
 	if _, err := harness.BuildMirror(binDir, mirrorDir, nodeVersions); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	p.st = startStack(t, p.r, append(mirrorEnv(mirrorDir), env...)...)
 	p.tl.start()
@@ -146,7 +146,7 @@ func nodeNetwork(t *testing.T, r *harness.Run, vms []vm) *harness.Network {
 	}
 	network, err := harness.NewNetwork(r.ID, addrs)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	r.SetNetwork(network)
 	return network
@@ -160,7 +160,7 @@ func serveServices(t *testing.T, r *harness.Run, st stack, network *harness.Netw
 	sw := network.Switch
 	l, err := harness.ListenIn(sw, svcAddr(mirrorPort))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	harness.ServeMirror(l, mirrorDir)
@@ -170,7 +170,7 @@ func serveServices(t *testing.T, r *harness.Run, st stack, network *harness.Netw
 	svc.resolverHosts = startResolver(t, r, sw)
 	writePlatformHosts(t, st, svc.resolverHosts)
 	if _, err := harness.StartRegistry(r, binDir, sw, svcAddr(registryPort), filepath.Join(r.WorkDir, "registry")); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	pushImages(t, r, sw, image, roots)
 	return svc
@@ -182,11 +182,11 @@ func forwardToHost(t *testing.T, sw, hostURL string) string {
 	t.Helper()
 	u, err := url.Parse(hostURL)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	l, err := harness.Forward(sw, fmt.Sprintf("%s:%s", harness.ServicesAddr, u.Port()), u.Host)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return fmt.Sprintf("http://%s:%s", harness.ServicesAddr, u.Port())
@@ -218,16 +218,16 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
 `, dnsPort, harness.ResolverAddr, hosts, harness.ServicesAddr, filepath.Join(dir, "root.zone"))
 	rootZone := "$ORIGIN .\n@ 300 IN SOA resolver.invalid. hostmaster.invalid. 1 7200 3600 1209600 300\n@ 300 IN NS resolver.invalid.\n"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	for path, content := range map[string]string{filepath.Join(dir, "Corefile"): corefile, filepath.Join(dir, "root.zone"): rootZone, hosts: ""} {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 	argv := []string{filepath.Join(binDir, "coredns"), "-conf", filepath.Join(dir, "Corefile")}
 	if _, err := r.Start("resolver", harness.Host{NS: sw}, dir, os.Environ(), argv); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return hosts
 }
@@ -253,7 +253,7 @@ func writePlatformHosts(t *testing.T, st stack, path string) {
 		}
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Logf("the resolver knows the platform's records:\n%s", b.String())
 }
@@ -264,14 +264,14 @@ func getJSON(t *testing.T, url string, v any) {
 	c := &http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
+		fatalf(t, "GET %s: %s", url, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		fatalf(t, "GET %s: %v", url, err)
 	}
 }
 
@@ -293,7 +293,7 @@ func pushImages(t *testing.T, r *harness.Run, sw, image string, roots harness.Te
 	images := append(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, image), probeImage(image))
 	suiteImages, err := harness.TestImages(roots, suiteEtcdTag)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	images = append(images, suiteImages...)
 	transport := &http.Transport{DialContext: harness.Dialer(sw)}

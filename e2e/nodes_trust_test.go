@@ -34,7 +34,7 @@ func (c *machineCluster) checkRenewal(t *testing.T, tl *timeline) string {
 		stopWatch()
 		t.Logf("%s: renewal unit finished in %s", m.Name, time.Since(start).Round(time.Millisecond))
 		if err != nil {
-			t.Fatalf("%s: the renewal failed: %v %s\n%s", m.Name, err, out, c.journalTail(ctx, m, "exk8s-renew-certificates", 30))
+			fatalf(t, "%s: the renewal failed: %v %s\n%s", m.Name, err, out, c.journalTail(ctx, m, "exk8s-renew-certificates", 30))
 		}
 		cancel()
 		c.checkRenewedFiles(t, m, before, c.pkiDigests(t, m))
@@ -79,18 +79,18 @@ func (c *machineCluster) checkRenewedFiles(t *testing.T, m *harness.Machine, bef
 	t.Helper()
 	for file, sum := range before {
 		if strings.HasSuffix(file, "-key.pem") && after[file] != sum {
-			t.Errorf("%s: %s changed in a renewal: keys never travel", m.Name, file)
+			errorf(t, "%s: %s changed in a renewal: keys never travel", m.Name, file)
 		}
 	}
 	for _, name := range renewedOnEveryNode {
 		cert := "/etc/exk8s/pki/" + name + ".pem"
 		if after[cert] == before[cert] {
-			t.Errorf("%s: %s did not change in a renewal", m.Name, cert)
+			errorf(t, "%s: %s did not change in a renewal", m.Name, cert)
 		}
 		c.checkCertOverKey(t, m, cert, "/etc/exk8s/pki/"+name+"-key.pem")
 	}
 	if after["/etc/exk8s/kubeconfig/kubelet.kubeconfig"] == before["/etc/exk8s/kubeconfig/kubelet.kubeconfig"] {
-		t.Errorf("%s: the kubelet's kubeconfig kept its old certificate", m.Name)
+		errorf(t, "%s: the kubelet's kubeconfig kept its old certificate", m.Name)
 	}
 }
 
@@ -132,7 +132,7 @@ func (c *machineCluster) pkiDigests(t *testing.T, m *harness.Machine) map[string
 	defer cancel()
 	out, err := m.Exec(ctx, "sh", "-c", "sha256sum /etc/exk8s/pki/*.pem /etc/exk8s/kubeconfig/*.kubeconfig")
 	if err != nil {
-		t.Fatalf("%s: %v %s", m.Name, err, out)
+		fatalf(t, "%s: %v %s", m.Name, err, out)
 	}
 	sums := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -151,7 +151,7 @@ func (c *machineCluster) checkCertOverKey(t *testing.T, m *harness.Machine, cert
 	out, err := m.Exec(ctx, "sh", "-c", fmt.Sprintf(
 		`[ "$(openssl x509 -noout -pubkey -in %s)" = "$(openssl pkey -pubout -in %s)" ] && echo same`, cert, key))
 	if err != nil || strings.TrimSpace(string(out)) != "same" {
-		t.Errorf("%s: %s is not over %s: %v %s", m.Name, cert, key, err, out)
+		errorf(t, "%s: %s is not over %s: %v %s", m.Name, cert, key, err, out)
 	}
 }
 
@@ -198,12 +198,12 @@ func (c *machineCluster) checkIMDSThroughService(t *testing.T, from, peer probeP
 	t.Helper()
 	sim, err := url.Parse(svc.simURL)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	manifest := imdsRelayManifest("imds-relay", sim.Hostname(), sim.Port()) + "---\n" +
 		imdsRelayManifest("peer-relay", peer.ip, "8080")
 	if err := c.writeInMachine(0, "/root/relays.yaml", []byte(manifest)); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	eventually(t, c.r, "the relay Services applied", nil, time.Minute, func(ctx context.Context) (string, error) {
 		out, err := c.kubectl(ctx, "apply", "-f", "/root/relays.yaml")
@@ -215,11 +215,11 @@ func (c *machineCluster) checkIMDSThroughService(t *testing.T, from, peer probeP
 	defer cancel()
 	imds := fmt.Sprintf("http://imds-relay/imds/%d/", c.vms[0].id)
 	if out, err := c.kubectl(ctx, "exec", from.name, "--", "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", imds); err == nil {
-		t.Errorf("pod %s reached IMDS through a Service at %s: HTTP %s", from.name, imds, out)
+		errorf(t, "pod %s reached IMDS through a Service at %s: HTTP %s", from.name, imds, out)
 	}
 	out, err := c.initial().Exec(ctx, "nft", "list", "chain", "inet", "exk8s_imds_guard", "pods_to_imds_translated")
 	if m := translatedDrops.FindSubmatch(out); err != nil || m == nil || string(m[1]) == "0" {
-		t.Errorf("the guard's translated chain dropped nothing: %v %s", err, out)
+		errorf(t, "the guard's translated chain dropped nothing: %v %s", err, out)
 	}
 	return "IMDS unreachable through a Service"
 }

@@ -52,7 +52,7 @@ type probePod struct{ name, node, ip string }
 func (c *machineCluster) checkWorkloads(t *testing.T, svc services, tl *timeline) []string {
 	t.Helper()
 	if err := c.writeInMachine(0, "/root/probe.yaml", []byte(probeManifest())); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	eventually(t, c.r, "the probe on every node", nil, 3*time.Minute, func(ctx context.Context) (string, error) {
 		if out, err := c.kubectl(ctx, "apply", "-f", "/root/probe.yaml"); err != nil {
@@ -89,7 +89,7 @@ func (c *machineCluster) probePods(t *testing.T) []probePod {
 	defer cancel()
 	var l kubeList
 	if err := c.kubectlJSON(ctx, &l, "get", "pods", "-l", "app=probe"); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var pods []probePod
 	nodes := map[string]bool{}
@@ -103,7 +103,7 @@ func (c *machineCluster) probePods(t *testing.T) []probePod {
 		}
 	}
 	if len(nodes) != len(c.machines) || len(pods) != len(c.machines) {
-		t.Fatalf("probe pods %+v: want one on each of %d nodes", pods, len(c.machines))
+		fatalf(t, "probe pods %+v: want one on each of %d nodes", pods, len(c.machines))
 	}
 	return pods
 }
@@ -120,7 +120,7 @@ func (c *machineCluster) kubernetesServiceIP(t *testing.T) string {
 	defer cancel()
 	out, err := c.kubectl(ctx, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -160,11 +160,11 @@ func (c *machineCluster) checkIMDSGuard(t *testing.T, p probePod, svc services) 
 	imds := fmt.Sprintf("%s/imds/%d/", svc.simURL, c.vms[0].id)
 	code, err := c.initial().Exec(ctx, "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", imds)
 	if err != nil || strings.TrimSpace(string(code)) == "000" {
-		t.Errorf("the initial node cannot reach IMDS at %s: %q (%v)", imds, code, err)
+		errorf(t, "the initial node cannot reach IMDS at %s: %q (%v)", imds, code, err)
 	}
 	out, err := c.kubectl(ctx, "exec", p.name, "--", "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", imds)
 	if err == nil {
-		t.Errorf("pod %s reached IMDS at %s: HTTP %s", p.name, imds, out)
+		errorf(t, "pod %s reached IMDS at %s: HTTP %s", p.name, imds, out)
 	}
 }
 
@@ -176,7 +176,7 @@ func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) {
 	m := c.machines[i]
 	before, err := m.Leader()
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -186,7 +186,7 @@ func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) {
 	eventually(t, c.r, fmt.Sprintf("%s rebooted and Ready again, every write meanwhile accepted", m.Name), c.consoles(), 5*time.Minute, func(ctx context.Context) (string, error) {
 		writes++
 		if out, err := c.kubectl(ctx, "create", "configmap", fmt.Sprintf("quorum-%d", writes)); err != nil {
-			t.Fatalf("write %d during the reboot of %s failed (etcd quorum lost?): %v %s", writes, m.Name, err, out)
+			fatalf(t, "write %d during the reboot of %s failed (etcd quorum lost?): %v %s", writes, m.Name, err, out)
 		}
 		return c.rebootedAndReady(ctx, i, before, start)
 	})

@@ -58,7 +58,7 @@ func (n *node) read(t *testing.T, p string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(n.path(p))
 	if err != nil {
-		t.Fatalf("node %d: the bundle did not write %s: %v", n.n, p, err)
+		fatalf(t, "node %d: the bundle did not write %s: %v", n.n, p, err)
 	}
 	return b
 }
@@ -70,7 +70,7 @@ func (n *node) read(t *testing.T, p string) []byte {
 func TestBundlesBootControlPlane(t *testing.T) {
 	requireRoot(t)
 	started := time.Now()
-	r := harness.NewRun(t, e2eDir, "cp")
+	r := newRun(t, "cp")
 
 	// 1. The local stack and a founded cluster.
 	st := startStack(t, r)
@@ -110,11 +110,11 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	n1 := nodes[0]
 	etcdTLS, err := harness.MutualTLS(n1.path(pkiDir+"/etcd-ca.pem"), n1.path(pkiDir+"/apiserver-etcd-client.pem"), n1.path(pkiDir+"/apiserver-etcd-client-key.pem"))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	etcdServers, ok := n1.static["kube-apiserver"].Flag("etcd-servers")
 	if !ok {
-		t.Fatal("kube-apiserver.yaml renders no --etcd-servers")
+		fatal(t, "kube-apiserver.yaml renders no --etcd-servers")
 	}
 	eventually(t, r, "3 healthy etcd members over mutual TLS", labels(nodes, "etcd"), 3*time.Minute, func(ctx context.Context) (string, error) {
 		cli, err := harness.EtcdClient(strings.Split(etcdServers, ","), etcdTLS, dial)
@@ -130,7 +130,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	for i, nd := range nodes {
 		cfg, err := harness.KubeConfig(adminKubeconfig, "https://"+nd.ip()+":6443", dial, nil)
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		admins[i] = cfg
 	}
@@ -176,7 +176,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 			cancel()
 			if err != nil {
 				r.Suspect(n1.label("kube-apiserver"))
-				t.Errorf("%s: %v", m, err)
+				errorf(t, "%s: %v", m, err)
 				continue
 			}
 			t.Logf("%s accepted: %s", m, strings.Join(objs, ", "))
@@ -226,7 +226,7 @@ func eventually(t *testing.T, r *harness.Run, what string, suspects []string, ti
 	for {
 		if err := r.Dead(); err != nil {
 			// The dead component's log is the one that matters (Dead marks it).
-			t.Fatalf("while waiting for %s: %v (last check: %v)", what, err, last)
+			fatalf(t, "while waiting for %s: %v (last check: %v)", what, err, last)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		summary, err := check(ctx)
@@ -240,7 +240,7 @@ func eventually(t *testing.T, r *harness.Run, what string, suspects []string, ti
 			for _, s := range suspects {
 				r.Suspect(s)
 			}
-			t.Fatalf("%s: not true after %s: %v", what, timeout, last)
+			fatalf(t, "%s: not true after %s: %v", what, timeout, last)
 		}
 		time.Sleep(time.Second)
 	}
@@ -253,16 +253,16 @@ func checkKeyModes(t *testing.T, nd *node) {
 	keys, _ := filepath.Glob(nd.path(pkiDir + "/*-key.pem"))
 	kubeconfigs, _ := filepath.Glob(nd.path(kubeconfigDir + "/*.kubeconfig"))
 	if len(keys) == 0 || len(kubeconfigs) == 0 {
-		t.Fatalf("node %d: the bundle wrote %d private keys and %d kubeconfigs", nd.n, len(keys), len(kubeconfigs))
+		fatalf(t, "node %d: the bundle wrote %d private keys and %d kubeconfigs", nd.n, len(keys), len(kubeconfigs))
 	}
 	for _, f := range append(keys, kubeconfigs...) {
 		st, err := os.Stat(f)
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		if st.Mode().Perm() != 0o600 {
 			rel, _ := filepath.Rel(nd.root, f)
-			t.Errorf("node %d: /%s has mode %04o, want 0600", nd.n, rel, st.Mode().Perm())
+			errorf(t, "node %d: /%s has mode %04o, want 0600", nd.n, rel, st.Mode().Perm())
 		}
 	}
 }
@@ -272,7 +272,7 @@ func parseNode(t *testing.T, nd *node) {
 	t.Helper()
 	cmd, err := harness.ParseUnit(string(nd.read(t, etcdUnitPath)))
 	if err != nil {
-		t.Fatalf("node %d: %s: %v", nd.n, etcdUnitPath, err)
+		fatalf(t, "node %d: %s: %v", nd.n, etcdUnitPath, err)
 	}
 	env := append([]string(nil), cmd.Env...)
 	for _, f := range cmd.EnvFiles {
@@ -282,35 +282,35 @@ func parseNode(t *testing.T, nd *node) {
 			if optional {
 				continue
 			}
-			t.Fatalf("node %d: EnvironmentFile %s: %v", nd.n, f, err)
+			fatalf(t, "node %d: EnvironmentFile %s: %v", nd.n, f, err)
 		}
 		fileEnv, err := harness.ParseEnvFile(string(b))
 		if err != nil {
-			t.Fatalf("node %d: %s: %v", nd.n, f, err)
+			fatalf(t, "node %d: %s: %v", nd.n, f, err)
 		}
 		env = append(fileEnv, env...)
 	}
 	if cmd.Argv, err = harness.ExpandEnv(cmd.Argv, env); err != nil {
-		t.Fatalf("node %d: %s: %v", nd.n, etcdUnitPath, err)
+		fatalf(t, "node %d: %s: %v", nd.n, etcdUnitPath, err)
 	}
 	cmd.Env = env
 	nd.etcd = cmd
 	name, ok := cmd.Flag("name")
 	if !ok {
-		t.Fatalf("node %d: etcd.service has no --name", nd.n)
+		fatalf(t, "node %d: etcd.service has no --name", nd.n)
 	}
 	nd.name = name
 	if adv, _ := cmd.Flag("advertise-client-urls"); !strings.Contains(adv, "//"+nd.ip()+":") {
-		t.Fatalf("node %d: etcd advertises %q, but the VM's address is %s", nd.n, adv, nd.ip())
+		fatalf(t, "node %d: etcd advertises %q, but the VM's address is %s", nd.n, adv, nd.ip())
 	}
 	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		p := staticPodDir + "/" + c + ".yaml"
 		pc, err := harness.ParsePodManifest(string(nd.read(t, p)))
 		if err != nil {
-			t.Fatalf("node %d: %s: %v", nd.n, p, err)
+			fatalf(t, "node %d: %s: %v", nd.n, p, err)
 		}
 		if pc.Program() != c {
-			t.Fatalf("node %d: %s runs %q", nd.n, p, pc.Program())
+			fatalf(t, "node %d: %s runs %q", nd.n, p, pc.Program())
 		}
 		nd.static[c] = pc
 	}
@@ -327,14 +327,14 @@ func startComponent(t *testing.T, r *harness.Run, nd *node, name string, cmd har
 	// Folders a package or the VM image would have made.
 	for _, d := range []string{"/var/lib/etcd", "/var/log/kubernetes", "/var/run/kubernetes"} {
 		if err := os.MkdirAll(nd.path(d), 0o700); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(r.LogDir, fmt.Sprintf("n%d_%s.argv", nd.n, name)), []byte(strings.Join(argv, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if _, err := r.Start(nd.label(name), harness.Host{NS: nd.ns, Hostname: nd.name}, nd.root, env, argv); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 }
 
@@ -345,7 +345,7 @@ func checkNodeIdentity(t *testing.T, r *harness.Run, nodes []*node, dial harness
 	kubelet := func(nd *node) *kubernetes.Clientset {
 		cfg, err := harness.KubeConfig(nd.read(t, kubeconfigDir+"/kubelet.kubeconfig"), "", dial, nil)
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		return kubernetes.NewForConfigOrDie(cfg)
 	}
@@ -359,54 +359,54 @@ func checkNodeIdentity(t *testing.T, r *harness.Run, nodes []*node, dial harness
 		}}
 	}
 	if _, err := k1.CoreV1().Nodes().Create(ctx, mk(n1), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("node 1's kubelet identity cannot create its own Node %s: %v", n1.name, err)
+		fatalf(t, "node 1's kubelet identity cannot create its own Node %s: %v", n1.name, err)
 	}
 	own, err := k1.CoreV1().Nodes().Get(ctx, n1.name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("node 1's kubelet identity cannot read its own Node: %v", err)
+		fatalf(t, "node 1's kubelet identity cannot read its own Node: %v", err)
 	}
 	if own.Annotations == nil {
 		own.Annotations = map[string]string{}
 	}
 	own.Annotations["e2e.exk8s.io/probe"] = "updated-by-self"
 	if _, err := k1.CoreV1().Nodes().Update(ctx, own, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("node 1's kubelet identity cannot update its own Node: %v", err)
+		fatalf(t, "node 1's kubelet identity cannot update its own Node: %v", err)
 	}
 	own, err = k1.CoreV1().Nodes().Get(ctx, n1.name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	own.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "E2EProbe", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 	if _, err := k1.CoreV1().Nodes().UpdateStatus(ctx, own, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("node 1's kubelet identity cannot update its own Node status: %v", err)
+		fatalf(t, "node 1's kubelet identity cannot update its own Node status: %v", err)
 	}
 	t.Logf("node 1 (%s) created and updated its own Node", n1.name)
 
 	// Node 2 registers itself, then node 1 tries to touch it.
 	if _, err := k2.CoreV1().Nodes().Create(ctx, mk(n2), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("node 2's kubelet identity cannot create its own Node %s: %v", n2.name, err)
+		fatalf(t, "node 2's kubelet identity cannot create its own Node %s: %v", n2.name, err)
 	}
 	other, err := k2.CoreV1().Nodes().Get(ctx, n2.name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("node 2's kubelet identity cannot read its own Node: %v", err)
+		fatalf(t, "node 2's kubelet identity cannot read its own Node: %v", err)
 	}
 	// The Node authorizer (AuthorizeNodeWithSelectors, on in this release) lets a node read only its own Node.
 	if _, err := k1.CoreV1().Nodes().Get(ctx, n2.name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("node 1 reading node 2's Node: want 403 Forbidden, got %v", err)
+		fatalf(t, "node 1 reading node 2's Node: want 403 Forbidden, got %v", err)
 	}
 	other.Annotations = map[string]string{"e2e.exk8s.io/probe": "updated-by-node-1"}
 	_, err = k1.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{})
 	if !apierrors.IsForbidden(err) {
-		t.Fatalf("node 1 updating node 2's Node: want 403 Forbidden, got %v", err)
+		fatalf(t, "node 1 updating node 2's Node: want 403 Forbidden, got %v", err)
 	}
 	t.Logf("node 1 updating node 2: %v", err)
 	err = k1.CoreV1().Nodes().Delete(ctx, n2.name, metav1.DeleteOptions{})
 	if !apierrors.IsForbidden(err) {
-		t.Fatalf("node 1 deleting node 2's Node: want 403 Forbidden, got %v", err)
+		fatalf(t, "node 1 deleting node 2's Node: want 403 Forbidden, got %v", err)
 	}
 	_, err = k1.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "not-" + n1.name}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) {
-		t.Fatalf("node 1 creating another Node: want 403 Forbidden, got %v", err)
+		fatalf(t, "node 1 creating another Node: want 403 Forbidden, got %v", err)
 	}
 }
 
@@ -418,26 +418,26 @@ func checkServiceAccountToken(t *testing.T, admin *kubernetes.Clientset, nodes [
 	defer cancel()
 	const ns, sa = "default", "exk8s-e2e-probe"
 	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating service account: %v", err)
+		fatalf(t, "creating service account: %v", err)
 	}
 	exp := int64(600)
 	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenRequest: %v", err)
+		fatalf(t, "TokenRequest: %v", err)
 	}
 	token := tr.Status.Token
 	rev, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("TokenReview: %v", err)
+		fatalf(t, "TokenReview: %v", err)
 	}
 	want := "system:serviceaccount:" + ns + ":" + sa
 	if !rev.Status.Authenticated || rev.Status.User.Username != want {
-		t.Fatalf("TokenReview: authenticated=%v user=%q error=%q; want %s", rev.Status.Authenticated, rev.Status.User.Username, rev.Status.Error, want)
+		fatalf(t, "TokenReview: authenticated=%v user=%q error=%q; want %s", rev.Status.Authenticated, rev.Status.User.Username, rev.Status.Error, want)
 	}
 	// The bearer token alone, against another API server.
 	base, err := harness.KubeConfig(adminKubeconfig, "https://"+nodes[len(nodes)-1].ip()+":6443", dial, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	cfg := rest.AnonymousClientConfig(base)
 	cfg.BearerToken = token
@@ -449,7 +449,7 @@ func checkServiceAccountToken(t *testing.T, admin *kubernetes.Clientset, nodes [
 	case apierrors.IsForbidden(err):
 		t.Logf("service account token: TokenReview says %s; listing pods on node %d answered 403 (authenticated, not authorized): %v", want, len(nodes), err)
 	default:
-		t.Fatalf("request with the service account token: want 200 or 403, got %v", err)
+		fatalf(t, "request with the service account token: want 200 or 403, got %v", err)
 	}
 }
 
@@ -459,20 +459,20 @@ func checkFoundingKubeconfig(t *testing.T, cl clusterResponse, n1 *node, dial ha
 	resolve := map[string]string{cl.ControlPlaneDNSName + ":6443": n1.ip() + ":6443"}
 	cfg, err := harness.KubeConfig([]byte(cl.Kubeconfig), "", dial, resolve)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if want := "https://" + cl.ControlPlaneDNSName + ":6443"; cfg.Host != want {
-		t.Errorf("founding kubeconfig server is %q, want %q", cfg.Host, want)
+		errorf(t, "founding kubeconfig server is %q, want %q", cfg.Host, want)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := harness.Readyz(ctx, cfg); err != nil {
-		t.Fatalf("founding kubeconfig against node 1 as %s: %v", cl.ControlPlaneDNSName, err)
+		fatalf(t, "founding kubeconfig against node 1 as %s: %v", cl.ControlPlaneDNSName, err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	nsl, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatalf("founding kubeconfig: listing namespaces: %v", err)
+		fatalf(t, "founding kubeconfig: listing namespaces: %v", err)
 	}
 	var names []string
 	for _, n := range nsl.Items {
@@ -494,10 +494,10 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 		ExpiresAt  time.Time `json:"expires_at"`
 	}
 	if err := json.Unmarshal(raw, &issued); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if issued.Context != cl.Name || time.Until(issued.ExpiresAt) > 10*time.Minute || time.Until(issued.ExpiresAt) < 8*time.Minute {
-		t.Errorf("issued: context %q, expires %v; want %q, in 10 minutes", issued.Context, issued.ExpiresAt, cl.Name)
+		errorf(t, "issued: context %q, expires %v; want %q, in 10 minutes", issued.Context, issued.ExpiresAt, cl.Name)
 	}
 	sum := sha256.Sum256([]byte(st.get(t, "DEV_TOKEN")))
 	wantUser := "k8sapi:org:1:token:" + hex.EncodeToString(sum[:])[:12]
@@ -505,21 +505,21 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 	for what, kubeconfig := range map[string]string{"issued": issued.Kubeconfig, "founding's": cl.Kubeconfig} {
 		cfg, err := harness.KubeConfig([]byte(kubeconfig), "", dial, resolve)
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cs := kubernetes.NewForConfigOrDie(cfg)
 		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 		if err != nil {
 			cancel()
-			t.Fatalf("%s kubeconfig: SelfSubjectReview: %v", what, err)
+			fatalf(t, "%s kubeconfig: SelfSubjectReview: %v", what, err)
 		}
 		u := review.Status.UserInfo
 		if u.Username != wantUser || !slices.Contains(u.Groups, "system:masters") {
-			t.Errorf("%s kubeconfig authenticates as %q in %v, want %q in system:masters", what, u.Username, u.Groups, wantUser)
+			errorf(t, "%s kubeconfig authenticates as %q in %v, want %q in system:masters", what, u.Username, u.Groups, wantUser)
 		}
 		if _, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("%s kubeconfig: listing kube-system's Secrets: %v", what, err)
+			errorf(t, "%s kubeconfig: listing kube-system's Secrets: %v", what, err)
 		}
 		cancel()
 		t.Logf("%s kubeconfig: %s in %v", what, u.Username, u.Groups)
@@ -531,10 +531,10 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 		} `json:"kubeconfigs"`
 	}
 	if err := json.Unmarshal(apiCall(t, st, http.MethodGet, fmt.Sprintf("/clusters/%d/kubeconfigs", cl.ClusterID), "", http.StatusOK), &list); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if len(list.Kubeconfigs) != 2 || "k8sapi:"+list.Kubeconfigs[0].IssuedBy != wantUser {
-		t.Errorf("the record: %+v", list.Kubeconfigs)
+		errorf(t, "the record: %+v", list.Kubeconfigs)
 	}
 }
 
@@ -544,17 +544,17 @@ func apiCall(t *testing.T, st stack, method, path, body string, want int) []byte
 	t.Helper()
 	req, err := http.NewRequest(method, st.get(t, "API_URL")+path, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
 	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		fatalf(t, "%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+		fatalf(t, "%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
 	}
 	return raw
 }

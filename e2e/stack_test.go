@@ -31,7 +31,7 @@ func (s stack) get(t *testing.T, key string) string {
 	t.Helper()
 	v := s.env[key]
 	if v == "" {
-		t.Fatalf("stack.env has no %s", key)
+		fatalf(t, "stack.env has no %s", key)
 	}
 	return v
 }
@@ -54,12 +54,12 @@ func startStack(t *testing.T, r *harness.Run, extraEnv ...string) stack {
 		build := exec.Command("go", "build", "-o", exe, "./cmd/k8sapi-local")
 		build.Dir = repoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building cmd/k8sapi-local: %v\n%s", err, out)
+			fatalf(t, "building cmd/k8sapi-local: %v\n%s", err, out)
 		}
 	}
 	port, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	// The stack keeps its state in the repository's .local/ and announces
 	// itself in .local/stack.env; ours is the one naming our port.
@@ -71,13 +71,13 @@ func startStack(t *testing.T, r *harness.Run, extraEnv ...string) stack {
 	args := []string{"-port", strconv.Itoa(port), "-database", database}
 	p, err := r.Start("stack", harness.Host{}, repoRoot(), append(os.Environ(), extraEnv...), append([]string{exe}, args...))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		if done, err := p.Exited(); done {
 			r.Suspect("stack")
-			t.Fatalf("the local stack exited before it was ready: %v", err)
+			fatalf(t, "the local stack exited before it was ready: %v", err)
 		}
 		if env, err := readEnvFile(envFile); err == nil && env["API_URL"] == apiURL {
 			resp, err := http.Get(env["API_URL"] + "/health")
@@ -93,7 +93,7 @@ func startStack(t *testing.T, r *harness.Run, extraEnv ...string) stack {
 		}
 		if time.Now().After(deadline) {
 			r.Suspect("stack")
-			t.Fatal("the local stack was not ready in 3 minutes")
+			fatal(t, "the local stack was not ready in 3 minutes")
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -106,18 +106,18 @@ func dropDatabase(t *testing.T, dsn, name string) {
 	defer cancel()
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		t.Errorf("dropping %s: %v", name, err)
+		errorf(t, "dropping %s: %v", name, err)
 		return
 	}
 	cfg.Database = "postgres"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		t.Errorf("dropping %s: %v", name, err)
+		errorf(t, "dropping %s: %v", name, err)
 		return
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		t.Errorf("dropping %s: %v", name, err)
+		errorf(t, "dropping %s: %v", name, err)
 	}
 }
 
@@ -173,27 +173,27 @@ func foundCluster(t *testing.T, r *harness.Run, st stack, count int, fields ...s
 		count, strings.Join(append([]string{""}, fields...), ","))
 	req, err := http.NewRequest(http.MethodPost, st.get(t, "API_URL")+"/clusters", strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
 	req.Header.Set("Content-Type", "application/json")
 	c := &http.Client{Timeout: 2 * time.Minute}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("POST /clusters: %v", err)
+		fatalf(t, "POST /clusters: %v", err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /clusters: %d %s", resp.StatusCode, raw)
+		fatalf(t, "POST /clusters: %d %s", resp.StatusCode, raw)
 	}
 	var cl clusterResponse
 	if err := json.Unmarshal(raw, &cl); err != nil {
-		t.Fatalf("POST /clusters body: %v", err)
+		fatalf(t, "POST /clusters body: %v", err)
 	}
 	t.Cleanup(func() { deleteCluster(t, st, cl.ClusterID) })
 	if len(cl.ControlPlaneVMIDs) != count || cl.Kubeconfig == "" || cl.ControlPlaneDNSName == "" {
-		t.Fatalf("POST /clusters: want %d VMs, a kubeconfig and a DNS name; got %s", count, raw)
+		fatalf(t, "POST /clusters: want %d VMs, a kubeconfig and a DNS name; got %s", count, raw)
 	}
 	return cl
 }
@@ -235,11 +235,11 @@ func checkBootstrapPhase(t *testing.T, st stack, id int64, state, phase string) 
 	t.Helper()
 	b, err := getBootstrap(st, id)
 	if err != nil || b.State != state {
-		t.Fatalf("%v; want bootstrap state %s, got %+v", err, state, b)
+		fatalf(t, "%v; want bootstrap state %s, got %+v", err, state, b)
 	}
 	for _, n := range b.Nodes {
 		if n.Phase != phase {
-			t.Errorf("VM %d: bootstrap phase %s, want %s", n.VMID, n.Phase, phase)
+			errorf(t, "VM %d: bootstrap phase %s, want %s", n.VMID, n.Phase, phase)
 		}
 	}
 }
@@ -249,19 +249,19 @@ func checkBootstrapPhase(t *testing.T, st stack, id int64, state, phase string) 
 func deleteCluster(t *testing.T, st stack, id int64) {
 	req, err := http.NewRequest(http.MethodDelete, fmt.Sprintf("%s/clusters/%d", st.env["API_URL"], id), nil)
 	if err != nil {
-		t.Error(err)
+		errorOf(t, err)
 		return
 	}
 	req.Header.Set("Authorization", "Bearer "+st.env["DEV_TOKEN"])
 	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
-		t.Errorf("DELETE /clusters/%d: %v", id, err)
+		errorf(t, "DELETE /clusters/%d: %v", id, err)
 		return
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		t.Errorf("DELETE /clusters/%d: %d %s", id, resp.StatusCode, body)
+		errorf(t, "DELETE /clusters/%d: %d %s", id, resp.StatusCode, body)
 		return
 	}
 	t.Logf("deleted cluster %d", id)
@@ -282,7 +282,7 @@ func loadVMs(t *testing.T, st stack, ids []int64) []vm {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, st.get(t, "DATABASE_URL"))
 	if err != nil {
-		t.Fatalf("connecting to the stack's database: %v", err)
+		fatalf(t, "connecting to the stack's database: %v", err)
 	}
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `
@@ -292,34 +292,34 @@ JOIN interfaces i ON i.vm_id = v.id AND i.is_primary
 JOIN subnets s ON s.id = v.subnet_id
 WHERE v.id = ANY($1) AND v.deleted_at IS NULL`, ids)
 	if err != nil {
-		t.Fatalf("reading VMs: %v", err)
+		fatalf(t, "reading VMs: %v", err)
 	}
 	var out []vm
 	for rows.Next() {
 		var v vm
 		var ip, cidr string
 		if err := rows.Scan(&v.id, &v.userdata, &ip, &cidr); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		subnet, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			t.Fatalf("VM %d subnet %q: %v", v.id, cidr, err)
+			fatalf(t, "VM %d subnet %q: %v", v.id, cidr, err)
 		}
 		a, err := netip.ParseAddr(ip)
 		if err != nil {
-			t.Fatalf("VM %d address %q: %v", v.id, ip, err)
+			fatalf(t, "VM %d address %q: %v", v.id, ip, err)
 		}
 		v.addr = netip.PrefixFrom(a, subnet.Bits())
 		if strings.TrimSpace(v.userdata) == "" {
-			t.Fatalf("VM %d has no userdata", v.id)
+			fatalf(t, "VM %d has no userdata", v.id)
 		}
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if len(out) != len(ids) {
-		t.Fatalf("found %d of VMs %v in the platform tables", len(out), ids)
+		fatalf(t, "found %d of VMs %v in the platform tables", len(out), ids)
 	}
 	order := map[int64]int{}
 	for i, id := range ids {
@@ -335,11 +335,11 @@ WHERE v.id = ANY($1) AND v.deleted_at IS NULL`, ids)
 func runShim(t *testing.T, r *harness.Run, st stack, nd *node, userdata string) {
 	t.Helper()
 	if err := os.MkdirAll(nd.root, 0o755); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	script := filepath.Join(r.WorkDir, fmt.Sprintf("userdata-%d.sh", nd.vmID))
 	if err := os.WriteFile(script, []byte(userdata), 0o700); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	logPath := filepath.Join(r.LogDir, fmt.Sprintf("n%d_userdata.log", nd.n))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -354,6 +354,6 @@ func runShim(t *testing.T, r *harness.Run, st stack, nd *node, userdata string) 
 	_ = os.WriteFile(logPath, out, 0o644)
 	if err != nil {
 		r.Suspect("stack")
-		t.Fatalf("node %d (VM %d): userdata shim failed: %v\n%s", nd.n, nd.vmID, err, harness.TailFile(logPath, 30))
+		fatalf(t, "node %d (VM %d): userdata shim failed: %v\n%s", nd.n, nd.vmID, err, harness.TailFile(logPath, 30))
 	}
 }

@@ -177,9 +177,9 @@ func (j *junitText) summary() string {
 type junitSuites struct {
 	Suites []struct {
 		Cases []struct {
-			Name    string  `xml:"name,attr"`
-			Status  string  `xml:"status,attr"`
-			Time    float64 `xml:"time,attr"`
+			Name    string     `xml:"name,attr"`
+			Status  string     `xml:"status,attr"`
+			Time    float64    `xml:"time,attr"`
 			Failure *junitText `xml:"failure"`
 			Error   *junitText `xml:"error"`
 		} `xml:"testcase"`

@@ -70,7 +70,9 @@ func BootMachine(r *Run, name, image, ns, dir string, seed Seed) (*Machine, erro
 		return nil, fmt.Errorf("writing the seed of %s: %w", name, err)
 	}
 	console := filepath.Join(r.LogDir, fileName(name+"/console")+".log")
-	start := func() (*Proc, error) { return StartPiped(name+"/console", Host{}, dir, console, machineEnv(), m.nspawnArgv()) }
+	start := func() (*Proc, error) {
+		return StartPiped(name+"/console", Host{}, dir, console, machineEnv(), m.nspawnArgv())
+	}
 	p, err := start()
 	if err != nil {
 		return nil, err
