@@ -171,7 +171,7 @@ func (c *machineCluster) checkIMDSGuard(t *testing.T, p probePod, svc services) 
 // checkReboot reboots machine i and, until it is back, writes through the
 // initial node every second: each write needs an etcd quorum, so none may
 // fail. Then the node is Ready again and every etcd member healthy.
-func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) {
+func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) time.Duration {
 	t.Helper()
 	m := c.machines[i]
 	before, err := m.Leader()
@@ -190,8 +190,10 @@ func (c *machineCluster) checkReboot(t *testing.T, i int, tl *timeline) {
 		}
 		return c.rebootedAndReady(ctx, i, before, start)
 	})
-	tl.mark(fmt.Sprintf("node %d rebooted and Ready (%.0f s)", i+1, time.Since(start).Seconds()))
+	took := time.Since(start)
+	tl.mark(fmt.Sprintf("node %d rebooted and Ready (%.0f s)", i+1, took.Seconds()))
 	eventually(t, c.r, "every etcd member healthy", nil, 2*time.Minute, c.etcdHealthy)
+	return took
 }
 
 // rebootedAndReady: machine i runs a new PID 1 (it did reboot) and its
