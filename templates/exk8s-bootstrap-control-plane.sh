@@ -79,7 +79,7 @@ progress_report {{ phase "kubelet_started" }}
 # included. It is ready once etcd has a quorum, so peers must be up too.
 local_readyz() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --server https://127.0.0.1:6443 get --raw=/readyz >/dev/null 2>&1; }
 step "waiting for the local API server"
-retry 120 5 local_readyz || die "the local API server is not ready after 10 minutes"
+retry 600 1 local_readyz || die "the local API server is not ready after 10 minutes"
 progress_report {{ phase "apiserver_ready" }}
 
 if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then

@@ -37,14 +37,16 @@ if [[ "$CNI" == cilium ]] && ! command -v helm >/dev/null 2>&1; then
 fi
 
 step "waiting for the API server to be ready"
-retry 120 5 readyz || die "API server not ready after 10 minutes"
+retry 600 1 readyz || die "API server not ready after 10 minutes"
 
 step "applying the control-plane RBAC"
-retry 5 10 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
+retry 25 2 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
 
+# kube-proxy and CoreDNS are applied together and waited for at the end:
+# CoreDNS needs kube-proxy only to reach the API through its Service, and
+# retries that itself, so it never waits on every node's kube-proxy first.
 step "installing kube-proxy"
-retry 5 10 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
-kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
+retry 25 2 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
 
 if [[ "$CNI" == cilium ]]; then
   step "installing Cilium ${CILIUM_VERSION}"
@@ -57,19 +59,20 @@ if [[ "$CNI" == cilium ]]; then
 fi
 
 step "installing CoreDNS"
-retry 5 10 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
+retry 25 2 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
 
 # Every control-plane node gets its role label from here: a kubelet may not
 # set node-role labels on itself, and only this node holds an identity
 # that may (system:masters, for the addons). A node that has not
-# registered yet is labelled when it does, within 10 minutes; one that
-# takes longer is logged, not fatal: the label is informational.
+# registered yet is labelled when it does (asked every second), within 10
+# minutes; one that takes longer is logged, not fatal: the label is
+# informational.
 label_control_planes() {
   local member name pending=() i
   for member in ${ETCD_INITIAL_CLUSTER//,/ }; do
     pending+=("${member%%=*}")
   done
-  for ((i = 1; i <= 120 && ${#pending[@]} > 0; i++)); do
+  for ((i = 1; i <= 600 && ${#pending[@]} > 0; i++)); do
     local left=()
     for name in "${pending[@]}"; do
       if kubectl label node "$name" node-role.kubernetes.io/control-plane= --overwrite >/dev/null 2>&1; then
@@ -79,12 +82,13 @@ label_control_planes() {
       fi
     done
     pending=("${left[@]}")
-    ((${#pending[@]} == 0)) || sleep 5
+    ((${#pending[@]} == 0)) || sleep 1
   done
   ((${#pending[@]} == 0)) || log "not registered within 10 minutes, left unlabelled: ${pending[*]}"
 }
 step "labelling the control-plane nodes"
 label_control_planes
+kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
 kubectl -n kube-system rollout status deployment/coredns --timeout=10m
 log "addons installed"
 progress_report addons_installed
