@@ -29,6 +29,7 @@ import (
 	"github.com/excloud/k8sapi/internal/lambdaserve"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
@@ -156,6 +157,13 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.Envelope(), Renderer: r,
 		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
+}
+
+// SnapshotBucket is the etcd snapshots' bucket (ETCD_SNAPSHOT_BUCKET), at
+// the SDK's endpoint and with the function's own credentials: a presigned
+// URL carries the function's identity.
+func (a *App) SnapshotBucket() *objectstore.Bucket {
+	return &objectstore.Bucket{AWS: a.AWS, Name: a.Config.EtcdSnapshotBucket}
 }
 
 // Nodes returns the operator's view and re-open of a node's bootstrap.
