@@ -14,7 +14,6 @@ package etcdsnapshot
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -37,18 +36,35 @@ const ReportDeadline = time.Hour
 // ScheduledBy is requested_by of a snapshot the schedule asked for.
 const ScheduledBy = "k8sapi:schedule"
 
-// Store is what the use cases read and write.
-type Store interface {
+// The parts of the store each use case reads and writes, one interface
+// each: a function links only the queries of the use case it serves
+// (GetBundleFunction's binary has little room: .ci/check-lambda-builds).
+
+// OperatorStore is the operator's part.
+type OperatorStore interface {
 	SnapshotCluster(ctx context.Context, orgID, clusterID int64) (store.SnapshotCluster, error)
-	ScheduledSnapshotClusters(ctx context.Context) ([]store.SnapshotCluster, error)
 	RecordEtcdSnapshots(ctx context.Context, snaps []store.EtcdSnapshot) ([]store.EtcdSnapshot, error)
 	EtcdSnapshots(ctx context.Context, orgID, clusterID int64) ([]store.EtcdSnapshot, error)
+}
+
+// NodeStore is the chosen node's part.
+type NodeStore interface {
 	PendingEtcdSnapshot(ctx context.Context, vmID, orgID, id int64) (store.EtcdSnapshot, error)
 	FinishEtcdSnapshot(ctx context.Context, o store.SnapshotOutcome) (store.EtcdSnapshot, error)
+}
+
+// ScheduleStore is the schedule's part.
+type ScheduleStore interface {
+	ScheduledSnapshotClusters(ctx context.Context) ([]store.SnapshotCluster, error)
+	RecordEtcdSnapshots(ctx context.Context, snaps []store.EtcdSnapshot) ([]store.EtcdSnapshot, error)
 	FailOverdueEtcdSnapshots(ctx context.Context, cutoff, at time.Time, why string) (int64, error)
 }
 
-var _ Store = (*store.Store)(nil)
+var (
+	_ OperatorStore = (*store.Store)(nil)
+	_ NodeStore     = (*store.Store)(nil)
+	_ ScheduleStore = (*store.Store)(nil)
+)
 
 // Bucket is the snapshots' bucket (objectstore.Bucket).
 type Bucket interface {
@@ -67,7 +83,7 @@ func now(f func() time.Time) time.Time {
 
 // Operator is the operator's side: POST and GET /clusters/{id}/etcd-snapshots.
 type Operator struct {
-	Store Store
+	Store OperatorStore
 	Now   func() time.Time
 }
 
@@ -119,7 +135,7 @@ func readError(err error) error {
 // Node is the chosen node's side: GET and POST
 // /bootstrap/control-plane/{vm_id}/etcd-snapshot.
 type Node struct {
-	Store  Store
+	Store  NodeStore
 	Bucket Bucket
 	Now    func() time.Time
 }
@@ -163,7 +179,18 @@ type Report struct {
 // MaxErrorBytes bounds a reported failure.
 const MaxErrorBytes = 1000
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+// isSHA256Hex: 64 lower-case hex digits.
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // check says what is wrong with r, before anything is read.
 func (r Report) check() error {
@@ -179,7 +206,7 @@ func (r Report) check() error {
 		}
 	case r.SizeBytes <= 0:
 		return apperr.InvalidField.Detail("size_bytes: must be a positive number of bytes")
-	case !sha256Hex.MatchString(r.SHA256):
+	case !isSHA256Hex(r.SHA256):
 		return apperr.InvalidField.Detail("sha256: must be 64 lower-case hex digits")
 	}
 	return nil

@@ -47,7 +47,7 @@ func Due(c store.SnapshotCluster, now time.Time) bool {
 // scheduled snapshot for every cluster Due, taken by the node ChooseNode
 // picks (a cluster with no Ready node waits for a later run).
 type Schedule struct {
-	Store Store
+	Store ScheduleStore
 	Now   func() time.Time
 }
 

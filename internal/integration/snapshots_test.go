@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -392,3 +393,31 @@ func TestEtcdSnapshotSchedule(t *testing.T) {
 func testenvBucket(t *testing.T) (string, aws.Config) { return testenv.SnapshotBucket(t) }
 
 func awsString(s string) *string { return &s }
+
+// The CLI asks for a snapshot and lists it, over the real routes; an
+// error of the API is its exit 1 with the API's code.
+func TestCLIEtcdSnapshots(t *testing.T) {
+	s, _ := snapshotStack(t)
+	id, vm := s.readyNode(t)
+	code, out, errOut := s.k8sapiCLI("etcd-snapshots", "create", itoa(id))
+	if code != 0 || !strings.Contains(out, "pending, taken by vm "+itoa(vm.id)+" into etcd-snapshots/"+itoa(id)+"/") {
+		t.Fatalf("create: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = s.k8sapiCLI("etcd-snapshots", "create", itoa(id))
+	if code != 1 || !strings.Contains(errOut, "etcd_snapshot_in_progress") {
+		t.Fatalf("second create: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = s.k8sapiCLI("etcd-snapshots", "list", itoa(id), "-o", "wide")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "pending") ||
+		!strings.Contains(lines[1], "on_demand") || !strings.Contains(lines[1], "org:1:token:") {
+		t.Fatalf("list: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = s.k8sapiCLI("etcd-snapshots", "list", itoa(id), "-o", "json")
+	var doc struct {
+		Snapshots []snapshotItem `json:"snapshots"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Snapshots) != 1 {
+		t.Fatalf("list -o json: %d %q", code, out)
+	}
+}

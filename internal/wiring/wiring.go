@@ -153,9 +153,17 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 	}
 }
 
-// NodeBootstrap returns the bundle use case.
+// OpeningEnvelope is Envelope for a function that only opens data keys
+// (GetBundleFunction): Decrypt is one signed request, not the SDK's KMS
+// client (kmsdecrypt.go says why).
+func (a *App) OpeningEnvelope() *envelope.Envelope {
+	calls := kmsCalls{generate: refuseGenerate, decrypt: kmsDecryptCall(a.AWS, &http.Client{Timeout: platformTimeout})}
+	return envelope.New(metrics.CountKMS(calls), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+}
+
+// NodeBootstrap returns the bundle use case; it opens data keys only.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.Envelope(), Renderer: r,
+	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.OpeningEnvelope(), Renderer: r,
 		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
 }
 
