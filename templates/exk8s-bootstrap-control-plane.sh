@@ -89,5 +89,8 @@ fi
 step "starting certificate renewal"
 # Daily from now on; k8sapi renews only a ready node.
 systemctl enable --now exk8s-renew-certificates.timer
+step "starting etcd snapshots"
+# Every few minutes: k8sapi hands a snapshot to one Ready node of the cluster.
+systemctl enable --now exk8s-etcd-snapshot.timer
 log "bootstrap of ${NODE_NAME} finished"
 progress_report {{ phase "ready" }}

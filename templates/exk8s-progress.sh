@@ -133,10 +133,12 @@ apt_install() {
 # call KIND OUT URL [CURL ARGS...]: URL's answer into OUT, within the limits
 # of KIND, tried again as KIND says (internal/bundle's table of calls).
 # Headers come from files (-H @FILE), so no token ever shows up in the
-# process list.
+# process list; URL @FILE is curl's config FILE naming the URL (a
+# presigned URL is a credential too).
 call() {
   local kind=$1 out=$2 url=$3 attempts interval
-  local -a limits
+  local -a limits target=("$url")
+  [[ "$url" != @* ]] || target=(-K "${url#@}")
   shift 3
   case "$kind" in
 {{- range .Calls }}
@@ -147,7 +149,7 @@ call() {
       return 2
       ;;
   esac
-  retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "$url"
+  retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "${target[@]}"
 }
 
 # vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL and

@@ -29,7 +29,7 @@ func TestFunctionEnvCarriesWhatMainRequires(t *testing.T) {
 	st := stack{env: stackEnv(devstack.Stack{APIURL: "http://127.0.0.1:3000",
 		DatabaseURL: "postgres://postgres@127.0.0.1:5432/k8sapi_local?sslmode=disable", SimURL: "http://127.0.0.1:3001",
 		AWSEndpointURL: "http://127.0.0.1:3002", KMSKeyID: "key", DBSecretARN: "arn:aws:secretsmanager:local:0:secret:db",
-		DevToken: "dev", DevTokenOrg2: "dev2", ServiceToken: "service"})}
+		DevToken: "dev", DevTokenOrg2: "dev2", ServiceToken: "service", SnapshotBucket: "k8sapi-local-etcd-snapshots"})}
 	for _, fn := range tmpl.Functions {
 		env, err := functionEnv(st, fn, "/opt/bootstrap", "127.0.0.1:9001")
 		if err != nil {

@@ -2,12 +2,14 @@
 // GET /clusters/{id}, DELETE /clusters/{id}, a node's bootstrap:
 // GET /clusters/{id}/nodes/{vm_id}/bootstrap and
 // POST /clusters/{id}/nodes/{vm_id}/rebootstrap, and the record of a
-// cluster's admin kubeconfigs: GET /clusters/{id}/kubeconfigs.
+// cluster's admin kubeconfigs: GET /clusters/{id}/kubeconfigs, and its etcd
+// snapshots: POST and GET /clusters/{id}/etcd-snapshots.
 package main
 
 import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -23,6 +25,7 @@ func main() {
 		srv.Clusters, srv.KubeconfigLog, srv.Events = clusters, clusters, clusters
 		srv.Audit = app.Store // migration 014 grants it the insert
 		srv.Nodes = app.Nodes()
+		srv.Snapshots = &etcdsnapshot.Operator{Store: app.Store}
 		return err
 	})
 }

@@ -1,14 +1,17 @@
 // Command reconciler is the ReconcilerFunction Lambda, run on a schedule
 // (every minute): it finishes or undoes foundings and deletions whose
-// function died, and retries failed deletions (founding.Reconciler).
+// function died, and retries failed deletions (founding.Reconciler); then
+// runs the etcd snapshot schedule (etcdsnapshot.Schedule).
 package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
@@ -28,11 +31,24 @@ func main() {
 		wiring.Fatal(err)
 	}
 	rec := &founding.Reconciler{Service: app.Founding(r), ServiceToken: token}
+	snapshots := &etcdsnapshot.Schedule{Store: app.Store}
 	// The scheduled event carries nothing the run needs.
 	lambda.Start(func(ctx context.Context) (founding.Report, error) {
 		rep, err := rec.Run(ctx)
 		app.Log.InfoContext(ctx, "reconciler run", "finished", rep.Finished, "failed", rep.Failed,
 			"deleted", rep.Deleted, "retrying", rep.Retrying)
-		return rep, err
+		// The schedule runs whatever the operations did: a failing founding
+		// elsewhere must not stop every other cluster's snapshots.
+		snap, serr := snapshots.Run(ctx)
+		app.Log.InfoContext(ctx, "etcd snapshot schedule", "scheduled", snap.Scheduled, "overdue", snap.Overdue,
+			"no_node", snap.NoNode, "error", errString(serr))
+		return rep, errors.Join(err, serr)
 	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -32,6 +32,10 @@ var (
 	fetchBudget  = vmlimit.Budget{Calls: 20, Per: 10 * time.Minute}
 	statusBudget = vmlimit.Budget{Calls: 60, Per: 10 * time.Minute}
 	renewBudget  = vmlimit.Budget{Calls: 12, Per: time.Hour}
+	// The snapshot timer asks every 5 minutes and reports once per
+	// snapshot, retrying a failure a few times.
+	snapshotAskBudget    = vmlimit.Budget{Calls: 40, Per: time.Hour}
+	snapshotReportBudget = vmlimit.Budget{Calls: 30, Per: time.Hour}
 )
 
 // Function is one Lambda function of template.yaml (Name, its logical id)
@@ -66,6 +70,8 @@ var (
 		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap"},
 		{Method: http.MethodGet, Path: "/clusters/{id}/kubeconfigs", handle: (*Server).listKubeconfigs},
 		{Method: http.MethodGet, Path: "/clusters/{id}/events", handle: (*Server).listEvents},
+		{Method: http.MethodPost, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).takeEtcdSnapshot, Audit: "etcd_snapshot.take"},
+		{Method: http.MethodGet, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).listEtcdSnapshots},
 	}}
 	// A bundle fetch changes state too: the window's first issues the
 	// node's identities and records bundle_fetched.
@@ -73,6 +79,10 @@ var (
 		{Method: http.MethodGet, Path: bundle.PathTemplate, handle: (*Server).getBundle, PerVM: fetchBudget, Audit: "bundle.fetch"},
 		{Method: http.MethodPost, Path: bundle.StatusPathTemplate, handle: (*Server).reportStatus, PerVM: statusBudget, Audit: "node.report_status"},
 		{Method: http.MethodPost, Path: bundle.RenewPathTemplate, handle: (*Server).renewCertificates, PerVM: renewBudget, Audit: "node.renew"},
+		// The node chosen to take a cluster's etcd snapshot gets its upload
+		// URL (an issued credential: audited) and reports the upload.
+		{Method: http.MethodGet, Path: bundle.SnapshotPathTemplate, handle: (*Server).nextEtcdSnapshot, PerVM: snapshotAskBudget, Audit: "etcd_snapshot.upload_url"},
+		{Method: http.MethodPost, Path: bundle.SnapshotPathTemplate, handle: (*Server).reportEtcdSnapshot, PerVM: snapshotReportBudget, Audit: "etcd_snapshot.report"},
 	}}
 )
 

@@ -146,6 +146,11 @@ type Server struct {
 	Kubeconfigs   KubeconfigIssuer
 	KubeconfigLog KubeconfigLog
 
+	// Snapshots takes and lists etcd snapshots (ClustersFunction);
+	// SnapshotNodes serves the chosen node (GetBundleFunction).
+	Snapshots     SnapshotOperator
+	SnapshotNodes SnapshotNode
+
 	// Audit appends to a cluster's trail (the functions that serve
 	// operators' state-changing routes); Events lists it.
 	Audit  AuditRecorder

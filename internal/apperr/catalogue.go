@@ -43,6 +43,7 @@ var (
 	DatabaseUnavailable = define("database_unavailable", KindUnavailable, "the database is unavailable")
 	KMSUnavailable      = define("kms_unavailable", KindUnavailable, "the key service is unavailable")
 	ComputeFailed       = define("compute_failed", KindBadGateway, "the compute API failed; nothing was kept")
+	StorageUnavailable  = define("storage_unavailable", KindUnavailable, "the object store is unavailable; nothing was recorded")
 
 	// A cluster's lifecycle.
 	ClusterNotActive     = define("cluster_not_active", KindConflict, "the cluster is not active")
@@ -61,6 +62,12 @@ var (
 	IdentityNotStored       = define("identity_not_stored", KindConflict, "k8sapi holds no certificate of this identity for this node; an operator may re-open its bootstrap")
 	ProofOfPossessionFailed = define("proof_of_possession_failed", KindForbidden, "a request is not signed with the key of the node's certificate")
 	RenewalConflict         = define("renewal_conflict", KindConflict, "the node's certificates changed while this renewal ran; renew again")
+
+	// etcd snapshots.
+	EtcdSnapshotInProgress = define("etcd_snapshot_in_progress", KindConflict, "a snapshot of this cluster is pending; GET /clusters/{id}/etcd-snapshots shows when it is done")
+	NoReadyNode            = define("no_ready_node", KindConflict, "no control-plane node of the cluster is Ready to take a snapshot")
+	SnapshotNotUploaded    = define("snapshot_not_uploaded", KindUnprocessable, "no object is at the snapshot's key; upload it first")
+	SnapshotSizeMismatch   = define("snapshot_size_mismatch", KindUnprocessable, "the uploaded object's size is not the size reported")
 
 	// A function that failed, as the local gateway tells it.
 	BadGateway = defineGatewayOnly("bad_gateway", KindBadGateway, "the function failed")

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -22,6 +23,12 @@ type fakeVM struct {
 	fetches  int // bundle fetches answered
 	renewal  []byte
 	csrs     map[string]string // the last renewal's requests
+	// snapshot answers the etcd snapshot ask (204 while it is nil);
+	// snapshotReports are the reports received, uploads what was PUT to
+	// /upload/..., by path.
+	snapshot        []byte
+	snapshotReports []map[string]any
+	uploads         map[string][]byte
 }
 
 type vmReport struct {
@@ -79,6 +86,9 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	}))
 	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.status))
 	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
+	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.snapshotAsk))
+	mux.HandleFunc("POST /api"+SnapshotPathTemplate, proven(vm.snapshotReport))
+	mux.HandleFunc("PUT /upload/", vm.upload)
 	vm.srv = httptest.NewServer(mux)
 	t.Cleanup(vm.srv.Close)
 	return vm
@@ -140,4 +150,42 @@ func (vm *fakeVM) received() []vmReport {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	return append([]vmReport(nil), vm.reports...)
+}
+
+func (vm *fakeVM) snapshotAsk(w http.ResponseWriter, _ *http.Request) {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if vm.snapshot == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(vm.snapshot)
+}
+
+func (vm *fakeVM) snapshotReport(w http.ResponseWriter, req *http.Request) {
+	var r map[string]any
+	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
+		http.Error(w, "bad report", http.StatusBadRequest)
+		return
+	}
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.snapshotReports = append(vm.snapshotReports, r)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"object_key":"etcd-snapshots/42/7.db","size_bytes":1,"state":"uploaded"}`))
+}
+
+func (vm *fakeVM) upload(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil || req.URL.Query().Get("X-Amz-Signature") == "" {
+		http.Error(w, "bad upload", http.StatusForbidden)
+		return
+	}
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if vm.uploads == nil {
+		vm.uploads = map[string][]byte{}
+	}
+	vm.uploads[req.URL.Path] = body
 }

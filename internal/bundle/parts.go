@@ -58,6 +58,7 @@ func parts() []part {
 		{"addons", addonPart},
 		{"scripts", scriptPart},
 		{"certificate-renewal", renewalPart},
+		{"etcd-snapshot", snapshotPart},
 	}
 }
 

@@ -163,6 +163,7 @@ type view struct {
 	Checksums     []checksum
 	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
+	Snapshot      snapshotView
 	TLS           tlsView
 	APIServer     apiserverView
 }
@@ -196,6 +197,7 @@ func newView(in *Input) (*view, *topology, error) {
 		APIServer:          newAPIServerView(in),
 	}
 	v.Renewal = newRenewalView(v)
+	v.Snapshot = newSnapshotView()
 	if in.Cluster.CNI == clusterfacts.CNIBridge {
 		if v.PodNetwork, err = topo.podNetwork(in.Cluster.PodCIDR); err != nil {
 			return nil, nil, err

@@ -18,11 +18,14 @@ import (
 // from the tables here: the VM's routes, the time each kind of call may
 // take, and the phases it reports (the template func phase).
 
-// The routes a VM calls, below PathTemplate: where it reports its phases
-// and renews its certificates. internal/api serves them.
+// The routes a VM calls, below PathTemplate: where it reports its phases,
+// renews its certificates, and asks for and reports an etcd snapshot (GET:
+// the pending snapshot and its upload URL; POST: the upload's report).
+// internal/api serves them.
 const (
-	StatusPathTemplate = PathTemplate + "/status"
-	RenewPathTemplate  = PathTemplate + "/renew"
+	StatusPathTemplate   = PathTemplate + "/status"
+	RenewPathTemplate    = PathTemplate + "/renew"
+	SnapshotPathTemplate = PathTemplate + "/etcd-snapshot"
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -31,7 +34,8 @@ type VMRoute struct{ Name, Path string }
 
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
-	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate}}
+	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
+		{"etcd_snapshot", SnapshotPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says
@@ -60,6 +64,12 @@ var vmCalls = []vmCall{
 	// more, and curl retries for minutes, as the shim does the bundle fetch;
 	// a report's 10 s fit a report, not this.
 	{Kind: "renew", ConnectTimeout: 5, MaxTime: 60, Retries: 6, RetryDelay: 10, RetryMax: 300, Attempts: 1},
+	// The snapshot timer's ask and report: brief, like a report; the timer
+	// runs again in minutes.
+	{Kind: "snapshot", ConnectTimeout: 5, MaxTime: 30, Retries: 3, RetryDelay: 2, RetryMax: 30, Attempts: 1},
+	// The snapshot's upload to its presigned URL: large, so no limit on
+	// an attempt (the URL's lifetime bounds it); curl's retries.
+	{Kind: "upload", ConnectTimeout: 10, Retries: 3, RetryDelay: 5, Attempts: 1},
 	// The shim's IMDS session token and bundle fetch, at boot: IMDS or
 	// k8sapi may not answer yet, so every 5 s for 10 minutes.
 	{Kind: "boot", ConnectTimeout: 5, MaxTime: 60, Attempts: 120, Interval: 5},

@@ -369,8 +369,8 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 			scripts[filepath.Base(f.Path)] = f.Content // the same but for exk8s-pod-network.sh, bridge's only
 		}
 	}
-	if len(scripts) != 8 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-imds-guard.sh and the bridge CNI's exk8s-pod-network.sh, got %d", len(scripts))
+	if len(scripts) != 9 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh and the bridge CNI's exk8s-pod-network.sh, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -655,8 +655,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 31 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
+	if len(used) != 34 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
 	}
 }
 

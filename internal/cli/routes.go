@@ -86,3 +86,19 @@ func (c *Client) Kubeconfigs(ctx context.Context, id int64) ([]KubeconfigRecord,
 	_, err := c.getJSON(ctx, clusterPath(id)+"/kubeconfigs", &l)
 	return l.Kubeconfigs, err
 }
+
+// TakeEtcdSnapshot asks for an etcd snapshot of a cluster now (202).
+func (c *Client) TakeEtcdSnapshot(ctx context.Context, id int64) (EtcdSnapshot, *response, error) {
+	var s EtcdSnapshot
+	res, err := c.call(ctx, request{Method: http.MethodPost, Path: clusterPath(id) + "/etcd-snapshots"}, &s)
+	return s, res, err
+}
+
+// EtcdSnapshots lists a cluster's etcd snapshots, newest first.
+func (c *Client) EtcdSnapshots(ctx context.Context, id int64) ([]EtcdSnapshot, *response, error) {
+	var l struct {
+		Snapshots []EtcdSnapshot `json:"snapshots"`
+	}
+	res, err := c.getJSON(ctx, clusterPath(id)+"/etcd-snapshots", &l)
+	return l.Snapshots, res, err
+}

@@ -143,3 +143,20 @@ type KubeconfigRecord struct {
 	IssuedBy  string    `json:"issued_by"`
 	RequestID string    `json:"request_id"`
 }
+
+// EtcdSnapshot is one item of GET /clusters/{id}/etcd-snapshots (and the
+// answer of POST).
+type EtcdSnapshot struct {
+	ID          int64      `json:"id"`
+	ClusterID   int64      `json:"cluster_id"`
+	Trigger     string     `json:"trigger"`
+	RequestedBy string     `json:"requested_by"`
+	NodeVMID    int64      `json:"node_vm_id"`
+	ObjectKey   string     `json:"object_key"`
+	State       string     `json:"state"`
+	SizeBytes   *int64     `json:"size_bytes"`
+	SHA256      *string    `json:"sha256"`
+	Failure     *string    `json:"failure"`
+	RequestedAt time.Time  `json:"requested_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+}

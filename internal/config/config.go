@@ -54,6 +54,9 @@ type Config struct {
 	// CertRenewBefore means a third of the lifetime.
 	LeafCertLifetime time.Duration
 	CertRenewBefore  time.Duration
+	// EtcdSnapshotBucket is the S3 bucket of the clusters' etcd snapshots
+	// (GetBundleFunction presigns uploads to it and HEADs them).
+	EtcdSnapshotBucket string
 	// DebugCounters adds each response's DB round trips and KMS calls as
 	// headers (internal/metrics): local stacks and benchmarks only.
 	DebugCounters bool

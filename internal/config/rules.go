@@ -102,6 +102,18 @@ func checkDomain(s string) error {
 	return nil
 }
 
+// bucketRE is an S3 bucket name usable with virtual-hosted addresses and
+// TLS: 3–63 lower-case letters, digits and hyphens (no dots), starting and
+// ending with a letter or digit.
+var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
+
+func checkBucket(s string) error {
+	if !bucketRE.MatchString(s) {
+		return errors.New("must be an S3 bucket name of 3-63 lower-case letters, digits and hyphens")
+	}
+	return nil
+}
+
 func checkRegistry(s string) error {
 	if !registryRE.MatchString(s) {
 		return errors.New("must be a registry host[:port][/path] without a scheme")

@@ -90,6 +90,7 @@ var variables = []variable{
 	{"DB_QUERY_EXEC_MODE", "", func(c *Config) any { return &c.DB.QueryExecMode }, checked(checkQueryExecMode)},
 	{"LEAF_CERT_LIFETIME", pki.DefaultLeafLifetime.String(), func(c *Config) any { return &c.LeafCertLifetime }, leafLife},
 	{"CERT_RENEW_BEFORE", "", func(c *Config) any { return &c.CertRenewBefore }, positive},
+	{"ETCD_SNAPSHOT_BUCKET", "", func(c *Config) any { return &c.EtcdSnapshotBucket }, checked(checkBucket)},
 }
 
 // localSwitches are read like variables, but only local stacks and

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/jackc/pgx/v5"
@@ -47,7 +49,7 @@ func StartMoto(ctx context.Context, dir string, log *slog.Logger) (endpoint stri
 	}
 	bin, ok := lookPath("moto_server")
 	if !ok {
-		return "", nil, &MissingDependencyError{What: "moto_server (local KMS and Secrets Manager)", Install: "pip install 'moto[server]'"}
+		return "", nil, &MissingDependencyError{What: "moto_server (local KMS, Secrets Manager and S3)", Install: "pip install 'moto[server]'"}
 	}
 	port, err := freePort()
 	if err != nil {
@@ -168,4 +170,40 @@ func PutDBSecret(ctx context.Context, cfg aws.Config, name string, secret DBSecr
 		return "", fmt.Errorf("updating secret %s: %w", name, err)
 	}
 	return aws.ToString(put.ARN), nil
+}
+
+// LocalSnapshotBucket is the local stack's etcd snapshots bucket
+// (ETCD_SNAPSHOT_BUCKET), in moto's S3.
+const LocalSnapshotBucket = "k8sapi-local-etcd-snapshots"
+
+// CreateBucket makes the S3 bucket name in moto, encrypted by default with
+// SSE-KMS under keyID (as template.yaml's bucket is with its key), public
+// access blocked. A bucket that exists already (a reused moto) is taken as
+// is.
+func CreateBucket(ctx context.Context, cfg aws.Config, name, keyID string) error {
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
+	var owned *s3types.BucketAlreadyOwnedByYou
+	var exists *s3types.BucketAlreadyExists
+	if err != nil && !errors.As(err, &owned) && !errors.As(err, &exists) {
+		return fmt.Errorf("creating bucket %s: %w", name, err)
+	}
+	if keyID != "" {
+		_, err = client.PutBucketEncryption(ctx, &s3.PutBucketEncryptionInput{Bucket: aws.String(name),
+			ServerSideEncryptionConfiguration: &s3types.ServerSideEncryptionConfiguration{Rules: []s3types.ServerSideEncryptionRule{{
+				ApplyServerSideEncryptionByDefault: &s3types.ServerSideEncryptionByDefault{
+					SSEAlgorithm: s3types.ServerSideEncryptionAwsKms, KMSMasterKeyID: aws.String(keyID)},
+				BucketKeyEnabled: aws.Bool(true),
+			}}}})
+		if err != nil {
+			return fmt.Errorf("encrypting bucket %s: %w", name, err)
+		}
+	}
+	_, err = client.PutPublicAccessBlock(ctx, &s3.PutPublicAccessBlockInput{Bucket: aws.String(name),
+		PublicAccessBlockConfiguration: &s3types.PublicAccessBlockConfiguration{BlockPublicAcls: aws.Bool(true),
+			BlockPublicPolicy: aws.Bool(true), IgnorePublicAcls: aws.Bool(true), RestrictPublicBuckets: aws.Bool(true)}})
+	if err != nil {
+		return fmt.Errorf("blocking public access to bucket %s: %w", name, err)
+	}
+	return nil
 }

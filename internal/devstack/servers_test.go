@@ -87,7 +87,7 @@ func TestMissingMoto(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	t.Setenv("PATH", t.TempDir())
 	_, _, err := StartMoto(context.Background(), "", testLogger(t))
-	want := "missing dependency: moto_server (local KMS and Secrets Manager) not found; install it with: pip install 'moto[server]'"
+	want := "missing dependency: moto_server (local KMS, Secrets Manager and S3) not found; install it with: pip install 'moto[server]'"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v", err)
 	}

@@ -53,6 +53,8 @@ type Options struct {
 type Stack struct {
 	APIURL, DatabaseURL, SimURL, AWSEndpointURL, KMSKeyID, DBSecretARN string
 	DevToken, DevTokenOrg2                                             string
+	// SnapshotBucket is the etcd snapshots' bucket in moto's S3.
+	SnapshotBucket string
 	// ServiceToken is k8sapi's own platform credential, given only to the
 	// scheduled functions (the reconciler).
 	ServiceToken string
@@ -70,6 +72,7 @@ func (s Stack) Env() [][2]string {
 		{"AWS_SECRET_ACCESS_KEY", LocalSecretKey},
 		{"KMS_KEY_ID", s.KMSKeyID},
 		{"DB_SECRET_ARN", s.DBSecretARN},
+		{"ETCD_SNAPSHOT_BUCKET", s.SnapshotBucket},
 		{"DEV_TOKEN", s.DevToken},
 		{"DEV_TOKEN_ORG2", s.DevTokenOrg2},
 		// For tools that start a scheduled function themselves against the
@@ -83,7 +86,8 @@ func (s Stack) Env() [][2]string {
 func StackFromEnv(env map[string]string) Stack {
 	return Stack{APIURL: env["API_URL"], DatabaseURL: env["DATABASE_URL"], SimURL: env["SIM_URL"],
 		AWSEndpointURL: env["AWS_ENDPOINT_URL"], KMSKeyID: env["KMS_KEY_ID"], DBSecretARN: env["DB_SECRET_ARN"],
-		DevToken: env["DEV_TOKEN"], DevTokenOrg2: env["DEV_TOKEN_ORG2"], ServiceToken: env["SERVICE_TOKEN"]}
+		SnapshotBucket: env["ETCD_SNAPSHOT_BUCKET"],
+		DevToken:       env["DEV_TOKEN"], DevTokenOrg2: env["DEV_TOKEN_ORG2"], ServiceToken: env["SERVICE_TOKEN"]}
 }
 
 // cleanup is a stack of stop functions run in reverse order.
@@ -277,14 +281,18 @@ func (b *boot) prepareDatabase(ctx context.Context) (err error) {
 	return EnsureFunctionLogins(ctx, b.dsn)
 }
 
-// prepareAWS makes moto hold what AWS holds in production: the KMS key and
-// the database secret.
+// prepareAWS makes moto hold what AWS holds in production: the KMS key,
+// the database secret and the etcd snapshots' bucket.
 func (b *boot) prepareAWS(ctx context.Context) (err error) {
 	awsCfg := AWSConfig(b.endpoint)
 	b.st.AWSEndpointURL = b.endpoint
 	if b.st.KMSKeyID, err = CreateKMSKey(ctx, awsCfg, LocalKeyAlias); err != nil {
 		return err
 	}
+	if err = CreateBucket(ctx, awsCfg, LocalSnapshotBucket, b.st.KMSKeyID); err != nil {
+		return err
+	}
+	b.st.SnapshotBucket = LocalSnapshotBucket
 	secret, err := DBSecretFromDSN(b.dsn)
 	if err != nil {
 		return err
@@ -411,6 +419,7 @@ func FunctionOverrides(st Stack) map[string]string {
 		"DATABASE_URL":          st.DatabaseURL,
 		"DB_SECRET_ARN":         st.DBSecretARN,
 		"KMS_KEY_ID":            st.KMSKeyID,
+		"ETCD_SNAPSHOT_BUCKET":  st.SnapshotBucket,
 		"AWS_ENDPOINT_URL":      st.AWSEndpointURL,
 		"AWS_REGION":            LocalRegion,
 		"AWS_DEFAULT_REGION":    LocalRegion,
@@ -573,7 +582,7 @@ func printSummary(w io.Writer, st Stack, t *Template, envPath string) {
 	}
 	fmt.Fprintf(w, "  simulator    %s  (Excloud compute, DNS, IMDS: SIMULATED)\n", st.SimURL)
 	fmt.Fprintf(w, "  postgres     %s\n", st.DatabaseURL)
-	fmt.Fprintf(w, "  moto (AWS)   %s  KMS key %s\n", st.AWSEndpointURL, st.KMSKeyID)
+	fmt.Fprintf(w, "  moto (AWS)   %s  KMS key %s, snapshot bucket %s\n", st.AWSEndpointURL, st.KMSKeyID, st.SnapshotBucket)
 	fmt.Fprintf(w, "  DEV_TOKEN    %s  (org 1)\n", st.DevToken)
 	fmt.Fprintf(w, "  DEV_TOKEN_ORG2 %s  (org 2)\n\n", st.DevTokenOrg2)
 	fmt.Fprintf(w, "  try: curl -s %s/health\n", st.APIURL)

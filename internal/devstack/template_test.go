@@ -21,11 +21,13 @@ func TestProjectTemplate(t *testing.T) {
 	}
 	want := map[string][]string{
 		"ClustersFunction": {"DELETE /clusters/{id}", "GET /clusters", "GET /clusters/{id}",
-			"GET /clusters/{id}/events", "GET /clusters/{id}/kubeconfigs", "GET /clusters/{id}/nodes/{vm_id}/bootstrap", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap"},
+			"GET /clusters/{id}/etcd-snapshots", "GET /clusters/{id}/events", "GET /clusters/{id}/kubeconfigs", "GET /clusters/{id}/nodes/{vm_id}/bootstrap",
+			"POST /clusters/{id}/etcd-snapshots", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap"},
 		"CreateClusterFunction": {"POST /clusters", "POST /clusters/{id}/kubeconfig"},
-		"GetBundleFunction":     {"GET /bootstrap/control-plane/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status"},
-		"HealthFunction":        {"GET /docs", "GET /health", "GET /openapi.json"},
-		"ReconcilerFunction":    nil, // a Schedule event, no route
+		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",
+			"POST /bootstrap/control-plane/{vm_id}/etcd-snapshot", "POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status"},
+		"HealthFunction":     {"GET /docs", "GET /health", "GET /openapi.json"},
+		"ReconcilerFunction": nil, // a Schedule event, no route
 	}
 	if len(tmpl.Functions) != len(want) {
 		t.Fatalf("%d functions, want %d", len(tmpl.Functions), len(want))

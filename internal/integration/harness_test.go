@@ -13,6 +13,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
@@ -42,6 +43,7 @@ type stack struct {
 	clusters          *founding.Service       // ClustersFunction's list, read and delete
 	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
 	servers           map[string]*api.Server  // each function's handlers: servers[id].Handler(id)
+	schedule          *etcdsnapshot.Schedule  // ReconcilerFunction's etcd snapshot schedule
 	logs              *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
 	clock             *clock                  // k8sapi's clock: real time plus what a test advanced it by
 	*stacktest.Client                         // the operator's and the VMs' requests
@@ -98,7 +100,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.founder, s.clusters, s.bundles, s.servers = in.Founder, in.Clusters, in.Bundles, in.Servers
+	s.founder, s.clusters, s.bundles, s.servers, s.schedule = in.Founder, in.Clusters, in.Bundles, in.Servers, in.Snapshots
 	s.api = httptest.NewServer(in.Handler)
 	t.Cleanup(s.api.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: s.api.URL, SimURL: simSrv.URL, Pool: pool}

@@ -33,8 +33,10 @@ import (
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
@@ -65,6 +67,9 @@ type Config struct {
 	// Artifacts is the configured artifact set with its pins (nil:
 	// PinnedArtifacts, every file of the default versions pinned).
 	Artifacts *bundle.Artifacts
+	// SnapshotBucket is the etcd snapshots' bucket (nil: a bucket that
+	// is unavailable, for tests that take no snapshot).
+	SnapshotBucket etcdsnapshot.Bucket
 }
 
 // PinnedArtifacts is the default artifact set with a made-up pin for every
@@ -86,6 +91,8 @@ type Stack struct {
 	Clusters   *founding.Service      // ClustersFunction's list, read and delete
 	Reconciler *founding.Service      // ReconcilerFunction's, for founding.Reconciler
 	Bundles    *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
+	// Snapshots is ReconcilerFunction's etcd snapshot schedule.
+	Snapshots *etcdsnapshot.Schedule
 	// Servers are each route function's server, by logical id.
 	Servers map[string]*api.Server
 	// Handler serves the routes of every function the stack has use cases
@@ -199,6 +206,13 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
 	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}
+	clusters.Snapshots = &etcdsnapshot.Operator{Store: stores["ClustersFunction"], Now: cfg.Now}
+	bucket := cfg.SnapshotBucket
+	if bucket == nil {
+		bucket = &objectstore.Bucket{} // no bucket: storage_unavailable
+	}
+	vm.SnapshotNodes = &etcdsnapshot.Node{Store: stores["GetBundleFunction"], Bucket: bucket, Now: cfg.Now}
+	st.Snapshots = &etcdsnapshot.Schedule{Store: stores["ReconcilerFunction"], Now: cfg.Now}
 	return map[string]*api.Server{"CreateClusterFunction": create, "ClustersFunction": clusters, "GetBundleFunction": vm}
 }
 

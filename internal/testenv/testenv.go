@@ -2,10 +2,12 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,3 +150,21 @@ func EmptyDatabase(t testing.TB, prefix string) string {
 	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
 	return dsn
 }
+
+// SnapshotBucket creates a fresh etcd snapshots bucket in moto's S3
+// (SSE-KMS under a fresh key, as make local's) and returns its name and the
+// SDK configuration that reaches it.
+func SnapshotBucket(t testing.TB) (string, aws.Config) {
+	t.Helper()
+	cfg := AWSConfig(Moto(t))
+	_, keyID := KMSKey(t)
+	name := fmt.Sprintf("k8sapi-test-%d-%d", os.Getpid(), bucketSeq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := devstack.CreateBucket(ctx, cfg, name, keyID); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return name, cfg
+}
+
+var bucketSeq atomic.Int64

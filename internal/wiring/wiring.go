@@ -29,6 +29,7 @@ import (
 	"github.com/excloud/k8sapi/internal/lambdaserve"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
@@ -152,10 +153,25 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 	}
 }
 
-// NodeBootstrap returns the bundle use case.
+// OpeningEnvelope is Envelope for a function that only opens data keys
+// (GetBundleFunction): Decrypt is one signed request, not the SDK's KMS
+// client (kmsdecrypt.go says why).
+func (a *App) OpeningEnvelope() *envelope.Envelope {
+	calls := kmsCalls{generate: refuseGenerate, decrypt: kmsDecryptCall(a.AWS, &http.Client{Timeout: platformTimeout})}
+	return envelope.New(metrics.CountKMS(calls), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+}
+
+// NodeBootstrap returns the bundle use case; it opens data keys only.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.Envelope(), Renderer: r,
+	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.OpeningEnvelope(), Renderer: r,
 		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
+}
+
+// SnapshotBucket is the etcd snapshots' bucket (ETCD_SNAPSHOT_BUCKET), at
+// the SDK's endpoint and with the function's own credentials: a presigned
+// URL carries the function's identity.
+func (a *App) SnapshotBucket() *objectstore.Bucket {
+	return &objectstore.Bucket{AWS: a.AWS, Name: a.Config.EtcdSnapshotBucket}
 }
 
 // Nodes returns the operator's view and re-open of a node's bootstrap.

@@ -133,14 +133,18 @@ apt_install() {
 # call KIND OUT URL [CURL ARGS...]: URL's answer into OUT, within the limits
 # of KIND, tried again as KIND says (internal/bundle's table of calls).
 # Headers come from files (-H @FILE), so no token ever shows up in the
-# process list.
+# process list; URL @FILE is curl's config FILE naming the URL (a
+# presigned URL is a credential too).
 call() {
   local kind=$1 out=$2 url=$3 attempts interval
-  local -a limits
+  local -a limits target=("$url")
+  [[ "$url" != @* ]] || target=(-K "${url#@}")
   shift 3
   case "$kind" in
     report) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused) ;;
     renew) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 --retry-connrefused) ;;
+    snapshot) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 30 --retry 3 --retry-delay 2 --retry-max-time 30 --retry-connrefused) ;;
+    upload) attempts=1 interval=0 limits=(--connect-timeout 10 --retry 3 --retry-delay 5 --retry-connrefused) ;;
     boot) attempts=120 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
     boot_identity) attempts=60 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
     download) attempts=3 interval=5 limits=(--connect-timeout 10 --retry 5 --retry-delay 3 --retry-connrefused) ;;
@@ -149,7 +153,7 @@ call() {
       return 2
       ;;
   esac
-  retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "$url"
+  retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "${target[@]}"
 }
 
 # vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL and
@@ -221,6 +225,7 @@ k8sapi_path() {
     bundle) path='/bootstrap/control-plane/{vm_id}' ;;
     status) path='/bootstrap/control-plane/{vm_id}/status' ;;
     renew) path='/bootstrap/control-plane/{vm_id}/renew' ;;
+    etcd_snapshot) path='/bootstrap/control-plane/{vm_id}/etcd-snapshot' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"

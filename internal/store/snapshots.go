@@ -1,0 +1,262 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The states and triggers of an etcd snapshot (migration 016's CHECKs).
+const (
+	SnapshotPending  = "pending"
+	SnapshotUploaded = "uploaded"
+	SnapshotFailed   = "failed"
+
+	SnapshotScheduled = "scheduled"
+	SnapshotOnDemand  = "on_demand"
+)
+
+// EtcdSnapshot is one etcd_snapshots row, in the wire shape of
+// GET /clusters/{id}/etcd-snapshots.
+type EtcdSnapshot struct {
+	ID          int64      `json:"id"`
+	ClusterID   int64      `json:"cluster_id"`
+	Trigger     string     `json:"trigger"`      // scheduled, on_demand
+	RequestedBy string     `json:"requested_by"` // auth.Principal.Who, or the schedule
+	RequestID   string     `json:"request_id"`
+	NodeVMID    int64      `json:"node_vm_id"` // the node that takes it
+	ObjectKey   string     `json:"object_key"`
+	State       string     `json:"state"`
+	SizeBytes   *int64     `json:"size_bytes"`
+	SHA256      *string    `json:"sha256"`
+	Failure     *string    `json:"failure"`
+	RequestedAt time.Time  `json:"requested_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+}
+
+// SnapshotNode is one control-plane node as the choice of who snapshots
+// sees it.
+type SnapshotNode struct {
+	Ordinal int   `json:"ordinal"`
+	VMID    int64 `json:"vm_id"` // 0: no VM yet
+	Ready   bool  `json:"ready"` // reported ready in its current bootstrap
+}
+
+// SnapshotCluster is a cluster as a snapshot's recording needs it: its
+// status, schedule, newest snapshot and nodes.
+type SnapshotCluster struct {
+	ID              int64          `json:"id"`
+	OrgID           int64          `json:"org_id"`
+	Status          string         `json:"status"`
+	IntervalSeconds int            `json:"interval_seconds"`
+	NewestAt        *time.Time     `json:"newest_at"` // the newest snapshot's requested_at, of any state
+	Pending         bool           `json:"pending"`
+	Nodes           []SnapshotNode `json:"nodes"`
+}
+
+// snapshotClusterJSON is one cluster as SnapshotCluster's JSON: one value
+// per cluster keeps the scan small (see AuditEvents).
+const snapshotClusterJSON = `json_build_object('id', k.id, 'org_id', k.org_id, 'status', k.status,
+	'interval_seconds', k.etcd_snapshot_interval_seconds,
+	'newest_at', (SELECT max(requested_at) FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id),
+	'pending', EXISTS (SELECT 1 FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id AND s.state = 'pending'),
+	'nodes', COALESCE((SELECT json_agg(json_build_object('ordinal', n.ordinal, 'vm_id', COALESCE(n.vm_id, 0),
+		'ready', n.ready_at IS NOT NULL AND n.phase = 'ready') ORDER BY n.ordinal)
+		FROM kube_nodes n WHERE n.kube_cluster_id = k.id), '[]'))`
+
+// SnapshotCluster reads one of org's clusters for an on-demand snapshot.
+// ErrNotFound: no such cluster of org.
+func (s *Store) SnapshotCluster(ctx context.Context, orgID, clusterID int64) (SnapshotCluster, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT `+snapshotClusterJSON+` FROM kube_clusters k WHERE k.org_id = $1 AND k.id = $2`,
+		orgID, clusterID).Scan(&raw)
+	var c SnapshotCluster
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading cluster %d for a snapshot: %w", clusterID, notFound(err))
+	}
+	return c, nil
+}
+
+// ScheduledSnapshotClusters reads every active cluster whose schedule is
+// on, in one round trip (the reconciler's).
+func (s *Store) ScheduledSnapshotClusters(ctx context.Context) ([]SnapshotCluster, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(json_agg(`+snapshotClusterJSON+` ORDER BY k.id), '[]')
+		FROM kube_clusters k WHERE k.status = 'active' AND k.etcd_snapshot_interval_seconds > 0`).Scan(&raw)
+	var out []SnapshotCluster
+	if err == nil {
+		err = json.Unmarshal(raw, &out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the snapshot schedule: %w", err)
+	}
+	return out, nil
+}
+
+// RecordEtcdSnapshots records pending snapshots (each's cluster, trigger,
+// requested_by, request_id, node and time), in one statement, each only
+// while its cluster is active and has no pending snapshot (the one-pending
+// index; the cluster's row is locked for the insert, so a deletion that
+// began meanwhile is seen, not raced). It returns the rows it wrote.
+func (s *Store) RecordEtcdSnapshots(ctx context.Context, snaps []EtcdSnapshot) ([]EtcdSnapshot, error) {
+	n := len(snaps)
+	clusters, vms := make([]int64, n), make([]int64, n)
+	triggers, by, reqIDs := make([]string, n), make([]string, n), make([]string, n)
+	at := make([]time.Time, n)
+	for i, sn := range snaps {
+		clusters[i], vms[i], triggers[i], by[i], reqIDs[i], at[i] = sn.ClusterID, sn.NodeVMID, sn.Trigger, sn.RequestedBy, sn.RequestID, sn.RequestedAt
+	}
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `
+		WITH want AS (
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[])
+				AS u (cluster_id, trigger, requested_by, request_id, vm_id, requested_at)
+		), live AS (
+			SELECT k.id FROM kube_clusters k JOIN want w ON w.cluster_id = k.id WHERE k.status = 'active' FOR SHARE OF k
+		), made AS (
+			INSERT INTO etcd_snapshots (kube_cluster_id, trigger, requested_by, request_id, node_vm_id, requested_at)
+			SELECT w.cluster_id, w.trigger, w.requested_by, w.request_id, w.vm_id, w.requested_at
+			FROM want w JOIN live ON live.id = w.cluster_id
+			ON CONFLICT (kube_cluster_id) WHERE state = 'pending' DO NOTHING
+			RETURNING *
+		)
+		SELECT COALESCE(json_agg(made ORDER BY id), '[]') FROM made`,
+		clusters, triggers, by, reqIDs, vms, at).Scan(&raw)
+	var out []snapshotRow
+	if err == nil {
+		err = json.Unmarshal(raw, &out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recording %d etcd snapshots: %w", n, err)
+	}
+	return rowsToSnapshots(out), nil
+}
+
+// MaxEtcdSnapshotsShown bounds EtcdSnapshots (the newest).
+const MaxEtcdSnapshotsShown = 100
+
+// EtcdSnapshots lists one of org's clusters' snapshots (of any status),
+// newest first, in one round trip. ErrNotFound: no such cluster of org.
+func (s *Store) EtcdSnapshots(ctx context.Context, orgID, clusterID int64) ([]EtcdSnapshot, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `
+		SELECT COALESCE((
+			SELECT json_agg(e ORDER BY e.requested_at DESC, e.id DESC)
+			FROM (SELECT * FROM etcd_snapshots WHERE kube_cluster_id = k.id ORDER BY requested_at DESC, id DESC LIMIT $3) e
+		), '[]')
+		FROM kube_clusters k WHERE k.org_id = $1 AND k.id = $2`, orgID, clusterID, MaxEtcdSnapshotsShown).Scan(&raw)
+	var rows []snapshotRow
+	if err == nil {
+		err = json.Unmarshal(raw, &rows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing etcd snapshots of cluster %d: %w", clusterID, notFound(err))
+	}
+	return rowsToSnapshots(rows), nil
+}
+
+// PendingEtcdSnapshot is the pending snapshot vm of org is to take: id's,
+// or (id 0) its cluster's. Only while the cluster is org's and active and
+// vm is still one of its nodes. ErrNotFound: none.
+func (s *Store) PendingEtcdSnapshot(ctx context.Context, vmID, orgID, id int64) (EtcdSnapshot, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `
+		SELECT row_to_json(e) FROM etcd_snapshots e
+		JOIN kube_clusters k ON k.id = e.kube_cluster_id
+		JOIN kube_nodes n ON n.kube_cluster_id = k.id AND n.vm_id = e.node_vm_id
+		WHERE e.node_vm_id = $1 AND k.org_id = $2 AND k.status = 'active' AND e.state = 'pending'
+		  AND ($3 = 0 OR e.id = $3)
+		ORDER BY e.id LIMIT 1`, vmID, orgID, id).Scan(&raw)
+	var row snapshotRow
+	if err == nil {
+		err = json.Unmarshal(raw, &row)
+	}
+	if err != nil {
+		return EtcdSnapshot{}, fmt.Errorf("reading vm %d's pending snapshot: %w", vmID, notFound(err))
+	}
+	return row.snapshot(), nil
+}
+
+// SnapshotOutcome finishes one pending snapshot: uploaded with its size
+// and digest, or failed with why.
+type SnapshotOutcome struct {
+	ID, VMID, OrgID int64
+	State           string // SnapshotUploaded or SnapshotFailed
+	SizeBytes       int64
+	SHA256          string
+	Failure         string
+	At              time.Time
+}
+
+// FinishEtcdSnapshot writes o, only while the snapshot is still pending and
+// vm's (of org); ErrNotFound otherwise. It returns the row as written.
+func (s *Store) FinishEtcdSnapshot(ctx context.Context, o SnapshotOutcome) (EtcdSnapshot, error) {
+	var size *int64
+	var sum, failure *string
+	if o.State == SnapshotUploaded {
+		size, sum = &o.SizeBytes, &o.SHA256
+	} else {
+		failure = &o.Failure
+	}
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `
+		UPDATE etcd_snapshots e SET state = $4, size_bytes = $5, sha256 = $6, failure = $7, finished_at = $8
+		FROM kube_clusters k
+		WHERE e.id = $1 AND e.node_vm_id = $2 AND k.id = e.kube_cluster_id AND k.org_id = $3 AND e.state = 'pending'
+		RETURNING row_to_json(e)`, o.ID, o.VMID, o.OrgID, o.State, size, sum, failure, o.At).Scan(&raw)
+	var row snapshotRow
+	if err == nil {
+		err = json.Unmarshal(raw, &row)
+	}
+	if err != nil {
+		return EtcdSnapshot{}, fmt.Errorf("finishing etcd snapshot %d: %w", o.ID, notFound(err))
+	}
+	return row.snapshot(), nil
+}
+
+// FailOverdueEtcdSnapshots marks failed every snapshot still pending that
+// was asked for before cutoff: its node never reported. It returns how many.
+func (s *Store) FailOverdueEtcdSnapshots(ctx context.Context, cutoff, at time.Time, why string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE etcd_snapshots SET state = 'failed', failure = $3, finished_at = $2
+		WHERE state = 'pending' AND requested_at < $1`, cutoff, at, why)
+	if err != nil {
+		return 0, fmt.Errorf("failing overdue etcd snapshots: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// snapshotRow is a row as row_to_json spells it.
+type snapshotRow struct {
+	ID            int64      `json:"id"`
+	KubeClusterID int64      `json:"kube_cluster_id"`
+	Trigger       string     `json:"trigger"`
+	RequestedBy   string     `json:"requested_by"`
+	RequestID     string     `json:"request_id"`
+	NodeVMID      int64      `json:"node_vm_id"`
+	ObjectKey     string     `json:"object_key"`
+	State         string     `json:"state"`
+	SizeBytes     *int64     `json:"size_bytes"`
+	SHA256        *string    `json:"sha256"`
+	Failure       *string    `json:"failure"`
+	RequestedAt   time.Time  `json:"requested_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+}
+
+func (r snapshotRow) snapshot() EtcdSnapshot {
+	return EtcdSnapshot{ID: r.ID, ClusterID: r.KubeClusterID, Trigger: r.Trigger, RequestedBy: r.RequestedBy,
+		RequestID: r.RequestID, NodeVMID: r.NodeVMID, ObjectKey: r.ObjectKey, State: r.State, SizeBytes: r.SizeBytes,
+		SHA256: r.SHA256, Failure: r.Failure, RequestedAt: r.RequestedAt, FinishedAt: r.FinishedAt}
+}
+
+func rowsToSnapshots(rows []snapshotRow) []EtcdSnapshot {
+	out := make([]EtcdSnapshot, len(rows))
+	for i, r := range rows {
+		out[i] = r.snapshot()
+	}
+	return out
+}
