@@ -18,6 +18,12 @@ const (
 	StatusDeleted  = "deleted"
 )
 
+// Node roles (kube_nodes.role, migration 017).
+const (
+	RoleControlPlane = "control-plane"
+	RoleWorker       = "worker"
+)
+
 // ClusterStatuses is every cluster status, in lifecycle order.
 var ClusterStatuses = []string{StatusFounding, StatusActive, StatusFailed, StatusDeleting, StatusDeleted}
 
@@ -84,10 +90,17 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed`
 
-// Node is one control-plane node (a kube_nodes row) with the addresses the
-// compute API reported for its VM.
+// Node is one node (a kube_nodes row: a control-plane node, or a worker
+// of a pool) with the addresses the compute API reported for its VM.
 type Node struct {
+	ID        int64 // the row's, never reused: a worker's create token derives from it
 	ClusterID int64
+	// Role is RoleControlPlane or RoleWorker; PoolID is a worker's pool (0
+	// for a control-plane node); Retiring says the worker is to be removed
+	// (migration 017).
+	Role     string
+	PoolID   int64
+	Retiring bool
 	// VMID is 0 until the compute API answered the create;
 	// CreateRequested says whether the create was ever sent.
 	VMID            int64
@@ -195,10 +208,33 @@ func (s *Store) ClusterNodes(ctx context.Context, clusterID int64) ([]Node, erro
 	return s.nodes(ctx, `n.kube_cluster_id = $1`, clusterID, 0)
 }
 
-// NodesOfClusters returns the nodes of every cluster in ids, without
-// identities, ordered by cluster and ordinal: one query for a whole listing.
-func (s *Store) NodesOfClusters(ctx context.Context, ids []int64) ([]Node, error) {
-	return s.nodes(ctx, `n.kube_cluster_id = ANY($1)`, ids, 0)
+// Members are the nodes (control-plane and workers) and the live node pools
+// of clusters.
+type Members struct {
+	Nodes []Node
+	Pools []Pool
+}
+
+// MembersOf returns the nodes of every cluster in ids, without identities,
+// ordered by cluster and ordinal, and their live pools by cluster and name:
+// one round trip (one batch) for a whole listing.
+func (s *Store) MembersOf(ctx context.Context, ids []int64) (Members, error) {
+	var m Members
+	var nodesErr, poolsErr error
+	b := &pgx.Batch{}
+	b.Queue(nodesQuery(`n.kube_cluster_id = ANY($1)`), ids, 0).Query(func(rows pgx.Rows) error {
+		m.Nodes, nodesErr = collectNodes(rows)
+		return nil
+	})
+	b.Queue(`SELECT `+poolColumns+` FROM node_pools WHERE kube_cluster_id = ANY($1) AND state <> 'deleted'
+		ORDER BY kube_cluster_id, name`, ids).Query(func(rows pgx.Rows) error {
+		m.Pools, poolsErr = collectPools(rows)
+		return nil
+	})
+	if err := cmp.Or(s.pool.SendBatch(ctx, b).Close(), nodesErr, poolsErr); err != nil {
+		return m, fmt.Errorf("loading the nodes and node pools of clusters: %w", err)
+	}
+	return m, nil
 }
 
 // nodes loads nodes matching where (over kube_nodes n), with the stored
@@ -212,7 +248,7 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 // identities of the node whose VM is $2.
 func nodesQuery(where string) string {
 	return `
-		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
@@ -248,7 +284,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		windows      []*time.Time
 		only         []bool
 	)
-	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
+	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
@@ -269,12 +305,14 @@ type Topology struct {
 	Nodes   []Node
 }
 
-// clusterOfVM is the cluster whose node's VM is $1.
-const clusterOfVM = `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1)`
+// clusterOfVM is the cluster whose control-plane node's VM is $1. A
+// worker's VM is none: it must never be served a control-plane bundle.
+const clusterOfVM = `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1 AND role = 'control-plane')`
 
 // TopologyForVM loads the cluster that vmID belongs to and all its
 // control-plane nodes in one round trip (one batch: the cluster, its
-// nodes). Only vmID's own stored identities are loaded.
+// nodes); a worker's VM has none (ErrNotFound). Only vmID's own stored
+// identities are loaded.
 func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error) {
 	var t Topology
 	var clusterErr, nodesErr error
@@ -283,7 +321,7 @@ func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error)
 		t.Cluster, clusterErr = collectCluster(rows)
 		return nil
 	})
-	b.Queue(nodesQuery(`n.kube_cluster_id = `+clusterOfVM), vmID, vmID).Query(func(rows pgx.Rows) error {
+	b.Queue(nodesQuery(`n.kube_cluster_id = `+clusterOfVM+` AND n.role = 'control-plane'`), vmID, vmID).Query(func(rows pgx.Rows) error {
 		t.Nodes, nodesErr = collectNodes(rows)
 		return nil
 	})

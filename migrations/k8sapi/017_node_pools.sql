@@ -71,6 +71,9 @@ GRANT INSERT (kube_cluster_id, name, count, instance_type, image_id, subnet_id, 
     idempotency_key, request_fingerprint, lease_owner, lease_until) ON node_pools TO k8sapi_clusters;
 GRANT UPDATE (count, state, state_reason, lease_owner, lease_until, updated_at)
     ON node_pools TO k8sapi_clusters, k8sapi_reconciler;
+-- A cluster's deletion ends its pools with it (store.EndOperation; a
+-- founding's undo runs it too, from CreateClusterFunction).
+GRANT UPDATE (state, lease_owner, lease_until, updated_at) ON node_pools TO k8sapi_create_cluster;
 GRANT INSERT (kube_cluster_id, ordinal, node_name, role, node_pool_id) ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
 GRANT UPDATE (create_requested, vm_id, ipv4, ipv6, public_ipv4, retiring) ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
 GRANT DELETE ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
