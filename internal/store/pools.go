@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -177,10 +178,10 @@ func upsertPool(ctx context.Context, tx pgx.Tx, c PoolChange) (Pool, error) {
 	}
 	rows, _ := tx.Query(ctx, `INSERT INTO node_pools (kube_cluster_id, name, count, instance_type, image_id, subnet_id,
 		labels, taints, state, idempotency_key, request_fingerprint, lease_owner, lease_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13)
 		ON CONFLICT (kube_cluster_id, idempotency_key) DO NOTHING
 		RETURNING `+poolColumns, p.ClusterID, p.Name, p.Count, p.InstanceType, p.ImageID, p.SubnetID,
-		p.Labels, p.Taints, c.State, p.IdempotencyKey, p.RequestFingerprint, c.Lease.Owner, c.Lease.Until)
+		jsonText(p.Labels), jsonText(p.Taints), c.State, p.IdempotencyKey, p.RequestFingerprint, c.Lease.Owner, c.Lease.Until)
 	out, err := onePool(rows, "inserting the pool")
 	var pgErr *pgconn.PgError
 	switch {
@@ -276,4 +277,12 @@ func (s *Store) ClaimExpiredPool(ctx context.Context, lease Lease, now time.Time
 			ORDER BY lease_until NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING `+poolColumns, lease.Owner, lease.Until, now, PoolStates)
 	return onePool(rows, "claiming an unfinished node pool operation")
+}
+
+// jsonText is v as a JSON document's text: the statement's parameter types
+// are taken from the Go values (the exec mode describes nothing), and a
+// map or a slice of structs has none.
+func jsonText(v any) string {
+	b, _ := json.Marshal(v) // maps of strings and slices of plain structs cannot fail to marshal
+	return string(b)
 }
