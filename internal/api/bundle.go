@@ -95,3 +95,42 @@ func (s *Server) proveVM(r *http.Request) (auth.BootstrapVM, error) {
 	noteVM(r, vm)
 	return vm, s.Limits.Judge(call, window, budget)
 }
+
+// getWorkerBundle serves GET /bootstrap/worker/{vm_id}: what a worker needs
+// to join, no private key in it.
+func (s *Server) getWorkerBundle(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	b, err := s.Workers.WorkerBundle(r.Context(), vm)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, b)
+}
+
+// signWorkerCSRs serves POST /bootstrap/worker/{vm_id}/csr: the worker's
+// certificate requests, signed once per bootstrap window if they name
+// only what is the worker's. The body is read only once the VM has proved
+// itself.
+func (s *Server) signWorkerCSRs(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	var req nodebootstrap.WorkerCSRRequest
+	err := decodeJSON(r, &req)
+	var certs *nodebootstrap.WorkerCertificates
+	if err == nil {
+		certs, err = s.Workers.SignWorker(r.Context(), vm, req)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, certs)
+}

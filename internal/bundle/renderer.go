@@ -58,6 +58,14 @@ func (b *Bundle) File(path string) (File, bool) {
 // path syntax: internal/api routes it, founding tells the operator.
 const PathTemplate = "/bootstrap/control-plane/{vm_id}"
 
+// WorkerPathTemplate is the route a worker fetches what it needs to join
+// from (no private key: its keys are born on it), and WorkerCSRPathTemplate
+// the one it sends its certificate requests to.
+const (
+	WorkerPathTemplate    = "/bootstrap/worker/{vm_id}"
+	WorkerCSRPathTemplate = WorkerPathTemplate + "/csr"
+)
+
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
 // metadata fields, then every file's content and mode keyed by absolute path.
 // encoding/json sorts map keys, so the output is deterministic.

@@ -31,7 +31,8 @@ type VMRoute struct{ Name, Path string }
 
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
-	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate}}
+	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
+		{"worker-bundle", WorkerPathTemplate}, {"worker-csr", WorkerCSRPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

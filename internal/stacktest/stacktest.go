@@ -180,7 +180,7 @@ func bundles(cfg Config, st *store.Store, r *bundle.Renderer) *nodebootstrap.Ser
 	if cfg.WrapTopologies != nil {
 		topologies = cfg.WrapTopologies(st)
 	}
-	return &nodebootstrap.Service{Store: topologies, Renewer: st, Envelope: cfg.Envelope, Renderer: r,
+	return &nodebootstrap.Service{Store: topologies, Renewer: st, Workers: st, Envelope: cfg.Envelope, Renderer: r,
 		Artifacts: artifactsOf(cfg), Leaves: cfg.Leaves, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
 }
 
@@ -196,7 +196,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
 	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
-	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
+	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
 	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}
 	return map[string]*api.Server{"CreateClusterFunction": create, "ClustersFunction": clusters, "GetBundleFunction": vm}

@@ -305,23 +305,38 @@ type Topology struct {
 	Nodes   []Node
 }
 
-// clusterOfVM is the cluster whose control-plane node's VM is $1. A
-// worker's VM is none: it must never be served a control-plane bundle.
-const clusterOfVM = `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1 AND role = 'control-plane')`
+// clusterOfVM is the cluster whose node of role (a placeholder) has the VM $1.
+func clusterOfVM(role string) string {
+	return `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1 AND role = ` + role + `)`
+}
 
 // TopologyForVM loads the cluster that vmID belongs to and all its
 // control-plane nodes in one round trip (one batch: the cluster, its
-// nodes); a worker's VM has none (ErrNotFound). Only vmID's own stored
-// identities are loaded.
+// nodes); a worker's VM has none (ErrNotFound): it must never be served a
+// control-plane bundle. Only vmID's own stored identities are loaded.
 func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error) {
+	return s.topology(ctx, vmID, RoleControlPlane, `n.kube_cluster_id = `+clusterOfVM("$3")+` AND n.role = $3`)
+}
+
+// WorkerForVM loads the cluster of the worker whose VM is vmID and that
+// worker alone (Topology.Nodes holds it), in one round trip; ErrNotFound
+// when vmID is no worker's.
+func (s *Store) WorkerForVM(ctx context.Context, vmID int64) (Topology, error) {
+	return s.topology(ctx, vmID, RoleWorker, `n.vm_id = $1 AND n.role = $3`)
+}
+
+// topology loads the cluster whose node of role has the VM vmID and the
+// nodes nodesWhere selects ($1 the VM, $3 the role), with vmID's stored
+// identities.
+func (s *Store) topology(ctx context.Context, vmID int64, role, nodesWhere string) (Topology, error) {
 	var t Topology
 	var clusterErr, nodesErr error
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+clusterColumns+` FROM kube_clusters WHERE id = `+clusterOfVM, vmID).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT `+clusterColumns+` FROM kube_clusters WHERE id = `+clusterOfVM("$2"), vmID, role).Query(func(rows pgx.Rows) error {
 		t.Cluster, clusterErr = collectCluster(rows)
 		return nil
 	})
-	b.Queue(nodesQuery(`n.kube_cluster_id = `+clusterOfVM+` AND n.role = 'control-plane'`), vmID, vmID).Query(func(rows pgx.Rows) error {
+	b.Queue(nodesQuery(nodesWhere), vmID, vmID, role).Query(func(rows pgx.Rows) error {
 		t.Nodes, nodesErr = collectNodes(rows)
 		return nil
 	})
@@ -333,6 +348,19 @@ func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error)
 		return Topology{}, fmt.Errorf("loading the topology of vm %d: %w", vmID, err)
 	}
 	return t, nil
+}
+
+// RecordWorkerSigned records that the worker whose VM is vmID had its
+// certificate requests signed in its bootstrap window opened at window:
+// false when they already were (once per window), or the window changed.
+func (s *Store) RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE kube_nodes SET certs_signed_window = bootstrap_opened_at, certs_signed_at = now()
+		WHERE vm_id = $1 AND role = 'worker' AND bootstrap_opened_at = $2
+		  AND certs_signed_window IS DISTINCT FROM bootstrap_opened_at`, vmID, window)
+	if err != nil {
+		return false, fmt.Errorf("recording the signed requests of vm %d: %w", vmID, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // SetDNS records the outcome of the best-effort DNS step.

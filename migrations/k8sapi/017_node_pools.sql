@@ -77,3 +77,13 @@ GRANT UPDATE (state, lease_owner, lease_until, updated_at) ON node_pools TO k8sa
 GRANT INSERT (kube_cluster_id, ordinal, node_name, role, node_pool_id) ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
 GRANT UPDATE (create_requested, vm_id, ipv4, ipv6, public_ipv4, retiring) ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
 GRANT DELETE ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
+
+-- A worker's keys are born on the worker: it sends certificate requests
+-- (POST /bootstrap/worker/{vm_id}/csr) and k8sapi signs them once per
+-- bootstrap window. certs_signed_window is the window (its
+-- bootstrap_opened_at) whose requests were signed, certs_signed_at when:
+-- a second request in the same window is refused, a re-open allows one.
+ALTER TABLE kube_nodes
+    ADD COLUMN IF NOT EXISTS certs_signed_window timestamptz,
+    ADD COLUMN IF NOT EXISTS certs_signed_at     timestamptz;
+GRANT UPDATE (certs_signed_window, certs_signed_at) ON kube_nodes TO k8sapi_get_bundle;
