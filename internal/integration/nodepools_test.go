@@ -80,11 +80,13 @@ func TestNodePoolRejectsBadInput(t *testing.T) {
 		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"labels":{"kubernetes.io/role":"x","ok":"bad value!"}}`: `labels["kubernetes.io/role"]: key must be [prefix/]name: a DNS subdomain prefix outside kubernetes.io and k8s.io (but node.kubernetes.io and kubelet.kubernetes.io), a name of at most 63 letters, digits, '-', '_' or '.'; ` +
 			`labels["ok"]: value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
 		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"taints":[{"key":"a","effect":"Never"},{"key":"b","effect":"NoSchedule"},{"key":"b","effect":"NoSchedule"}]}`: "taints[0].effect: must be one of NoSchedule, PreferNoSchedule, NoExecute; taints[2]: repeats an earlier taint's key and effect",
-		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":999}`: "image_id: no such image",
+		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":999}`:               "image_id: no such image",
 		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"subnet_id":999}`: "subnet_id: no such subnet",
 	} {
 		r := stacktest.Do(t, http.MethodPost, s.PoolsURL(id), body, s.Bearer(1))
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if r.JSON(t, &e); r.Status != http.StatusBadRequest || e.Error.Code != "invalid_request" || e.Error.Message != want {
 			t.Errorf("%s = %d %s\nwant 400 invalid_request %q", body, r.Status, r.Body, want)
 		}

@@ -109,12 +109,14 @@ func TestWorkerCSRsAreSignedForItsOwnNamesOnce(t *testing.T) {
 	serving := csr(t, "system:node:"+name, []string{"system:nodes"}, []string{name}, ip)
 	for body, want := range map[string]string{
 		csrBody(t, csr(t, "system:node:cp-1.cluster-1.internal", []string{"system:nodes"}, nil), serving): `kubelet_client_csr: common name "system:node:cp-1.cluster-1.internal" is not this node's`,
-		csrBody(t, csr(t, "system:node:"+name, []string{"system:masters"}, nil), serving):                  `kubelet_client_csr: organization ["system:masters"] is not ["system:nodes"]`,
-		csrBody(t, client, csr(t, name, nil, []string{name}, ip, "10.250.0.9")):                            "kubelet_serving_csr: address 10.250.0.9 is not this node's",
-		csrBody(t, client, csr(t, name, nil, []string{"kubernetes.default"}, ip)):                          `kubelet_serving_csr: DNS name "kubernetes.default" is not this node's`,
+		csrBody(t, csr(t, "system:node:"+name, []string{"system:masters"}, nil), serving):                 `kubelet_client_csr: organization ["system:masters"] is not ["system:nodes"]`,
+		csrBody(t, client, csr(t, name, nil, []string{name}, ip, "10.250.0.9")):                           "kubelet_serving_csr: address 10.250.0.9 is not this node's",
+		csrBody(t, client, csr(t, name, nil, []string{"kubernetes.default"}, ip)):                         `kubelet_serving_csr: DNS name "kubernetes.default" is not this node's`,
 	} {
 		r := w.call(http.MethodPost, bundle.WorkerCSRPathTemplate, body)
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if r.JSON(t, &e); r.Status != http.StatusForbidden || e.Error.Code != "csr_not_allowed" || !strings.HasPrefix(e.Error.Message, want) {
 			t.Errorf("= %d %s, want 403 csr_not_allowed %q", r.Status, r.Body, want)
 		}
