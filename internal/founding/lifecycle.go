@@ -212,13 +212,17 @@ func keptReason(c *store.Cluster) string {
 }
 
 // busyOr answers a delete that could not take the cluster over: another
-// invocation drives its founding or deletion.
+// invocation drives its founding, its deletion or an operation of one of
+// its node pools.
 func busyOr(status string, err error) error {
 	if !errors.Is(err, store.ErrLeaseLost) {
 		return databaseError(err)
 	}
-	if status == store.StatusFounding {
+	switch status {
+	case store.StatusFounding:
 		return foundingInProgress()
+	case store.StatusActive: // no deletion began: a pool operation holds its lease
+		return apperr.NodePoolBusy.Detail("a node pool operation of the cluster is running; delete the cluster once it settles")
 	}
 	return apperr.DeletionInProgress.New()
 }
