@@ -1,9 +1,7 @@
 // Command get-bundle is the GetBundleFunction Lambda, k8sapi's VM-facing
 // function: GET /bootstrap/control-plane/{vm_id} (the bundle) and
 // POST /bootstrap/control-plane/{vm_id}/status (the VM's bootstrap phase) and
-// POST /bootstrap/control-plane/{vm_id}/renew (a ready node's certificates), and a
-// worker's: GET /bootstrap/worker/{vm_id} (what it needs to join) and
-// POST /bootstrap/worker/{vm_id}/csr (its own keys' certificates).
+// POST /bootstrap/control-plane/{vm_id}/renew (a ready node's certificates).
 package main
 
 import (
@@ -16,9 +14,9 @@ import (
 
 func main() {
 	wiring.Serve(api.GetBundleFunction, []string{"KMS_KEY_ID"}, func(app *wiring.App, srv *api.Server) error {
-		r, err := bundle.NewRenderer()
+		r, err := bundle.NewBundleRenderer()
 		nodes := app.NodeBootstrap(r)
-		srv.Bundles, srv.Renewals, srv.Workers = nodes, nodes, nodes
+		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Progress = &progress.Service{Store: app.Store}
 		srv.Limits = &vmlimit.Limiter{Factor: app.Config.VMCallBudgetFactor}
 		return err

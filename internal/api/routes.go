@@ -32,8 +32,6 @@ var (
 	fetchBudget  = vmlimit.Budget{Calls: 20, Per: 10 * time.Minute}
 	statusBudget = vmlimit.Budget{Calls: 60, Per: 10 * time.Minute}
 	renewBudget  = vmlimit.Budget{Calls: 12, Per: time.Hour}
-	// A worker signs once per window; a few retries of a lost answer.
-	csrBudget = vmlimit.Budget{Calls: 10, Per: 10 * time.Minute}
 )
 
 // Function is one Lambda function of template.yaml (Name, its logical id)
@@ -81,8 +79,6 @@ var (
 		{Method: http.MethodGet, Path: bundle.PathTemplate, handle: (*Server).getBundle, PerVM: fetchBudget, Audit: "bundle.fetch"},
 		{Method: http.MethodPost, Path: bundle.StatusPathTemplate, handle: (*Server).reportStatus, PerVM: statusBudget, Audit: "node.report_status"},
 		{Method: http.MethodPost, Path: bundle.RenewPathTemplate, handle: (*Server).renewCertificates, PerVM: renewBudget, Audit: "node.renew"},
-		{Method: http.MethodGet, Path: bundle.WorkerPathTemplate, handle: (*Server).getWorkerBundle, PerVM: fetchBudget},
-		{Method: http.MethodPost, Path: bundle.WorkerCSRPathTemplate, handle: (*Server).signWorkerCSRs, PerVM: csrBudget, Audit: "node.sign_csr"},
 	}}
 )
 

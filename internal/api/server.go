@@ -96,15 +96,6 @@ type Bundles interface {
 	Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error)
 }
 
-// WorkerBootstraps serves a worker what it needs to join and signs the
-// certificate requests of the keys it made.
-type WorkerBootstraps interface {
-	WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.WorkerBundle, error)
-	SignWorker(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.WorkerCSRRequest) (*nodebootstrap.WorkerCertificates, error)
-}
-
-var _ WorkerBootstraps = (*nodebootstrap.Service)(nil)
-
 // Renewals renews a ready node's certificates.
 type Renewals interface {
 	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.RenewalOutcome, error)
@@ -149,7 +140,6 @@ type Server struct {
 	Clusters Clusters
 	Pools    NodePools
 	Bundles  Bundles
-	Workers  WorkerBootstraps
 	Renewals Renewals
 	Progress Reporter
 	Nodes    NodeBootstraps

@@ -64,8 +64,6 @@ var (
 	NodeNotReady            = define("node_not_ready", KindConflict, "only a node that finished its bootstrap renews its certificates")
 	IdentityNotStored       = define("identity_not_stored", KindConflict, "k8sapi holds no certificate of this identity for this node; an operator may re-open its bootstrap")
 	ProofOfPossessionFailed = define("proof_of_possession_failed", KindForbidden, "a request is not signed with the key of the node's certificate")
-	CSRNotAllowed           = define("csr_not_allowed", KindForbidden, "a certificate request names what the platform does not say is this node's")
-	CSRAlreadySigned        = define("csr_already_signed", KindConflict, "this node's certificate requests were signed in its current bootstrap window; an operator may re-open it")
 	RenewalConflict         = define("renewal_conflict", KindConflict, "the node's certificates changed while this renewal ran; renew again")
 
 	// A function that failed, as the local gateway tells it.

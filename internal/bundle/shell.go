@@ -31,8 +31,7 @@ type VMRoute struct{ Name, Path string }
 
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
-	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
-		{"worker-bundle", WorkerPathTemplate}, {"worker-csr", WorkerCSRPathTemplate}}
+	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

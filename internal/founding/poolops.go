@@ -47,32 +47,41 @@ func (op *poolOperation) vms(s *Service) vmSet {
 // poolSteps is the order of every pool operation (create, scale, delete,
 // an undo), the truth both drivers follow: the workers that stay get their
 // VMs and addresses, the retiring ones lose their VMs and rows, and the
-// pool settles.
-var poolSteps = append([]step[*poolOperation]{
-	{"VMs", func(s *Service, ctx context.Context, op *poolOperation, d time.Time) error {
-		return s.ensureVMs(ctx, op.vms(s), d)
-	}},
-	{"addresses", func(s *Service, ctx context.Context, op *poolOperation, d time.Time) error {
-		return s.ensureAddresses(ctx, op.vms(s), d)
-	}},
-}, poolRemovalSteps...)
-
-// poolRemovalSteps end every pool operation, and are all an undo runs.
-var poolRemovalSteps = []step[*poolOperation]{
-	{"retirement", (*Service).retireWorkers},
-	{"settling", (*Service).settlePool},
+// pool settles. (Functions, not package variables: a table built at init
+// would link the pool operation into every binary that imports founding's
+// types, the bundle function's too.)
+func poolSteps() []step[*poolOperation] {
+	return append([]step[*poolOperation]{
+		{"VMs", func(s *Service, ctx context.Context, op *poolOperation, d time.Time) error {
+			return s.ensureVMs(ctx, op.vms(s), d)
+		}},
+		{"addresses", func(s *Service, ctx context.Context, op *poolOperation, d time.Time) error {
+			return s.ensureAddresses(ctx, op.vms(s), d)
+		}},
+	}, poolRemovalSteps()...)
 }
 
-// poolSettlesAs is the state each operation's pool ends in.
-var poolSettlesAs = map[string]string{
-	store.PoolCreating: store.PoolActive,
-	store.PoolScaling:  store.PoolActive,
-	store.PoolDeleting: store.PoolDeleted,
-	store.PoolFailing:  store.PoolFailed,
+// poolRemovalSteps end every pool operation, and are all an undo runs.
+func poolRemovalSteps() []step[*poolOperation] {
+	return []step[*poolOperation]{
+		{"retirement", (*Service).retireWorkers},
+		{"settling", (*Service).settlePool},
+	}
+}
+
+// poolSettlesAs is the state an operation of state's kind ends in.
+func poolSettlesAs(state string) string {
+	switch state {
+	case store.PoolDeleting:
+		return store.PoolDeleted
+	case store.PoolFailing:
+		return store.PoolFailed
+	}
+	return store.PoolActive // creating, scaling
 }
 
 func (s *Service) advancePool(ctx context.Context, op *poolOperation, deadline time.Time) error {
-	return runSteps(s, ctx, "node pool", poolSteps, op, deadline)
+	return runSteps(s, ctx, "node pool", poolSteps(), op, deadline)
 }
 
 // retireWorkers deletes the VM of every retiring worker (one whose create
@@ -102,7 +111,7 @@ func (s *Service) retireWorkers(ctx context.Context, op *poolOperation, deadline
 
 // settlePool ends the operation in the state its kind settles as.
 func (s *Service) settlePool(ctx context.Context, op *poolOperation, _ time.Time) error {
-	to := poolSettlesAs[op.pool.State]
+	to := poolSettlesAs(op.pool.State)
 	if err := recorded(s.Store.SettlePool(ctx, op.pool.ID, op.lease.Owner, to, op.pool.StateReason, nil)); err != nil {
 		return err
 	}
@@ -147,7 +156,7 @@ func (s *Service) turnBack(ctx context.Context, op *poolOperation, cause error) 
 		if err = s.Store.MovePool(ctx, op.pool.ID, op.lease.Owner, move); err == nil {
 			op.pool.State, op.pool.StateReason = move.State, move.Reason
 			op.retireOrdinals(move.Retire)
-			err = runSteps(s, ctx, "undoing node pool", poolRemovalSteps, op, s.now().Add(cleanupTimeout))
+			err = runSteps(s, ctx, "undoing node pool", poolRemovalSteps(), op, s.now().Add(cleanupTimeout))
 		}
 	}
 	if err != nil {

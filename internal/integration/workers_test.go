@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,12 +10,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -36,12 +37,26 @@ func newWorker(t *testing.T) *worker {
 	return &worker{node: n, imds: imds, access: access, s: s, clusterID: id, vmID: n.VMID}
 }
 
-// call is the worker's call of one of its routes, with its proofs.
-func (w *worker) call(method, route, body string) stacktest.Response {
-	path := strings.Replace(route, "{vm_id}", itoa(w.vmID), 1)
-	return stacktest.Do(w.s.t, method, w.s.api.URL+path, body, map[string]string{
-		"X-exc-imds-token": w.imds, "Authorization": "Bearer " + w.access,
-	})
+// proved is the worker's VM as the bundle function's four proofs judge
+// its credentials (the worker's routes are not served yet: the use case
+// is called with what they would pass it).
+func (w *worker) proved() auth.BootstrapVM {
+	w.s.t.Helper()
+	vm, _, err := w.s.servers["GetBundleFunction"].Auth.ProveVM(context.Background(), w.vmID, w.imds, "Bearer "+w.access, nil)
+	if err != nil {
+		w.s.t.Fatalf("proofs of vm %d: %v", w.vmID, err)
+	}
+	return vm
+}
+
+// refusal is err's code and message, failing the test unless it is one.
+func refusal(t *testing.T, err error) (string, string) {
+	t.Helper()
+	e, ok := apperr.As(err)
+	if !ok {
+		t.Fatalf("not a refusal: %v", err)
+	}
+	return e.Code.String(), e.Message
 }
 
 // A worker's bundle is facts and a CA certificate: no private key, no
@@ -49,17 +64,16 @@ func (w *worker) call(method, route, body string) stacktest.Response {
 // where to send its certificate requests.
 func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 	w := newWorker(t)
-	r := w.call(http.MethodGet, bundle.WorkerPathTemplate, "")
-	if r.Status != http.StatusOK {
-		t.Fatalf("worker bundle = %d %s", r.Status, r.Body)
+	b, err := w.s.workers.WorkerBundle(context.Background(), w.proved())
+	if err != nil {
+		t.Fatal(err)
 	}
+	doc, _ := json.Marshal(b)
 	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key"} {
-		if strings.Contains(string(r.Body), secret) {
+		if strings.Contains(string(doc), secret) {
 			t.Errorf("the worker bundle holds %q", secret)
 		}
 	}
-	var b nodebootstrap.WorkerBundle
-	r.JSON(t, &b)
 	if b.NodeName != w.node.Name || b.NodePool != "workers" || b.Labels["tier"] != "web" || len(b.Taints) != 1 ||
 		!strings.HasPrefix(b.CACert, "-----BEGIN CERTIFICATE-----") || b.CSRPath != "/bootstrap/worker/"+itoa(w.vmID)+"/csr" {
 		t.Errorf("worker bundle %+v", b)
@@ -68,8 +82,10 @@ func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 	cp := w.s.Found(1, stacktest.OneNode).ControlPlaneVMIDs[0]
 	imds, access := w.s.VMCredentials(cp)
 	other := &worker{s: w.s, vmID: cp, imds: imds, access: access}
-	if r := other.call(http.MethodGet, bundle.WorkerPathTemplate, ""); r.Status != http.StatusNotFound {
-		t.Errorf("a control-plane VM's worker bundle = %d, want 404", r.Status)
+	if _, err := w.s.workers.WorkerBundle(context.Background(), other.proved()); err == nil {
+		t.Error("a control-plane VM was served a worker bundle")
+	} else if code, _ := refusal(t, err); code != "not_found" {
+		t.Errorf("a control-plane VM's worker bundle: %s, want not_found", code)
 	}
 }
 
@@ -91,12 +107,8 @@ func csr(t *testing.T, cn string, orgs, dns []string, ips ...string) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
 }
 
-func csrBody(t *testing.T, client, serving string) string {
-	b, err := json.Marshal(nodebootstrap.WorkerCSRRequest{KubeletClient: client, KubeletServing: serving})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+func csrBody(_ *testing.T, client, serving string) nodebootstrap.WorkerCSRRequest {
+	return nodebootstrap.WorkerCSRRequest{KubeletClient: client, KubeletServing: serving}
 }
 
 // k8sapi signs a worker's requests only for the names and addresses the
@@ -107,30 +119,31 @@ func TestWorkerCSRsAreSignedForItsOwnNamesOnce(t *testing.T) {
 	name, ip := w.node.Name, w.node.IPv4
 	client := csr(t, "system:node:"+name, []string{"system:nodes"}, nil)
 	serving := csr(t, "system:node:"+name, []string{"system:nodes"}, []string{name}, ip)
-	for body, want := range map[string]string{
+	for body, want := range map[nodebootstrap.WorkerCSRRequest]string{
 		csrBody(t, csr(t, "system:node:cp-1.cluster-1.internal", []string{"system:nodes"}, nil), serving): `kubelet_client_csr: common name "system:node:cp-1.cluster-1.internal" is not this node's`,
 		csrBody(t, csr(t, "system:node:"+name, []string{"system:masters"}, nil), serving):                 `kubelet_client_csr: organization ["system:masters"] is not ["system:nodes"]`,
 		csrBody(t, client, csr(t, name, nil, []string{name}, ip, "10.250.0.9")):                           "kubelet_serving_csr: address 10.250.0.9 is not this node's",
 		csrBody(t, client, csr(t, name, nil, []string{"kubernetes.default"}, ip)):                         `kubelet_serving_csr: DNS name "kubernetes.default" is not this node's`,
 	} {
-		r := w.call(http.MethodPost, bundle.WorkerCSRPathTemplate, body)
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		if r.JSON(t, &e); r.Status != http.StatusForbidden || e.Error.Code != "csr_not_allowed" || !strings.HasPrefix(e.Error.Message, want) {
-			t.Errorf("= %d %s, want 403 csr_not_allowed %q", r.Status, r.Body, want)
+		_, err := w.s.workers.SignWorker(context.Background(), w.proved(), body)
+		if code, msg := refusal(t, err); code != "forbidden" || !strings.HasPrefix(msg, want) {
+			t.Errorf("= %s %q, want 403 forbidden %q", code, msg, want)
 		}
 	}
-	r := w.call(http.MethodPost, bundle.WorkerCSRPathTemplate, csrBody(t, client, serving))
-	if r.Status != http.StatusOK || strings.Contains(string(r.Body), "PRIVATE KEY") {
-		t.Fatalf("signing its own requests = %d %s, want 200 and no key", r.Status, r.Body)
+	certs, err := w.s.workers.SignWorker(context.Background(), w.proved(), csrBody(t, client, serving))
+	if err != nil {
+		t.Fatalf("signing its own requests: %v", err)
 	}
-	var certs nodebootstrap.WorkerCertificates
-	r.JSON(t, &certs)
-	assertWorkerCerts(t, certs, name, ip)
-	again := w.call(http.MethodPost, bundle.WorkerCSRPathTemplate, csrBody(t, client, serving))
-	if again.Status != http.StatusConflict || again.ErrorCode(t) != "csr_already_signed" {
-		t.Errorf("a second signing in the window = %d %s, want 409 csr_already_signed", again.Status, again.Body)
+	if doc, _ := json.Marshal(certs); strings.Contains(string(doc), "PRIVATE KEY") {
+		t.Fatal("the answer holds a private key")
+	}
+	assertWorkerCerts(t, *certs, name, ip)
+	_, err = w.s.workers.SignWorker(context.Background(), w.proved(), csrBody(t, client, serving))
+	if err == nil {
+		t.Fatal("a second signing in the window was answered")
+	}
+	if code, _ := refusal(t, err); code != "bootstrap_closed" {
+		t.Errorf("a second signing in the window: %s, want 409 bootstrap_closed", code)
 	}
 }
 

@@ -51,7 +51,6 @@ var _ Topologies = (*store.Store)(nil)
 type Service struct {
 	Store    Topologies
 	Renewer  Renewer
-	Workers  Workers // a worker's certificate requests (worker.go)
 	Envelope *envelope.Envelope
 	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,

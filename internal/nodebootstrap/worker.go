@@ -31,7 +31,16 @@ import (
 // once per bootstrap window: a second request in the same window is
 // refused, so a stolen IMDS session cannot mint a second identity.
 
-// Workers is the part of the store a worker's certificate requests use.
+// WorkerService is a worker's bootstrap: its bundle and its certificate
+// requests, over the bundle service's window, issuer and keys. A type of
+// its own, so a function that does not serve the worker's routes links
+// none of it.
+type WorkerService struct {
+	*Service
+	Workers Workers
+}
+
+// Workers is the part of the store a worker's bootstrap uses.
 type Workers interface {
 	WorkerForVM(ctx context.Context, vmID int64) (store.Topology, error)
 	RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error)
@@ -74,7 +83,7 @@ func (r WorkerCSRRequest) csrs() []workerCSR {
 
 // SignWorker signs a worker's certificate requests, once per bootstrap
 // window: bad or foreign requests are refused before anything is opened.
-func (s *Service) SignWorker(ctx context.Context, vm auth.BootstrapVM, req WorkerCSRRequest) (*WorkerCertificates, error) {
+func (s *WorkerService) SignWorker(ctx context.Context, vm auth.BootstrapVM, req WorkerCSRRequest) (*WorkerCertificates, error) {
 	t, err := loadTarget(ctx, vm, s.Workers.WorkerForVM, "worker")
 	if err != nil {
 		return nil, err
@@ -113,7 +122,7 @@ func checkWorkerCSRs(req WorkerCSRRequest, subject pki.Subject) (map[pki.Name]cr
 			return nil, apperr.InvalidRequest.Detailf("%s: %v", c.field, err)
 		}
 		if why := foreignName(csr, c.name, subject); why != "" {
-			return nil, apperr.CSRNotAllowed.Detailf("%s: %s", c.field, why)
+			return nil, apperr.Forbidden.Detailf("%s: %s", c.field, why)
 		}
 		keys[c.name] = csr.PublicKey
 	}
@@ -158,7 +167,7 @@ func foreignName(csr *x509.CertificateRequest, name pki.Name, subject pki.Subjec
 
 // signWorker opens the cluster CA alone and issues each certificate from
 // its cert table row over the worker's own key.
-func (s *Service) signWorker(ctx context.Context, t *target, subject pki.Subject, keys map[pki.Name]crypto.PublicKey) (*WorkerCertificates, error) {
+func (s *WorkerService) signWorker(ctx context.Context, t *target, subject pki.Subject, keys map[pki.Name]crypto.PublicKey) (*WorkerCertificates, error) {
 	trust, err := keyring.OpenCA(ctx, s.Envelope, t.row, pki.ClusterCA)
 	if err != nil {
 		return nil, s.openError(ctx, t, err)
@@ -178,13 +187,14 @@ func (s *Service) signWorker(ctx context.Context, t *target, subject pki.Subject
 // recordSigned records this window's signing before the certificates are
 // answered: a second request of the window is refused (409), a signing
 // that cannot be recorded is not answered (503).
-func (s *Service) recordSigned(ctx context.Context, t *target) error {
+func (s *WorkerService) recordSigned(ctx context.Context, t *target) error {
 	first, err := s.Workers.RecordWorkerSigned(ctx, t.self.VMID, t.self.BootstrapOpenedAt)
 	if err != nil {
 		return databaseError(err)
 	}
 	if !first {
-		return apperr.CSRAlreadySigned.New()
+		return apperr.BootstrapClosed.Detail("this worker's certificate requests were signed in its current bootstrap window; " +
+			"an operator may re-open it with POST /clusters/{id}/nodes/{vm_id}/rebootstrap")
 	}
 	return nil
 }
@@ -219,7 +229,7 @@ type WorkerBundle struct {
 
 // WorkerBundle is vm's worker bundle, while its bootstrap window is open;
 // each fetch past the proofs is recorded, served or refused.
-func (s *Service) WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (*WorkerBundle, error) {
+func (s *WorkerService) WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (*WorkerBundle, error) {
 	t, err := loadTarget(ctx, vm, s.Workers.WorkerForVM, "worker")
 	if err != nil {
 		return nil, err

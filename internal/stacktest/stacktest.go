@@ -86,6 +86,10 @@ type Stack struct {
 	Clusters   *founding.Service      // ClustersFunction's list, read and delete
 	Reconciler *founding.Service      // ReconcilerFunction's, for founding.Reconciler
 	Bundles    *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
+	// Workers is a worker's bootstrap (its bundle, its certificate
+	// requests) over GetBundleFunction's store: a use case no route serves
+	// yet (docs/NODE-POOLS.md).
+	Workers *nodebootstrap.WorkerService
 	// Servers are each route function's server, by logical id.
 	Servers map[string]*api.Server
 	// Handler serves the routes of every function the stack has use cases
@@ -146,6 +150,7 @@ func New(cfg Config) (*Stack, error) {
 		cfg.Leaves = pki.DefaultLeafSchedule()
 	}
 	st.Bundles = bundles(cfg, stores["GetBundleFunction"], renderer)
+	st.Workers = &nodebootstrap.WorkerService{Service: st.Bundles, Workers: stores["GetBundleFunction"]}
 	st.Servers = st.servers(cfg, stores)
 	st.Handler = st.mux()
 	return st, nil
@@ -180,7 +185,7 @@ func bundles(cfg Config, st *store.Store, r *bundle.Renderer) *nodebootstrap.Ser
 	if cfg.WrapTopologies != nil {
 		topologies = cfg.WrapTopologies(st)
 	}
-	return &nodebootstrap.Service{Store: topologies, Renewer: st, Workers: st, Envelope: cfg.Envelope, Renderer: r,
+	return &nodebootstrap.Service{Store: topologies, Renewer: st, Envelope: cfg.Envelope, Renderer: r,
 		Artifacts: artifactsOf(cfg), Leaves: cfg.Leaves, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
 }
 
@@ -196,7 +201,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
 	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
-	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Bundles
+	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
 	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}
 	return map[string]*api.Server{"CreateClusterFunction": create, "ClustersFunction": clusters, "GetBundleFunction": vm}

@@ -154,7 +154,7 @@ func (a *App) Founding(r *bundle.Renderer) *founding.Service {
 
 // NodeBootstrap returns the bundle use case.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Workers: a.Store, Envelope: a.Envelope(), Renderer: r,
+	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, Envelope: a.Envelope(), Renderer: r,
 		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
 }
 

@@ -221,8 +221,6 @@ k8sapi_path() {
     bundle) path='/bootstrap/control-plane/{vm_id}' ;;
     status) path='/bootstrap/control-plane/{vm_id}/status' ;;
     renew) path='/bootstrap/control-plane/{vm_id}/renew' ;;
-    worker-bundle) path='/bootstrap/worker/{vm_id}' ;;
-    worker-csr) path='/bootstrap/worker/{vm_id}/csr' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"
