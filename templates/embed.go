@@ -5,9 +5,11 @@ package templates
 
 import "embed"
 
-// FS is every template of the bundle.
+// FS is every template of the bundle: what a node fetches. The userdata
+// shim, which a founding hands out (Founding), is not one of them, so the
+// bundle function does not carry it.
 //
-//go:embed *.sh *.yaml *.env *.service *.timer *.conflist *.sha256 kubeconfig
+//go:embed exk8s-*.sh *.yaml *.env *.service *.timer *.conflist *.sha256 kubeconfig
 var FS embed.FS
 
 // Founding is what a founding hands out before any bundle exists: the VM

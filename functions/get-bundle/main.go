@@ -17,7 +17,7 @@ import (
 
 func main() {
 	wiring.Serve(api.GetBundleFunction, []string{"KMS_KEY_ID", "ETCD_SNAPSHOT_BUCKET"}, func(app *wiring.App, srv *api.Server) error {
-		r, err := bundle.NewRenderer()
+		r, err := bundle.NewBundleRenderer()
 		nodes := app.NodeBootstrap(r)
 		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Progress = &progress.Service{Store: app.Store}

@@ -21,9 +21,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteOperator(r, org)
-	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	if len(key) > maxIdempotencyKeyLen {
-		s.writeError(w, r, apperr.InvalidHeader.Detail("Idempotency-Key: must be at most 255 characters"))
+	key, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	var req founding.Request
@@ -52,6 +52,15 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, http.StatusCreated, res)
+}
+
+// idempotencyKey is the request's Idempotency-Key header ("" when absent).
+func idempotencyKey(r *http.Request) (string, error) {
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if len(key) > maxIdempotencyKeyLen {
+		return "", apperr.InvalidHeader.Detail("Idempotency-Key: must be at most 255 characters")
+	}
+	return key, nil
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {

@@ -72,6 +72,12 @@ var (
 		{Method: http.MethodGet, Path: "/clusters/{id}/events", handle: (*Server).listEvents},
 		{Method: http.MethodPost, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).takeEtcdSnapshot, Audit: "etcd_snapshot.take"},
 		{Method: http.MethodGet, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).listEtcdSnapshots},
+		// Node pools create and delete VMs and open no key: this function's.
+		{Method: http.MethodPost, Path: "/clusters/{id}/node-pools", handle: (*Server).createNodePool, Audit: "node_pool.create"},
+		{Method: http.MethodGet, Path: "/clusters/{id}/node-pools", handle: (*Server).listNodePools},
+		{Method: http.MethodGet, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).getNodePool},
+		{Method: http.MethodPatch, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).scaleNodePool, Audit: "node_pool.scale"},
+		{Method: http.MethodDelete, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).deleteNodePool, Audit: "node_pool.delete"},
 	}}
 	// A bundle fetch changes state too: the window's first issues the
 	// node's identities and records bundle_fetched.

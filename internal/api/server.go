@@ -54,6 +54,17 @@ type KubeconfigIssuer interface {
 	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req founding.KubeconfigRequest) (*founding.IssuedKubeconfig, error)
 }
 
+// NodePools adds, lists, scales and removes a cluster's worker pools.
+type NodePools interface {
+	CreatePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, req founding.PoolRequest, idempotencyKey string) (founding.PoolResult, error)
+	Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]founding.PoolView, error)
+	Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (founding.PoolView, error)
+	ScalePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string, req founding.ScaleRequest) (founding.PoolResult, error)
+	DeletePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string) (founding.PoolResult, error)
+}
+
+var _ NodePools = (*founding.Service)(nil)
+
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
 	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error)
@@ -127,6 +138,7 @@ type Server struct {
 	Auth     Authenticator
 	Founder  Founder
 	Clusters Clusters
+	Pools    NodePools
 	Bundles  Bundles
 	Renewals Renewals
 	Progress Reporter

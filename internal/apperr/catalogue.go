@@ -52,6 +52,10 @@ var (
 	DeletionInProgress   = define("deletion_in_progress", KindConflict, "the cluster is being deleted; poll GET /clusters/{id}")
 	ArtifactsNotPinned   = define("artifacts_not_pinned", KindUnprocessable, "the artifact manifest pins no SHA-256 for some artifacts; nothing was created")
 
+	// A cluster's node pools.
+	NodePoolExists = define("node_pool_exists", KindConflict, "the cluster already has a node pool of this name")
+	NodePoolBusy   = define("node_pool_busy", KindConflict, "the node pool's operation is still running; poll the pool and try again")
+
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
 	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")

@@ -58,6 +58,14 @@ func (b *Bundle) File(path string) (File, bool) {
 // path syntax: internal/api routes it, founding tells the operator.
 const PathTemplate = "/bootstrap/control-plane/{vm_id}"
 
+// WorkerPathTemplate is the route a worker fetches what it needs to join
+// from (no private key: its keys are born on it), and WorkerCSRPathTemplate
+// the one it sends its certificate requests to.
+const (
+	WorkerPathTemplate    = "/bootstrap/worker/{vm_id}"
+	WorkerCSRPathTemplate = WorkerPathTemplate + "/csr"
+)
+
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
 // metadata fields, then every file's content and mode keyed by absolute path.
 // encoding/json sorts map keys, so the output is deterministic.
@@ -124,18 +132,26 @@ func jsonEncode(v any) (string, error) {
 }
 
 // NewRenderer parses every embedded template once.
-func NewRenderer() (*Renderer, error) { return parseRenderer(templates.FS) }
+func NewRenderer() (*Renderer, error) { return parseRenderer(templates.FS, templates.Founding) }
+
+// NewBundleRenderer parses only the bundle's templates (templates.FS): it
+// renders bundles and kubeconfigs, never the userdata shim, which keeps the
+// shim out of the bundle function's binary (held to 12 MiB).
+func NewBundleRenderer() (*Renderer, error) { return parseRenderer(templates.FS) }
 
 // NewFoundingRenderer parses only what a founding hands out (templates.
 // Founding): it renders Userdata and Kubeconfig, never a bundle, and keeps
 // the node templates out of the binaries that only found clusters.
 func NewFoundingRenderer() (*Renderer, error) { return parseRenderer(templates.Founding) }
 
-func parseRenderer(fsys fs.FS) (*Renderer, error) {
+func parseRenderer(fsyss ...fs.FS) (*Renderer, error) {
 	fm := funcs()
-	t, err := template.New("bundle").Funcs(fm).ParseFS(fsys, "*")
-	if err != nil {
-		return nil, fmt.Errorf("parsing bundle templates: %w", err)
+	t := template.New("bundle").Funcs(fm)
+	var err error
+	for _, fsys := range fsyss {
+		if t, err = t.ParseFS(fsys, "*"); err != nil {
+			return nil, fmt.Errorf("parsing bundle templates: %w", err)
+		}
 	}
 	return &Renderer{tmpl: t, set: textexec.New(t, fm)}, nil
 }

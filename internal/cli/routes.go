@@ -102,3 +102,49 @@ func (c *Client) EtcdSnapshots(ctx context.Context, id int64) ([]EtcdSnapshot, *
 	res, err := c.getJSON(ctx, clusterPath(id)+"/etcd-snapshots", &l)
 	return l.Snapshots, res, err
 }
+
+func poolsPath(id int64, name ...string) string {
+	p := clusterPath(id) + "/node-pools"
+	for _, n := range name {
+		p += "/" + url.PathEscape(n)
+	}
+	return p
+}
+
+// CreatePool adds a worker pool to a cluster.
+func (c *Client) CreatePool(ctx context.Context, id int64, body map[string]any, idempotencyKey string) (NodePool, *response, error) {
+	var p NodePool
+	res, err := c.call(ctx, request{Method: http.MethodPost, Path: poolsPath(id), Body: body,
+		Headers: map[string]string{"Idempotency-Key": idempotencyKey}}, &p)
+	return p, res, err
+}
+
+// ListPools reads a cluster's pools.
+func (c *Client) ListPools(ctx context.Context, id int64) ([]NodePool, *response, error) {
+	var l struct {
+		NodePools []NodePool `json:"node_pools"`
+	}
+	res, err := c.getJSON(ctx, poolsPath(id), &l)
+	return l.NodePools, res, err
+}
+
+// GetPool reads one pool.
+func (c *Client) GetPool(ctx context.Context, id int64, name string) (NodePool, *response, error) {
+	var p NodePool
+	res, err := c.getJSON(ctx, poolsPath(id, name), &p)
+	return p, res, err
+}
+
+// ScalePool changes a pool's count.
+func (c *Client) ScalePool(ctx context.Context, id int64, name string, count int) (NodePool, *response, error) {
+	var p NodePool
+	res, err := c.call(ctx, request{Method: http.MethodPatch, Path: poolsPath(id, name), Body: map[string]int{"count": count}}, &p)
+	return p, res, err
+}
+
+// DeletePool removes a pool and its workers.
+func (c *Client) DeletePool(ctx context.Context, id int64, name string) (NodePool, *response, error) {
+	var p NodePool
+	res, err := c.call(ctx, request{Method: http.MethodDelete, Path: poolsPath(id, name)}, &p)
+	return p, res, err
+}

@@ -160,3 +160,32 @@ type EtcdSnapshot struct {
 	RequestedAt time.Time  `json:"requested_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 }
+
+// NodePool is a NodePool: a cluster's worker pool with its workers.
+type NodePool struct {
+	Name         string            `json:"name"`
+	Count        int               `json:"count"`
+	InstanceType string            `json:"instance_type"`
+	ImageID      int64             `json:"image_id"`
+	SubnetID     int64             `json:"subnet_id"`
+	Labels       map[string]string `json:"labels"`
+	Taints       []Taint           `json:"taints"`
+	State        string            `json:"state"`
+	StateReason  string            `json:"state_reason,omitempty"`
+	Nodes        []Worker          `json:"nodes"`
+	CreatedAt    time.Time         `json:"created_at"`
+}
+
+// Taint is one taint of a pool's Nodes.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Worker is a WorkerView: a worker VM of a pool.
+type Worker struct {
+	Node
+	Phase    string `json:"phase"`
+	Retiring bool   `json:"retiring"`
+}

@@ -132,7 +132,7 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	}
 	// Reads, no side effect: a bad subnet, image or instance type is bad
 	// input, and nothing is written for it.
-	if err := s.checkPlatformRefs(ctx, spec); err != nil {
+	if err := s.checkPlatformRefs(ctx, refsOf(spec)); err != nil {
 		return nil, err
 	}
 	op, err := s.begin(ctx, org.OrgID, spec, idempotencyKey, ownKey, artifacts)
@@ -217,11 +217,7 @@ func (s *Service) newLease(d, def time.Duration) store.Lease {
 // reconciler finishes it) or it fails (undone now, or by the reconciler if
 // even that fails).
 func (s *Service) drive(ctx context.Context, org auth.Principal, op *operation) (*Result, error) {
-	deadline := s.now().Add(orDefault(s.Settings.AnswerWithin, DefaultAnswerWithin))
-	if d, ok := ctx.Deadline(); ok && d.Add(-5*time.Second).Before(deadline) {
-		deadline = d.Add(-5 * time.Second)
-	}
-	err := s.advance(ctx, op, deadline)
+	err := s.advance(ctx, op, s.answerDeadline(ctx))
 	switch {
 	case err == nil:
 		// The cluster is active: a kubeconfig that cannot be issued (or
@@ -231,7 +227,7 @@ func (s *Service) drive(ctx context.Context, org auth.Principal, op *operation) 
 		if err != nil {
 			return nil, err
 		}
-		return resultOf(viewOf(op.cluster, op.nodes), op.nodes, admin.Kubeconfig), nil
+		return resultOf(viewOf(op.cluster, store.Members{Nodes: op.nodes}), op.nodes, admin.Kubeconfig), nil
 	case errors.Is(err, errOutOfTime):
 		return s.handOver(ctx, op)
 	case errors.Is(err, store.ErrLeaseLost):
@@ -239,6 +235,21 @@ func (s *Service) drive(ctx context.Context, org auth.Principal, op *operation) 
 	}
 	s.undo(ctx, op, reasonOf(err))
 	return nil, err
+}
+
+// answerDeadline is when a request stops driving its operation and
+// answers: after Settings.AnswerWithin, or 5 s before the request's own
+// deadline if that comes first.
+func (s *Service) answerDeadline(ctx context.Context) time.Time {
+	return within(ctx, s.now().Add(orDefault(s.Settings.AnswerWithin, DefaultAnswerWithin)), 5*time.Second)
+}
+
+// within is deadline, or margin before ctx's deadline if that comes first.
+func within(ctx context.Context, deadline time.Time, margin time.Duration) time.Time {
+	if d, ok := ctx.Deadline(); ok && d.Add(-margin).Before(deadline) {
+		return d.Add(-margin)
+	}
+	return deadline
 }
 
 // handOver lets go of a founding that ran out of the request's time, so the
@@ -250,7 +261,7 @@ func (s *Service) handOver(ctx context.Context, op *operation) (*Result, error) 
 		// The lease runs out by itself; the reconciler takes over then.
 		s.logger().WarnContext(ctx, "releasing a founding failed", "cluster_id", op.cluster.ID, "cause", err.Error())
 	}
-	view := viewOf(op.cluster, op.nodes)
+	view := viewOf(op.cluster, store.Members{Nodes: op.nodes})
 	return &Result{ClusterID: op.cluster.ID, Accepted: &view, Key: *op.cluster.IdempotencyKey}, nil
 }
 

@@ -51,7 +51,8 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	if err != nil {
 		return nil, err
 	}
-	res := resultOf(viewOf(c, nodes), nodes, admin.Kubeconfig)
+	nodes = controlPlaneOf(nodes)
+	res := resultOf(viewOf(c, store.Members{Nodes: nodes}), nodes, admin.Kubeconfig)
 	res.Replayed = true
 	return res, nil
 }
@@ -107,50 +108,57 @@ func (s *Service) List(ctx context.Context, org auth.Principal, q ListQuery) (Cl
 	return page, err
 }
 
-// views are the clusters with their nodes, read in one query.
+// views are the clusters with their nodes and pools, read in one round trip.
 func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]ClusterView, error) {
 	ids := make([]int64, len(cs))
 	for i, c := range cs {
 		ids[i] = c.ID
 	}
-	nodes, err := s.Store.NodesOfClusters(ctx, ids)
+	m, err := s.Store.MembersOf(ctx, ids)
 	if err != nil {
 		return nil, databaseError(err)
 	}
-	byCluster := map[int64][]store.Node{}
-	for _, n := range nodes {
-		byCluster[n.ClusterID] = append(byCluster[n.ClusterID], n)
+	byCluster := map[int64]*store.Members{}
+	for _, id := range ids {
+		byCluster[id] = &store.Members{}
+	}
+	for _, n := range m.Nodes {
+		byCluster[n.ClusterID].Nodes = append(byCluster[n.ClusterID].Nodes, n)
+	}
+	for _, p := range m.Pools {
+		byCluster[p.ClusterID].Pools = append(byCluster[p.ClusterID].Pools, p)
 	}
 	views := make([]ClusterView, 0, len(cs))
 	for _, c := range cs {
-		views = append(views, viewOf(c, byCluster[c.ID]))
+		views = append(views, viewOf(c, *byCluster[c.ID]))
 	}
 	return views, nil
 }
 
 // Get returns one of org's clusters; another org's is not found.
 func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (ClusterView, error) {
-	c, nodes, err := s.load(ctx, org, id)
+	c, m, err := s.load(ctx, org, id)
 	if err != nil {
 		return ClusterView{}, err
 	}
-	return viewOf(c, nodes), nil
+	return viewOf(c, m), nil
 }
 
-// load reads one of org's clusters and its nodes.
-func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store.Cluster, []store.Node, error) {
+// load reads one of org's clusters, its nodes (workers too) and its live
+// pools.
+func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store.Cluster, store.Members, error) {
 	c, err := s.Store.Cluster(ctx, org.OrgID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return c, nil, apperr.NotFound.Detail("no such cluster")
+		return c, store.Members{}, apperr.NotFound.Detail("no such cluster")
 	}
 	if err != nil {
-		return c, nil, databaseError(err)
+		return c, store.Members{}, databaseError(err)
 	}
-	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
+	m, err := s.Store.MembersOf(ctx, []int64{c.ID})
 	if err != nil {
-		return c, nil, databaseError(err)
+		return c, m, databaseError(err)
 	}
-	return c, nodes, nil
+	return c, m, nil
 }
 
 // Delete removes the cluster's VMs, its security group (if founding made
@@ -160,19 +168,19 @@ func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store
 // cluster returns it unchanged. A cluster being founded cannot be deleted
 // until its founding ends.
 func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (ClusterView, error) {
-	c, nodes, err := s.load(ctx, org, id)
+	c, m, err := s.load(ctx, org, id)
 	if err != nil {
 		return ClusterView{}, err
 	}
 	if c.Status == store.StatusDeleted {
-		return viewOf(c, nodes), nil
+		return viewOf(c, m), nil
 	}
 	lease := s.newLease(s.Settings.Lease, DefaultLease)
 	if err := s.Store.BeginDeleting(ctx, org.OrgID, id, lease, s.now()); err != nil {
 		return ClusterView{}, busyOr(c.Status, err)
 	}
 	ctx = platformauth.WithToken(ctx, bearer)
-	if err := s.finishDeleting(ctx, &c, nodes, lease.Owner); err != nil {
+	if err := s.finishDeleting(ctx, &c, m.Nodes, lease.Owner); err != nil {
 		return ClusterView{}, err
 	}
 	return s.Get(ctx, org, id)
@@ -204,13 +212,17 @@ func keptReason(c *store.Cluster) string {
 }
 
 // busyOr answers a delete that could not take the cluster over: another
-// invocation drives its founding or deletion.
+// invocation drives its founding, its deletion or an operation of one of
+// its node pools.
 func busyOr(status string, err error) error {
 	if !errors.Is(err, store.ErrLeaseLost) {
 		return databaseError(err)
 	}
-	if status == store.StatusFounding {
+	switch status {
+	case store.StatusFounding:
 		return foundingInProgress()
+	case store.StatusActive: // no deletion began: a pool operation holds its lease
+		return apperr.NodePoolBusy.Detail("a node pool operation of the cluster is running; delete the cluster once it settles")
 	}
 	return apperr.DeletionInProgress.New()
 }

@@ -33,20 +33,36 @@ type operation struct {
 // everything done so far is recorded, so another driver carries on.
 var errOutOfTime = errors.New("out of time to drive the founding")
 
-// foundingStep is one step of a founding. Every step is idempotent over the
-// recorded state: it does only what is not recorded yet, and a remote create
-// repeated after a lost answer carries the same idempotency token, so the
-// platform answers the object the first attempt made.
-type foundingStep struct {
+// step is one step of an operation (a founding's, a pool's). Every step is
+// idempotent over the recorded state: it does only what is not recorded
+// yet, and a remote create repeated after a lost answer carries the same
+// idempotency token, so the platform answers the object the first attempt
+// made.
+type step[O any] struct {
 	name string
-	run  func(s *Service, ctx context.Context, op *operation, deadline time.Time) error
+	run  func(s *Service, ctx context.Context, op O, deadline time.Time) error
+}
+
+// runSteps runs steps in order over op, stopping at the first that fails
+// (errOutOfTime when deadline passes first).
+func runSteps[O any](s *Service, ctx context.Context, what string, steps []step[O], op O, deadline time.Time) error {
+	for _, st := range steps {
+		if err := st.run(s, ctx, op, deadline); err != nil {
+			return fmt.Errorf("%s step %q: %w", what, st.name, err)
+		}
+	}
+	return nil
 }
 
 // foundingSteps is the order of a founding, the truth both drivers follow.
-var foundingSteps = []foundingStep{
+var foundingSteps = []step[*operation]{
 	{"security group", (*Service).ensureSecurityGroup},
-	{"VMs", (*Service).ensureVMs},
-	{"addresses", (*Service).ensureAddresses},
+	{"VMs", func(s *Service, ctx context.Context, op *operation, d time.Time) error {
+		return s.ensureVMs(ctx, op.vms(s), d)
+	}},
+	{"addresses", func(s *Service, ctx context.Context, op *operation, d time.Time) error {
+		return s.ensureAddresses(ctx, op.vms(s), d)
+	}},
 	{"node identities", (*Service).ensureIdentities},
 	{"activation", (*Service).activate},
 }
@@ -54,12 +70,7 @@ var foundingSteps = []foundingStep{
 // advance runs every founding step from where the recorded state says the
 // founding is, stopping with errOutOfTime when deadline passes first.
 func (s *Service) advance(ctx context.Context, op *operation, deadline time.Time) error {
-	for _, step := range foundingSteps {
-		if err := step.run(s, ctx, op, deadline); err != nil {
-			return fmt.Errorf("founding step %q: %w", step.name, err)
-		}
-	}
-	return nil
+	return runSteps(s, ctx, "founding", foundingSteps, op, deadline)
 }
 
 // inTime is checked before each remote side effect.
@@ -115,18 +126,32 @@ func (s *Service) subnet(ctx context.Context, id int64) (compute.Subnet, error) 
 	return subnet, refError(err, "subnet_id: no such subnet", "looking up the subnet")
 }
 
-// checkPlatformRefs: the subnet, image and instance type the request names
+// platformRefs are what a request names of the compute API's (a subnet,
+// an image, an instance type), with the request's field of each.
+type platformRefs struct {
+	subnetID, imageID             int64
+	instanceType                  string
+	imageField, instanceTypeField string
+}
+
+// refsOf is what POST /clusters names.
+func refsOf(spec Spec) platformRefs {
+	return platformRefs{subnetID: spec.SubnetID, imageID: spec.ControlPlaneImageID, instanceType: spec.ControlPlaneInstanceType,
+		imageField: "control_plane_image_id", instanceTypeField: "control_plane_instance_type"}
+}
+
+// checkPlatformRefs: the subnet, image and instance type a request names
 // exist, asked of the compute API, which owns them.
-func (s *Service) checkPlatformRefs(ctx context.Context, spec Spec) error {
-	if _, err := s.subnet(ctx, spec.SubnetID); err != nil {
+func (s *Service) checkPlatformRefs(ctx context.Context, refs platformRefs) error {
+	if _, err := s.subnet(ctx, refs.subnetID); err != nil {
 		return err
 	}
-	_, err := s.Compute.Image(ctx, spec.ControlPlaneImageID)
-	if err := refError(err, "control_plane_image_id: no such image", "looking up the image"); err != nil {
+	_, err := s.Compute.Image(ctx, refs.imageID)
+	if err := refError(err, refs.imageField+": no such image", "looking up the image"); err != nil {
 		return err
 	}
-	_, err = s.Compute.InstanceType(ctx, spec.ControlPlaneInstanceType)
-	return refError(err, "control_plane_instance_type: no such instance type", "looking up the instance type")
+	_, err = s.Compute.InstanceType(ctx, refs.instanceType)
+	return refError(err, refs.instanceTypeField+": no such instance type", "looking up the instance type")
 }
 
 // refError is a lookup's failure: the platform's 404 is the client's bad
@@ -170,6 +195,22 @@ func groupRules(sgID int64, subnetCIDR string) []compute.Rule {
 	}
 }
 
+// vmSet is the nodes an operation makes VMs for (a founding's control
+// plane, a pool's workers), shared with the operation so what is recorded
+// shows in it; the fence of its writes; and how one node's VM is created
+// (a repeat of it answers the VM the first made).
+type vmSet struct {
+	nodes  []store.Node
+	fence  store.Fence
+	create func(ctx context.Context, n store.Node) (int64, error)
+}
+
+// vms is the founding's control-plane nodes as a vmSet.
+func (op *operation) vms(s *Service) vmSet {
+	return vmSet{nodes: op.nodes, fence: store.ClusterLease(op.cluster.ID, op.lease.Owner),
+		create: func(ctx context.Context, n store.Node) (int64, error) { return s.createVM(ctx, &op.cluster, n) }}
+}
+
 // ensureVMs creates the VM of every node that has none recorded, each born
 // with the userdata shim that later fetches its bundle. Its writes do not
 // grow with the node count: every create is marked requested in one
@@ -178,42 +219,42 @@ func groupRules(sgID int64, subnetCIDR string) []compute.Rule {
 // it are recorded, so an undo deletes them by id). A driver that dies in
 // between leaves creates marked requested without a VM: the next driver
 // repeats them under the same idempotency tokens, as after a lost answer.
-func (s *Service) ensureVMs(ctx context.Context, op *operation, deadline time.Time) error {
-	todo := nodesWithout(op.nodes, func(n store.Node) bool { return n.VMID != 0 })
+func (s *Service) ensureVMs(ctx context.Context, set vmSet, deadline time.Time) error {
+	todo := nodesWithout(set.nodes, func(n store.Node) bool { return n.VMID != 0 })
 	if len(todo) == 0 {
 		return nil
 	}
 	if err := s.inTime(deadline); err != nil {
 		return err
 	}
-	if err := recorded(s.Store.MarkVMsRequested(ctx, op.cluster.ID, op.lease.Owner, ordinalsOf(op.nodes, todo))); err != nil {
+	if err := recorded(s.Store.MarkVMsRequested(ctx, set.fence, ordinalsOf(set.nodes, todo))); err != nil {
 		return err
 	}
-	created, unsent, err := s.createVMs(ctx, op, todo, deadline)
+	created, unsent, err := s.createVMs(ctx, set, todo, deadline)
 	if len(created)+len(unsent) == 0 {
 		return err
 	}
-	rerr := recorded(s.Store.RecordVMs(ctx, op.cluster.ID, op.lease.Owner, created, unsent))
+	rerr := recorded(s.Store.RecordVMs(ctx, set.fence, created, unsent))
 	// A failed create is the cause the caller hears; if its record failed
 	// too, the undo finds the VMs by repeating their creates.
 	return cmp.Or(err, rerr)
 }
 
-// createVMs sends the creates of op's nodes at indexes todo, in order,
+// createVMs sends the creates of set's nodes at indexes todo, in order,
 // until one fails or time is up. It returns the VM of each created node by
 // ordinal and the ordinals whose create was never sent.
-func (s *Service) createVMs(ctx context.Context, op *operation, todo []int, deadline time.Time) (map[int]int64, []int, error) {
+func (s *Service) createVMs(ctx context.Context, set vmSet, todo []int, deadline time.Time) (map[int]int64, []int, error) {
 	created := map[int]int64{}
 	for k, i := range todo {
-		n := &op.nodes[i]
+		n := &set.nodes[i]
 		if err := s.inTime(deadline); err != nil {
-			return created, unsentFrom(op.nodes, todo[k:]), err
+			return created, unsentFrom(set.nodes, todo[k:]), err
 		}
 		n.CreateRequested = true
-		id, err := s.createVM(ctx, &op.cluster, *n)
+		id, err := set.create(ctx, *n)
 		if err != nil {
 			// This create may have reached the platform; the later ones did not.
-			return created, unsentFrom(op.nodes, todo[k+1:]), err
+			return created, unsentFrom(set.nodes, todo[k+1:]), err
 		}
 		n.VMID, created[n.Ordinal] = id, id
 	}
@@ -250,27 +291,34 @@ func ordinalsOf(nodes []store.Node, indexes []int) []int {
 	return out
 }
 
-// createVM sends the create of node n's VM under the node's token. Undoing
-// repeats it to learn the id of a VM whose create answer was lost.
+// createVM sends the create of control-plane node n's VM under the node's
+// token. Undoing repeats it to learn the id of a VM whose create answer
+// was lost.
 func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) (int64, error) {
 	spec, err := specOf(c)
 	if err != nil {
 		return 0, err
 	}
-	userdata, err := s.Renderer.Userdata(bundle.UserdataInput{BootstrapBaseURL: s.Settings.BootstrapBaseURL})
-	if err != nil {
-		return 0, fmt.Errorf("rendering userdata: %w", err)
-	}
-	id, err := s.Compute.CreateInstance(ctx, compute.Instance{
+	return s.sendCreate(ctx, compute.Instance{
 		Name: n.Name, ZoneID: spec.ZoneID, SubnetID: spec.SubnetID,
 		ImageID: spec.ControlPlaneImageID, InstanceType: spec.ControlPlaneInstanceType,
 		AllocatePublicIPv4: spec.AllocatePublicIPv4, SSHPubkey: spec.SSHPubkey,
 		SecurityGroupIDs: c.SecurityGroupIDs, RootVolumeSizeGiB: spec.RootVolumeSizeGiB,
-		Tags:     map[string]string{"role": "control-plane", "k8sapi/cluster": c.Name},
-		Userdata: userdata, IdempotencyToken: tokenFor(c, fmt.Sprintf("cp-%d", n.Ordinal)),
-	})
+		Tags:             map[string]string{"role": "control-plane", "k8sapi/cluster": c.Name},
+		IdempotencyToken: tokenFor(c, fmt.Sprintf("cp-%d", n.Ordinal)),
+	}, fmt.Sprintf("control-plane VM %d", n.Ordinal))
+}
+
+// sendCreate sends the create of VM inst, born with the userdata shim.
+func (s *Service) sendCreate(ctx context.Context, inst compute.Instance, what string) (int64, error) {
+	userdata, err := s.Renderer.Userdata(bundle.UserdataInput{BootstrapBaseURL: s.Settings.BootstrapBaseURL})
 	if err != nil {
-		return 0, computeError(fmt.Sprintf("creating control-plane VM %d", n.Ordinal), err)
+		return 0, fmt.Errorf("rendering userdata: %w", err)
+	}
+	inst.Userdata = userdata
+	id, err := s.Compute.CreateInstance(ctx, inst)
+	if err != nil {
+		return 0, computeError("creating "+what, err)
 	}
 	return id, nil
 }
@@ -279,11 +327,11 @@ func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) 
 // recorded, by bounded polling of the compute API (a real platform attaches
 // interfaces after the create answered), and records them on the nodes in
 // one statement (those found before a failure too).
-func (s *Service) ensureAddresses(ctx context.Context, op *operation, deadline time.Time) error {
+func (s *Service) ensureAddresses(ctx context.Context, set vmSet, deadline time.Time) error {
 	var found []store.Node
 	var err error
-	for _, i := range nodesWithout(op.nodes, func(n store.Node) bool { return n.IPv4 != "" }) {
-		n := &op.nodes[i]
+	for _, i := range nodesWithout(set.nodes, func(n store.Node) bool { return n.IPv4 != "" }) {
+		n := &set.nodes[i]
 		var info compute.InstanceInfo
 		if info, err = s.pollAddresses(ctx, n.VMID, deadline); err != nil {
 			break
@@ -292,7 +340,7 @@ func (s *Service) ensureAddresses(ctx context.Context, op *operation, deadline t
 		found = append(found, *n)
 	}
 	if len(found) > 0 {
-		if rerr := recorded(s.Store.RecordAddresses(ctx, op.cluster.ID, op.lease.Owner, found)); rerr != nil {
+		if rerr := recorded(s.Store.RecordAddresses(ctx, set.fence, found)); rerr != nil {
 			return rerr
 		}
 	}

@@ -42,28 +42,52 @@ type Report struct {
 	Failed   int `json:"failed"`   // foundings undone
 	Deleted  int `json:"deleted"`  // deletions done
 	Retrying int `json:"retrying"` // operations that failed again and wait for the next run
+	// Node pool operations settled (created, scaled, deleted) and turned
+	// back (an undone create or scale-up).
+	PoolsSettled    int `json:"pools_settled"`
+	PoolsTurnedBack int `json:"pools_turned_back"`
 }
 
-// Run claims and handles unfinished operations one at a time until none is
-// left, or until the context's deadline is near (the rest wait for the next
-// run).
+// Run claims and handles unfinished operations one at a time, clusters'
+// first, then node pools', until none is left, or until the context's
+// deadline is near (the rest wait for the next run).
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	var rep Report
-	for {
-		if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
-			return rep, nil
+	for _, claimNext := range []func(context.Context, *Report) (bool, error){r.claimCluster, r.claimPool} {
+		for {
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
+				return rep, nil
+			}
+			claimed, err := claimNext(ctx, &rep)
+			if err != nil {
+				return rep, err
+			}
+			if !claimed {
+				break
+			}
 		}
-		lease := r.Service.newLease(r.Lease, DefaultReconcileLease)
-		c, err := r.Service.Store.ClaimExpired(ctx, lease, r.Service.now())
-		if errors.Is(err, store.ErrNotFound) {
-			return rep, nil
-		}
-		if err != nil {
-			return rep, err
-		}
-		pctx := platformauth.WithOrg(platformauth.WithToken(ctx, r.ServiceToken), c.OrgID)
-		r.reconcile(pctx, c, lease, &rep)
 	}
+	return rep, nil
+}
+
+// claimCluster claims one cluster whose operation's lease ran out and
+// handles it; false when there is none.
+func (r *Reconciler) claimCluster(ctx context.Context, rep *Report) (bool, error) {
+	lease := r.Service.newLease(r.Lease, DefaultReconcileLease)
+	c, err := r.Service.Store.ClaimExpired(ctx, lease, r.Service.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.reconcile(r.actingFor(ctx, c.OrgID), c, lease, rep)
+	return true, nil
+}
+
+// actingFor is ctx calling the platform with k8sapi's own token for org.
+func (r *Reconciler) actingFor(ctx context.Context, org int64) context.Context {
+	return platformauth.WithOrg(platformauth.WithToken(ctx, r.ServiceToken), org)
 }
 
 // reconcile handles one claimed cluster and counts the outcome.
@@ -127,11 +151,13 @@ func (r *Reconciler) resume(ctx context.Context, op *operation) error {
 		return kmsError(err)
 	}
 	op.spec, op.trust, op.dataKey = spec, opened.Trust, opened.DataKey
-	deadline := s.now().Add(orDefault(r.Lease, DefaultReconcileLease) / 2)
-	if d, ok := ctx.Deadline(); ok && d.Add(-30*time.Second).Before(deadline) {
-		deadline = d.Add(-30 * time.Second)
-	}
-	return s.advance(ctx, op, deadline)
+	return s.advance(ctx, op, r.deadline(ctx))
+}
+
+// deadline is when a run stops driving an operation it claimed: half its
+// lease, or 30 s before the run's own deadline if that comes first.
+func (r *Reconciler) deadline(ctx context.Context) time.Time {
+	return within(ctx, r.Service.now().Add(orDefault(r.Lease, DefaultReconcileLease)/2), 30*time.Second)
 }
 
 // undo tears the founding down; a failed teardown leaves it deleting (see

@@ -4,13 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
@@ -67,8 +65,8 @@ var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
 // field name, joined as one 400.
 func (r Request) Validate() (Spec, error) {
 	s := r.withDefaults()
-	if errs := validation.Errors(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s)); len(errs) > 0 {
-		return Spec{}, apperr.InvalidRequest.Detail(joinMessages(errs)).WithCause(errors.Join(errs...))
+	if err := invalid(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s)); err != nil {
+		return Spec{}, err
 	}
 	return s, nil
 }
@@ -168,8 +166,12 @@ func joinMessages(errs []error) string {
 
 // Fingerprint identifies the normalized request, so an idempotency key
 // reused with a different body is refused instead of silently replayed.
-func (s Spec) Fingerprint() string {
-	b, _ := json.Marshal(s) // a struct of plain fields cannot fail to marshal
+func (s Spec) Fingerprint() string { return fingerprintOf(s) }
+
+// fingerprintOf is the SHA-256 of a validated request's JSON (maps marshal
+// with sorted keys, so equal requests have equal fingerprints).
+func fingerprintOf(spec any) string {
+	b, _ := json.Marshal(spec) // structs of plain fields, maps and slices cannot fail to marshal
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -74,11 +74,16 @@ type ClusterView struct {
 	// CAsExpireAt is each CA's NotAfter, by cert-table name; renewal never
 	// moves them.
 	CAsExpireAt map[pki.Name]time.Time `json:"cas_expire_at"`
-	CreatedAt   time.Time              `json:"created_at"`
-	UpdatedAt   time.Time              `json:"updated_at"`
+	// NodePools are the cluster's live worker pools, each with its workers.
+	NodePools []PoolView `json:"node_pools"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
-func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
+// viewOf is the cluster with its control-plane nodes (their bootstrap and
+// expiry) and its pools with their workers.
+func viewOf(c store.Cluster, m store.Members) ClusterView {
+	nodes := controlPlaneOf(m.Nodes)
 	v := ClusterView{
 		ID: c.ID, Name: c.Name, Status: c.Status, StatusReason: c.StatusReason, ControlPlaneDNSName: c.ControlPlaneDNSName,
 		ControlPlaneVMIDs: []int64{}, Nodes: []NodeView{},
@@ -100,7 +105,19 @@ func viewOf(c store.Cluster, nodes []store.Node) ClusterView {
 	v.Bootstrap = progress.BootstrapOf(statuses)
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
+	v.NodePools = poolViews(m.Pools, m.Nodes)
 	return v
+}
+
+// controlPlaneOf is the control-plane nodes among nodes.
+func controlPlaneOf(nodes []store.Node) []store.Node {
+	var out []store.Node
+	for _, n := range nodes {
+		if n.Role != store.RoleWorker {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // timelineOf is n's bootstrap as recorded, initial being its cluster's
@@ -124,6 +141,11 @@ func clusterName(orgID, clusterID int64) string { return fmt.Sprintf("exk8s-%d-%
 
 func nodeName(ordinal int, clusterID int64) string {
 	return fmt.Sprintf("cp-%d.cluster-%d.internal", ordinal, clusterID)
+}
+
+// workerName is a worker's: its pool's name and its ordinal in the cluster.
+func workerName(pool string, ordinal int, clusterID int64) string {
+	return fmt.Sprintf("%s-%d.cluster-%d.internal", pool, ordinal, clusterID)
 }
 
 // suggestedRecords are the control-plane name's records by the one rule

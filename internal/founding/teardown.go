@@ -66,7 +66,7 @@ func (s *Service) teardown(ctx context.Context, c *store.Cluster, nodes []store.
 func (s *Service) deleteVM(ctx context.Context, c *store.Cluster, n store.Node) error {
 	vmID := n.VMID
 	if vmID == 0 && n.CreateRequested {
-		id, err := s.createVM(ctx, c, n)
+		id, err := s.repeatCreate(ctx, c, n)
 		if refusedCreate(err) {
 			return nil // the platform refused the create: no VM exists
 		}
@@ -79,9 +79,21 @@ func (s *Service) deleteVM(ctx context.Context, c *store.Cluster, n store.Node) 
 		return nil
 	}
 	if err := s.Compute.DeleteInstance(ctx, vmID); err != nil {
-		return computeError(fmt.Sprintf("deleting control-plane VM %d", vmID), err)
+		return computeError(fmt.Sprintf("deleting VM %d", vmID), err)
 	}
 	return nil
+}
+
+// repeatCreate repeats the create of node n's VM, as its role sends it.
+func (s *Service) repeatCreate(ctx context.Context, c *store.Cluster, n store.Node) (int64, error) {
+	if n.Role != store.RoleWorker {
+		return s.createVM(ctx, c, n)
+	}
+	p, err := s.Store.PoolByID(ctx, n.PoolID)
+	if err != nil {
+		return 0, databaseError(err)
+	}
+	return s.createWorkerVM(ctx, c, p, n)
 }
 
 func (s *Service) deleteSecurityGroup(ctx context.Context, c *store.Cluster) error {

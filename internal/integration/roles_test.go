@@ -24,7 +24,12 @@ var refusals = []struct{ function, sql string }{
 	{"GetBundleFunction", `SELECT count(*) FROM admin_kubeconfigs`},
 	{"HealthFunction", `SELECT count(*) FROM kube_clusters`},
 	{"HealthFunction", `SELECT count(*) FROM principal_tokens`},
-	{"ClustersFunction", `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name) VALUES (1, 9, 'x')`},
+	// It intends a pool's workers (migration 017), never a node's phase or VM.
+	{"ClustersFunction", `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name, phase) VALUES (1, 9, 'x', 'ready')`},
+	{"ClustersFunction", `UPDATE kube_nodes SET certs_signed_window = now()`},
+	{"GetBundleFunction", `UPDATE node_pools SET count = 0`},
+	{"GetBundleFunction", `DELETE FROM kube_nodes`},
+	{"CreateClusterFunction", `INSERT INTO node_pools (kube_cluster_id, name, count, instance_type, image_id, subnet_id, state) VALUES (1, 'p', 1, 't', 1, 1, 'active')`},
 	{"ClustersFunction", `DELETE FROM admin_kubeconfigs`},
 	{"ClustersFunction", `INSERT INTO admin_kubeconfigs (kube_cluster_id, serial, issued_at, expires_at, issued_by, request_id) VALUES (1, 'a', now(), now() + interval '1h', 'x', '')`},
 	{"ClustersFunction", `UPDATE kube_clusters SET org_id = 2`},

@@ -127,25 +127,32 @@ func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 // no control-plane node of its org, a conflict when its cluster is not
 // active.
 func (s *Service) load(ctx context.Context, vm auth.BootstrapVM) (*target, error) {
-	topo, err := s.Store.TopologyForVM(ctx, vm.VMID)
+	return loadTarget(ctx, vm, s.Store.TopologyForVM, "control-plane node")
+}
+
+// loadTarget reads vm's topology with topology and finds its node (a
+// role's): not found for a VM that is no such node of its org, a conflict
+// when its cluster is not active.
+func loadTarget(ctx context.Context, vm auth.BootstrapVM, topology func(context.Context, int64) (store.Topology, error), role string) (*target, error) {
+	topo, err := topology(ctx, vm.VMID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, notFound()
+		return nil, notFound(role)
 	case err != nil:
 		return nil, databaseError(err)
 	}
 	c := &topo.Cluster
 	if c.OrgID != vm.OrgID {
-		// Proofs passed, but the VM is not this org's control plane: say
-		// nothing more than for an unknown VM.
-		return nil, notFound()
+		// Proofs passed, but the VM is not this org's node: say nothing
+		// more than for an unknown VM.
+		return nil, notFound(role)
 	}
 	if c.Status != store.StatusActive {
 		return nil, apperr.ClusterNotActive.Detail("the VM's cluster is " + c.Status)
 	}
 	self, ok := findNode(topo.Nodes, vm.VMID)
 	if !ok {
-		return nil, notFound()
+		return nil, notFound(role)
 	}
 	return targetOf(&topo, self)
 }
@@ -213,8 +220,8 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
-func notFound() error {
-	return apperr.NotFound.Detail("no control-plane node for this VM")
+func notFound(role string) error {
+	return apperr.NotFound.Detail("no " + role + " for this VM")
 }
 
 func findNode(nodes []store.Node, vmID int64) (store.Node, bool) {

@@ -28,6 +28,36 @@ import (
 // ThreeNodes is the body of POST /clusters for a three-node control plane.
 const ThreeNodes = `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3}`
 
+// OneNode is the body of POST /clusters for a one-node control plane.
+const OneNode = `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`
+
+// TwoWorkers is the body of POST /clusters/{id}/node-pools for a pool
+// "workers" of two, labelled and tainted.
+const TwoWorkers = `{"name":"workers","count":2,"instance_type":"e2.medium","image_id":1,` +
+	`"labels":{"tier":"web"},"taints":[{"key":"dedicated","value":"web","effect":"NoSchedule"}]}`
+
+// PoolsURL is the node-pools collection of cluster id; with a name, one pool.
+func (c *Client) PoolsURL(id int64, name ...string) string {
+	u := c.APIURL + "/clusters/" + strconv.FormatInt(id, 10) + "/node-pools"
+	for _, n := range name {
+		u += "/" + n
+	}
+	return u
+}
+
+// AddPool creates a pool of cluster id as org's operator, failing the
+// test on any answer but 201, and returns the pool.
+func (c *Client) AddPool(org, id int64, body string) founding.PoolView {
+	c.T.Helper()
+	r := Do(c.T, http.MethodPost, c.PoolsURL(id), body, c.Bearer(org))
+	if r.Status != http.StatusCreated {
+		c.T.Fatalf("POST node-pools = %d %s", r.Status, r.Body)
+	}
+	var p founding.PoolView
+	r.JSON(c.T, &p)
+	return p
+}
+
 // Response is one HTTP answer, read whole.
 type Response struct {
 	Status int

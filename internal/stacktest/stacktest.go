@@ -93,6 +93,10 @@ type Stack struct {
 	Bundles    *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
 	// Snapshots is ReconcilerFunction's etcd snapshot schedule.
 	Snapshots *etcdsnapshot.Schedule
+	// Workers is a worker's bootstrap (its bundle, its certificate
+	// requests) over GetBundleFunction's store: a use case no route serves
+	// yet (docs/NODE-POOLS.md).
+	Workers *nodebootstrap.WorkerService
 	// Servers are each route function's server, by logical id.
 	Servers map[string]*api.Server
 	// Handler serves the routes of every function the stack has use cases
@@ -153,6 +157,7 @@ func New(cfg Config) (*Stack, error) {
 		cfg.Leaves = pki.DefaultLeafSchedule()
 	}
 	st.Bundles = bundles(cfg, stores["GetBundleFunction"], renderer)
+	st.Workers = &nodebootstrap.WorkerService{Service: st.Bundles, Workers: stores["GetBundleFunction"]}
 	st.Servers = st.servers(cfg, stores)
 	st.Handler = st.mux()
 	return st, nil
@@ -201,7 +206,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	}
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
 	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
-	clusters.Clusters, clusters.KubeconfigLog, clusters.Events = st.Clusters, st.Clusters, st.Clusters
+	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}

@@ -18,6 +18,12 @@ const (
 	StatusDeleted  = "deleted"
 )
 
+// Node roles (kube_nodes.role, migration 017).
+const (
+	RoleControlPlane = "control-plane"
+	RoleWorker       = "worker"
+)
+
 // ClusterStatuses is every cluster status, in lifecycle order.
 var ClusterStatuses = []string{StatusFounding, StatusActive, StatusFailed, StatusDeleting, StatusDeleted}
 
@@ -84,10 +90,17 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed`
 
-// Node is one control-plane node (a kube_nodes row) with the addresses the
-// compute API reported for its VM.
+// Node is one node (a kube_nodes row: a control-plane node, or a worker
+// of a pool) with the addresses the compute API reported for its VM.
 type Node struct {
+	ID        int64 // the row's, never reused: a worker's create token derives from it
 	ClusterID int64
+	// Role is RoleControlPlane or RoleWorker; PoolID is a worker's pool (0
+	// for a control-plane node); Retiring says the worker is to be removed
+	// (migration 017).
+	Role     string
+	PoolID   int64
+	Retiring bool
 	// VMID is 0 until the compute API answered the create;
 	// CreateRequested says whether the create was ever sent.
 	VMID            int64
@@ -195,10 +208,33 @@ func (s *Store) ClusterNodes(ctx context.Context, clusterID int64) ([]Node, erro
 	return s.nodes(ctx, `n.kube_cluster_id = $1`, clusterID, 0)
 }
 
-// NodesOfClusters returns the nodes of every cluster in ids, without
-// identities, ordered by cluster and ordinal: one query for a whole listing.
-func (s *Store) NodesOfClusters(ctx context.Context, ids []int64) ([]Node, error) {
-	return s.nodes(ctx, `n.kube_cluster_id = ANY($1)`, ids, 0)
+// Members are the nodes (control-plane and workers) and the live node pools
+// of clusters.
+type Members struct {
+	Nodes []Node
+	Pools []Pool
+}
+
+// MembersOf returns the nodes of every cluster in ids, without identities,
+// ordered by cluster and ordinal, and their live pools by cluster and name:
+// one round trip (one batch) for a whole listing.
+func (s *Store) MembersOf(ctx context.Context, ids []int64) (Members, error) {
+	var m Members
+	var nodesErr, poolsErr error
+	b := &pgx.Batch{}
+	b.Queue(nodesQuery(`n.kube_cluster_id = ANY($1)`), ids, 0).Query(func(rows pgx.Rows) error {
+		m.Nodes, nodesErr = collectNodes(rows)
+		return nil
+	})
+	b.Queue(`SELECT `+poolColumns+` FROM node_pools WHERE kube_cluster_id = ANY($1) AND state <> 'deleted'
+		ORDER BY kube_cluster_id, name`, ids).Query(func(rows pgx.Rows) error {
+		m.Pools, poolsErr = collectPools(rows)
+		return nil
+	})
+	if err := cmp.Or(s.pool.SendBatch(ctx, b).Close(), nodesErr, poolsErr); err != nil {
+		return m, fmt.Errorf("loading the nodes and node pools of clusters: %w", err)
+	}
+	return m, nil
 }
 
 // nodes loads nodes matching where (over kube_nodes n), with the stored
@@ -212,7 +248,7 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 // identities of the node whose VM is $2.
 func nodesQuery(where string) string {
 	return `
-		SELECT n.kube_cluster_id, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
@@ -248,7 +284,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		windows      []*time.Time
 		only         []bool
 	)
-	if err := r.Scan(&n.ClusterID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
+	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
@@ -269,21 +305,38 @@ type Topology struct {
 	Nodes   []Node
 }
 
-// clusterOfVM is the cluster whose node's VM is $1.
-const clusterOfVM = `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1)`
+// clusterOfVM is the cluster whose node of role (a placeholder) has the VM $1.
+func clusterOfVM(role string) string {
+	return `(SELECT kube_cluster_id FROM kube_nodes WHERE vm_id = $1 AND role = ` + role + `)`
+}
 
 // TopologyForVM loads the cluster that vmID belongs to and all its
 // control-plane nodes in one round trip (one batch: the cluster, its
-// nodes). Only vmID's own stored identities are loaded.
+// nodes); a worker's VM has none (ErrNotFound): it must never be served a
+// control-plane bundle. Only vmID's own stored identities are loaded.
 func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error) {
+	return s.topology(ctx, vmID, RoleControlPlane, `n.kube_cluster_id = `+clusterOfVM("$3")+` AND n.role = $3`)
+}
+
+// WorkerForVM loads the cluster of the worker whose VM is vmID and that
+// worker alone (Topology.Nodes holds it), in one round trip; ErrNotFound
+// when vmID is no worker's.
+func (s *Store) WorkerForVM(ctx context.Context, vmID int64) (Topology, error) {
+	return s.topology(ctx, vmID, RoleWorker, `n.vm_id = $1 AND n.role = $3`)
+}
+
+// topology loads the cluster whose node of role has the VM vmID and the
+// nodes nodesWhere selects ($1 the VM, $3 the role), with vmID's stored
+// identities.
+func (s *Store) topology(ctx context.Context, vmID int64, role, nodesWhere string) (Topology, error) {
 	var t Topology
 	var clusterErr, nodesErr error
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+clusterColumns+` FROM kube_clusters WHERE id = `+clusterOfVM, vmID).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT `+clusterColumns+` FROM kube_clusters WHERE id = `+clusterOfVM("$2"), vmID, role).Query(func(rows pgx.Rows) error {
 		t.Cluster, clusterErr = collectCluster(rows)
 		return nil
 	})
-	b.Queue(nodesQuery(`n.kube_cluster_id = `+clusterOfVM), vmID, vmID).Query(func(rows pgx.Rows) error {
+	b.Queue(nodesQuery(nodesWhere), vmID, vmID, role).Query(func(rows pgx.Rows) error {
 		t.Nodes, nodesErr = collectNodes(rows)
 		return nil
 	})
@@ -295,6 +348,19 @@ func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error)
 		return Topology{}, fmt.Errorf("loading the topology of vm %d: %w", vmID, err)
 	}
 	return t, nil
+}
+
+// RecordWorkerSigned records that the worker whose VM is vmID had its
+// certificate requests signed in its bootstrap window opened at window:
+// false when they already were (once per window), or the window changed.
+func (s *Store) RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE kube_nodes SET certs_signed_window = bootstrap_opened_at, certs_signed_at = now()
+		WHERE vm_id = $1 AND role = 'worker' AND bootstrap_opened_at = $2
+		  AND certs_signed_window IS DISTINCT FROM bootstrap_opened_at`, vmID, window)
+	if err != nil {
+		return false, fmt.Errorf("recording the signed requests of vm %d: %w", vmID, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // SetDNS records the outcome of the best-effort DNS step.

@@ -112,18 +112,45 @@ func (s *Store) RecordSecurityGroup(ctx context.Context, clusterID int64, owner 
 		WHERE `+leaseHeld, clusterID, owner, sgID)
 }
 
+// Fence is the lease an operation's node writes are fenced by: a
+// founding's (the cluster's lease, ClusterLease) or a pool operation's (the
+// pool's lease while its cluster is active, PoolLease). Nodes are named by
+// ordinal within the fence's cluster or pool.
+type Fence struct {
+	what  string // "cluster 7", "node pool 3", for errors
+	id    int64  // the cluster's or the pool's id ($1)
+	owner string // the lease owner ($2)
+	nodes string // which kube_nodes n are the operation's, over $1
+	held  string // the EXISTS condition that the lease is still owner's, over $1 and $2
+}
+
+// ClusterLease fences a founding's writes of its nodes.
+func ClusterLease(clusterID int64, owner string) Fence {
+	return Fence{what: fmt.Sprintf("cluster %d", clusterID), id: clusterID, owner: owner,
+		nodes: `n.kube_cluster_id = $1`, held: `SELECT 1 FROM kube_clusters WHERE ` + leaseHeld}
+}
+
+// PoolLease fences a pool operation's writes of its workers: the pool's
+// lease is owner's and its cluster is active (a cluster being deleted
+// takes its workers over).
+func PoolLease(poolID int64, owner string) Fence {
+	return Fence{what: fmt.Sprintf("node pool %d", poolID), id: poolID, owner: owner,
+		nodes: `n.node_pool_id = $1`, held: `SELECT 1 FROM node_pools p JOIN kube_clusters k ON k.id = p.kube_cluster_id
+			WHERE ` + poolLeaseHeld + ` AND k.status = 'active'`}
+}
+
 // MarkVMsRequested records that the creates of the nodes at ordinals are
 // about to be sent, in one statement whatever their number.
-func (s *Store) MarkVMsRequested(ctx context.Context, clusterID int64, owner string, ordinals []int) error {
+func (s *Store) MarkVMsRequested(ctx context.Context, f Fence, ordinals []int) error {
 	return s.fencedNodes(ctx, "recording VM requests", `create_requested = true`,
-		`unnest($3::int[]) AS u (ordinal)`, clusterID, owner, ordinals)
+		`unnest($3::int[]) AS u (ordinal)`, f, ordinals)
 }
 
 // RecordVMs records the VMs the compute API created, by node ordinal, and
 // takes back the marks of the creates never sent (unsent ordinals), in one
 // statement whatever their number: an undo must not create, to delete it,
 // a VM nobody asked for.
-func (s *Store) RecordVMs(ctx context.Context, clusterID int64, owner string, created map[int]int64, unsent []int) error {
+func (s *Store) RecordVMs(ctx context.Context, f Fence, created map[int]int64, unsent []int) error {
 	var ordinals []int
 	var ids []*int64
 	var requested []bool
@@ -135,12 +162,12 @@ func (s *Store) RecordVMs(ctx context.Context, clusterID int64, owner string, cr
 	}
 	return s.fencedNodes(ctx, "recording VMs", `vm_id = u.vm_id, create_requested = u.requested`,
 		`unnest($3::int[], $4::bigint[], $5::bool[]) AS u (ordinal, vm_id, requested)`,
-		clusterID, owner, ordinals, ids, requested)
+		f, ordinals, ids, requested)
 }
 
 // RecordAddresses records the addresses the compute API reported for
 // nodes (by ordinal), in one statement whatever their number.
-func (s *Store) RecordAddresses(ctx context.Context, clusterID int64, owner string, nodes []Node) error {
+func (s *Store) RecordAddresses(ctx context.Context, f Fence, nodes []Node) error {
 	ordinals := make([]int, len(nodes))
 	v4, v6, public := make([]string, len(nodes)), make([]string, len(nodes)), make([]string, len(nodes))
 	for i, n := range nodes {
@@ -148,16 +175,15 @@ func (s *Store) RecordAddresses(ctx context.Context, clusterID int64, owner stri
 	}
 	return s.fencedNodes(ctx, "recording addresses", `ipv4 = u.ipv4, ipv6 = u.ipv6, public_ipv4 = u.public_ipv4`,
 		`unnest($3::int[], $4::text[], $5::text[], $6::text[]) AS u (ordinal, ipv4, ipv6, public_ipv4)`,
-		clusterID, owner, ordinals, v4, v6, public)
+		f, ordinals, v4, v6, public)
 }
 
-// fencedNodes updates, by set, the nodes of a cluster whose lease owner is
-// owner, one for each row of rows (a FROM item named u with an ordinal
-// column over $3 on): $1 cluster, $2 owner, then args.
-func (s *Store) fencedNodes(ctx context.Context, what, set, rows string, clusterID int64, owner string, args ...any) error {
-	return s.fenced(ctx, what, `UPDATE kube_nodes n SET `+set+` FROM `+rows+`
-		WHERE n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
-		  AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`, clusterID, owner, args...)
+// fencedNodes updates, by set, the nodes of f's operation while f's lease
+// holds, one for each row of rows (a FROM item named u with an ordinal
+// column over $3 on): $1 the fence's id, $2 its owner, then args.
+func (s *Store) fencedNodes(ctx context.Context, what, set, rows string, f Fence, args ...any) error {
+	return s.fenced(ctx, what+" of "+f.what, `UPDATE kube_nodes n SET `+set+` FROM `+rows+`
+		WHERE `+f.nodes+` AND n.ordinal = u.ordinal AND EXISTS (`+f.held+`)`, f.id, f.owner, args...)
 }
 
 // RecordIdentities writes the stored identities (one row each) of nodes,
@@ -209,13 +235,16 @@ type Released struct {
 }
 
 // BeginDeleting moves one of org's clusters to deleting under lease, unless
-// another invocation holds a live lease on it (a founding or a deletion in
-// progress): then ErrLeaseLost. A deleted cluster is left as it is
+// another invocation holds a live lease on it or on one of its node pools
+// (a founding, a deletion or a pool operation in progress): then
+// ErrLeaseLost. (A pool operation that starts meanwhile finds the cluster
+// no longer active and stops before its next remote call.) A deleted cluster is left as it is
 // (ErrNotFound tells the caller nothing was claimed).
 func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease Lease, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE kube_clusters
 		SET status = 'deleting', lease_owner = $3, lease_until = $4, updated_at = now()
-		WHERE org_id = $1 AND id = $2 AND status <> 'deleted' AND (lease_until IS NULL OR lease_until < $5)`,
+		WHERE org_id = $1 AND id = $2 AND status <> 'deleted' AND (lease_until IS NULL OR lease_until < $5)
+		  AND NOT EXISTS (SELECT 1 FROM node_pools p WHERE p.kube_cluster_id = $2 AND p.lease_until >= $5)`,
 		orgID, clusterID, lease.Owner, lease.Until, now)
 	if err != nil {
 		return fmt.Errorf("beginning deletion of cluster %d: %w", clusterID, err)
@@ -264,6 +293,11 @@ func (s *Store) EndOperation(ctx context.Context, clusterID int64, owner, status
 		if _, err := tx.Exec(ctx, `UPDATE node_identities SET key_sealed = $2
 			WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, empty); err != nil {
 			return fmt.Errorf("destroying node identity keys: %w", err)
+		}
+		// The teardown deleted the workers' VMs with the rest.
+		if _, err := tx.Exec(ctx, `UPDATE node_pools SET state = 'deleted', lease_owner = NULL, lease_until = NULL,
+			updated_at = now() WHERE kube_cluster_id = $1 AND state <> 'deleted'`, clusterID); err != nil {
+			return fmt.Errorf("ending the node pools: %w", err)
 		}
 		return nil
 	})

@@ -1,0 +1,288 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Pool states (node_pools.state, migration 017). Creating, scaling,
+// deleting and failing are operations a lease drives; the others are
+// settled.
+const (
+	PoolCreating = "creating"
+	PoolActive   = "active"
+	PoolScaling  = "scaling"
+	PoolDeleting = "deleting"
+	PoolFailing  = "failing" // a create being undone: its workers are retired
+	PoolFailed   = "failed"
+	PoolDeleted  = "deleted"
+)
+
+// ErrNameTaken means a live pool of the cluster already has the name.
+var ErrNameTaken = errors.New("a live node pool of the cluster has this name")
+
+// ErrClusterNotActive means the pool's cluster is not active (founding,
+// failed, being deleted): no pool of it may start an operation.
+var ErrClusterNotActive = errors.New("the cluster is not active")
+
+// Taint is one taint a pool's Nodes carry.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Pool is a node_pools row, with its cluster's org.
+type Pool struct {
+	ID                 int64             `db:"id"`
+	ClusterID          int64             `db:"kube_cluster_id"`
+	OrgID              int64             `db:"org_id"`
+	Name               string            `db:"name"`
+	Count              int               `db:"count"`
+	InstanceType       string            `db:"instance_type"`
+	ImageID            int64             `db:"image_id"`
+	SubnetID           int64             `db:"subnet_id"`
+	Labels             map[string]string `db:"labels"`
+	Taints             []Taint           `db:"taints"`
+	State              string            `db:"state"`
+	StateReason        string            `db:"state_reason"`
+	IdempotencyKey     *string           `db:"idempotency_key"`
+	RequestFingerprint *string           `db:"request_fingerprint"`
+	LeaseOwner         *string           `db:"lease_owner"`
+	LeaseUntil         *time.Time        `db:"lease_until"`
+	CreatedAt          time.Time         `db:"created_at"`
+	UpdatedAt          time.Time         `db:"updated_at"`
+}
+
+const poolColumns = `id, kube_cluster_id, (SELECT org_id FROM kube_clusters k WHERE k.id = kube_cluster_id) AS org_id,
+	name, count, instance_type, image_id, subnet_id, labels, taints, state, state_reason, idempotency_key,
+	request_fingerprint, lease_owner, lease_until, created_at, updated_at`
+
+// poolLeaseHeld is the fence of a pool operation's writes: $1 the pool, $2 its owner.
+const poolLeaseHeld = `p.id = $1 AND p.lease_owner = $2`
+
+// PoolStates are the states in which a pool's operation runs: what the
+// reconciler claims once its lease ran out.
+var PoolStates = []string{PoolCreating, PoolScaling, PoolDeleting, PoolFailing}
+
+func collectPools(rows pgx.Rows) ([]Pool, error) {
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Pool])
+}
+
+func onePool(rows pgx.Rows, what string) (Pool, error) {
+	p, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Pool])
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", what, notFound(err))
+	}
+	return p, nil
+}
+
+// PoolByName returns the cluster's live (not deleted) pool called name.
+func (s *Store) PoolByName(ctx context.Context, clusterID int64, name string) (Pool, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+poolColumns+` FROM node_pools
+		WHERE kube_cluster_id = $1 AND name = $2 AND state <> 'deleted'`, clusterID, name)
+	return onePool(rows, "loading node pool "+name)
+}
+
+// PoolByID returns one pool, whatever its state.
+func (s *Store) PoolByID(ctx context.Context, id int64) (Pool, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+poolColumns+` FROM node_pools WHERE id = $1`, id)
+	return onePool(rows, fmt.Sprintf("loading node pool %d", id))
+}
+
+// PoolByIdempotencyKey returns the pool a committed create recorded under key.
+func (s *Store) PoolByIdempotencyKey(ctx context.Context, clusterID int64, key string) (Pool, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+poolColumns+` FROM node_pools
+		WHERE kube_cluster_id = $1 AND idempotency_key = $2`, clusterID, key)
+	return onePool(rows, "loading node pool by idempotency key")
+}
+
+// PoolNodes returns a pool's workers by ordinal, retiring ones included.
+func (s *Store) PoolNodes(ctx context.Context, poolID int64) ([]Node, error) {
+	return s.nodes(ctx, `n.node_pool_id = $1`, poolID, 0)
+}
+
+// PoolChange is the start of a pool operation: the pool goes to State,
+// held by Lease, with Count workers intended (new rows named by Name) or
+// the highest ordinals beyond Count retiring. For a new pool (Pool.ID 0)
+// the row is inserted; for an existing one, only from a state in From and
+// while no live lease holds it.
+type PoolChange struct {
+	OrgID int64
+	Pool  Pool
+	State string
+	From  []string
+	Lease Lease
+	Now   time.Time
+	Name  func(ordinal int) string
+}
+
+// BeginPoolOperation commits a pool operation before any remote call, in
+// one transaction that locks the pool's cluster (active, of the org): the
+// pool row and its intended or retiring workers. A new pool whose
+// idempotency key the cluster already used: ErrDuplicate; whose name a
+// live pool has: ErrNameTaken. An existing pool that is busy or in no
+// state of From: ErrLeaseLost.
+func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, error) {
+	var out Pool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockActiveCluster(ctx, tx, c.OrgID, c.Pool.ClusterID); err != nil {
+			return err
+		}
+		var err error
+		if out, err = upsertPool(ctx, tx, c); err != nil {
+			return err
+		}
+		return convergeWorkers(ctx, tx, out, c.Name)
+	})
+	if err != nil {
+		return out, fmt.Errorf("beginning an operation of node pool %q: %w", c.Pool.Name, err)
+	}
+	return out, nil
+}
+
+// lockActiveCluster locks the cluster's row for the transaction, so the
+// ordinals it hands out and its status hold until commit.
+func lockActiveCluster(ctx context.Context, tx pgx.Tx, orgID, clusterID int64) error {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM kube_clusters WHERE org_id = $1 AND id = $2 FOR UPDATE`,
+		orgID, clusterID).Scan(&status)
+	if err != nil {
+		return notFound(err)
+	}
+	if status != StatusActive {
+		return ErrClusterNotActive
+	}
+	return nil
+}
+
+// upsertPool inserts a new pool or moves an existing one to c.State.
+func upsertPool(ctx context.Context, tx pgx.Tx, c PoolChange) (Pool, error) {
+	p := c.Pool
+	if p.ID != 0 {
+		rows, _ := tx.Query(ctx, `UPDATE node_pools SET count = $2, state = $3, state_reason = '', lease_owner = $4,
+			lease_until = $5, updated_at = now()
+			WHERE id = $1 AND state = ANY($6) AND (lease_until IS NULL OR lease_until < $7)
+			RETURNING `+poolColumns, p.ID, p.Count, c.State, c.Lease.Owner, c.Lease.Until, c.From, c.Now)
+		out, err := onePool(rows, "moving the pool")
+		if errors.Is(err, ErrNotFound) {
+			return out, ErrLeaseLost
+		}
+		return out, err
+	}
+	rows, _ := tx.Query(ctx, `INSERT INTO node_pools (kube_cluster_id, name, count, instance_type, image_id, subnet_id,
+		labels, taints, state, idempotency_key, request_fingerprint, lease_owner, lease_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13)
+		ON CONFLICT (kube_cluster_id, idempotency_key) DO NOTHING
+		RETURNING `+poolColumns, p.ClusterID, p.Name, p.Count, p.InstanceType, p.ImageID, p.SubnetID,
+		jsonText(p.Labels), jsonText(p.Taints), c.State, p.IdempotencyKey, p.RequestFingerprint, c.Lease.Owner, c.Lease.Until)
+	out, err := onePool(rows, "inserting the pool")
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return out, ErrDuplicate
+	case errors.As(err, &pgErr) && pgErr.ConstraintName == "node_pools_live_name":
+		return out, ErrNameTaken
+	}
+	return out, err
+}
+
+// convergeWorkers intends new workers, or marks the highest ordinals
+// retiring, until the pool has p.Count workers that are not retiring.
+// New ordinals follow every node of the cluster (its row is locked).
+func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) string) error {
+	rows, _ := tx.Query(ctx, `SELECT ordinal FROM kube_nodes WHERE node_pool_id = $1 AND NOT retiring ORDER BY ordinal`, p.ID)
+	live, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return err
+	}
+	if len(live) > p.Count {
+		_, err = tx.Exec(ctx, `UPDATE kube_nodes SET retiring = true WHERE node_pool_id = $1 AND ordinal = ANY($2)`,
+			p.ID, live[p.Count:])
+		return err
+	}
+	var last int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = $1`, p.ClusterID).Scan(&last); err != nil {
+		return err
+	}
+	var ordinals []int
+	var names []string
+	for k := 1; k <= p.Count-len(live); k++ {
+		ordinals, names = append(ordinals, last+k), append(names, name(last+k))
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name, role, node_pool_id)
+		SELECT $1, u.ordinal, u.name, 'worker', $2 FROM unnest($3::int[], $4::text[]) AS u (ordinal, name)`,
+		p.ClusterID, p.ID, ordinals, names)
+	return err
+}
+
+// DeleteRetired deletes the rows of the retiring workers at ordinals, whose
+// VMs are gone.
+func (s *Store) DeleteRetired(ctx context.Context, f Fence, ordinals []int) error {
+	return s.fenced(ctx, "deleting retired workers of "+f.what, `DELETE FROM kube_nodes n USING unnest($3::int[]) AS u (ordinal)
+		WHERE `+f.nodes+` AND n.ordinal = u.ordinal AND n.retiring AND EXISTS (`+f.held+`)`, f.id, f.owner, ordinals)
+}
+
+// SettlePool ends the owner's pool operation in state (active, failed or
+// deleted) with reason, and its count (nil: unchanged).
+func (s *Store) SettlePool(ctx context.Context, poolID int64, owner, state, reason string, count *int) error {
+	return s.fenced(ctx, "settling the node pool", `UPDATE node_pools p SET state = $3, state_reason = $4,
+		count = coalesce($5, count), lease_owner = NULL, lease_until = NULL, updated_at = now()
+		WHERE `+poolLeaseHeld, poolID, owner, state, reason, count)
+}
+
+// PoolMove moves a pool operation on: its state and reason, its count
+// (nil: unchanged), the workers at Retire to be removed, and its lease's
+// end (now: the reconciler takes it over at its next run).
+type PoolMove struct {
+	State, Reason string
+	Count         *int
+	Retire        []int
+	Until         time.Time
+}
+
+// MovePool moves the owner's pool operation as m says, in one statement.
+func (s *Store) MovePool(ctx context.Context, poolID int64, owner string, m PoolMove) error {
+	var moved bool
+	err := s.pool.QueryRow(ctx, `WITH moved AS (
+			UPDATE node_pools p SET state = $3, state_reason = $4, count = coalesce($5, count), lease_until = $6,
+				updated_at = now()
+			WHERE `+poolLeaseHeld+` RETURNING p.id
+		), retired AS (
+			UPDATE kube_nodes n SET retiring = true FROM moved WHERE n.node_pool_id = moved.id AND n.ordinal = ANY($7)
+			RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM moved)`, poolID, owner, m.State, m.Reason, m.Count, m.Until, m.Retire).Scan(&moved)
+	if err == nil && !moved {
+		err = ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("moving node pool %d to %s: %w", poolID, m.State, err)
+	}
+	return nil
+}
+
+// ClaimExpiredPool takes over one pool whose operation's lease ran out, if
+// any: ErrNotFound when there is none (as ClaimExpired for clusters).
+func (s *Store) ClaimExpiredPool(ctx context.Context, lease Lease, now time.Time) (Pool, error) {
+	rows, _ := s.pool.Query(ctx, `UPDATE node_pools SET lease_owner = $1, lease_until = $2, updated_at = now()
+		WHERE id = (SELECT id FROM node_pools
+			WHERE state = ANY($4) AND (lease_until IS NULL OR lease_until < $3)
+			ORDER BY lease_until NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+poolColumns, lease.Owner, lease.Until, now, PoolStates)
+	return onePool(rows, "claiming an unfinished node pool operation")
+}
+
+// jsonText is v as a JSON document's text: the statement's parameter types
+// are taken from the Go values (the exec mode describes nothing), and a
+// map or a slice of structs has none.
+func jsonText(v any) string {
+	b, _ := json.Marshal(v) // maps of strings and slices of plain structs cannot fail to marshal
+	return string(b)
+}
