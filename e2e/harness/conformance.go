@@ -3,8 +3,11 @@ package harness
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,13 +37,20 @@ func (c ConformanceTest) Serial() bool {
 // ConformanceList reads the suite's list of [Conformance] tests from the
 // k8s.io/kubernetes module that components/conformance builds from.
 func ConformanceList(componentsDir string) ([]ConformanceTest, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes")
+	// `go mod download`, not `go list -m`: on a machine whose module cache
+	// is still cold (the components are not built yet), list answers no
+	// directory at all.
+	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/kubernetes")
 	cmd.Dir = filepath.Join(componentsDir, "conformance")
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("finding k8s.io/kubernetes in components/conformance: %w", err)
+		return nil, fmt.Errorf("downloading k8s.io/kubernetes for components/conformance: %w: %s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "test", "conformance", "testdata", "conformance.yaml"))
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download named no directory for k8s.io/kubernetes (%v): %s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(mod.Dir, "test", "conformance", "testdata", "conformance.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +118,10 @@ type SuiteRun struct {
 	Skip       string // ginkgo --skip, may be empty
 	Procs      int    // parallel processes; 1 runs the specs one after the other
 	Timeout    time.Duration
+	// Attempts is how many times a failing spec is run before it counts
+	// as failed (ginkgo --flake-attempts); 0 or 1 runs each once. A spec
+	// that passed only on a later attempt is named by ReadRetried.
+	Attempts int
 }
 
 // Run runs the suite to its end and returns every spec's result; a
@@ -142,9 +156,65 @@ func (s SuiteRun) argv() []string {
 	if s.Skip != "" {
 		argv = append(argv, "--skip="+s.Skip)
 	}
+	if s.Attempts > 1 {
+		argv = append(argv, fmt.Sprintf("--flake-attempts=%d", s.Attempts), "--json-report="+retryReport)
+	}
 	return append(argv, filepath.Join(s.BinDir, "e2e.test"), "--",
 		"--provider=skeleton", "--kubeconfig="+s.Kubeconfig, "--report-dir="+s.ReportDir,
 		"--disable-log-dump", "--kubectl-path="+filepath.Join(s.BinDir, "kubectl"))
+}
+
+// retryReport is ginkgo's JSON report in ReportDir, written when failing
+// specs get more than one attempt: the JUnit report does not say how many
+// attempts a passed spec took.
+const retryReport = "ginkgo-report.json"
+
+// ReadRetried names the specs of the run in dir that passed only on a
+// later attempt (their container texts and their own, space-separated;
+// compare with Retried). No report (one attempt each): none.
+func ReadRetried(dir string) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, retryReport))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var suites []struct {
+		SpecReports []struct {
+			ContainerHierarchyTexts []string
+			LeafNodeText            string
+			State                   string
+			NumAttempts             int
+		}
+	}
+	if err := json.Unmarshal(raw, &suites); err != nil {
+		return nil, fmt.Errorf("%s: %w", retryReport, err)
+	}
+	var retried []string
+	for _, suite := range suites {
+		for _, r := range suite.SpecReports {
+			if r.State == "passed" && r.NumAttempts > 1 {
+				retried = append(retried, strings.Join(append(r.ContainerHierarchyTexts, r.LeafNodeText), " "))
+			}
+		}
+	}
+	return retried, nil
+}
+
+// Retried is which of names passed only on a later attempt, as ReadRetried
+// named them (a name holds every text of its spec, and its labels too).
+func Retried(names, retried []string) []string {
+	var out []string
+	for _, name := range names {
+		for _, r := range retried {
+			if strings.HasPrefix(name, r) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // SpecResult is how one spec ended, as the JUnit report says.

@@ -108,3 +108,34 @@ func TestTestImagesCoverTheSuitesNamesAndBuild(t *testing.T) {
 		t.Errorf("repo list: %s", got)
 	}
 }
+
+func TestReadRetriedNamesSpecsThatPassedOnALaterAttempt(t *testing.T) {
+	dir := t.TempDir()
+	if got, err := ReadRetried(dir); err != nil || got != nil {
+		t.Fatalf("no report: %v, %v; want none", got, err)
+	}
+	report := `[{"SpecReports": [
+	  {"ContainerHierarchyTexts": ["[sig-a] Thing"], "LeafNodeText": "one [Conformance]", "State": "passed", "NumAttempts": 2},
+	  {"ContainerHierarchyTexts": ["[sig-a] Thing"], "LeafNodeText": "two [Conformance]", "State": "passed", "NumAttempts": 1},
+	  {"ContainerHierarchyTexts": ["[sig-a] Thing"], "LeafNodeText": "three [Conformance]", "State": "failed", "NumAttempts": 2}
+	]}]`
+	if err := os.WriteFile(filepath.Join(dir, retryReport), []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	retried, err := ReadRetried(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"[sig-a] Thing one [Conformance]", "[sig-a] Thing two [Conformance]", "[sig-a] Thing three [Conformance]"}
+	if got := Retried(names, retried); len(got) != 1 || got[0] != names[0] {
+		t.Fatalf("retried %v, want only %q", got, names[0])
+	}
+}
+
+func TestSuiteRunAsksForAttemptsOnlyWhenMoreThanOne(t *testing.T) {
+	once := strings.Join(SuiteRun{Attempts: 1}.argv(), " ")
+	twice := strings.Join(SuiteRun{Attempts: 2}.argv(), " ")
+	if strings.Contains(once, "--flake-attempts") || !strings.Contains(twice, "--flake-attempts=2 --json-report="+retryReport) {
+		t.Fatalf("one attempt: %s\ntwo: %s", once, twice)
+	}
+}
