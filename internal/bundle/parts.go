@@ -171,7 +171,11 @@ func etcdPart(v *view) []fileSpec {
 }
 
 func containerdPart(v *view) []fileSpec {
-	return []fileSpec{tmpl(unitDir+"/containerd.service", "containerd.service", modePublic, v)}
+	return []fileSpec{
+		tmpl(unitDir+"/containerd.service", "containerd.service", modePublic, v),
+		// A prefix drop-in: it applies to every cri-containerd-<id>.scope.
+		tmpl(unitDir+"/cri-containerd-.scope.d/10-exk8s-stop-timeout.conf", "cri-containerd-scope-stop.conf", modePublic, v),
+	}
 }
 
 func kubeletPart(v *view) []fileSpec {

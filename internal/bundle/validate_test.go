@@ -655,8 +655,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 34 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
+	if len(used) != 35 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
 	}
 }
 
