@@ -207,8 +207,8 @@ func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) stri
 			p.ID, live[p.Count:])
 		return err
 	}
-	var last int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = $1`, p.ClusterID).Scan(&last); err != nil {
+	last, err := lastOrdinal(ctx, tx, p.ClusterID)
+	if err != nil {
 		return err
 	}
 	var ordinals []int
@@ -220,6 +220,15 @@ func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) stri
 		SELECT $1, u.ordinal, u.name, 'worker', $2 FROM unnest($3::int[], $4::text[]) AS u (ordinal, name)`,
 		p.ClusterID, p.ID, ordinals, names)
 	return err
+}
+
+// lastOrdinal is the highest ordinal of any node of the cluster, whose row
+// the transaction holds locked: a new node's ordinal follows it, so it
+// never collides with a control-plane node's or a worker's.
+func lastOrdinal(ctx context.Context, tx pgx.Tx, clusterID int64) (int, error) {
+	var last int
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = $1`, clusterID).Scan(&last)
+	return last, err
 }
 
 // DeleteRetired deletes the rows of the retiring workers at ordinals, whose
