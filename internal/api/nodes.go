@@ -2,7 +2,9 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
+	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/progress"
 )
 
@@ -36,4 +38,25 @@ func (s *Server) serveNode(w http.ResponseWriter, r *http.Request, do nodeAction
 		return
 	}
 	writeJSON(w, http.StatusOK, b)
+}
+
+// replaceNode serves POST /clusters/{id}/nodes/{vm_id}/replace: the
+// control-plane node's replacement is recorded (202) and the reconciler
+// drives it. It takes no body.
+func (s *Server) replaceNode(w http.ResponseWriter, r *http.Request) {
+	org, id, ok := s.orgAndClusterID(w, r)
+	if !ok {
+		return
+	}
+	vmID, err := parseID("vm_id", r.PathValue("vm_id"))
+	var v founding.ReplacementView
+	if err == nil {
+		v, err = s.Replacer.ReplaceNode(r.Context(), org, id, vmID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/clusters/"+strconv.FormatInt(id, 10))
+	writeJSON(w, http.StatusAccepted, v)
 }

@@ -65,6 +65,14 @@ type NodePools interface {
 
 var _ NodePools = (*founding.Service)(nil)
 
+// NodeReplacements records the replacement of a control-plane node; the
+// reconciler drives it.
+type NodeReplacements interface {
+	ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (founding.ReplacementView, error)
+}
+
+var _ NodeReplacements = (*founding.Service)(nil)
+
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
 	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error)
@@ -139,6 +147,7 @@ type Server struct {
 	Founder  Founder
 	Clusters Clusters
 	Pools    NodePools
+	Replacer NodeReplacements
 	Bundles  Bundles
 	Renewals Renewals
 	Progress Reporter
