@@ -38,6 +38,9 @@ func (s *Service) ReplaceNode(ctx context.Context, org auth.Principal, clusterID
 	if err != nil {
 		return ReplacementView{}, err
 	}
+	if err := s.noLiveReplacement(ctx, c.ID); err != nil {
+		return ReplacementView{}, err
+	}
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	if err != nil {
 		return ReplacementView{}, databaseError(err)
@@ -52,6 +55,20 @@ func (s *Service) ReplaceNode(ctx context.Context, org auth.Principal, clusterID
 		return ReplacementView{}, s.replacementRefused(ctx, c.ID, err)
 	}
 	return replacementViewOf(r), nil
+}
+
+// noLiveReplacement: one replacement at a time (its old node is out of
+// etcd's quorum until its new one is promoted). The transaction that
+// begins a replacement holds the rule too.
+func (s *Service) noLiveReplacement(ctx context.Context, clusterID int64) error {
+	r, err := s.Store.LiveReplacement(ctx, clusterID)
+	switch {
+	case err == nil:
+		return replacementInProgress(clusterID, r)
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	}
+	return databaseError(err)
 }
 
 // replacementRefused maps a replacement that could not begin to its answer.
