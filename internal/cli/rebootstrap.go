@@ -14,11 +14,7 @@ func (a *app) rebootstrapCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			id, err := parseID("cluster id", args[0])
-			if err != nil {
-				return err
-			}
-			vmID, err := parseID("vm id", args[1])
+			id, vmID, err := clusterAndVM(args)
 			if err != nil {
 				return err
 			}
