@@ -131,8 +131,9 @@ type Limiter interface {
 
 var _ Limiter = (*vmlimit.Limiter)(nil)
 
-// nodeAction is one of NodeBootstraps' methods.
-type nodeAction func(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
+// nodeAction is what an operator's route on one node does (one of
+// NodeBootstraps' methods, NodeReplacements').
+type nodeAction[T any] func(ctx context.Context, org auth.Principal, clusterID, vmID int64) (T, error)
 
 // Check is one dependency the deep health check pings.
 type Check struct {

@@ -15,11 +15,19 @@ func (a *app) nodesCommand() *cobra.Command {
 }
 
 func (a *app) replaceNodeCommand() *cobra.Command {
+	return a.nodeCommand("replace ID VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
+		func(ctx context.Context, c *Client, id, vmID int64) (string, error) {
+			r, _, err := c.ReplaceNode(ctx, id, vmID)
+			return fmt.Sprintf("node %s (vm %d) is being replaced by %s (replacement %d, %s); follow it with: k8sapi describe cluster %d",
+				r.OldNodeName, r.OldVMID, r.NewNodeName, r.ID, r.State, id), err
+		})
+}
+
+// nodeCommand is a command on one node of a cluster (its arguments ID
+// VM_ID) whose outcome is the one line do returns.
+func (a *app) nodeCommand(use, short string, do func(ctx context.Context, c *Client, id, vmID int64) (string, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:               "replace ID VM_ID",
-		Short:             "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: a.completeClusterIDs,
+		Use: use, Short: short, Args: cobra.ExactArgs(2), ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
 			id, vmID, err := clusterAndVM(args)
 			if err != nil {
@@ -29,12 +37,11 @@ func (a *app) replaceNodeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, _, err := c.ReplaceNode(ctx, id, vmID)
+			line, err := do(ctx, c, id, vmID)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "node %s (vm %d) is being replaced by %s (replacement %d, %s); follow it with: k8sapi describe cluster %d\n",
-				r.OldNodeName, r.OldVMID, r.NewNodeName, r.ID, r.State, id)
+			fmt.Fprintln(a.stdout, line)
 			return nil
 		}),
 	}

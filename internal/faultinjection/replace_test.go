@@ -50,8 +50,12 @@ func (s *stack) replacing() (clusterID int64, vms []int64) {
 	s.t.Helper()
 	res := s.Found(1, stacktest.ThreeNodes)
 	s.markReady(res.ControlPlaneVMIDs...)
-	if r := s.replace(res.ClusterID, res.ControlPlaneVMIDs[0]); r.Status != http.StatusAccepted {
+	r := s.replace(res.ClusterID, res.ControlPlaneVMIDs[0])
+	if r.Status != http.StatusAccepted {
 		s.t.Fatalf("replace = %d %s, want 202", r.Status, r.Body)
+	}
+	if loc := r.Header.Get("Location"); loc != "/clusters/"+strconv.FormatInt(res.ClusterID, 10) {
+		s.t.Errorf("Location %q, want the cluster", loc)
 	}
 	return res.ClusterID, res.ControlPlaneVMIDs
 }

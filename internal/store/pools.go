@@ -131,10 +131,7 @@ type PoolChange struct {
 // state of From: ErrLeaseLost.
 func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, error) {
 	var out Pool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockActiveCluster(ctx, tx, c.OrgID, c.Pool.ClusterID); err != nil {
-			return err
-		}
+	err := s.inActiveCluster(ctx, c.OrgID, c.Pool.ClusterID, func(tx pgx.Tx) error {
 		var err error
 		if out, err = upsertPool(ctx, tx, c); err != nil {
 			return err
@@ -145,6 +142,17 @@ func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, err
 		return out, fmt.Errorf("beginning an operation of node pool %q: %w", c.Pool.Name, err)
 	}
 	return out, nil
+}
+
+// inActiveCluster runs f in a transaction that holds the row of org's
+// cluster locked, the cluster active (ErrClusterNotActive otherwise).
+func (s *Store) inActiveCluster(ctx context.Context, orgID, clusterID int64, f func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockActiveCluster(ctx, tx, orgID, clusterID); err != nil {
+			return err
+		}
+		return f(tx)
+	})
 }
 
 // lockActiveCluster locks the cluster's row for the transaction, so the

@@ -66,10 +66,7 @@ type ReplacementStart struct {
 // ErrNotFound.
 func (s *Store) BeginReplacement(ctx context.Context, r ReplacementStart) (Replacement, error) {
 	var out Replacement
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockActiveCluster(ctx, tx, r.OrgID, r.Old.ClusterID); err != nil {
-			return err
-		}
+	err := s.inActiveCluster(ctx, r.OrgID, r.Old.ClusterID, func(tx pgx.Tx) error {
 		id, err := insertReplacement(ctx, tx, r.Old)
 		if err != nil {
 			return err
