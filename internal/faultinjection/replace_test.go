@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +121,9 @@ func TestReplacementCutOffAtEachStepIsFinished(t *testing.T) {
 				if rep := s.reconcile(); rep.ReplacementsWaiting != 1 {
 					t.Fatalf("reconciler report %+v, want the replacement waiting for its new node", rep)
 				}
+				if _, _, _, live := s.counts(); live != 4 {
+					t.Fatalf("%d VMs live while the new node is not ready, want the old one kept beside it (4)", live)
+				}
 				s.markReady(s.newNodeVM())
 			}
 			s.cutOffReconciler(c.gate(s), c.n)
@@ -231,5 +235,34 @@ func TestReplacedNodeIsRefusedItsBundle(t *testing.T) {
 	}
 	if r := s.FetchBundle(vms[0], imds, access); r.Status < 400 {
 		t.Errorf("the replaced node's fetch = %d, want refused", r.Status)
+	}
+}
+
+// A replacement whose new node never reports ready ends failed after an
+// hour and keeps both nodes, none retiring; the cluster can be deleted
+// then, and its deletion removes every VM.
+func TestReplacementWhoseNewNodeNeverReadyKeepsBoth(t *testing.T) {
+	s := newStack(t)
+	id, _ := s.replacing()
+	var failed int
+	for range 8 { // ten minutes later each: past the hour
+		failed += s.reconcile().ReplacementsFailed
+	}
+	if failed != 1 {
+		t.Fatalf("%d replacements failed, want 1", failed)
+	}
+	var state, reason string
+	var nodes, retiring int
+	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM node_replacements), (SELECT state_reason FROM node_replacements),
+		count(*), count(*) FILTER (WHERE retiring) FROM kube_nodes`).Scan(&state, &reason, &nodes, &retiring)
+	if err != nil || state != "failed" || !strings.Contains(reason, "did not report ready") || nodes != 4 || retiring != 0 {
+		t.Errorf("replacement %q (%q), %d nodes, %d retiring (%v); want failed, 4 nodes kept, none retiring", state, reason, nodes, retiring, err)
+	}
+	del := stacktest.Do(t, http.MethodDelete, s.APIURL+"/clusters/"+strconv.FormatInt(id, 10), "", s.Bearer(1))
+	if del.Status != http.StatusOK {
+		t.Fatalf("delete = %d %s, want 200", del.Status, del.Body)
+	}
+	if _, _, _, live := s.counts(); live != 0 {
+		t.Errorf("%d VMs live after the cluster's deletion", live)
 	}
 }

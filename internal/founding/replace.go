@@ -95,16 +95,15 @@ func replacementInProgress(clusterID int64, r store.Replacement) error {
 
 // replaceable is the control-plane node of VM vmID among cp, if replacing
 // it keeps etcd's quorum: a majority of the other members (as k8sapi
-// knows them: not retiring, their bootstrap reported ready) stays up
+// knows them: their bootstrap reported ready, and not retiring) stays up
 // while the old member is removed and the new one is a learner.
 func replaceable(cp []store.Node, vmID int64) (store.Node, error) {
 	var old store.Node
 	var others []store.Node
 	for _, n := range cp {
-		switch {
-		case n.VMID == vmID && vmID != 0:
+		if n.VMID == vmID && vmID != 0 {
 			old = n
-		case !n.Retiring:
+		} else {
 			others = append(others, n)
 		}
 	}
@@ -126,7 +125,7 @@ func quorumKept(old store.Node, others []store.Node) error {
 	}
 	ready := 0
 	for _, n := range others {
-		if n.ReadyAt != nil {
+		if n.ReadyAt != nil && !n.Retiring { // a retiring member may be gone any moment
 			ready++
 		}
 	}
