@@ -76,6 +76,9 @@ var (
 	NoReadyNode            = define("no_ready_node", KindConflict, "no control-plane node of the cluster is Ready to take a snapshot")
 	SnapshotNotUploaded    = define("snapshot_not_uploaded", KindUnprocessable, "no object is at the snapshot's key; upload it first")
 	SnapshotSizeMismatch   = define("snapshot_size_mismatch", KindUnprocessable, "the uploaded object's size is not the size reported")
+	// Founding from a snapshot (restore_from on POST /clusters).
+	SnapshotNotRestorable = define("snapshot_not_restorable", KindConflict, "only an uploaded snapshot of a cluster whose keys are kept can be restored")
+	RestoreIncompatible   = define("restore_incompatible", KindConflict, "the new cluster would differ from the snapshot's cluster in something the snapshot depends on")
 
 	// A function that failed, as the local gateway tells it.
 	BadGateway = defineGatewayOnly("bad_gateway", KindBadGateway, "the function failed")

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -135,7 +134,13 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	if err := s.checkPlatformRefs(ctx, refsOf(spec)); err != nil {
 		return nil, err
 	}
-	op, err := s.begin(ctx, org.OrgID, spec, idempotencyKey, ownKey, artifacts)
+	// A restore's snapshot and its cluster's keys, read before anything
+	// is written (restore.go).
+	in, err := s.inherit(ctx, org.OrgID, spec)
+	if err != nil {
+		return nil, err
+	}
+	op, err := s.begin(ctx, org.OrgID, spec, idempotencyKey, ownKey, artifacts, in)
 	if errors.Is(err, store.ErrDuplicate) {
 		// A concurrent request with the same key committed first.
 		return s.replay(ctx, org, idempotencyKey, spec)
@@ -153,14 +158,15 @@ func generatedKey() string {
 	return "k8sapi-" + hex.EncodeToString(b)
 }
 
-// begin makes the cluster's trust, seals it under a fresh data key for a
-// reserved id and commits the cluster (founding, leased to this request)
-// with its intended nodes. Nothing remote has happened yet but the KMS
-// data key, which leaves nothing behind if this fails.
-func (s *Service) begin(ctx context.Context, org int64, spec Spec, key string, ownKey bool, artifacts []byte) (*operation, error) {
-	trust, err := s.issuer(spec.KeyAlgorithm).NewTrust()
+// begin makes the cluster's trust (or takes a restore's, in), seals it
+// under a fresh data key for a reserved id and commits the cluster
+// (founding, leased to this request) with its intended nodes. Nothing
+// remote has happened yet but the KMS data key, which leaves nothing
+// behind if this fails.
+func (s *Service) begin(ctx context.Context, org int64, spec Spec, key string, ownKey bool, artifacts []byte, in *inheritance) (*operation, error) {
+	trust, err := s.trustOf(spec, in)
 	if err != nil {
-		return nil, fmt.Errorf("creating cluster trust: %w", err)
+		return nil, err
 	}
 	id, err := s.Store.ReserveClusterID(ctx)
 	if err != nil {
@@ -169,6 +175,7 @@ func (s *Service) begin(ctx context.Context, org int64, spec Spec, key string, o
 	op := &operation{spec: spec, trust: trust, lease: s.newLease(s.Settings.Lease, DefaultLease)}
 	op.cluster = s.newCluster(org, id, spec, key)
 	op.cluster.Resumable, op.cluster.Artifacts = ownKey, artifacts
+	recordRestore(&op.cluster, in)
 	if op.dataKey, err = s.Envelope.NewDataKey(ctx, keyring.Scope(&op.cluster)); err != nil {
 		return nil, kmsError(err)
 	}

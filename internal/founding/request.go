@@ -42,6 +42,15 @@ type Request struct {
 	RootVolumeSizeGiB        *int    `json:"root_volume_size_gib"`
 	KeyAlgorithm             *string `json:"key_algorithm"`
 	CNI                      *string `json:"cni"`
+	// RestoreFrom founds the cluster from an uploaded etcd snapshot of
+	// another of the org's clusters (restore.go).
+	RestoreFrom *RestoreRequest `json:"restore_from"`
+}
+
+// RestoreRequest names the snapshot a cluster is founded from.
+type RestoreRequest struct {
+	ClusterID  *int64 `json:"cluster_id"`
+	SnapshotID *int64 `json:"snapshot_id"`
 }
 
 // Spec is a validated Request with defaults applied.
@@ -57,6 +66,15 @@ type Spec struct {
 	RootVolumeSizeGiB        int              `json:"root_volume_size_gib"`
 	KeyAlgorithm             pki.Algorithm    `json:"key_algorithm"`
 	CNI                      clusterfacts.CNI `json:"cni"`
+	// Omitted when absent: a request without it keeps the fingerprint it
+	// had before restores existed.
+	RestoreFrom *RestoreRef `json:"restore_from,omitempty"`
+}
+
+// RestoreRef is a validated RestoreRequest.
+type RestoreRef struct {
+	ClusterID  int64 `json:"cluster_id"`
+	SnapshotID int64 `json:"snapshot_id"`
 }
 
 var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
@@ -65,7 +83,7 @@ var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
 // field name, joined as one 400.
 func (r Request) Validate() (Spec, error) {
 	s := r.withDefaults()
-	if err := invalid(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s)); err != nil {
+	if err := invalid(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s), restoreRules(r.RestoreFrom)); err != nil {
 		return Spec{}, err
 	}
 	return s, nil
@@ -83,6 +101,9 @@ func (r Request) withDefaults() Spec {
 	}
 	s.KeyAlgorithm, _ = pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, "")) // refused by optionRules
 	s.CNI, _ = clusterfacts.ParseCNI(valueOr(r.CNI, ""))                // refused by optionRules
+	if r.RestoreFrom != nil {
+		s.RestoreFrom = &RestoreRef{ClusterID: valueOr(r.RestoreFrom.ClusterID, 0), SnapshotID: valueOr(r.RestoreFrom.SnapshotID, 0)}
+	}
 	return s
 }
 
@@ -141,6 +162,20 @@ func optionRules(r Request, s Spec) []validation.Rule {
 			fmt.Sprintf("must be %d to %d", MinRootVolumeGiB, MaxRootVolumeGiB)),
 		rule("key_algorithm", algErr == nil, validation.Describe(algErr)),
 		rule("cni", cniErr == nil, validation.Describe(cniErr)),
+	}
+}
+
+// restoreRules: restore_from, when given, names both ids. Whether the
+// snapshot exists and fits is asked of the database (restore.go).
+func restoreRules(r *RestoreRequest) []validation.Rule {
+	if r == nil {
+		return nil
+	}
+	return []validation.Rule{
+		rule("restore_from.cluster_id", r.ClusterID != nil, "is required"),
+		rule("restore_from.cluster_id", r.ClusterID == nil || *r.ClusterID > 0, "must be a positive integer"),
+		rule("restore_from.snapshot_id", r.SnapshotID != nil, "is required"),
+		rule("restore_from.snapshot_id", r.SnapshotID == nil || *r.SnapshotID > 0, "must be a positive integer"),
 	}
 }
 

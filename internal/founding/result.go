@@ -69,6 +69,9 @@ type ClusterView struct {
 	KeyAlgorithm        string     `json:"key_algorithm"`
 	DNSConfigured       bool       `json:"dns_configured"`
 	DNSError            string     `json:"dns_error,omitempty"`
+	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
+	// from; null for a cluster founded empty.
+	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`
 	// Bootstrap is how far the nodes' bootstrap got, as the VMs report it.
 	Bootstrap progress.Bootstrap `json:"bootstrap"`
 	// CertificatesExpireAt is the earliest NotAfter among the nodes' stored
@@ -92,7 +95,7 @@ func viewOf(c store.Cluster, m store.Members) ClusterView {
 		ControlPlaneVMIDs: []int64{}, Nodes: []NodeView{},
 		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: c.CNI, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		RestoredFromSnapshotID: c.RestoredFromSnapshotID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 	var statuses []progress.NodeStatus
 	initial := initialOrdinal(liveControlPlane(nodes))

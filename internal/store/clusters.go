@@ -80,6 +80,12 @@ type Cluster struct {
 	// SecretsEncryptionKeySealed is the API servers' key for Secrets at
 	// rest, sealed (migration 010); nil for a cluster founded before it.
 	SecretsEncryptionKeySealed []byte `db:"secrets_encryption_key_sealed"`
+	// The snapshot a restored cluster's etcd starts from, copied at
+	// founding (migration 019); all nil for a cluster founded empty.
+	RestoredFromSnapshotID *int64  `db:"restored_from_snapshot_id"`
+	RestoreObjectKey       *string `db:"restore_object_key"`
+	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
+	RestoreSHA256          *string `db:"restore_sha256"`
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -88,7 +94,8 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
 	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
-	create_token_key, secrets_encryption_key_sealed`
+	create_token_key, secrets_encryption_key_sealed,
+	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256`
 
 // Node is one node (a kube_nodes row: a control-plane node, or a worker
 // of a pool) with the addresses the compute API reported for its VM.

@@ -1,0 +1,123 @@
+package founding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// A cluster founded from a snapshot (restore_from; docs/ETCD-SNAPSHOTS.md,
+// "Restore") is founded as any other, but its trust is the snapshot's
+// cluster's: the snapshot's certificates, ServiceAccount tokens and
+// Secrets are only good under those keys. The keys are opened from the
+// old cluster's row and sealed again under the new cluster's own data key
+// (begin): copies, so deleting the old cluster leaves the new one whole.
+
+// inheritance is what a restored founding takes from its snapshot.
+type inheritance struct {
+	trust    *pki.Trust
+	snapshot store.EtcdSnapshot
+}
+
+// restoreMatch is one thing the new cluster must share with the snapshot's
+// cluster: the field the operator would change, and the two values.
+type restoreMatch struct {
+	field, old, new, why string
+}
+
+// restoreMatches is the one table of what must match: the snapshot holds
+// objects that name them (Services' cluster IPs, Pods' CIDRs and DNS
+// names, the CNI's objects, the API server's storage versions), and the
+// inherited CAs keep their key algorithm.
+func (s *Service) restoreMatches(old *store.Cluster, spec Spec) []restoreMatch {
+	return []restoreMatch{
+		{"kubernetes_version", old.KubernetesVersion, s.Settings.KubernetesVersion, "the snapshot's objects are stored by that version's API server"},
+		{"service_cidr", old.ServiceCIDR, s.Settings.ServiceCIDR, "the snapshot's Services hold cluster IPs of it"},
+		{"pod_cidr", old.PodCIDR, s.Settings.PodCIDR, "the snapshot's Nodes and CNI objects hold pod CIDRs of it"},
+		{"cluster_domain", old.ClusterDomain, s.Settings.ClusterDomain, "the snapshot's workloads resolve names under it"},
+		{"cni", old.CNI, string(spec.CNI), "the snapshot holds the CNI's objects"},
+		{"key_algorithm", old.KeyAlgorithm, string(spec.KeyAlgorithm), "the copied CAs keep their keys"},
+	}
+}
+
+// checkMatches is the first mismatch as a 409 naming its field.
+func checkMatches(matches []restoreMatch) error {
+	for _, m := range matches {
+		if m.old != m.new {
+			return apperr.RestoreIncompatible.Detailf("%s: the snapshot's cluster has %q, the new cluster would have %q; they must match (%s)",
+				m.field, m.old, m.new, m.why)
+		}
+	}
+	return nil
+}
+
+// inherit reads and checks the snapshot spec restores from, and opens its
+// cluster's trust; nil when spec restores nothing. Reads only: nothing is
+// written for a refusal. Another org's snapshot is 404, as a missing one.
+func (s *Service) inherit(ctx context.Context, org int64, spec Spec) (*inheritance, error) {
+	ref := spec.RestoreFrom
+	if ref == nil {
+		return nil, nil
+	}
+	snap, err := s.Store.EtcdSnapshot(ctx, org, ref.ClusterID, ref.SnapshotID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apperr.NotFound.Detailf("restore_from: no snapshot %d of cluster %d", ref.SnapshotID, ref.ClusterID)
+	}
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	if snap.State != store.SnapshotUploaded {
+		return nil, apperr.SnapshotNotRestorable.Detailf("restore_from.snapshot_id: snapshot %d is %s; only an uploaded one can be restored", snap.ID, snap.State)
+	}
+	old, err := s.Store.Cluster(ctx, org, ref.ClusterID)
+	if err != nil {
+		return nil, databaseError(err) // the snapshot's join found it a moment ago
+	}
+	if err := s.checkInheritable(&old, spec); err != nil {
+		return nil, err
+	}
+	opened, err := keyring.Open(ctx, s.Envelope, &old)
+	if err != nil {
+		return nil, s.trustError(ctx, &old, err)
+	}
+	return &inheritance{trust: opened.Trust, snapshot: snap}, nil
+}
+
+// checkInheritable: the old cluster still holds its keys (a failed or
+// deleted cluster's are shredded) and the new one matches it.
+func (s *Service) checkInheritable(old *store.Cluster, spec Spec) error {
+	if len(old.WrappedDataKey) == 0 || old.SecretsEncryptionKeySealed == nil {
+		return apperr.SnapshotNotRestorable.Detailf(
+			"restore_from.cluster_id: cluster %d is %s and its keys are gone (or it predates Secrets encryption keys); its snapshots cannot be restored",
+			old.ID, old.Status)
+	}
+	return checkMatches(s.restoreMatches(old, spec))
+}
+
+// trustOf is the trust a founding seals: the inherited one, or new keys.
+func (s *Service) trustOf(spec Spec, in *inheritance) (*pki.Trust, error) {
+	if in != nil {
+		return in.trust, nil
+	}
+	trust, err := s.issuer(spec.KeyAlgorithm).NewTrust()
+	if err != nil {
+		return nil, fmt.Errorf("creating cluster trust: %w", err)
+	}
+	return trust, nil
+}
+
+// recordRestore copies the snapshot's key, size and digest onto c: what
+// its nodes restore from, whatever becomes of the old cluster's rows.
+func recordRestore(c *store.Cluster, in *inheritance) {
+	if in == nil {
+		return
+	}
+	snap := in.snapshot
+	key := snap.ObjectKey
+	c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256 = &snap.ID, &key, snap.SizeBytes, snap.SHA256
+}
