@@ -2,11 +2,13 @@ package founding
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
 )
 
 func decode(t *testing.T, body string) Request {
@@ -99,5 +101,55 @@ func TestNames(t *testing.T) {
 	}
 	if got := nodeName(1, 42); got != "cp-1.cluster-42.internal" {
 		t.Errorf("nodeName = %s", got)
+	}
+}
+
+// restore_from's rows: both ids required and positive; absent, it is no
+// part of the spec (nor of the fingerprint a replay compares).
+func TestValidateRestoreFrom(t *testing.T) {
+	base := `"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3`
+	_, err := decode(t, `{`+base+`,"restore_from":{"snapshot_id":0}}`).Validate()
+	e, ok := apperr.As(err)
+	want := "restore_from.cluster_id: is required; restore_from.snapshot_id: must be a positive integer"
+	if !ok || e.Kind() != apperr.KindInvalid || e.Message != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+	s, err := decode(t, `{`+base+`,"restore_from":{"cluster_id":4,"snapshot_id":9}}`).Validate()
+	if err != nil || s.RestoreFrom == nil || *s.RestoreFrom != (RestoreRef{ClusterID: 4, SnapshotID: 9}) {
+		t.Fatalf("spec %+v, err %v", s.RestoreFrom, err)
+	}
+	plain, err := decode(t, `{`+base+`}`).Validate()
+	if err != nil || plain.RestoreFrom != nil || plain.Fingerprint() == s.Fingerprint() {
+		t.Fatalf("without restore_from: %+v %v", plain.RestoreFrom, err)
+	}
+	if b, _ := json.Marshal(plain); strings.Contains(string(b), "restore_from") {
+		t.Fatalf("an empty founding's spec names restore_from: %s", b)
+	}
+}
+
+// The table of what a restore must match: each row refuses with a 409
+// naming its field.
+func TestRestoreMatchesNameTheField(t *testing.T) {
+	s := &Service{Settings: Settings{KubernetesVersion: "v1.31.4", ServiceCIDR: DefaultServiceCIDR, PodCIDR: DefaultPodCIDR, ClusterDomain: DefaultClusterDomain}}
+	old := store.Cluster{KubernetesVersion: "v1.31.4", ServiceCIDR: DefaultServiceCIDR, PodCIDR: DefaultPodCIDR,
+		ClusterDomain: DefaultClusterDomain, CNI: "cilium", KeyAlgorithm: "ecdsa-p256"}
+	spec := Spec{CNI: clusterfacts.CNICilium, KeyAlgorithm: pki.ECDSAP256}
+	if err := checkMatches(s.restoreMatches(&old, spec)); err != nil {
+		t.Fatalf("all match: %v", err)
+	}
+	for field, change := range map[string]func(c *store.Cluster){
+		"kubernetes_version": func(c *store.Cluster) { c.KubernetesVersion = "v1.30.0" },
+		"service_cidr":       func(c *store.Cluster) { c.ServiceCIDR = "10.100.0.0/16" },
+		"pod_cidr":           func(c *store.Cluster) { c.PodCIDR = "10.244.0.0/16" },
+		"cluster_domain":     func(c *store.Cluster) { c.ClusterDomain = "example.internal" },
+		"cni":                func(c *store.Cluster) { c.CNI = "bridge" },
+		"key_algorithm":      func(c *store.Cluster) { c.KeyAlgorithm = "rsa-2048" },
+	} {
+		differs := old
+		change(&differs)
+		e, ok := apperr.As(checkMatches(s.restoreMatches(&differs, spec)))
+		if !ok || e.Code != apperr.RestoreIncompatible || !strings.HasPrefix(e.Message, field+": ") {
+			t.Errorf("%s differs: %v", field, e)
+		}
 	}
 }
