@@ -30,12 +30,26 @@ func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
 	}
 }
 
+// --restore-from CLUSTER:SNAPSHOT is restore_from's two ids.
+func TestCreateClusterRestoreFrom(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 6, Name: "exk8s-1-6", Status: "active"})})
+	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "2", "--restore-from", "4:9")
+	r.want(t, 0)
+	want := `{"control_plane_image_id":1,"control_plane_instance_type":"c1.large","restore_from":{"cluster_id":4,"snapshot_id":9},"subnet_id":2}`
+	if c := f.callsTo("POST /clusters")[0]; c.body != want {
+		t.Fatalf("body %s\nwant %s", c.body, want)
+	}
+}
+
 func TestCreateClusterUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
 		"required flag": {"create", "cluster", "--image", "1", "--subnet", "1"},
 		"bad int":       {"create", "cluster", "--image", "one", "--instance-type", "c1.large", "--subnet", "1"},
 		"unknown flag":  {"create", "cluster", "--nodes", "3"},
 		"bad output":    {"create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "-o", "wide"},
+		"bad restore":   {"create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "--restore-from", "4"},
+		"restore junk":  {"create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "--restore-from", "4:9x"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFakeAPI(t)

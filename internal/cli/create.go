@@ -21,6 +21,7 @@ const (
 	stringField
 	boolField
 	intListField
+	snapshotRefField
 )
 
 // createField ties a flag of `create cluster` to a field of
@@ -47,6 +48,7 @@ var createFields = []createField{
 	{flag: "root-volume-gib", field: "root_volume_size_gib", kind: intField, usage: "root volume size in GiB, 10-2048 (default: the image's)"},
 	{flag: "key-algorithm", field: "key_algorithm", kind: stringField, values: []string{"ecdsa-p256", "rsa-2048"}, usage: "algorithm of every key of the cluster (default ecdsa-p256)"},
 	{flag: "cni", field: "cni", kind: stringField, values: []string{"cilium", "bridge"}, usage: "pod network: cilium or bridge (default cilium)"},
+	{flag: "restore-from", field: "restore_from", kind: snapshotRefField, usage: "CLUSTER:SNAPSHOT, found the cluster from that uploaded etcd snapshot (its CAs and keys are kept)"},
 }
 
 // register adds f's flag to fs and returns what reads its value.
@@ -61,10 +63,33 @@ func (f createField) register(fs *pflag.FlagSet) func() any {
 	case intListField:
 		v := fs.Int64Slice(f.flag, nil, f.usage)
 		return func() any { return *v }
+	case snapshotRefField:
+		v := &snapshotRef{}
+		fs.Var(v, f.flag, f.usage)
+		return func() any { return map[string]int64{"cluster_id": v.cluster, "snapshot_id": v.snapshot} }
 	}
 	v := fs.String(f.flag, "", f.usage)
 	return func() any { return *v }
 }
+
+// snapshotRef is a --restore-from value, CLUSTER:SNAPSHOT (two ids).
+type snapshotRef struct{ cluster, snapshot int64 }
+
+func (r *snapshotRef) String() string {
+	if r.cluster == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", r.cluster, r.snapshot)
+}
+
+func (r *snapshotRef) Set(v string) error {
+	if _, err := fmt.Sscanf(v, "%d:%d", &r.cluster, &r.snapshot); err != nil || r.String() != v {
+		return fmt.Errorf("want CLUSTER:SNAPSHOT, two ids (k8sapi etcd-snapshots list CLUSTER), not %q", v)
+	}
+	return nil
+}
+
+func (r *snapshotRef) Type() string { return "CLUSTER:SNAPSHOT" }
 
 // createRequest is the founding body: the fields whose flags were set.
 type createRequest map[string]func() any
