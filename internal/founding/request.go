@@ -172,10 +172,8 @@ func restoreRules(r *RestoreRequest) []validation.Rule {
 		return nil
 	}
 	return []validation.Rule{
-		rule("restore_from.cluster_id", r.ClusterID != nil, "is required"),
-		rule("restore_from.cluster_id", r.ClusterID == nil || *r.ClusterID > 0, "must be a positive integer"),
-		rule("restore_from.snapshot_id", r.SnapshotID != nil, "is required"),
-		rule("restore_from.snapshot_id", r.SnapshotID == nil || *r.SnapshotID > 0, "must be a positive integer"),
+		rule("restore_from.cluster_id", valueOr(r.ClusterID, 0) > 0, "is required, a positive integer"),
+		rule("restore_from.snapshot_id", valueOr(r.SnapshotID, 0) > 0, "is required, a positive integer"),
 	}
 }
 

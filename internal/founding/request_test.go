@@ -110,7 +110,7 @@ func TestValidateRestoreFrom(t *testing.T) {
 	base := `"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3`
 	_, err := decode(t, `{`+base+`,"restore_from":{"snapshot_id":0}}`).Validate()
 	e, ok := apperr.As(err)
-	want := "restore_from.cluster_id: is required; restore_from.snapshot_id: must be a positive integer"
+	want := "restore_from.cluster_id: is required, a positive integer; restore_from.snapshot_id: is required, a positive integer"
 	if !ok || e.Kind() != apperr.KindInvalid || e.Message != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}

@@ -27,21 +27,22 @@ type inheritance struct {
 // restoreMatch is one thing the new cluster must share with the snapshot's
 // cluster: the field the operator would change, and the two values.
 type restoreMatch struct {
-	field, old, new, why string
+	field, old, new string
 }
 
 // restoreMatches is the one table of what must match: the snapshot holds
 // objects that name them (Services' cluster IPs, Pods' CIDRs and DNS
 // names, the CNI's objects, the API server's storage versions), and the
-// inherited CAs keep their key algorithm.
+// inherited CAs keep their key algorithm (docs/ETCD-SNAPSHOTS.md says
+// which row is why).
 func (s *Service) restoreMatches(old *store.Cluster, spec Spec) []restoreMatch {
 	return []restoreMatch{
-		{"kubernetes_version", old.KubernetesVersion, s.Settings.KubernetesVersion, "the snapshot's objects are stored by that version's API server"},
-		{"service_cidr", old.ServiceCIDR, s.Settings.ServiceCIDR, "the snapshot's Services hold cluster IPs of it"},
-		{"pod_cidr", old.PodCIDR, s.Settings.PodCIDR, "the snapshot's Nodes and CNI objects hold pod CIDRs of it"},
-		{"cluster_domain", old.ClusterDomain, s.Settings.ClusterDomain, "the snapshot's workloads resolve names under it"},
-		{"cni", old.CNI, string(spec.CNI), "the snapshot holds the CNI's objects"},
-		{"key_algorithm", old.KeyAlgorithm, string(spec.KeyAlgorithm), "the copied CAs keep their keys"},
+		{"kubernetes_version", old.KubernetesVersion, s.Settings.KubernetesVersion},
+		{"service_cidr", old.ServiceCIDR, s.Settings.ServiceCIDR},
+		{"pod_cidr", old.PodCIDR, s.Settings.PodCIDR},
+		{"cluster_domain", old.ClusterDomain, s.Settings.ClusterDomain},
+		{"cni", old.CNI, string(spec.CNI)},
+		{"key_algorithm", old.KeyAlgorithm, string(spec.KeyAlgorithm)},
 	}
 }
 
@@ -49,8 +50,7 @@ func (s *Service) restoreMatches(old *store.Cluster, spec Spec) []restoreMatch {
 func checkMatches(matches []restoreMatch) error {
 	for _, m := range matches {
 		if m.old != m.new {
-			return apperr.RestoreIncompatible.Detailf("%s: the snapshot's cluster has %q, the new cluster would have %q; they must match (%s)",
-				m.field, m.old, m.new, m.why)
+			return apperr.RestoreIncompatible.Detail(m.field + ": \"" + m.old + "\" in the snapshot's cluster, \"" + m.new + "\" in the new one; they must match")
 		}
 	}
 	return nil
@@ -66,13 +66,13 @@ func (s *Service) inherit(ctx context.Context, org int64, spec Spec) (*inheritan
 	}
 	snap, err := s.Store.EtcdSnapshot(ctx, org, ref.ClusterID, ref.SnapshotID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, apperr.NotFound.Detailf("restore_from: no snapshot %d of cluster %d", ref.SnapshotID, ref.ClusterID)
+		return nil, apperr.NotFound.Detail("restore_from: no such snapshot of that cluster")
 	}
 	if err != nil {
 		return nil, databaseError(err)
 	}
 	if snap.State != store.SnapshotUploaded {
-		return nil, apperr.SnapshotNotRestorable.Detailf("restore_from.snapshot_id: snapshot %d is %s; only an uploaded one can be restored", snap.ID, snap.State)
+		return nil, apperr.SnapshotNotRestorable.Detail("restore_from.snapshot_id: the snapshot is " + snap.State + ", not uploaded")
 	}
 	old, err := s.Store.Cluster(ctx, org, ref.ClusterID)
 	if err != nil {
@@ -92,9 +92,7 @@ func (s *Service) inherit(ctx context.Context, org int64, spec Spec) (*inheritan
 // deleted cluster's are shredded) and the new one matches it.
 func (s *Service) checkInheritable(old *store.Cluster, spec Spec) error {
 	if len(old.WrappedDataKey) == 0 || old.SecretsEncryptionKeySealed == nil {
-		return apperr.SnapshotNotRestorable.Detailf(
-			"restore_from.cluster_id: cluster %d is %s and its keys are gone (or it predates Secrets encryption keys); its snapshots cannot be restored",
-			old.ID, old.Status)
+		return apperr.SnapshotNotRestorable.Detail("restore_from.cluster_id: the cluster is " + old.Status + " and its keys are gone")
 	}
 	return checkMatches(s.restoreMatches(old, spec))
 }

@@ -159,22 +159,19 @@ func (s *Store) EtcdSnapshots(ctx context.Context, orgID, clusterID int64) ([]Et
 	return rowsToSnapshots(rows), nil
 }
 
-// EtcdSnapshot is snapshot id of org's cluster clusterID, in any state.
-// ErrNotFound: no such snapshot of that cluster, or the cluster is not
-// org's (a restore from another org's snapshot learns nothing).
+// EtcdSnapshot is snapshot id of org's cluster clusterID, in any state:
+// the fields a restore reads (id, key, state, size, digest). ErrNotFound:
+// no such snapshot of that cluster, or the cluster is not org's (a restore
+// from another org's snapshot learns nothing).
 func (s *Store) EtcdSnapshot(ctx context.Context, orgID, clusterID, id int64) (EtcdSnapshot, error) {
-	var raw []byte
-	err := s.pool.QueryRow(ctx, `
-		SELECT row_to_json(e) FROM etcd_snapshots e JOIN kube_clusters k ON k.id = e.kube_cluster_id
-		WHERE k.org_id = $1 AND k.id = $2 AND e.id = $3`, orgID, clusterID, id).Scan(&raw)
-	var row snapshotRow
-	if err == nil {
-		err = json.Unmarshal(raw, &row)
-	}
+	snap := EtcdSnapshot{ID: id, ClusterID: clusterID}
+	err := s.pool.QueryRow(ctx, `SELECT e.object_key, e.state, e.size_bytes, e.sha256
+		FROM etcd_snapshots e JOIN kube_clusters k ON k.id = e.kube_cluster_id
+		WHERE k.org_id = $1 AND k.id = $2 AND e.id = $3`, orgID, clusterID, id).Scan(&snap.ObjectKey, &snap.State, &snap.SizeBytes, &snap.SHA256)
 	if err != nil {
-		return EtcdSnapshot{}, fmt.Errorf("reading snapshot %d of cluster %d: %w", id, clusterID, notFound(err))
+		return snap, fmt.Errorf("reading snapshot %d of cluster %d: %w", id, clusterID, notFound(err))
 	}
-	return row.snapshot(), nil
+	return snap, nil
 }
 
 // PendingEtcdSnapshot is the pending snapshot vm of org is to take: id's,
