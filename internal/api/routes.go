@@ -36,6 +36,9 @@ var (
 	// snapshot, retrying a failure a few times.
 	snapshotAskBudget    = vmlimit.Budget{Calls: 40, Per: time.Hour}
 	snapshotReportBudget = vmlimit.Budget{Calls: 30, Per: time.Hour}
+	// A restored cluster's node asks once before its etcd first starts; a
+	// re-opened bootstrap or a failed download asks again.
+	restoreBudget = vmlimit.Budget{Calls: 10, Per: time.Hour}
 )
 
 // Function is one Lambda function of template.yaml (Name, its logical id)
@@ -92,6 +95,9 @@ var (
 		// URL (an issued credential: audited) and reports the upload.
 		{Method: http.MethodGet, Path: bundle.SnapshotPathTemplate, handle: (*Server).nextEtcdSnapshot, PerVM: snapshotAskBudget, Audit: "etcd_snapshot.upload_url"},
 		{Method: http.MethodPost, Path: bundle.SnapshotPathTemplate, handle: (*Server).reportEtcdSnapshot, PerVM: snapshotReportBudget, Audit: "etcd_snapshot.report"},
+		// A restored cluster's node gets the download URL of its snapshot
+		// (an issued credential: audited).
+		{Method: http.MethodGet, Path: bundle.RestorePathTemplate, handle: (*Server).etcdRestoreURL, PerVM: restoreBudget, Audit: "etcd_restore.download_url"},
 	}}
 )
 

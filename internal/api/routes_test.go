@@ -38,7 +38,7 @@ func TestEveryRouteHasAHandlerAndStateChangesAnAction(t *testing.T) {
 		if r.handle == nil {
 			t.Errorf("%s: no handler", r.Key())
 		}
-		if changes := r.Method != http.MethodGet || r.Path == bundle.PathTemplate || r.Path == bundle.SnapshotPathTemplate; changes != (r.Audit != "") {
+		if changes := r.Method != http.MethodGet || r.Path == bundle.PathTemplate || r.Path == bundle.SnapshotPathTemplate || r.Path == bundle.RestorePathTemplate; changes != (r.Audit != "") {
 			t.Errorf("%s: audit action %q", r.Key(), r.Audit)
 		}
 	}

@@ -21,6 +21,7 @@ type SnapshotOperator interface {
 type SnapshotNode interface {
 	Next(ctx context.Context, vm auth.BootstrapVM) (*etcdsnapshot.Upload, error)
 	Finish(ctx context.Context, vm auth.BootstrapVM, r etcdsnapshot.Report) (store.EtcdSnapshot, error)
+	Restore(ctx context.Context, vm auth.BootstrapVM) (etcdsnapshot.Download, error)
 }
 
 var (
@@ -108,4 +109,25 @@ func (s *Server) reportEtcdSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, snap)
+}
+
+// etcdRestoreURL serves GET /bootstrap/control-plane/{vm_id}/etcd-restore:
+// the four proofs, then a presigned GET URL of the snapshot the VM's
+// cluster was restored from, with the size and SHA-256 the node checks
+// before its etcd starts from it; 404 for a cluster founded empty.
+func (s *Server) etcdRestoreURL(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.SnapshotNodes.Restore(r.Context(), vm)
+	if d.ClusterID != 0 {
+		audit.NoteFrom(r.Context()).Cluster(d.ClusterID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store") // the URL is a credential for its lifetime
+	writeJSON(w, http.StatusOK, d)
 }

@@ -26,6 +26,8 @@ const (
 	StatusPathTemplate   = PathTemplate + "/status"
 	RenewPathTemplate    = PathTemplate + "/renew"
 	SnapshotPathTemplate = PathTemplate + "/etcd-snapshot"
+	// GET: the download URL of a restored cluster's snapshot.
+	RestorePathTemplate = PathTemplate + "/etcd-restore"
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -35,7 +37,7 @@ type VMRoute struct{ Name, Path string }
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
-		{"etcd_snapshot", SnapshotPathTemplate}}
+		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

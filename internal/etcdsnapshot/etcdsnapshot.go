@@ -51,6 +51,7 @@ type OperatorStore interface {
 type NodeStore interface {
 	PendingEtcdSnapshot(ctx context.Context, vmID, orgID, id int64) (store.EtcdSnapshot, error)
 	FinishEtcdSnapshot(ctx context.Context, o store.SnapshotOutcome) (store.EtcdSnapshot, error)
+	RestoreSourceOf(ctx context.Context, vmID, orgID int64) (store.RestoreSource, error)
 }
 
 // ScheduleStore is the schedule's part.
@@ -69,6 +70,7 @@ var (
 // Bucket is the snapshots' bucket (objectstore.Bucket).
 type Bucket interface {
 	PresignPut(ctx context.Context, key string, lifetime time.Duration) (string, time.Time, error)
+	PresignGet(ctx context.Context, key string, lifetime time.Duration) (string, time.Time, error)
 	Size(ctx context.Context, key string) (int64, bool, error)
 }
 
@@ -252,4 +254,33 @@ func (n *Node) Finish(ctx context.Context, vm auth.BootstrapVM, r Report) (store
 		return snap, apperr.DatabaseUnavailable.Wrap(err)
 	}
 	return done, nil
+}
+
+// Download is where a restored cluster's node fetches the snapshot its
+// etcd starts from, and what it must find there: URL GETs exactly the
+// snapshot's object key until ExpiresAt.
+type Download struct {
+	ClusterID int64     `json:"-"`
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expires_at"`
+	SizeBytes int64     `json:"size_bytes"`
+	SHA256    string    `json:"sha256"`
+}
+
+// Restore is the download of the snapshot vm's cluster was restored from
+// (GET /bootstrap/control-plane/{vm_id}/etcd-restore); NotFound for a
+// cluster founded empty.
+func (n *Node) Restore(ctx context.Context, vm auth.BootstrapVM) (Download, error) {
+	src, err := n.Store.RestoreSourceOf(ctx, vm.VMID, vm.OrgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Download{}, apperr.NotFound.Detail("this node's cluster was not restored from a snapshot")
+	}
+	if err != nil {
+		return Download{}, apperr.DatabaseUnavailable.Wrap(err)
+	}
+	url, expires, err := n.Bucket.PresignGet(ctx, src.ObjectKey, URLLifetime)
+	if err != nil {
+		return Download{ClusterID: src.ClusterID}, apperr.StorageUnavailable.Wrap(err)
+	}
+	return Download{ClusterID: src.ClusterID, URL: url, ExpiresAt: expires, SizeBytes: src.SizeBytes, SHA256: src.SHA256}, nil
 }

@@ -1,7 +1,8 @@
-// Package objectstore is k8sapi's two uses of S3, the etcd snapshots'
-// bucket: a presigned PUT URL of exactly one object key, which a node
-// uploads its snapshot to without holding any storage credential, and a
-// HEAD of that key, which says the upload is there and how large it is.
+// Package objectstore is k8sapi's uses of S3, the etcd snapshots' bucket:
+// a presigned PUT URL of exactly one object key, which a node uploads its
+// snapshot to without holding any storage credential, a HEAD of that key,
+// which says the upload is there and how large it is, and a presigned GET
+// URL of one key, which a restored cluster's node downloads it from.
 //
 // Both are the SDK's SigV4 signer over net/http, not the SDK's S3 client:
 // GetBundleFunction, which serves the node's snapshot routes, renders
@@ -62,10 +63,21 @@ func (b *Bucket) ObjectURL(key string) string {
 // another bucket is a different request the signature does not match.
 // It makes no network call (only the credentials may be fetched).
 func (b *Bucket) PresignPut(ctx context.Context, key string, lifetime time.Duration) (string, time.Time, error) {
+	return b.presign(ctx, http.MethodPut, key, lifetime)
+}
+
+// PresignGet is a URL that GETs key, and nothing else, for lifetime (a
+// restored cluster's node downloads its snapshot with it), signed as
+// PresignPut's.
+func (b *Bucket) PresignGet(ctx context.Context, key string, lifetime time.Duration) (string, time.Time, error) {
+	return b.presign(ctx, http.MethodGet, key, lifetime)
+}
+
+func (b *Bucket) presign(ctx context.Context, method, key string, lifetime time.Duration) (string, time.Time, error) {
 	if lifetime <= 0 || lifetime > MaxURLLifetime {
 		return "", time.Time{}, fmt.Errorf("presigning %s: lifetime %s out of (0, %s]", key, lifetime, MaxURLLifetime)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.ObjectURL(key), nil)
+	req, err := http.NewRequestWithContext(ctx, method, b.ObjectURL(key), nil)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("presigning %s: %w", key, err)
 	}
@@ -79,7 +91,7 @@ func (b *Bucket) PresignPut(ctx context.Context, key string, lifetime time.Durat
 	now := b.now()
 	signed, _, err := v4.NewSigner().PresignHTTP(ctx, creds, req, unsignedPayload, "s3", b.AWS.Region, now, s3Options)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: presigning %s: %v", ErrUnavailable, key, err)
+		return "", time.Time{}, fmt.Errorf("%w: presigning %s %s: %v", ErrUnavailable, method, key, err)
 	}
 	return signed, now.Add(lifetime), nil
 }

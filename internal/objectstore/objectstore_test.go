@@ -67,3 +67,22 @@ func TestPresignPut(t *testing.T) {
 		t.Errorf("no credentials: %v", err)
 	}
 }
+
+// A presigned GET names the same key as the PUT, but the method is signed:
+// a GET URL is no upload URL.
+func TestPresignGet(t *testing.T) {
+	b := bucket("")
+	get, _, err := b.PresignGet(context.Background(), "etcd-snapshots/1/2.db", 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, _, _ := b.PresignPut(context.Background(), "etcd-snapshots/1/2.db", 15*time.Minute)
+	gu, _ := url.Parse(get)
+	pu, _ := url.Parse(put)
+	if key, _ := KeyOf(b.Name, get); key != "etcd-snapshots/1/2.db" || gu.Query().Get("X-Amz-Expires") != "900" {
+		t.Fatalf("presigned GET %s", get)
+	}
+	if gu.Query().Get("X-Amz-Signature") == pu.Query().Get("X-Amz-Signature") {
+		t.Error("a GET and a PUT of one key share a signature")
+	}
+}

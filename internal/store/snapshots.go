@@ -275,3 +275,27 @@ func rowsToSnapshots(rows []snapshotRow) []EtcdSnapshot {
 	}
 	return out
 }
+
+// RestoreSource is the snapshot a restored cluster's etcd starts from, as
+// copied onto the cluster at founding (migration 019).
+type RestoreSource struct {
+	ClusterID int64  `json:"cluster_id"`
+	ObjectKey string `json:"object_key"`
+	SizeBytes int64  `json:"size_bytes"`
+	SHA256    string `json:"sha256"`
+}
+
+// RestoreSourceOf is the snapshot vm's cluster (one of org's) was restored
+// from; ErrNotFound for a cluster founded empty.
+func (s *Store) RestoreSourceOf(ctx context.Context, vmID, orgID int64) (RestoreSource, error) {
+	var r RestoreSource
+	err := s.pool.QueryRow(ctx, `
+		SELECT k.id, k.restore_object_key, k.restore_size_bytes, k.restore_sha256
+		FROM kube_clusters k JOIN kube_nodes n ON n.kube_cluster_id = k.id
+		WHERE n.vm_id = $1 AND k.org_id = $2 AND k.restore_object_key IS NOT NULL
+		LIMIT 1`, vmID, orgID).Scan(&r.ClusterID, &r.ObjectKey, &r.SizeBytes, &r.SHA256)
+	if err != nil {
+		return RestoreSource{}, fmt.Errorf("reading vm %d's restore source: %w", vmID, notFound(err))
+	}
+	return r, nil
+}
