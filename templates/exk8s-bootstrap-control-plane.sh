@@ -72,6 +72,13 @@ pull_ahead &
 step "joining the running etcd as a learner"
 {{ .EtcdJoin.Script }} add
 {{ end -}}
+{{ if .EtcdRestore -}}
+# A restored cluster's etcd starts from the snapshot it was restored from:
+# the restore fills the data directory once, before etcd first starts, and
+# leaves a member already there alone (docs/ETCD-SNAPSHOTS.md).
+step "restoring etcd from the cluster's snapshot"
+{{ .EtcdRestore.Script }}
+{{ end -}}
 step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:
 # every control-plane node starts its member at about the same time.

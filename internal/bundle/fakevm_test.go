@@ -29,6 +29,11 @@ type fakeVM struct {
 	snapshot        []byte
 	snapshotReports []map[string]any
 	uploads         map[string][]byte
+	// restore answers the etcd restore route (404 while nil), counted in
+	// restoreAsks; downloads are what GET /download/... serves, by path.
+	restore     []byte
+	restoreAsks int
+	downloads   map[string][]byte
 }
 
 type vmReport struct {
@@ -89,6 +94,8 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.snapshotAsk))
 	mux.HandleFunc("POST /api"+SnapshotPathTemplate, proven(vm.snapshotReport))
 	mux.HandleFunc("PUT /upload/", vm.upload)
+	mux.HandleFunc("GET /api"+RestorePathTemplate, proven(vm.restoreAsk))
+	mux.HandleFunc("GET /download/", vm.download)
 	vm.srv = httptest.NewServer(mux)
 	t.Cleanup(vm.srv.Close)
 	return vm

@@ -167,7 +167,8 @@ func hostConfigPart(v *view) []fileSpec {
 }
 
 func etcdPart(v *view) []fileSpec {
-	return append([]fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}, etcdJoinFiles(v)...)
+	files := []fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}
+	return append(append(files, etcdJoinFiles(v)...), etcdRestoreFiles(v)...)
 }
 
 func containerdPart(v *view) []fileSpec {

@@ -171,6 +171,13 @@ type view struct {
 	// EtcdJoin is a replacement node's way into the running etcd; nil for
 	// a node that founds etcd with its peers.
 	EtcdJoin *etcdJoinView
+	// EtcdRestore starts a restored cluster's founding node's etcd from the
+	// cluster's snapshot; nil otherwise.
+	EtcdRestore *etcdRestoreView
+	// EtcdClusterToken is etcd's --initial-cluster-token, which a restore
+	// must give its members too: the cluster's name, new with each cluster,
+	// so a restored cluster's members are never taken for the old one's.
+	EtcdClusterToken string
 	// CNI is the cluster's CNI as cluster.env spells it (templates read
 	// fields only: internal/textexec).
 	CNI string
@@ -211,6 +218,8 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
 		EtcdJoin:           newEtcdJoinView(topo),
+		EtcdRestore:        newEtcdRestoreView(in.Cluster, topo),
+		EtcdClusterToken:   in.Cluster.Name,
 		CNI:                string(in.Cluster.CNI),
 		Cilium:             in.Cluster.CNI == clusterfacts.CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),

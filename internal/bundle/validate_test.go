@@ -654,6 +654,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	}
 	rc, rnodes := replacementCluster() // a node made by a replacement: the join script
 	markUsed(issueClusterPKI(t, rc, rnodes, time.Now).input(rc, rnodes, 104))
+	c.Restored = true // a restored cluster's node: the restore script
+	markUsed(cp.input(c, nodes, 101))
 	// A template another one includes ({{ template "name" }}) is used too.
 	for name := range used {
 		markIncluded(r.tmpl.Lookup(name).Tree.Root, r, used)
@@ -663,8 +665,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 36 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations and the etcd join script", len(used))
+	if len(used) != 37 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script and the etcd restore script", len(used))
 	}
 }
 

@@ -16,6 +16,9 @@ type Cluster struct {
 	// Algorithm is the key algorithm of every key of the cluster, chosen
 	// at founding.
 	Algorithm pki.Algorithm
+	// Restored: the cluster was founded from an etcd snapshot (restore_from),
+	// so its founding nodes start etcd from it (docs/ETCD-SNAPSHOTS.md).
+	Restored bool
 }
 
 // Node is one control-plane node of the cluster: where it stands in the

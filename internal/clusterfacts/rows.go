@@ -26,7 +26,8 @@ func FromRows(c *store.Cluster, nodes []store.Node) (Cluster, []Node, error) {
 	}
 	return Cluster{OrgID: c.OrgID, ID: c.ID, Name: c.Name, ControlPlaneDNSName: c.ControlPlaneDNSName,
 		KubernetesVersion: c.KubernetesVersion, ClusterDomain: c.ClusterDomain,
-		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: cni, Algorithm: alg}, out, nil
+		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: cni, Algorithm: alg,
+		Restored: c.RestoredFromSnapshotID != nil}, out, nil
 }
 
 // NodeOf is a kube_nodes row's facts, for a reader that needs no more of

@@ -208,6 +208,7 @@ k8sapi_path() {
     status) path='/bootstrap/control-plane/{vm_id}/status' ;;
     renew) path='/bootstrap/control-plane/{vm_id}/renew' ;;
     etcd_snapshot) path='/bootstrap/control-plane/{vm_id}/etcd-snapshot' ;;
+    etcd_restore) path='/bootstrap/control-plane/{vm_id}/etcd-restore' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"
