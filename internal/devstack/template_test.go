@@ -25,7 +25,7 @@ func TestProjectTemplate(t *testing.T) {
 			"GET /clusters/{id}/nodes/{vm_id}/bootstrap", "PATCH /clusters/{id}/node-pools/{pool}", "POST /clusters/{id}/etcd-snapshots", "POST /clusters/{id}/node-pools",
 			"POST /clusters/{id}/nodes/{vm_id}/rebootstrap", "POST /clusters/{id}/nodes/{vm_id}/replace"},
 		"CreateClusterFunction": {"POST /clusters", "POST /clusters/{id}/kubeconfig"},
-		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",
+		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-restore", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",
 			"POST /bootstrap/control-plane/{vm_id}/etcd-snapshot", "POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status"},
 		"HealthFunction":     {"GET /docs", "GET /health", "GET /openapi.json"},
 		"ReconcilerFunction": nil, // a Schedule event, no route
