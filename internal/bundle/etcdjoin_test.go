@@ -35,14 +35,7 @@ func TestGoldenJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string][]byte{}
-	for _, p := range joinFiles {
-		f, ok := b.File("/" + p)
-		if !ok {
-			t.Fatalf("join mode renders no %s", p)
-		}
-		got[p] = []byte(f.Content)
-	}
+	got := bundleFiles(t, b, joinFiles)
 	assertGoldenDir(t, filepath.Join(goldenDir, "join", "cp-4.cluster-42.internal"), got)
 	want := "cp-2.cluster-42.internal=https://10.0.0.12:2380,cp-3.cluster-42.internal=https://10.0.0.13:2380,cp-4.cluster-42.internal=https://10.0.0.14:2380"
 	if b.Metadata.EtcdInitialCluster != want {
@@ -66,4 +59,19 @@ func TestFoundingNodeDoesNotJoin(t *testing.T) {
 	if !strings.Contains(unit.Content, "--initial-cluster-state=new ") {
 		t.Errorf("a founding node's etcd does not start a new cluster:\n%s", unit.Content)
 	}
+}
+
+// bundleFiles are the contents of b's files at paths (relative to /), each
+// required.
+func bundleFiles(t *testing.T, b *Bundle, paths []string) map[string][]byte {
+	t.Helper()
+	got := map[string][]byte{}
+	for _, p := range paths {
+		f, ok := b.File("/" + p)
+		if !ok {
+			t.Fatalf("the bundle has no %s", p)
+		}
+		got[p] = []byte(f.Content)
+	}
+	return got
 }

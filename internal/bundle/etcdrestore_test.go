@@ -3,10 +3,8 @@ package bundle
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,14 +36,7 @@ func TestGoldenRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string][]byte{}
-	for _, p := range restoreFiles {
-		f, ok := b.File("/" + p)
-		if !ok {
-			t.Fatalf("a restored cluster's node renders no %s", p)
-		}
-		got[p] = []byte(f.Content)
-	}
+	got := bundleFiles(t, b, restoreFiles)
 	assertGoldenDir(t, filepath.Join(goldenDir, "restore", "cp-2.cluster-42.internal"), got)
 	unit := string(got["etc/systemd/system/etcd.service"])
 	script := string(got["usr/local/bin/exk8s-etcd-restore.sh"])
@@ -93,22 +84,9 @@ func TestOnlyARestoredClustersFoundingNodesRestore(t *testing.T) {
 // writes a member into its --data-dir.
 func restoreNode(t *testing.T) (vm *fakeVM, root, path, args string) {
 	t.Helper()
-	requireTools(t, "bash", "curl", "jq", "sha256sum", "stat", "mktemp")
+	requireTools(t, "sha256sum", "stat", "mktemp")
 	c, nodes := restoredCluster()
-	r := newTestRenderer(t)
-	b, err := r.Render(loadFixtures(t).input(c, nodes, 102))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(b.Response())
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm = newFakeVM(t, body)
-	root = filepath.Join(t.TempDir(), "root")
-	if out, err := runShim(t, r, vm, root); err != nil {
-		t.Fatalf("shim: %v\n%s", err, out)
-	}
+	_, vm, root = installedNode(t, c, nodes)
 	dir := t.TempDir()
 	args = filepath.Join(dir, "args")
 	fake := "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" >" + args + "\n" +
@@ -121,10 +99,7 @@ func restoreNode(t *testing.T) (vm *fakeVM, root, path, args string) {
 
 func runRestore(t *testing.T, vm *fakeVM, root, path string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(root, filepath.FromSlash(EtcdRestoreScript)))
-	cmd.Env = append(append(os.Environ(), vm.env(root)...), "PATH="+path)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return runNodeScript(t, vm, root, EtcdRestoreScript, path)
 }
 
 // serveSnapshot makes vm answer the restore route with a URL of content

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -22,8 +23,14 @@ import (
 // root folder) and the fake VM it talks to.
 func renewalNode(t *testing.T) (*Bundle, *fakeVM, string) {
 	t.Helper()
-	requireTools(t, "bash", "curl", "jq", "openssl", "base64", "sed", "cmp")
 	c, nodes := testCluster()
+	return installedNode(t, c, nodes)
+}
+
+// installedNode is VM 102 of c as the shim leaves it and its fake VM.
+func installedNode(t *testing.T, c clusterfacts.Cluster, nodes []clusterfacts.Node) (*Bundle, *fakeVM, string) {
+	t.Helper()
+	requireTools(t, "bash", "curl", "jq", "openssl", "base64", "sed", "cmp")
 	r := newTestRenderer(t)
 	b, err := r.Render(loadFixtures(t).input(c, nodes, 102))
 	if err != nil {

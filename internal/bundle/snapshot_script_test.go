@@ -30,7 +30,14 @@ func fakeEtcdctl(t *testing.T, content string) (path, args string) {
 
 func runSnapshot(t *testing.T, vm *fakeVM, root, path string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(root, filepath.FromSlash(SnapshotScript)))
+	return runNodeScript(t, vm, root, SnapshotScript, path)
+}
+
+// runNodeScript runs an installed node's script against vm with PATH path
+// (its fakes first).
+func runNodeScript(t *testing.T, vm *fakeVM, root, script, path string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(root, filepath.FromSlash(script)))
 	cmd.Env = append(append(os.Environ(), vm.env(root)...), "PATH="+path)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
