@@ -59,6 +59,15 @@ pull_ahead() {
 step "configuring the kubelet's resolv.conf"
 configure_kubelet_resolv_conf
 
+{{ if .EtcdRestore -}}
+# A restored cluster's etcd starts from the snapshot it was restored from:
+# the restore fills the data directory once, before etcd is even enabled
+# (a reboot must not start an empty member the restore would then leave
+# alone), and leaves a member already there alone (docs/ETCD-SNAPSHOTS.md).
+step "restoring etcd from the cluster's snapshot"
+{{ .EtcdRestore.Script }}
+
+{{ end -}}
 step "starting containerd"
 systemctl daemon-reload
 systemctl enable --now containerd
@@ -71,13 +80,6 @@ pull_ahead &
 # starts, then promoted once caught up (docs/REPLACE-NODE.md).
 step "joining the running etcd as a learner"
 {{ .EtcdJoin.Script }} add
-{{ end -}}
-{{ if .EtcdRestore -}}
-# A restored cluster's etcd starts from the snapshot it was restored from:
-# the restore fills the data directory once, before etcd first starts, and
-# leaves a member already there alone (docs/ETCD-SNAPSHOTS.md).
-step "restoring etcd from the cluster's snapshot"
-{{ .EtcdRestore.Script }}
 {{ end -}}
 step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:

@@ -59,17 +59,19 @@ pull_ahead() {
 step "configuring the kubelet's resolv.conf"
 configure_kubelet_resolv_conf
 
+# A restored cluster's etcd starts from the snapshot it was restored from:
+# the restore fills the data directory once, before etcd is even enabled
+# (a reboot must not start an empty member the restore would then leave
+# alone), and leaves a member already there alone (docs/ETCD-SNAPSHOTS.md).
+step "restoring etcd from the cluster's snapshot"
+/usr/local/bin/exk8s-etcd-restore.sh
+
 step "starting containerd"
 systemctl daemon-reload
 systemctl enable --now containerd
 systemctl enable etcd kubelet
 pull_ahead &
 
-# A restored cluster's etcd starts from the snapshot it was restored from:
-# the restore fills the data directory once, before etcd first starts, and
-# leaves a member already there alone (docs/ETCD-SNAPSHOTS.md).
-step "restoring etcd from the cluster's snapshot"
-/usr/local/bin/exk8s-etcd-restore.sh
 step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:
 # every control-plane node starts its member at about the same time.
