@@ -39,14 +39,14 @@ type stack struct {
 	simURL            string
 	api               *httptest.Server
 	envelope          *envelope.Envelope
-	founder           *founding.Service            // CreateClusterFunction's founding
-	clusters          *founding.Service            // ClustersFunction's list, read and delete
-	bundles           *nodebootstrap.Service       // the bundle use case, whose configured artifacts a test may change
-	servers           map[string]*api.Server       // each function's handlers: servers[id].Handler(id)
-	schedule          *etcdsnapshot.Schedule       // ReconcilerFunction's etcd snapshot schedule
-	logs              *stacktest.LockedBuffer      // what the handlers and use cases logged, at debug level
-	clock             *clock                       // k8sapi's clock: real time plus what a test advanced it by
-	*stacktest.Client                              // the operator's and the VMs' requests
+	founder           *founding.Service       // CreateClusterFunction's founding
+	clusters          *founding.Service       // ClustersFunction's list, read and delete
+	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
+	servers           map[string]*api.Server  // each function's handlers: servers[id].Handler(id)
+	schedule          *etcdsnapshot.Schedule  // ReconcilerFunction's etcd snapshot schedule
+	logs              *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
+	clock             *clock                  // k8sapi's clock: real time plus what a test advanced it by
+	*stacktest.Client                         // the operator's and the VMs' requests
 }
 
 // clock is real time moved forward by a test (bootstrap windows), never
