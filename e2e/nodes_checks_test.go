@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -26,9 +27,10 @@ type kubeList struct {
 			Phase      string `json:"phase"`
 			PodIP      string `json:"podIP"`
 			Conditions []struct {
-				Type              string    `json:"type"`
-				Status            string    `json:"status"`
-				LastHeartbeatTime time.Time `json:"lastHeartbeatTime"`
+				Type               string    `json:"type"`
+				Status             string    `json:"status"`
+				LastHeartbeatTime  time.Time `json:"lastHeartbeatTime"`
+				LastTransitionTime time.Time `json:"lastTransitionTime"`
 			} `json:"conditions"`
 			Addresses []struct {
 				Type    string `json:"type"`
@@ -58,10 +60,25 @@ func conditionSince(item int, l kubeList, typ string) (string, time.Time) {
 	return "", time.Time{}
 }
 
+// lastTransition is the latest moment any item's condition of that type
+// last changed: for Ready, when the last Node became Ready.
+func lastTransition(l kubeList, typ string) time.Time {
+	var latest time.Time
+	for _, item := range l.Items {
+		for _, c := range item.Status.Conditions {
+			if c.Type == typ && c.LastTransitionTime.After(latest) {
+				latest = c.LastTransitionTime
+			}
+		}
+	}
+	return latest
+}
+
 // checkNodesReady: every VM is a Node, registered by its own kubelet (its
 // version, its address), Ready, labelled control-plane.
 func (c *machineCluster) checkNodesReady(t *testing.T, vms []vm, tl *timeline) {
 	t.Helper()
+	var readySince time.Time
 	eventually(t, c.r, "every Node Ready", c.consoles(), 5*time.Minute, func(ctx context.Context) (string, error) {
 		var nodes kubeList
 		if err := c.kubectlJSON(ctx, &nodes, "get", "nodes"); err != nil {
@@ -83,9 +100,15 @@ func (c *machineCluster) checkNodesReady(t *testing.T, vms []vm, tl *timeline) {
 		if len(ready) != len(vms) {
 			return "", fmt.Errorf("%d of %d Nodes Ready, labelled and at a VM's address: %v", len(ready), len(vms), ready)
 		}
+		readySince = lastTransition(nodes, "Ready")
 		return strings.Join(ready, ", "), nil
 	})
-	tl.mark("every node Ready")
+	// The proof looks at the Nodes only once every userdata has finished
+	// (the addons included): the time the last Node became Ready is its
+	// Ready condition's, as its kubelet recorded it (the machines share
+	// this host's clock).
+	tl.markAt("every node Ready", readySince)
+	tl.mark("every node Ready, seen by the proof")
 }
 
 func vmHas(vms []vm, addr string) bool {
@@ -159,9 +182,13 @@ func (tl *timeline) setUpStarts() { tl.setUpSince = time.Now() }
 
 func (tl *timeline) setUpEnds() { tl.setUp += time.Since(tl.setUpSince) }
 
-func (tl *timeline) mark(phase string) {
+func (tl *timeline) mark(phase string) { tl.markAt(phase, time.Now()) }
+
+// markAt records a phase reached at a moment of the past, after the
+// set-up (the set-up ends before anything the product does on the nodes).
+func (tl *timeline) markAt(phase string, at time.Time) {
 	tl.phases = append(tl.phases, phase)
-	tl.times[phase] = time.Since(tl.t0) - tl.setUp
+	tl.times[phase] = at.Sub(tl.t0) - tl.setUp
 }
 
 func (tl *timeline) at(phase string) time.Duration { return tl.times[phase] }
@@ -170,6 +197,7 @@ func (tl *timeline) at(phase string) time.Duration { return tl.times[phase] }
 // excluded.
 func (tl *timeline) report(t *testing.T) {
 	var b strings.Builder
+	slices.SortStableFunc(tl.phases, func(a, b string) int { return cmp.Compare(tl.times[a], tl.times[b]) })
 	for _, p := range tl.phases {
 		fmt.Fprintf(&b, "  %7.1f s  %s\n", tl.times[p].Seconds(), p)
 	}

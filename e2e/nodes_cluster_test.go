@@ -103,9 +103,10 @@ func (c *machineCluster) waitUserdata(t *testing.T, tl *timeline) {
 // ready from the phases the nodes reported.
 func (c *machineCluster) waitBootstrapReady(t *testing.T, st stack, id int64, tl *timeline) {
 	t.Helper()
+	var b bootstrap
 	eventually(t, c.r, "the cluster's bootstrap state ready in the API", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
-		b, err := getBootstrap(st, id)
-		if err != nil {
+		var err error
+		if b, err = getBootstrap(st, id); err != nil {
 			return "", err
 		}
 		if b.State != "ready" {
@@ -114,6 +115,7 @@ func (c *machineCluster) waitBootstrapReady(t *testing.T, st stack, id int64, tl
 		return "ready", nil
 	})
 	tl.mark("the API says ready")
+	t.Logf("each node's bootstrap steps, as GET /clusters/%d shows them:\n%s", id, b.steps())
 }
 
 // checkUnits: etcd, containerd and the kubelet are active under systemd on

@@ -204,7 +204,25 @@ type bootstrap struct {
 	Nodes []struct {
 		VMID  int64  `json:"vm_id"`
 		Phase string `json:"phase"`
+		Steps []struct {
+			Phase   string  `json:"phase"`
+			Seconds float64 `json:"seconds"`
+		} `json:"steps"`
 	} `json:"nodes"`
+}
+
+// steps is each node's bootstrap as k8sapi timed it from the nodes'
+// reports: how long each step took, one line per node.
+func (b bootstrap) steps() string {
+	var lines strings.Builder
+	for _, n := range b.Nodes {
+		fmt.Fprintf(&lines, "  VM %d:", n.VMID)
+		for _, s := range n.Steps {
+			fmt.Fprintf(&lines, " %s %.1f s;", s.Phase, s.Seconds)
+		}
+		lines.WriteString("\n")
+	}
+	return lines.String()
 }
 
 // getBootstrap reads the cluster's bootstrap progress as an operator does.

@@ -19,7 +19,7 @@ progress_begin exk8s-bootstrap-control-plane exk8s-bootstrap
 step "reading ${CLUSTER_ENV}"
 load_cluster_env NODE_NAME CNI
 
-for bin in containerd etcd kubelet kubectl; do
+for bin in containerd ctr etcd kubelet kubectl; do
   command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
 done
 
@@ -41,6 +41,21 @@ configure_kubelet_resolv_conf() {
   fi
 }
 
+# pull_ahead: the addons' images (kube-proxy, CoreDNS), pulled while etcd
+# finds its quorum and the API server starts, so their pods start without a
+# pull once the addons are applied. A pull that fails costs nothing: the
+# kubelet pulls the image when its pod starts.
+pull_ahead() {
+  local image
+  for image in{{ range .Images.Ahead }} {{ shq . }}{{ end }}; do
+    if ctr --namespace k8s.io images pull --hosts-dir /etc/containerd/certs.d "$image" >/dev/null 2>&1; then
+      log "pulled ${image} ahead"
+    else
+      log "could not pull ${image} ahead; the kubelet will pull it"
+    fi
+  done
+}
+
 step "configuring the kubelet's resolv.conf"
 configure_kubelet_resolv_conf
 
@@ -48,6 +63,7 @@ step "starting containerd"
 systemctl daemon-reload
 systemctl enable --now containerd
 systemctl enable etcd kubelet
+pull_ahead &
 
 step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:

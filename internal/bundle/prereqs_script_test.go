@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // artifactMirror serves every file of the artifact table at its URL, each
@@ -27,6 +28,13 @@ type artifactMirror struct {
 	digests map[string]string // artifact file name (the manifest's) -> SHA-256
 	mu      sync.Mutex
 	asked   []string
+	// With a barrier of n, each artifact request is held until n are in
+	// flight at once (or a minute passes): a host that downloads one at a
+	// time is seen as most in flight 1.
+	barrier      int
+	inFlight     int
+	mostInFlight int
+	allIn        chan struct{}
 }
 
 // newArtifactMirror serves the files of a's versions, a's bases pointed at
@@ -82,7 +90,36 @@ func (m *artifactMirror) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	defer m.hold()()
 	_, _ = w.Write(body)
+}
+
+// holdAll makes every artifact request wait for n in flight.
+func (m *artifactMirror) holdAll(n int) { m.barrier, m.allIn = n, make(chan struct{}) }
+
+// hold counts a request in flight and, under a barrier, waits for the
+// others; the function it returns counts it out.
+func (m *artifactMirror) hold() func() {
+	m.mu.Lock()
+	m.inFlight++
+	m.mostInFlight = max(m.mostInFlight, m.inFlight)
+	if m.barrier > 0 && m.inFlight == m.barrier {
+		close(m.allIn)
+	}
+	m.mu.Unlock()
+	if m.barrier > 0 {
+		select {
+		case <-m.allIn:
+		case <-time.After(time.Minute):
+		}
+	}
+	return func() { m.mu.Lock(); m.inFlight--; m.mu.Unlock() }
+}
+
+func (m *artifactMirror) most() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mostInFlight
 }
 
 func (m *artifactMirror) requests() []string {
@@ -150,8 +187,8 @@ func runPrereqs(t *testing.T, a Artifacts, calls string) (string, string, error)
 	driver := `set -euo pipefail
 . "$1/exk8s-progress.sh"
 . "$1/prereqs.sh"
-CLUSTER_ENV="$1/cluster.env" ARTIFACT_MANIFEST="$1/artifacts.sha256" BIN_DIR="$1/bin"
-mkdir -p "$BIN_DIR"
+CLUSTER_ENV="$1/cluster.env" ARTIFACT_MANIFEST="$1/artifacts.sha256" BIN_DIR="$1/bin" DOWNLOADS="$1/downloads"
+mkdir -p "$BIN_DIR" "$DOWNLOADS"
 load_facts
 ` + calls
 	cmd := exec.Command("bash", "-c", driver, "driver", dir)
@@ -192,9 +229,14 @@ func hostArch(t *testing.T) string {
 func TestPrereqsInstallPinnedArtifacts(t *testing.T) {
 	m, a := newArtifactMirror(t, DefaultArtifacts(), "v1.35.4", true)
 	a = m.pinned(a, slices.Collect(maps.Keys(m.digests))...)
-	dir, out, err := runPrereqs(t, a, "install_kube_binaries\ninstall_etcd\ninstall_helm\n")
+	keys := []string{"kubelet", "kubectl", "etcd", "helm"}
+	m.holdAll(len(keys))
+	dir, out, err := runPrereqs(t, a, downloadAll(keys...)+"install_kube_binaries\ninstall_etcd\ninstall_helm\n")
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, out)
+	}
+	if most := m.most(); most != len(keys) {
+		t.Errorf("at most %d downloads in flight at once, want all %d", most, len(keys))
 	}
 	for _, bin := range []string{"kubelet", "kubectl", "etcd", "etcdctl", "helm"} {
 		got, err := exec.Command(filepath.Join(dir, "bin", bin)).Output()
@@ -230,12 +272,15 @@ func TestPrereqsVerifyEachDownload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(m.requests())
-			dir, out, err := runPrereqs(t, tc.artifacts, "install_helm\n")
+			dir, out, err := runPrereqs(t, tc.artifacts, downloadAll("helm")+"install_helm\n")
 			if (err == nil) != tc.installed {
 				t.Fatalf("install_helm: %v, want success %v\n%s", err, tc.installed, out)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "bin", "helm")); (err == nil) != tc.installed {
 				t.Errorf("helm installed: %v, want %v", err == nil, tc.installed)
+			}
+			if !tc.installed && !strings.Contains(out, "download failed: helm") {
+				t.Errorf("output does not name the failed download:\n%s", out)
 			}
 			for _, s := range tc.says {
 				if !strings.Contains(out, s) {
@@ -251,6 +296,11 @@ func TestPrereqsVerifyEachDownload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// downloadAll is the script's call that downloads keys into DOWNLOADS.
+func downloadAll(keys ...string) string {
+	return "download_all \"$DOWNLOADS\" " + strings.Join(keys, " ") + "\n"
 }
 
 func mismatched(a Artifacts, name string) Artifacts {

@@ -182,6 +182,7 @@ type view struct {
 	Snapshot      snapshotView
 	TLS           tlsView
 	APIServer     apiserverView
+	Images        imagesView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -211,6 +212,7 @@ func newView(in *Input) (*view, *topology, error) {
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
 		TLS:                newTLSView(),
 		APIServer:          newAPIServerView(in),
+		Images:             newImagesView(in.Artifacts, in.Cluster.KubernetesVersion),
 	}
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()

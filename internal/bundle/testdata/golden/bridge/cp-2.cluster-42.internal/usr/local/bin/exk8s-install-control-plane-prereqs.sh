@@ -141,17 +141,37 @@ install_packages() {
   apt_install "${missing[@]}"
 }
 
+# download_all DIR KEY...: every KEY at once into DIR/KEY, each verified
+# (a host waits for the slowest download, not for their sum); any failure
+# stops the bootstrap once all have ended.
+download_all() {
+  local dir=$1 key pids=() failed=()
+  shift
+  for key in "$@"; do
+    download_artifact "$key" "${dir}/${key}" &
+    pids+=("$!")
+  done
+  for key in "$@"; do
+    wait "${pids[0]}" || failed+=("$key")
+    pids=("${pids[@]:1}")
+  done
+  ((${#failed[@]} == 0)) || die "download failed: ${failed[*]} (see above)"
+}
+
+# host_artifacts: what this host downloads: the container runtime, the
+# kubelet, kubectl and etcd, and helm for a Cilium cluster.
+host_artifacts() {
+  echo containerd runc cni-plugins kubelet kubectl etcd
+  if [[ "$CNI" == cilium ]]; then
+    echo helm
+  fi
+}
+
 install_container_runtime() {
-  local tmp
-  tmp="$(mktemp -d)"
-  download_artifact containerd "${tmp}/containerd.tar.gz"
-  tar -xzf "${tmp}/containerd.tar.gz" -C /usr/local bin/
-  download_artifact runc "${tmp}/runc"
-  install -m 0755 "${tmp}/runc" /usr/local/sbin/runc
-  download_artifact cni-plugins "${tmp}/cni-plugins.tgz"
+  tar -xzf "${DOWNLOADS}/containerd" -C /usr/local bin/
+  install -m 0755 "${DOWNLOADS}/runc" /usr/local/sbin/runc
   mkdir -p /opt/cni/bin
-  tar -xzf "${tmp}/cni-plugins.tgz" -C /opt/cni/bin
-  rm -rf "$tmp"
+  tar -xzf "${DOWNLOADS}/cni-plugins" -C /opt/cni/bin
 }
 
 configure_kernel() {
@@ -207,20 +227,13 @@ HOSTS
 }
 
 install_kube_binaries() {
-  local bin tmp
-  tmp="$(mktemp -d)"
-  for bin in kubelet kubectl; do
-    download_artifact "$bin" "${tmp}/${bin}"
-    install -m 0755 "${tmp}/${bin}" "${BIN_DIR}/${bin}"
-  done
-  rm -rf "$tmp"
+  install -m 0755 "${DOWNLOADS}/kubelet" "${DOWNLOADS}/kubectl" "${BIN_DIR}/"
 }
 
 install_etcd() {
   local tmp
   tmp="$(mktemp -d)"
-  download_artifact etcd "${tmp}/etcd.tar.gz"
-  tar -xzf "${tmp}/etcd.tar.gz" -C "$tmp" --strip-components=1
+  tar -xzf "${DOWNLOADS}/etcd" -C "$tmp" --strip-components=1
   install -m 0755 "${tmp}/etcd" "${tmp}/etcdctl" "$BIN_DIR/"
   if [[ -f "${tmp}/etcdutl" ]]; then
     install -m 0755 "${tmp}/etcdutl" "$BIN_DIR/"
@@ -231,8 +244,7 @@ install_etcd() {
 install_helm() {
   local tmp
   tmp="$(mktemp -d)"
-  download_artifact helm "${tmp}/helm.tar.gz"
-  tar -xzf "${tmp}/helm.tar.gz" -C "$tmp"
+  tar -xzf "${DOWNLOADS}/helm" -C "$tmp"
   install -m 0755 "${tmp}/linux-${ARCH}/helm" "${BIN_DIR}/helm"
   rm -rf "$tmp"
 }
@@ -250,12 +262,16 @@ main() {
   progress_begin exk8s-install-control-plane-prereqs exk8s-prereqs
   step "reading ${CLUSTER_ENV}"
   load_facts
+  DOWNLOADS="$(mktemp -d)"
   case "${1:-all}" in
     all)
       step "installing OS packages"
       install_packages
       step "configuring the kernel"
       configure_kernel
+      step "downloading $(host_artifacts | xargs), at once"
+      # shellcheck disable=SC2046 # one key per word
+      download_all "$DOWNLOADS" $(host_artifacts)
       step "installing containerd, runc and the CNI plugins"
       install_container_runtime
       step "configuring containerd"
@@ -273,10 +289,12 @@ main() {
     helm)
       [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
       step "installing helm ${HELM_VERSION}"
+      download_all "$DOWNLOADS" helm
       install_helm
       ;;
     *) die "usage: $0 [all|helm]" ;;
   esac
+  rm -rf "$DOWNLOADS"
   log "prerequisites installed (${1:-all})"
   if [[ "${1:-all}" == "all" ]]; then
     progress_report prerequisites_installed
