@@ -412,5 +412,6 @@ func workerAuthCases(t *testing.T, s *stack, clusterID int64, refused []refusedC
 		authCase{"worker CSRs with a key in the body", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, `{"kubelet_client_csr":"","key":"x"}`, 400, "invalid_field"},
 		authCase{"worker CSRs empty", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, noCSRs, 400, "invalid_request"},
 		authCase{"worker's proofs on the control-plane bundle", "GET", "/bootstrap/control-plane/" + itoa(w), proof, "", 404, "not_found"},
+		authCase{"worker's proofs on the control-plane status", "POST", "/bootstrap/control-plane/" + itoa(w) + "/status", proof, `{"phase":"ready"}`, 404, "not_found"},
 	)
 }

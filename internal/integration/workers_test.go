@@ -102,7 +102,13 @@ func TestWorkerRoutesServeTheWorkerAlone(t *testing.T) {
 	cp := w.controlPlane()
 	refused(t, "a control-plane VM's worker bundle", cp.fetchAs(cp.vmID), http.StatusNotFound, "not_found", "no worker for this VM")
 	refused(t, "a control-plane VM's CSRs", cp.signAs(cp.vmID, w.ownCSRs(t)), http.StatusNotFound, "not_found", "no worker for this VM")
-	refused(t, "a worker's control-plane bundle", w.s.FetchBundle(w.vmID, w.imds, w.access), http.StatusNotFound, "not_found", "no control-plane node for this VM")
+	for what, r := range map[string]stacktest.Response{
+		"a worker's control-plane bundle": w.s.FetchBundle(w.vmID, w.imds, w.access),
+		"a worker's status report":        w.s.VMCall(http.MethodPost, bundle.StatusPathTemplate, w.vmID, w.imds, w.access, `{"phase":"ready"}`),
+		"a worker's renewal":              w.s.Renew(w.vmID, w.imds, w.access, `{"csrs":{}}`),
+	} {
+		refused(t, what, r, http.StatusNotFound, "not_found", "no control-plane node for this VM")
+	}
 	other := w.s.AddPool(1, w.clusterID, strings.Replace(stacktest.TwoWorkers, `"workers"`, `"others"`, 1)).Nodes[0].VMID
 	refused(t, "another worker's bundle with this one's proofs", w.fetchAs(other), http.StatusForbidden, "forbidden", "")
 	refused(t, "another worker's CSRs with this one's proofs", w.signAs(other, w.ownCSRs(t)), http.StatusForbidden, "forbidden", "")
