@@ -99,6 +99,20 @@ fuzz:
 bench:
 	$(GO) run ./cmd/k8sapi-bench
 
-.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench \
+## bench-bringup: the node proof's bring-up (POST /clusters to workloads reachable)
+## BRINGUP_RUNS times (default 3), then the median of each phase into
+## BENCHMARKS.md (root, as make e2e; e2e/README.md)
+BRINGUP_RUNS ?= 3
+bench-bringup:
+	@scripts/dev-prerequisites.sh test
+	rm -rf e2e/.work/timelines
+	cd e2e && $(GO) vet ./... && for i in $$(seq $(BRINGUP_RUNS)); do \
+		E2E_BRINGUP_ONLY=1 E2E_TIMELINE_OUT=$(CURDIR)/e2e/.work/timelines/run-$$i.json \
+			$(GO) test -count=1 -timeout 30m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)' | tail -60; \
+		test $${PIPESTATUS[0]} -eq 0 || exit 1; \
+	done
+	$(GO) run ./cmd/k8sapi-bench -bringup e2e/.work/timelines
+
+.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-bringup \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
 	build-ReconcilerFunction build-MigrateFunction

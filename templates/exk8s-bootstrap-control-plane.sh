@@ -41,10 +41,10 @@ configure_kubelet_resolv_conf() {
   fi
 }
 
-# pull_ahead: the addons' images (kube-proxy, CoreDNS), pulled while etcd
-# finds its quorum and the API server starts, so their pods start without a
-# pull once the addons are applied. A pull that fails costs nothing: the
-# kubelet pulls the image when its pod starts.
+# pull_ahead: every image this node runs, one at a time in the order it
+# needs them (the sandbox's and the API server's first, the addons' last),
+# while etcd finds its quorum: the addons' pods then start without a pull.
+# A pull that fails costs nothing: the kubelet pulls the image itself.
 pull_ahead() {
   local image
   for image in{{ range .Images.Ahead }} {{ shq . }}{{ end }}; do

@@ -110,7 +110,8 @@ restart() {
   esac
 }
 
-for c in "${components[@]}"; do
+for c in{{ range .Renewal.RestartOrder }} {{ shq . }}{{ end }}; do
+  [[ " ${components[*]} " == *" ${c} "* ]] || continue
   step "restarting ${c}"
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
     log "EXK8S_SKIP_HOST_SETUP=1: not restarting ${c}"

@@ -26,6 +26,7 @@ type options struct {
 	skipLoad   bool
 	skipCold   bool
 	skipKubead bool
+	bringUp    string
 }
 
 func main() {
@@ -41,11 +42,18 @@ func main() {
 	flag.BoolVar(&o.skipLoad, "skip-load", false, "skip the load driver and the side-by-side")
 	flag.BoolVar(&o.skipCold, "skip-cold", false, "skip cold starts and sizes")
 	flag.BoolVar(&o.skipKubead, "skip-kubeadm", false, "skip kubeadm")
+	flag.StringVar(&o.bringUp, "bringup", "", "only put the medians of the node proof's bring-up timelines in this folder into the report (make bench-bringup)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("bench: ")
 	if _, err := os.Stat("template.yaml"); err != nil {
 		log.Fatal("run from the module root (make bench)")
+	}
+	if o.bringUp != "" {
+		if err := writeBringUp(o.bringUp, o.out); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	start := time.Now()
 	r := &report{machine: machineFacts(), started: start}

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The node proof's section survives a new report; nothing else of the old
 // one does.
@@ -16,4 +19,40 @@ func TestKeptSection(t *testing.T) {
 			t.Errorf("keptSection(%q) = %q, want %q", old, got, want)
 		}
 	}
+}
+
+// The bring-up medians go into their marked block, which replaces the old
+// one; without one, the block ends the kept section; phases are ordered
+// by their median, and a phase some run lacks is left out.
+func TestBringUpBlock(t *testing.T) {
+	runs := []bringUpRun{run(10, "every node Ready", 40, "workloads reachable", 50, "only here", 1),
+		run(20, "every node Ready", 60, "workloads reachable", 55), run(30, "every node Ready", 45, "workloads reachable", 70)}
+	block := bringUpBlock(runs)
+	for _, want := range []string{"Median of 3 bring-ups", "set-up (median 20.0 s)", "| every node Ready | 45.0 s | 40.0 | 60.0 | 45.0 |", "| workloads reachable | 55.0 s |"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("the block lacks %q:\n%s", want, block)
+		}
+	}
+	if strings.Contains(block, "only here") || strings.Index(block, "every node Ready") > strings.Index(block, "workloads reachable") {
+		t.Errorf("a phase not in every run is kept, or the order is not the medians':\n%s", block)
+	}
+	first, err := withBringUp("# B\n\n## Time to a working cluster\n\nfigures\n\n## Later\nx\n", block)
+	if err != nil || !strings.Contains(first, "figures\n\n"+block+"\n\n## Later") {
+		t.Fatalf("first block: %v\n%s", err, first)
+	}
+	again, err := withBringUp(first, "NEW")
+	if err != nil || strings.Contains(again, "Median of") || !strings.Contains(again, "figures\n\nNEW\n\n## Later") {
+		t.Errorf("the old block is not replaced: %v\n%s", err, again)
+	}
+	if _, err := withBringUp("# B\n", block); err == nil {
+		t.Error("a report without the kept section took the block")
+	}
+}
+
+func run(setUp float64, phaseSeconds ...any) bringUpRun {
+	r := bringUpRun{Date: "2026-11-24T00:00:00Z", SetUpSeconds: setUp}
+	for i := 0; i < len(phaseSeconds); i += 2 {
+		r.Phases = append(r.Phases, phaseTime{phaseSeconds[i].(string), float64(phaseSeconds[i+1].(int))})
+	}
+	return r
 }

@@ -12,7 +12,8 @@ const (
 // renewalView is what the renewal script needs to know: each identity it
 // renews (pki.Renewable), where the node keeps it, and who reads it.
 type renewalView struct {
-	Identities []renewableIdentity
+	Identities   []renewableIdentity
+	RestartOrder []string
 }
 
 // renewableIdentity is one identity a renewal may re-issue: the node signs
@@ -41,12 +42,20 @@ var readerOf = map[pki.Name]string{
 	pki.KubeletServing:         "kubelet",
 }
 
+// restartOrder is the order a renewal restarts what it changed. The
+// containers go first, while etcd still answers: an API server stopped
+// after its local etcd had restarted waited about a minute on requests its
+// broken etcd client could not finish before it exited; stopped first, it
+// drains in seconds (the kubelet starts every stopped container again).
+// etcd next, whose clients reconnect; the kubelet last.
+var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "kubelet"}
+
 func newRenewalView(v *view) renewalView {
 	embeddedIn := map[pki.Name]string{}
 	for _, s := range kubeconfigSpecs(v) {
 		embeddedIn[s.identity] = KubeconfigPath(s.stem)
 	}
-	var out renewalView
+	out := renewalView{RestartOrder: restartOrder}
 	for _, name := range pki.Renewable() {
 		out.Identities = append(out.Identities, renewableIdentity{Name: name, KeyPath: KeyPath(name),
 			CertPath: CertPath(name), Kubeconfig: embeddedIn[name], Component: readerOf[name]})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +165,16 @@ func TestRenewalReportsItsFailure(t *testing.T) {
 	for _, name := range pki.Renewable() {
 		if content, _ := readNodeFile(t, root, CertPath(name)); content != mustFile(t, b, CertPath(name)) {
 			t.Errorf("%s changed in a failed renewal", CertPath(name))
+		}
+	}
+}
+
+// Every component a renewal may restart has its place in the restart
+// order: one left out would never be restarted.
+func TestEveryRenewedComponentIsRestarted(t *testing.T) {
+	for name, component := range readerOf {
+		if !slices.Contains(restartOrder, component) {
+			t.Errorf("%s is read by %s, which is not in restartOrder %v", name, component, restartOrder)
 		}
 	}
 }

@@ -41,13 +41,13 @@ configure_kubelet_resolv_conf() {
   fi
 }
 
-# pull_ahead: the addons' images (kube-proxy, CoreDNS), pulled while etcd
-# finds its quorum and the API server starts, so their pods start without a
-# pull once the addons are applied. A pull that fails costs nothing: the
-# kubelet pulls the image when its pod starts.
+# pull_ahead: every image this node runs, one at a time in the order it
+# needs them (the sandbox's and the API server's first, the addons' last),
+# while etcd finds its quorum: the addons' pods then start without a pull.
+# A pull that fails costs nothing: the kubelet pulls the image itself.
 pull_ahead() {
   local image
-  for image in 'registry.k8s.io/kube-proxy:v1.35.4' 'registry.k8s.io/coredns/coredns:v1.13.1'; do
+  for image in 'registry.k8s.io/pause:3.10.1' 'registry.k8s.io/kube-apiserver:v1.35.4' 'registry.k8s.io/kube-controller-manager:v1.35.4' 'registry.k8s.io/kube-scheduler:v1.35.4' 'registry.k8s.io/kube-proxy:v1.35.4' 'registry.k8s.io/coredns/coredns:v1.13.1'; do
     if ctr --namespace k8s.io images pull --hosts-dir /etc/containerd/certs.d "$image" >/dev/null 2>&1; then
       log "pulled ${image} ahead"
     else

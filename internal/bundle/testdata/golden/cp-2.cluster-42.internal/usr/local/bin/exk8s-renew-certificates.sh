@@ -117,7 +117,8 @@ restart() {
   esac
 }
 
-for c in "${components[@]}"; do
+for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'kube-proxy' 'etcd' 'kubelet'; do
+  [[ " ${components[*]} " == *" ${c} "* ]] || continue
   step "restarting ${c}"
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
     log "EXK8S_SKIP_HOST_SETUP=1: not restarting ${c}"
