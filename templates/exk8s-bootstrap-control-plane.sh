@@ -65,10 +65,21 @@ systemctl enable --now containerd
 systemctl enable etcd kubelet
 pull_ahead &
 
+{{ if .EtcdJoin -}}
+# A node made by a replacement joins the running etcd: the member it
+# replaces is removed and it is added as a learner before its etcd first
+# starts, then promoted once caught up (docs/REPLACE-NODE.md).
+step "joining the running etcd as a learner"
+{{ .EtcdJoin.Script }} add
+{{ end -}}
 step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:
 # every control-plane node starts its member at about the same time.
 systemctl restart --no-block etcd
+{{ if .EtcdJoin -}}
+step "promoting this etcd member once it has caught up"
+{{ .EtcdJoin.Script }} promote
+{{ end -}}
 progress_report {{ phase "etcd_started" }}
 
 # Pods must never reach IMDS (it hands out this VM's credentials): the

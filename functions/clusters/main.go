@@ -25,6 +25,7 @@ func main() {
 		r, err := bundle.NewFoundingRenderer()
 		clusters := app.Founding(r)
 		srv.Clusters, srv.KubeconfigLog, srv.Events, srv.Pools = clusters, clusters, clusters, clusters
+		srv.Replacer = clusters
 		srv.Audit = app.Store // migration 014 grants it the insert
 		srv.Nodes = app.Nodes()
 		srv.Snapshots = &etcdsnapshot.Operator{Store: app.Store}

@@ -72,6 +72,9 @@ var (
 		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete"},
 		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
 		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap"},
+		// Recorded here (no VM is created, no key opened); the reconciler,
+		// which holds the KMS right, drives it.
+		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/replace", handle: (*Server).replaceNode, Audit: "node.replace"},
 		{Method: http.MethodGet, Path: "/clusters/{id}/kubeconfigs", handle: (*Server).listKubeconfigs},
 		{Method: http.MethodGet, Path: "/clusters/{id}/events", handle: (*Server).listEvents},
 		{Method: http.MethodPost, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).takeEtcdSnapshot, Audit: "etcd_snapshot.take"},

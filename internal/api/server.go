@@ -65,6 +65,14 @@ type NodePools interface {
 
 var _ NodePools = (*founding.Service)(nil)
 
+// NodeReplacements records the replacement of a control-plane node; the
+// reconciler drives it.
+type NodeReplacements interface {
+	ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (founding.ReplacementView, error)
+}
+
+var _ NodeReplacements = (*founding.Service)(nil)
+
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
 	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error)
@@ -132,8 +140,9 @@ type Limiter interface {
 
 var _ Limiter = (*vmlimit.Limiter)(nil)
 
-// nodeAction is one of NodeBootstraps' methods.
-type nodeAction func(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
+// nodeAction is what an operator's route on one node does (one of
+// NodeBootstraps' methods, NodeReplacements').
+type nodeAction[T any] func(ctx context.Context, org auth.Principal, clusterID, vmID int64) (T, error)
 
 // Check is one dependency the deep health check pings.
 type Check struct {
@@ -148,6 +157,7 @@ type Server struct {
 	Founder  Founder
 	Clusters Clusters
 	Pools    NodePools
+	Replacer NodeReplacements
 	Bundles  Bundles
 	Renewals Renewals
 	Workers  WorkerBootstraps

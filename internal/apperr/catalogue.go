@@ -56,6 +56,10 @@ var (
 	NodePoolExists = define("node_pool_exists", KindConflict, "the cluster already has a node pool of this name")
 	NodePoolBusy   = define("node_pool_busy", KindConflict, "the node pool's operation is still running; poll the pool and try again")
 
+	// Replacing a control-plane node.
+	ReplacementInProgress = define("replacement_in_progress", KindConflict, "a control-plane node of the cluster is being replaced; poll GET /clusters/{id} and try again once it is done")
+	WouldLoseQuorum       = define("would_lose_quorum", KindConflict, "replacing this node now could lose etcd's quorum; nothing was changed")
+
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
 	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")

@@ -167,7 +167,7 @@ func hostConfigPart(v *view) []fileSpec {
 }
 
 func etcdPart(v *view) []fileSpec {
-	return []fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}
+	return append([]fileSpec{tmpl(unitDir+"/etcd.service", "etcd.service", modePublic, v)}, etcdJoinFiles(v)...)
 }
 
 func containerdPart(v *view) []fileSpec {

@@ -168,6 +168,9 @@ type view struct {
 	EtcdInitialCluster string // name=https://ip:2380,... by ordinal
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
+	// EtcdJoin is a replacement node's way into the running etcd; nil for
+	// a node that founds etcd with its peers.
+	EtcdJoin *etcdJoinView
 	// CNI is the cluster's CNI as cluster.env spells it (templates read
 	// fields only: internal/textexec).
 	CNI string
@@ -207,6 +210,7 @@ func newView(in *Input) (*view, *topology, error) {
 		EtcdInitialCluster: topo.etcdInitialCluster(),
 		EtcdServers:        topo.etcdServers(),
 		IsInitial:          topo.isInitial,
+		EtcdJoin:           newEtcdJoinView(topo),
 		CNI:                string(in.Cluster.CNI),
 		Cilium:             in.Cluster.CNI == clusterfacts.CNICilium,
 		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),

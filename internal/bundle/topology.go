@@ -27,13 +27,34 @@ func newTopology(nodes []clusterfacts.Node, selfVMID int64) (topology, error) {
 	return topology{}, fmt.Errorf("VM %d is not a control-plane node of this cluster", selfVMID)
 }
 
-// etcdInitialCluster is etcd's --initial-cluster: name=https://ip:2380 per peer.
+// etcdInitialCluster is etcd's --initial-cluster: name=https://ip:2380 per
+// peer. A joining node's lists the members it joins (itself included,
+// the nodes being replaced not), as etcd checks them against the running
+// cluster's; a founding node's lists every peer.
 func (t topology) etcdInitialCluster() string {
-	parts := make([]string, len(t.peers))
-	for i, n := range t.peers {
-		parts[i] = fmt.Sprintf("%s=https://%s", n.Name, net.JoinHostPort(n.IPv4, "2380"))
+	members := t.peers
+	if t.self.Joins {
+		members = t.etcdMembers()
+	}
+	parts := make([]string, len(members))
+	for i, n := range members {
+		parts[i] = n.Name + "=" + peerURL(n)
 	}
 	return strings.Join(parts, ",")
+}
+
+// peerURL is node n's etcd peer URL.
+func peerURL(n clusterfacts.Node) string { return "https://" + net.JoinHostPort(n.IPv4, "2380") }
+
+// etcdMembers is the peers that stay etcd members: not being replaced.
+func (t topology) etcdMembers() []clusterfacts.Node {
+	var out []clusterfacts.Node
+	for _, n := range t.peers {
+		if !n.Retiring {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // etcdServers is the apiserver's --etcd-servers: every member's client URL.

@@ -369,8 +369,12 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 			scripts[filepath.Base(f.Path)] = f.Content // the same but for exk8s-pod-network.sh, bridge's only
 		}
 	}
-	if len(scripts) != 9 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh and the bridge CNI's exk8s-pod-network.sh, got %d", len(scripts))
+	rc, rn := replacementCluster() // a node made by a replacement: the join script, and its bootstrap's join steps
+	_, joining := realBundlesOf(t, rc, rn)
+	scripts["exk8s-etcd-join.sh"] = mustFile(t, joining[104], EtcdJoinScript)
+	scripts["exk8s-bootstrap-control-plane-joining.sh"] = mustFile(t, joining[104], binDir+"/exk8s-bootstrap-control-plane.sh")
+	if len(scripts) != 11 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, the bridge CNI's exk8s-pod-network.sh, the join script and the joining node's bootstrap script, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -631,9 +635,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	used := map[string]bool{"bootstrap-userdata.sh": true}
 	c, nodes := testCluster()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
-	for _, cni := range clusterfacts.CNIs() {
-		c.CNI = cni
-		in := cp.input(c, nodes, 101)
+	markUsed := func(in Input) {
 		view, _, err := newView(&in)
 		if err != nil {
 			t.Fatal(err)
@@ -646,6 +648,12 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			}
 		}
 	}
+	for _, cni := range clusterfacts.CNIs() {
+		c.CNI = cni
+		markUsed(cp.input(c, nodes, 101))
+	}
+	rc, rnodes := replacementCluster() // a node made by a replacement: the join script
+	markUsed(issueClusterPKI(t, rc, rnodes, time.Now).input(rc, rnodes, 104))
 	// A template another one includes ({{ template "name" }}) is used too.
 	for name := range used {
 		markIncluded(r.tmpl.Lookup(name).Tree.Root, r, used)
@@ -655,8 +663,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 35 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit and the API server's encryption, audit and authentication configurations", len(used))
+	if len(used) != 36 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations and the etcd join script", len(used))
 	}
 }
 

@@ -239,6 +239,15 @@ func TestRebootstrap(t *testing.T) {
 		"node cp-1 (vm 11): bootstrap re-opened, phase pending, window open (opened 2026-11-24T13:00:00Z, closes 2026-11-24T14:00:00Z)")
 }
 
+func TestReplaceNode(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters/5/nodes/11/replace", reply{status: 202, body: `{"replacement_id":3,"cluster_id":5,"old_vm_id":11,
+		"old_node_name":"cp-1","new_node_name":"cp-4","state":"replacing","created_at":"2026-11-24T13:00:00Z"}`})
+	runCLI(t, f, nil, "nodes", "replace", "5", "11").wantOut(t,
+		"node cp-1 (vm 11) is being replaced by cp-4 (replacement 3, replacing); follow it with: k8sapi describe cluster 5")
+	runCLI(t, newFakeAPI(t), nil, "nodes", "replace", "5", "x").want(t, 2)
+}
+
 func TestSettingsFlagsThenEnvThenFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")

@@ -8,30 +8,9 @@ import (
 )
 
 func (a *app) rebootstrapCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "rebootstrap ID VM_ID",
-		Short:             "Re-open a node's bootstrap, so its VM may fetch its bundle again",
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: a.completeClusterIDs,
-		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			id, err := parseID("cluster id", args[0])
-			if err != nil {
-				return err
-			}
-			vmID, err := parseID("vm id", args[1])
-			if err != nil {
-				return err
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+	return a.nodeCommand("rebootstrap ID VM_ID", "Re-open a node's bootstrap, so its VM may fetch its bundle again",
+		func(ctx context.Context, c *Client, id, vmID int64) (string, error) {
 			d, _, err := c.Rebootstrap(ctx, id, vmID)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "node %s (vm %d): bootstrap re-opened, phase %s, window %s\n", d.NodeName, d.VMID, d.Phase, window(d))
-			return nil
-		}),
-	}
+			return fmt.Sprintf("node %s (vm %d): bootstrap re-opened, phase %s, window %s", d.NodeName, d.VMID, d.Phase, window(d)), err
+		})
 }

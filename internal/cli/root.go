@@ -96,7 +96,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.flags.Token, "token", "", "operator bearer token (else K8SAPI_TOKEN, else token: in the config file)")
 	pf.StringVar(&a.configPath, "config", "", "config file (default "+defaultConfigPath()+")")
 	root.AddCommand(a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
-		a.kubeconfigCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand())
+		a.kubeconfigCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
 	return root
 }
 

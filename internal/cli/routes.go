@@ -58,6 +58,14 @@ func (c *Client) Rebootstrap(ctx context.Context, id, vmID int64) (NodeBootstrap
 	return d, res, err
 }
 
+// ReplaceNode asks for the replacement of a control-plane node (202).
+func (c *Client) ReplaceNode(ctx context.Context, id, vmID int64) (NodeReplacement, *response, error) {
+	var r NodeReplacement
+	path := fmt.Sprintf("%s/nodes/%d/replace", clusterPath(id), vmID)
+	res, err := c.call(ctx, request{Method: http.MethodPost, Path: path}, &r)
+	return r, res, err
+}
+
 // IssueKubeconfig mints an admin kubeconfig; ttl "" takes the API's default.
 func (c *Client) IssueKubeconfig(ctx context.Context, id int64, ttl string) (IssuedKubeconfig, *response, error) {
 	var k IssuedKubeconfig

@@ -106,6 +106,16 @@ type NodeBootstrapDetail struct {
 	Fetches []Fetch `json:"fetches"`
 }
 
+// NodeReplacement is the answer of POST /clusters/{id}/nodes/{vm_id}/replace.
+type NodeReplacement struct {
+	ID          int64  `json:"replacement_id"`
+	ClusterID   int64  `json:"cluster_id"`
+	OldVMID     int64  `json:"old_vm_id"`
+	OldNodeName string `json:"old_node_name"`
+	NewNodeName string `json:"new_node_name"`
+	State       string `json:"state"`
+}
+
 // Fetch is one bundle fetch of a node.
 type Fetch struct {
 	RequestID string    `json:"request_id"`

@@ -27,4 +27,8 @@ type Node struct {
 	IPv4       string // private address every component binds to
 	IPv6       string // optional
 	PublicIPv4 string // optional
+	// Retiring: the node is being replaced (its etcd member is removed by
+	// the node replacing it). Joins: the node was made by a replacement,
+	// so its etcd joins the running cluster instead of founding it.
+	Retiring, Joins bool
 }

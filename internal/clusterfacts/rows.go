@@ -32,5 +32,6 @@ func FromRows(c *store.Cluster, nodes []store.Node) (Cluster, []Node, error) {
 // NodeOf is a kube_nodes row's facts, for a reader that needs no more of
 // the cluster than its nodes (FromRows converts a cluster's whole rows).
 func NodeOf(n store.Node) Node {
-	return Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4}
+	return Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4,
+		Retiring: n.Retiring, Joins: n.ReplacementID != 0}
 }

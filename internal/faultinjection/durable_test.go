@@ -33,17 +33,23 @@ func (s *stack) reconcile() founding.Report {
 // reconcileAt runs one pass with a clock later by the given amount.
 func (s *stack) reconcileAt(later time.Duration) founding.Report {
 	s.t.Helper()
+	rep, err := s.reconcilerAt(later).Run(context.Background())
+	if err != nil {
+		s.t.Fatalf("reconciler: %v", err)
+	}
+	return rep
+}
+
+// reconcilerAt is a reconciler whose clock is later by the given amount.
+func (s *stack) reconcilerAt(later time.Duration) *founding.Reconciler {
+	s.t.Helper()
 	token, err := simulator.IssuePrincipalToken(context.Background(), s.pool, 0, simulator.ScopeService, time.Hour)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	svc := *s.reconciler
 	svc.Now = func() time.Time { return time.Now().Add(later) }
-	rep, err := (&founding.Reconciler{Service: &svc, ServiceToken: token}).Run(context.Background())
-	if err != nil {
-		s.t.Fatalf("reconciler: %v", err)
-	}
-	return rep
+	return &founding.Reconciler{Service: &svc, ServiceToken: token}
 }
 
 // cutOff starts a request whose compute call at g is held for good, and

@@ -177,7 +177,7 @@ func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string,
 	}
 	lease := s.newLease(s.Settings.Lease, DefaultLease)
 	if err := s.Store.BeginDeleting(ctx, org.OrgID, id, lease, s.now()); err != nil {
-		return ClusterView{}, busyOr(c.Status, err)
+		return ClusterView{}, s.deletionRefused(ctx, c, err)
 	}
 	ctx = platformauth.WithToken(ctx, bearer)
 	if err := s.finishDeleting(ctx, &c, m.Nodes, lease.Owner); err != nil {
@@ -209,6 +209,19 @@ func keptReason(c *store.Cluster) string {
 		return c.StatusReason
 	}
 	return ""
+}
+
+// deletionRefused answers a delete that could not take the cluster over:
+// a replacement in progress, or busyOr.
+func (s *Service) deletionRefused(ctx context.Context, c store.Cluster, err error) error {
+	if !errors.Is(err, store.ErrLeaseLost) {
+		return databaseError(err)
+	}
+	r, lerr := s.Store.LiveReplacement(ctx, c.ID)
+	if lerr == nil {
+		return replacementInProgress(c.ID, r)
+	}
+	return busyOr(c.Status, err)
 }
 
 // busyOr answers a delete that could not take the cluster over: another

@@ -54,23 +54,44 @@ func runSteps[O any](s *Service, ctx context.Context, what string, steps []step[
 	return nil
 }
 
-// foundingSteps is the order of a founding, the truth both drivers follow.
-var foundingSteps = []step[*operation]{
-	{"security group", (*Service).ensureSecurityGroup},
-	{"VMs", func(s *Service, ctx context.Context, op *operation, d time.Time) error {
-		return s.ensureVMs(ctx, op.vms(s), d)
-	}},
-	{"addresses", func(s *Service, ctx context.Context, op *operation, d time.Time) error {
-		return s.ensureAddresses(ctx, op.vms(s), d)
-	}},
-	{"node identities", (*Service).ensureIdentities},
-	{"activation", (*Service).activate},
+// foundingSteps is the order of a founding, the truth both drivers
+// follow: its security group, then its nodes, then the cluster goes active.
+func foundingSteps() []step[*operation] {
+	steps := []step[*operation]{{"security group", (*Service).ensureSecurityGroup}}
+	steps = append(steps, nodeSteps()...)
+	return append(steps, step[*operation]{"activation", (*Service).activate})
+}
+
+// nodeSteps make an operation's control-plane nodes (a founding's, a
+// replacement's new one): their VMs, their addresses, their identities
+// issued from the cert table for their names and addresses.
+func nodeSteps() []step[*operation] {
+	return []step[*operation]{
+		{"VMs", func(s *Service, ctx context.Context, op *operation, d time.Time) error {
+			return s.ensureVMs(ctx, op.vms(s), d)
+		}},
+		{"addresses", func(s *Service, ctx context.Context, op *operation, d time.Time) error {
+			return s.ensureAddresses(ctx, op.vms(s), d)
+		}},
+		{"node identities", (*Service).ensureIdentities},
+	}
+}
+
+// stepsOn are steps over the operation another operation O holds.
+func stepsOn[O any](steps []step[*operation], of func(O) *operation) []step[O] {
+	out := make([]step[O], len(steps))
+	for i, st := range steps {
+		out[i] = step[O]{st.name, func(s *Service, ctx context.Context, o O, d time.Time) error {
+			return st.run(s, ctx, of(o), d)
+		}}
+	}
+	return out
 }
 
 // advance runs every founding step from where the recorded state says the
 // founding is, stopping with errOutOfTime when deadline passes first.
 func (s *Service) advance(ctx context.Context, op *operation, deadline time.Time) error {
-	return runSteps(s, ctx, "founding", foundingSteps, op, deadline)
+	return runSteps(s, ctx, "founding", foundingSteps(), op, deadline)
 }
 
 // inTime is checked before each remote side effect.
@@ -305,8 +326,18 @@ func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) 
 		AllocatePublicIPv4: spec.AllocatePublicIPv4, SSHPubkey: spec.SSHPubkey,
 		SecurityGroupIDs: c.SecurityGroupIDs, RootVolumeSizeGiB: spec.RootVolumeSizeGiB,
 		Tags:             map[string]string{"role": "control-plane", "k8sapi/cluster": c.Name},
-		IdempotencyToken: tokenFor(c, fmt.Sprintf("cp-%d", n.Ordinal)),
+		IdempotencyToken: tokenFor(c, controlPlanePurpose(n)),
 	}, fmt.Sprintf("control-plane VM %d", n.Ordinal))
+}
+
+// controlPlanePurpose names node n's VM create for its token: a founding's
+// node by its ordinal ("cp-2"), a replacement's by the replacement, whose
+// id is never reused (a removed row's ordinal can be handed out again).
+func controlPlanePurpose(n store.Node) string {
+	if n.ReplacementID != 0 {
+		return fmt.Sprintf("cp-replacement-%d", n.ReplacementID)
+	}
+	return fmt.Sprintf("cp-%d", n.Ordinal)
 }
 
 // sendCreate sends the create of VM inst, born with the userdata shim.

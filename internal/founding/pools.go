@@ -180,7 +180,7 @@ func (s *Service) activeCluster(ctx context.Context, org auth.Principal, id int6
 		return c, databaseError(err)
 	}
 	if c.Status != store.StatusActive {
-		return c, apperr.ClusterNotActive.Detail("the cluster is " + c.Status + "; node pools change only on an active cluster")
+		return c, apperr.ClusterNotActive.Detail("the cluster is " + c.Status + "; its node pools and nodes change only while it is active")
 	}
 	return c, nil
 }

@@ -25,8 +25,10 @@ type Reconciler struct {
 	// Lease is how long a claim lasts; it must outlast the reconciler
 	// function's timeout. ResumeWithin is how old a founding may be and
 	// still be finished rather than undone. RetryAfter spaces the retries of
-	// a failing deletion. Zero: the Default* values.
-	Lease, ResumeWithin, RetryAfter time.Duration
+	// a failing deletion (and the looks at a replacement's new node).
+	// ReplaceWithin is how long a replacement waits for its new node to
+	// report ready. Zero: the Default* values.
+	Lease, ResumeWithin, RetryAfter, ReplaceWithin time.Duration
 }
 
 // Defaults of the reconciler (its function times out after 5 minutes).
@@ -34,6 +36,7 @@ const (
 	DefaultReconcileLease = 6 * time.Minute
 	DefaultResumeWithin   = 15 * time.Minute
 	DefaultRetryAfter     = time.Minute
+	DefaultReplaceWithin  = time.Hour
 )
 
 // Report counts what one run did.
@@ -46,14 +49,19 @@ type Report struct {
 	// back (an undone create or scale-up).
 	PoolsSettled    int `json:"pools_settled"`
 	PoolsTurnedBack int `json:"pools_turned_back"`
+	// Control-plane node replacements done, failed (turned back, or whose
+	// new node never reported ready) and still waiting for the new node.
+	Replaced            int `json:"replaced"`
+	ReplacementsFailed  int `json:"replacements_failed"`
+	ReplacementsWaiting int `json:"replacements_waiting"`
 }
 
 // Run claims and handles unfinished operations one at a time, clusters'
-// first, then node pools', until none is left, or until the context's
+// first, then node pools', then node replacements', until none is left, or until the context's
 // deadline is near (the rest wait for the next run).
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	var rep Report
-	for _, claimNext := range []func(context.Context, *Report) (bool, error){r.claimCluster, r.claimPool} {
+	for _, claimNext := range []func(context.Context, *Report) (bool, error){r.claimCluster, r.claimPool, r.claimReplacement} {
 		for {
 			if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
 				return rep, nil
@@ -141,7 +149,15 @@ func (r *Reconciler) endFounding(ctx context.Context, op *operation, rep *Report
 
 // resume opens the cluster's trust and runs the founding steps left.
 func (r *Reconciler) resume(ctx context.Context, op *operation) error {
-	s := r.Service
+	if err := r.Service.open(ctx, op); err != nil {
+		return err
+	}
+	return r.Service.advance(ctx, op, r.deadline(ctx))
+}
+
+// open reads op's spec and opens its cluster's trust, which issuing a
+// node's identities needs.
+func (s *Service) open(ctx context.Context, op *operation) error {
 	spec, err := specOf(&op.cluster)
 	if err != nil {
 		return err
@@ -151,7 +167,7 @@ func (r *Reconciler) resume(ctx context.Context, op *operation) error {
 		return kmsError(err)
 	}
 	op.spec, op.trust, op.dataKey = spec, opened.Trust, opened.DataKey
-	return s.advance(ctx, op, r.deadline(ctx))
+	return nil
 }
 
 // deadline is when a run stops driving an operation it claimed: half its

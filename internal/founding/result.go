@@ -48,6 +48,9 @@ type NodeView struct {
 	IPv4       string `json:"ipv4"`
 	IPv6       string `json:"ipv6,omitempty"`
 	PublicIPv4 string `json:"public_ipv4,omitempty"`
+	// Retiring: the node is being replaced (its VM is deleted once the
+	// node replacing it is ready).
+	Retiring bool `json:"retiring,omitempty"`
 }
 
 // ClusterView is a cluster as GET /clusters shows it: no keys, no kubeconfig.
@@ -92,14 +95,14 @@ func viewOf(c store.Cluster, m store.Members) ClusterView {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 	var statuses []progress.NodeStatus
-	initial := initialOrdinal(nodes)
+	initial := initialOrdinal(liveControlPlane(nodes))
 	for _, n := range nodes {
 		if n.VMID == 0 {
 			continue // an intended node of a founding: shown once its VM exists
 		}
 		v.ControlPlaneVMIDs = append(v.ControlPlaneVMIDs, n.VMID)
 		v.Nodes = append(v.Nodes, NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
-			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4})
+			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Retiring: n.Retiring})
 		statuses = append(statuses, progress.StatusOf(n.VMID, n.Name, n.PhaseMessage, timelineOf(n, initial)))
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)

@@ -206,6 +206,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
 	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
 	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
+	clusters.Replacer = st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Workers
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}

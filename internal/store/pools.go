@@ -131,10 +131,7 @@ type PoolChange struct {
 // state of From: ErrLeaseLost.
 func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, error) {
 	var out Pool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockActiveCluster(ctx, tx, c.OrgID, c.Pool.ClusterID); err != nil {
-			return err
-		}
+	err := s.inActiveCluster(ctx, c.OrgID, c.Pool.ClusterID, func(tx pgx.Tx) error {
 		var err error
 		if out, err = upsertPool(ctx, tx, c); err != nil {
 			return err
@@ -145,6 +142,17 @@ func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, err
 		return out, fmt.Errorf("beginning an operation of node pool %q: %w", c.Pool.Name, err)
 	}
 	return out, nil
+}
+
+// inActiveCluster runs f in a transaction that holds the row of org's
+// cluster locked, the cluster active (ErrClusterNotActive otherwise).
+func (s *Store) inActiveCluster(ctx context.Context, orgID, clusterID int64, f func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockActiveCluster(ctx, tx, orgID, clusterID); err != nil {
+			return err
+		}
+		return f(tx)
+	})
 }
 
 // lockActiveCluster locks the cluster's row for the transaction, so the
@@ -207,8 +215,8 @@ func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) stri
 			p.ID, live[p.Count:])
 		return err
 	}
-	var last int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = $1`, p.ClusterID).Scan(&last); err != nil {
+	last, err := lastOrdinal(ctx, tx, p.ClusterID)
+	if err != nil {
 		return err
 	}
 	var ordinals []int
@@ -220,6 +228,15 @@ func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) stri
 		SELECT $1, u.ordinal, u.name, 'worker', $2 FROM unnest($3::int[], $4::text[]) AS u (ordinal, name)`,
 		p.ClusterID, p.ID, ordinals, names)
 	return err
+}
+
+// lastOrdinal is the highest ordinal of any node of the cluster, whose row
+// the transaction holds locked: a new node's ordinal follows it, so it
+// never collides with a control-plane node's or a worker's.
+func lastOrdinal(ctx context.Context, tx pgx.Tx, clusterID int64) (int, error) {
+	var last int
+	err := tx.QueryRow(ctx, `SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = $1`, clusterID).Scan(&last)
+	return last, err
 }
 
 // DeleteRetired deletes the rows of the retiring workers at ordinals, whose

@@ -51,7 +51,7 @@ func (s *Store) AdvancePhase(ctx context.Context, c PhaseChange) (PhaseOutcome, 
 const advancePhase = `
 	WITH node AS (
 		SELECT n.id, n.phase, k.status, n.ordinal = (
-			SELECT min(m.ordinal) FROM kube_nodes m WHERE m.kube_cluster_id = n.kube_cluster_id) AS initial
+			SELECT min(m.ordinal) FROM kube_nodes m WHERE m.kube_cluster_id = n.kube_cluster_id AND NOT m.retiring) AS initial
 		FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 		WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = '`+RoleControlPlane+`'
 	), moved AS (

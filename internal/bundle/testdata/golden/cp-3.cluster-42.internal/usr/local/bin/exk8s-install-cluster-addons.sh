@@ -42,9 +42,11 @@ retry 600 1 readyz || die "API server not ready after 10 minutes"
 step "applying the control-plane RBAC"
 retry 25 2 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
 
-# kube-proxy and CoreDNS are applied together and waited for at the end:
-# CoreDNS needs kube-proxy only to reach the API through its Service, and
-# retries that itself, so it never waits on every node's kube-proxy first.
+# CoreDNS reaches the API through the kubernetes Service, which only
+# kube-proxy's rules route: a CoreDNS started first sent its first request
+# nowhere and waited out its 30 s timeout before it asked again. So
+# kube-proxy is rolled out on every node first (seconds: its image was
+# pulled ahead while the node started), then CoreDNS.
 step "installing kube-proxy"
 retry 25 2 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
 
@@ -57,9 +59,6 @@ if [[ "$CNI" == cilium ]]; then
     --wait \
     --timeout 10m || die "cannot install Cilium ${CILIUM_VERSION} from ${CILIUM_CHART}"
 fi
-
-step "installing CoreDNS"
-retry 25 2 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
 
 # Every control-plane node gets its role label from here: a kubelet may not
 # set node-role labels on itself, and only this node holds an identity
@@ -88,7 +87,10 @@ label_control_planes() {
 }
 step "labelling the control-plane nodes"
 label_control_planes
+step "waiting for kube-proxy on every node"
 kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
+step "installing CoreDNS"
+retry 25 2 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
 kubectl -n kube-system rollout status deployment/coredns --timeout=10m
 log "addons installed"
 progress_report addons_installed

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# exk8s-bootstrap-control-plane.sh: turns a host that holds its bundle and
+# the prerequisites into a control-plane node: starts containerd, etcd and the
+# kubelet (which starts the static pods), waits for the node's own API
+# server, then, on the initial node only, installs the cluster addons. It
+# reports each phase to k8sapi as it passes it, and failed if a step fails
+# (exk8s-progress.sh).
+set -euo pipefail
+
+KUBELET_KUBECONFIG=/etc/exk8s/kubeconfig/kubelet.kubeconfig
+# Host-specific kubelet settings: drop-ins over the rendered config.yaml
+# (kubelet --config-dir), so no rendered file is ever edited on the host.
+KUBELET_DROPIN_DIR=/etc/kubernetes/kubelet.conf.d
+
+# shellcheck source=/dev/null
+. /usr/local/bin/exk8s-progress.sh
+progress_begin exk8s-bootstrap-control-plane exk8s-bootstrap
+
+step "reading ${CLUSTER_ENV}"
+load_cluster_env NODE_NAME CNI
+
+for bin in containerd ctr etcd kubelet kubectl; do
+  command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
+done
+
+mkdir -p /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s "$KUBELET_DROPIN_DIR"
+mkdir -p /var/lib/etcd
+chmod 0700 /var/lib/etcd
+
+# On a systemd-resolved host /etc/resolv.conf names the local stub
+# (127.0.0.53), which pods cannot reach and CoreDNS would forward to
+# itself through: the kubelet hands pods the upstream servers instead, as
+# kubeadm does.
+configure_kubelet_resolv_conf() {
+  local dropin="${KUBELET_DROPIN_DIR}/10-resolv-conf.conf"
+  if systemctl is-active --quiet systemd-resolved && [[ -s /run/systemd/resolve/resolv.conf ]]; then
+    printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: /run/systemd/resolve/resolv.conf\n' >"$dropin"
+    log "systemd-resolved is active: the kubelet uses /run/systemd/resolve/resolv.conf"
+  else
+    rm -f "$dropin"
+  fi
+}
+
+# pull_ahead: every image this node runs, one at a time in the order it
+# needs them (the sandbox's and the API server's first, the addons' last),
+# while etcd finds its quorum: the addons' pods then start without a pull.
+# A pull that fails costs nothing: the kubelet pulls the image itself.
+pull_ahead() {
+  local image
+  for image in 'registry.k8s.io/pause:3.10.1' 'registry.k8s.io/kube-apiserver:v1.35.4' 'registry.k8s.io/kube-controller-manager:v1.35.4' 'registry.k8s.io/kube-scheduler:v1.35.4' 'registry.k8s.io/kube-proxy:v1.35.4' 'registry.k8s.io/coredns/coredns:v1.13.1'; do
+    if ctr --namespace k8s.io images pull --hosts-dir /etc/containerd/certs.d "$image" >/dev/null 2>&1; then
+      log "pulled ${image} ahead"
+    else
+      log "could not pull ${image} ahead; the kubelet will pull it"
+    fi
+  done
+}
+
+step "configuring the kubelet's resolv.conf"
+configure_kubelet_resolv_conf
+
+step "starting containerd"
+systemctl daemon-reload
+systemctl enable --now containerd
+systemctl enable etcd kubelet
+pull_ahead &
+
+# A node made by a replacement joins the running etcd: the member it
+# replaces is removed and it is added as a learner before its etcd first
+# starts, then promoted once caught up (docs/REPLACE-NODE.md).
+step "joining the running etcd as a learner"
+/usr/local/bin/exk8s-etcd-join.sh add
+step "starting etcd"
+# etcd reports ready only once its peers form a quorum, so do not block on it:
+# every control-plane node starts its member at about the same time.
+systemctl restart --no-block etcd
+step "promoting this etcd member once it has caught up"
+/usr/local/bin/exk8s-etcd-join.sh promote
+progress_report etcd_started
+
+# Pods must never reach IMDS (it hands out this VM's credentials): the
+# guard's nftables rule is in place before the kubelet starts any pod, and
+# the kubelet requires it on every boot (exk8s-imds-guard.service).
+step "installing the IMDS guard"
+systemctl enable --now exk8s-imds-guard.service
+
+# Under the bridge CNI the node routes its peers' pod subnets itself, on
+# every boot before the kubelet (exk8s-pod-network.service); Cilium needs
+# nothing on the host.
+if [[ "$CNI" == bridge ]]; then
+  step "routing the pod network to the other control-plane nodes"
+  systemctl enable --now exk8s-pod-network.service
+fi
+
+step "starting the kubelet"
+systemctl restart kubelet
+log "started etcd and kubelet on ${NODE_NAME}"
+progress_report kubelet_started
+
+# The node's own API server, over loopback (its serving cert names
+# 127.0.0.1); /readyz is open to any authenticated identity, the kubelet's
+# included. It is ready once etcd has a quorum, so peers must be up too.
+local_readyz() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --server https://127.0.0.1:6443 get --raw=/readyz >/dev/null 2>&1; }
+step "waiting for the local API server"
+retry 600 1 local_readyz || die "the local API server is not ready after 10 minutes"
+progress_report apiserver_ready
+
+if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
+  step "installing the cluster addons"
+  /usr/local/bin/exk8s-install-cluster-addons.sh
+fi
+step "starting certificate renewal"
+# Daily from now on; k8sapi renews only a ready node.
+systemctl enable --now exk8s-renew-certificates.timer
+step "starting etcd snapshots"
+# Every few minutes: k8sapi hands a snapshot to one Ready node of the cluster.
+systemctl enable --now exk8s-etcd-snapshot.timer
+log "bootstrap of ${NODE_NAME} finished"
+progress_report ready
