@@ -226,6 +226,8 @@ k8sapi_path() {
     status) path='/bootstrap/control-plane/{vm_id}/status' ;;
     renew) path='/bootstrap/control-plane/{vm_id}/renew' ;;
     etcd_snapshot) path='/bootstrap/control-plane/{vm_id}/etcd-snapshot' ;;
+    worker_bundle) path='/bootstrap/worker/{vm_id}' ;;
+    worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"
