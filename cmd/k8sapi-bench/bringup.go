@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The node proof's bring-up, timed over several runs by `make
@@ -20,10 +21,12 @@ const (
 	bringUpEnd   = "<!-- /bench-bringup -->"
 )
 
+const minute = "2006-01-02 15:04 UTC"
+
 // bringUpRun is one run's timeline, as e2e/timeline_out_test.go writes it.
 type bringUpRun struct {
-	Date         string  `json:"date"`
-	SetUpSeconds float64 `json:"set_up_seconds"`
+	Date         time.Time   `json:"date"`
+	SetUpSeconds float64     `json:"set_up_seconds"`
 	Phases       []phaseTime `json:"phases"`
 }
 
@@ -86,7 +89,7 @@ func bringUpBlock(runs []bringUpRun) string {
 		setUp[i] = r.SetUpSeconds
 	}
 	fmt.Fprintf(&b, "%s\nMedian of %d bring-ups (`make bench-bringup`, %s to %s), seconds after POST /clusters with the proof's set-up (median %.1f s) excluded:\n\n",
-		bringUpBegin, len(runs), runs[0].Date, runs[len(runs)-1].Date, median(setUp))
+		bringUpBegin, len(runs), runs[0].Date.Format(minute), runs[len(runs)-1].Date.Format(minute), median(setUp))
 	b.WriteString("| phase | median |" + strings.Repeat(" run |", len(runs)) + "\n|---|---|" + strings.Repeat("---|", len(runs)) + "\n")
 	for _, p := range phases {
 		fmt.Fprintf(&b, "| %s | %.1f s |", p, median(by[p]))

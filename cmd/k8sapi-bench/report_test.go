@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // The node proof's section survives a new report; nothing else of the old
@@ -50,7 +51,7 @@ func TestBringUpBlock(t *testing.T) {
 }
 
 func run(setUp float64, phaseSeconds ...any) bringUpRun {
-	r := bringUpRun{Date: "2026-11-24T00:00:00Z", SetUpSeconds: setUp}
+	r := bringUpRun{Date: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), SetUpSeconds: setUp}
 	for i := 0; i < len(phaseSeconds); i += 2 {
 		r.Phases = append(r.Phases, phaseTime{phaseSeconds[i].(string), float64(phaseSeconds[i+1].(int))})
 	}

@@ -2,14 +2,17 @@
 // function: GET /bootstrap/control-plane/{vm_id} (the bundle) and
 // POST /bootstrap/control-plane/{vm_id}/status (the VM's bootstrap phase) and
 // POST /bootstrap/control-plane/{vm_id}/renew (a ready node's certificates),
-// and GET and POST /bootstrap/control-plane/{vm_id}/etcd-snapshot (the
-// chosen node's snapshot upload URL and its report).
+// GET and POST /bootstrap/control-plane/{vm_id}/etcd-snapshot (the chosen
+// node's snapshot upload URL and its report), and a worker's
+// GET /bootstrap/worker/{vm_id} (its bundle) and
+// POST /bootstrap/worker/{vm_id}/csr (its kubelet's certificates).
 package main
 
 import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 	"github.com/excloud/k8sapi/internal/wiring"
@@ -20,6 +23,7 @@ func main() {
 		r, err := bundle.NewBundleRenderer()
 		nodes := app.NodeBootstrap(r)
 		srv.Bundles, srv.Renewals = nodes, nodes
+		srv.Workers = &nodebootstrap.WorkerService{Service: nodes, Workers: app.Store}
 		srv.Progress = &progress.Service{Store: app.Store}
 		srv.Limits = &vmlimit.Limiter{Factor: app.Config.VMCallBudgetFactor}
 		srv.SnapshotNodes = &etcdsnapshot.Node{Store: app.Store, Bucket: app.SnapshotBucket()}

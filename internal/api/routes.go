@@ -32,6 +32,10 @@ var (
 	fetchBudget  = vmlimit.Budget{Calls: 20, Per: 10 * time.Minute}
 	statusBudget = vmlimit.Budget{Calls: 60, Per: 10 * time.Minute}
 	renewBudget  = vmlimit.Budget{Calls: 12, Per: time.Hour}
+	// A worker sends its certificate requests once per bootstrap window
+	// (its script retries a failure); a few calls cover the retries and
+	// a refusal it learns from.
+	workerCSRBudget = vmlimit.Budget{Calls: 10, Per: 10 * time.Minute}
 	// The snapshot timer asks every 5 minutes and reports once per
 	// snapshot, retrying a failure a few times.
 	snapshotAskBudget    = vmlimit.Budget{Calls: 40, Per: time.Hour}
@@ -98,6 +102,12 @@ var (
 		// A restored cluster's node gets the download URL of its snapshot
 		// (an issued credential: audited).
 		{Method: http.MethodGet, Path: bundle.RestorePathTemplate, handle: (*Server).etcdRestoreURL, PerVM: restoreBudget, Audit: "etcd_restore.download_url"},
+		// A worker's bootstrap: its bundle holds no key, but signing its
+		// certificate requests opens the cluster CA, this function's KMS
+		// right. Its fetch is the start of a node joining: audited like
+		// the control plane's.
+		{Method: http.MethodGet, Path: bundle.WorkerPathTemplate, handle: (*Server).getWorkerBundle, PerVM: fetchBudget, Audit: "worker_bundle.fetch"},
+		{Method: http.MethodPost, Path: bundle.WorkerCSRPathTemplate, handle: (*Server).signWorkerCSRs, PerVM: workerCSRBudget, Audit: "worker.csr"},
 	}}
 )
 

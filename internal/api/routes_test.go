@@ -30,15 +30,16 @@ func TestVMRoutesAreServed(t *testing.T) {
 }
 
 // Every row of the route table has a handler, and a state-changing method
-// names its audit action (a read never does). Two GETs change state: the
-// bundle fetch (the window's first issues identities) and a node's snapshot
-// ask (it issues a presigned upload URL, a credential).
+// names its audit action (a read never does). Three GETs change state: the
+// bundle fetch (the window's first issues identities), a node's snapshot
+// ask (it issues a presigned upload URL, a credential) and a worker's
+// bundle fetch (recorded, the start of a node joining).
 func TestEveryRouteHasAHandlerAndStateChangesAnAction(t *testing.T) {
 	for _, r := range Routes() {
 		if r.handle == nil {
 			t.Errorf("%s: no handler", r.Key())
 		}
-		if changes := r.Method != http.MethodGet || r.Path == bundle.PathTemplate || r.Path == bundle.SnapshotPathTemplate || r.Path == bundle.RestorePathTemplate; changes != (r.Audit != "") {
+		if changes := r.Method != http.MethodGet || r.Path == bundle.PathTemplate || r.Path == bundle.SnapshotPathTemplate || r.Path == bundle.WorkerPathTemplate || r.Path == bundle.RestorePathTemplate; changes != (r.Audit != "") {
 			t.Errorf("%s: audit action %q", r.Key(), r.Audit)
 		}
 	}

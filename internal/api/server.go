@@ -109,6 +109,15 @@ type Renewals interface {
 	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.RenewalOutcome, error)
 }
 
+// WorkerBootstraps serves a worker's bootstrap: its bundle of facts and
+// the signing of the certificate requests its own keys made.
+type WorkerBootstraps interface {
+	WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.WorkerBundle, error)
+	SignWorker(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.WorkerCSRRequest) (*nodebootstrap.WorkerCertificates, error)
+}
+
+var _ WorkerBootstraps = (*nodebootstrap.WorkerService)(nil)
+
 // Reporter records the bootstrap phases VMs report.
 type Reporter interface {
 	Report(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
@@ -151,6 +160,7 @@ type Server struct {
 	Replacer NodeReplacements
 	Bundles  Bundles
 	Renewals Renewals
+	Workers  WorkerBootstraps
 	Progress Reporter
 	Nodes    NodeBootstraps
 	Limits   Limiter

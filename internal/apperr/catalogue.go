@@ -70,6 +70,7 @@ var (
 	IdentityNotStored       = define("identity_not_stored", KindConflict, "k8sapi holds no certificate of this identity for this node; an operator may re-open its bootstrap")
 	ProofOfPossessionFailed = define("proof_of_possession_failed", KindForbidden, "a request is not signed with the key of the node's certificate")
 	RenewalConflict         = define("renewal_conflict", KindConflict, "the node's certificates changed while this renewal ran; renew again")
+	CSRNotAllowed           = define("csr_not_allowed", KindForbidden, "a certificate request names something k8sapi did not record for this node")
 
 	// etcd snapshots.
 	EtcdSnapshotInProgress = define("etcd_snapshot_in_progress", KindConflict, "a snapshot of this cluster is pending; GET /clusters/{id}/etcd-snapshots shows when it is done")

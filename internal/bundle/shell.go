@@ -20,8 +20,9 @@ import (
 
 // The routes a VM calls, below PathTemplate: where it reports its phases,
 // renews its certificates, and asks for and reports an etcd snapshot (GET:
-// the pending snapshot and its upload URL; POST: the upload's report).
-// internal/api serves them.
+// the pending snapshot and its upload URL; POST: the upload's report); a
+// worker's are below WorkerPathTemplate (renderer.go). internal/api serves
+// them.
 const (
 	StatusPathTemplate   = PathTemplate + "/status"
 	RenewPathTemplate    = PathTemplate + "/renew"
@@ -37,7 +38,7 @@ type VMRoute struct{ Name, Path string }
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
-		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}}
+		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

@@ -28,6 +28,14 @@ type authCase struct {
 	code               string // the JSON error code; "" for a success
 }
 
+// refusedCaller is a bearer credential every principal route refuses.
+type refusedCaller struct {
+	name, authorization string
+	status              int
+	code                string
+	vmToken             bool // a VM's token: refused on operator routes only
+}
+
 // TestAuthMatrixEveryRoute sends every hostile caller to every route, each
 // function's handler on its own server, and checks the exact status, the
 // JSON error code, and that no answer carries key material or a token.
@@ -68,12 +76,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	secrets := []string{valid, validOrg2, expired, wrongScope, revoked, imds1, access1, imdsOrg2, accessOrg2, expiredIMDS, vmToken2}
 
 	// The callers every principal route must refuse.
-	refused := []struct {
-		name, authorization string
-		status              int
-		code                string
-		vmToken             bool // a VM's token: refused on operator routes only
-	}{
+	refused := []refusedCaller{
 		{"no token", "", 401, "unauthenticated", false},
 		{"basic scheme", "Basic dXNlcjpwYXNz", 401, "unauthenticated", false},
 		{"bearer without token", "Bearer", 401, "unauthenticated", false},
@@ -294,6 +297,8 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"renew after failed", "POST", renewPath(vm1), renewProof, `{"csrs":{}}`, 409, "node_not_ready"},
 	)
 
+	cases = append(cases, workerAuthCases(t, s, c1.ClusterID, refused, both, vm1, imds1, access1, imdsOrg2, accessOrg2, valid)...)
+
 	servers := map[string]string{}
 	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
 		srv := httptest.NewServer(s.servers[fn].Handler(api.FunctionNamed(fn)))
@@ -302,7 +307,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	}
 	function := func(method, path string) string {
 		switch {
-		case strings.HasPrefix(path, bundlePath):
+		case strings.HasPrefix(path, "/bootstrap/"):
 			return servers["GetBundleFunction"]
 		case method == "POST" && (path == "/clusters" || strings.HasSuffix(path, "/kubeconfig")):
 			return servers["CreateClusterFunction"]
@@ -347,7 +352,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 11)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 13)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int
@@ -364,4 +369,49 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	if moved != 1 || message != "step x failed" {
 		t.Errorf("%d nodes moved by reports, vm1's message %q; want 1 and the first failure's", moved, message)
 	}
+}
+
+// workerAuthCases are the worker's routes' rows: the control plane's
+// refused callers, a worker's proofs for a peer's path, another org's, an
+// operator's token and a control-plane VM's proofs (vm1's: no worker).
+func workerAuthCases(t *testing.T, s *stack, clusterID int64, refused []refusedCaller, both func(imds, authorization string) map[string]string,
+	vm1 int64, imds1, access1, imdsOrg2, accessOrg2, operator string) []authCase {
+	t.Helper()
+	workers := s.AddPool(1, clusterID, stacktest.TwoWorkers).Nodes
+	w, peer := workers[0].VMID, workers[1].VMID
+	imdsW, accessW := s.VMCredentials(w)
+	proof := both(imdsW, "Bearer "+accessW)
+	const noCSRs = `{"kubelet_client_csr":"","kubelet_serving_csr":""}`
+	var cases []authCase
+	for _, r := range []struct{ method, path, body string }{{"GET", "/bootstrap/worker/", ""}, {"POST", "/bootstrap/worker/", noCSRs}} {
+		path := func(vm string) string {
+			if r.method == "POST" {
+				return r.path + vm + "/csr"
+			}
+			return r.path + vm
+		}
+		for _, c := range refused {
+			if c.authorization != "" && !c.vmToken {
+				cases = append(cases, authCase{"worker " + r.method + " bearer: " + c.name, r.method, path(itoa(w)), both(imdsW, c.authorization), r.body, c.status, c.code})
+			}
+		}
+		cases = append(cases,
+			authCase{"worker " + r.method + " peer's path", r.method, path(itoa(peer)), proof, r.body, 403, "forbidden"},
+			authCase{"worker " + r.method + " operator token with its IMDS", r.method, path(itoa(w)), both(imdsW, "Bearer "+operator), r.body, 403, "token_scope"},
+			authCase{"worker " + r.method + " other org's IMDS", r.method, path(itoa(w)), both(imdsOrg2, "Bearer "+accessW), r.body, 403, "forbidden"},
+			authCase{"worker " + r.method + " other org's VM and token", r.method, path(itoa(w)), both(imdsOrg2, "Bearer "+accessOrg2), r.body, 403, "forbidden"},
+			authCase{"worker " + r.method + " no IMDS", r.method, path(itoa(w)), both("", "Bearer "+accessW), r.body, 401, "unauthenticated"},
+			authCase{"worker " + r.method + " a control-plane VM's proofs", r.method, path(itoa(vm1)), both(imds1, "Bearer "+access1), r.body, 404, "not_found"},
+			authCase{"worker " + r.method + " bad vm_id", r.method, path("0x1"), proof, r.body, 400, "invalid_path"},
+		)
+	}
+	return append(cases,
+		authCase{"worker bundle valid", "GET", "/bootstrap/worker/" + itoa(w), proof, "", 200, ""},
+		authCase{"worker bundle POST", "POST", "/bootstrap/worker/" + itoa(w), proof, "", 405, "method_not_allowed"},
+		authCase{"worker CSRs without a body", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, "", 400, "invalid_json"},
+		authCase{"worker CSRs with a key in the body", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, `{"kubelet_client_csr":"","key":"x"}`, 400, "invalid_field"},
+		authCase{"worker CSRs empty", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, noCSRs, 400, "invalid_request"},
+		authCase{"worker's proofs on the control-plane bundle", "GET", "/bootstrap/control-plane/" + itoa(w), proof, "", 404, "not_found"},
+		authCase{"worker's proofs on the control-plane status", "POST", "/bootstrap/control-plane/" + itoa(w) + "/status", proof, `{"phase":"ready"}`, 404, "not_found"},
+	)
 }

@@ -39,15 +39,14 @@ type stack struct {
 	simURL            string
 	api               *httptest.Server
 	envelope          *envelope.Envelope
-	founder           *founding.Service            // CreateClusterFunction's founding
-	clusters          *founding.Service            // ClustersFunction's list, read and delete
-	bundles           *nodebootstrap.Service       // the bundle use case, whose configured artifacts a test may change
-	workers           *nodebootstrap.WorkerService // a worker's bootstrap, not served by a route yet
-	servers           map[string]*api.Server       // each function's handlers: servers[id].Handler(id)
-	schedule          *etcdsnapshot.Schedule       // ReconcilerFunction's etcd snapshot schedule
-	logs              *stacktest.LockedBuffer      // what the handlers and use cases logged, at debug level
-	clock             *clock                       // k8sapi's clock: real time plus what a test advanced it by
-	*stacktest.Client                              // the operator's and the VMs' requests
+	founder           *founding.Service       // CreateClusterFunction's founding
+	clusters          *founding.Service       // ClustersFunction's list, read and delete
+	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
+	servers           map[string]*api.Server  // each function's handlers: servers[id].Handler(id)
+	schedule          *etcdsnapshot.Schedule  // ReconcilerFunction's etcd snapshot schedule
+	logs              *stacktest.LockedBuffer // what the handlers and use cases logged, at debug level
+	clock             *clock                  // k8sapi's clock: real time plus what a test advanced it by
+	*stacktest.Client                         // the operator's and the VMs' requests
 }
 
 // clock is real time moved forward by a test (bootstrap windows), never
@@ -101,7 +100,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.founder, s.clusters, s.bundles, s.servers, s.schedule, s.workers = in.Founder, in.Clusters, in.Bundles, in.Servers, in.Snapshots, in.Workers
+	s.founder, s.clusters, s.bundles, s.servers, s.schedule = in.Founder, in.Clusters, in.Bundles, in.Servers, in.Snapshots
 	s.api = httptest.NewServer(in.Handler)
 	t.Cleanup(s.api.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: s.api.URL, SimURL: simSrv.URL, Pool: pool}

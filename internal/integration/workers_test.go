@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,14 +9,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -37,26 +37,40 @@ func newWorker(t *testing.T) *worker {
 	return &worker{node: n, imds: imds, access: access, s: s, clusterID: id, vmID: n.VMID}
 }
 
-// proved is the worker's VM as the bundle function's four proofs judge
-// its credentials (the worker's routes are not served yet: the use case
-// is called with what they would pass it).
-func (w *worker) proved() auth.BootstrapVM {
+// fetchAs is GET /bootstrap/worker/{vmID} with w's proofs.
+func (w *worker) fetchAs(vmID int64) stacktest.Response {
 	w.s.t.Helper()
-	vm, _, err := w.s.servers["GetBundleFunction"].Auth.ProveVM(context.Background(), w.vmID, w.imds, "Bearer "+w.access, nil)
-	if err != nil {
-		w.s.t.Fatalf("proofs of vm %d: %v", w.vmID, err)
-	}
-	return vm
+	return w.s.VMCall(http.MethodGet, bundle.WorkerPathTemplate, vmID, w.imds, w.access, "")
 }
 
-// refusal is err's code and message, failing the test unless it is one.
-func refusal(t *testing.T, err error) (string, string) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok {
-		t.Fatalf("not a refusal: %v", err)
+// signAs is POST /bootstrap/worker/{vmID}/csr with w's proofs.
+func (w *worker) signAs(vmID int64, req nodebootstrap.WorkerCSRRequest) stacktest.Response {
+	w.s.t.Helper()
+	body, err := json.Marshal(req)
+	if err != nil {
+		w.s.t.Fatal(err)
 	}
-	return e.Code.String(), e.Message
+	return w.s.VMCall(http.MethodPost, bundle.WorkerCSRPathTemplate, vmID, w.imds, w.access, string(body))
+}
+
+// controlPlane is a control-plane VM of a cluster of w's org, with its proofs.
+func (w *worker) controlPlane() *worker {
+	cp := w.s.Found(1, stacktest.OneNode).ControlPlaneVMIDs[0]
+	imds, access := w.s.VMCredentials(cp)
+	return &worker{s: w.s, vmID: cp, imds: imds, access: access}
+}
+
+// refused fails the test unless r is the refusal status and code, its
+// message starting with msg; it answers the message.
+func refused(t *testing.T, what string, r stacktest.Response, status int, code, msg string) {
+	t.Helper()
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &e)
+	if r.Status != status || e.Error.Code != code || !strings.HasPrefix(e.Error.Message, msg) {
+		t.Errorf("%s = %d %s %q, want %d %s %q", what, r.Status, e.Error.Code, e.Error.Message, status, code, msg)
+	}
 }
 
 // A worker's bundle is facts and a CA certificate: no private key, no
@@ -64,33 +78,54 @@ func refusal(t *testing.T, err error) (string, string) {
 // where to send its certificate requests.
 func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 	w := newWorker(t)
-	b, err := w.s.workers.WorkerBundle(context.Background(), w.proved())
-	if err != nil {
-		t.Fatal(err)
+	r := w.fetchAs(w.vmID)
+	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("worker bundle = %d %s %s", r.Status, r.Header, r.Body)
 	}
-	doc, _ := json.Marshal(b)
-	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key"} {
-		if strings.Contains(string(doc), secret) {
+	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key", "kubeconfig", "admin"} {
+		if strings.Contains(string(r.Body), secret) {
 			t.Errorf("the worker bundle holds %q", secret)
 		}
 	}
-	if b.NodeName != w.node.Name || b.NodePool != "workers" || b.Labels["tier"] != "web" || len(b.Taints) != 1 ||
+	var b nodebootstrap.WorkerBundle
+	r.JSON(t, &b)
+	if b.NodeName != w.node.Name || b.IPv4 != w.node.IPv4 || b.NodePool != "workers" || b.Labels["tier"] != "web" || len(b.Taints) != 1 ||
 		!strings.HasPrefix(b.CACert, "-----BEGIN CERTIFICATE-----") || b.CSRPath != "/bootstrap/worker/"+itoa(w.vmID)+"/csr" {
 		t.Errorf("worker bundle %+v", b)
 	}
-	// A control-plane VM is no worker.
-	cp := w.s.Found(1, stacktest.OneNode).ControlPlaneVMIDs[0]
-	imds, access := w.s.VMCredentials(cp)
-	other := &worker{s: w.s, vmID: cp, imds: imds, access: access}
-	if _, err := w.s.workers.WorkerBundle(context.Background(), other.proved()); err == nil {
-		t.Error("a control-plane VM was served a worker bundle")
-	} else if code, _ := refusal(t, err); code != "not_found" {
-		t.Errorf("a control-plane VM's worker bundle: %s, want not_found", code)
+}
+
+// The worker's routes serve workers and the control plane's serve the
+// control plane, each VM only for itself.
+func TestWorkerRoutesServeTheWorkerAlone(t *testing.T) {
+	w := newWorker(t)
+	cp := w.controlPlane()
+	refused(t, "a control-plane VM's worker bundle", cp.fetchAs(cp.vmID), http.StatusNotFound, "not_found", "no worker for this VM")
+	refused(t, "a control-plane VM's CSRs", cp.signAs(cp.vmID, w.ownCSRs(t)), http.StatusNotFound, "not_found", "no worker for this VM")
+	for what, r := range map[string]stacktest.Response{
+		"a worker's control-plane bundle": w.s.FetchBundle(w.vmID, w.imds, w.access),
+		"a worker's status report":        w.s.VMCall(http.MethodPost, bundle.StatusPathTemplate, w.vmID, w.imds, w.access, `{"phase":"ready"}`),
+		"a worker's renewal":              w.s.Renew(w.vmID, w.imds, w.access, `{"csrs":{}}`),
+	} {
+		refused(t, what, r, http.StatusNotFound, "not_found", "no control-plane node for this VM")
+	}
+	other := w.s.AddPool(1, w.clusterID, strings.Replace(stacktest.TwoWorkers, `"workers"`, `"others"`, 1)).Nodes[0].VMID
+	refused(t, "another worker's bundle with this one's proofs", w.fetchAs(other), http.StatusForbidden, "forbidden", "")
+	refused(t, "another worker's CSRs with this one's proofs", w.signAs(other, w.ownCSRs(t)), http.StatusForbidden, "forbidden", "")
+	refused(t, "no IMDS session", w.s.VMCall(http.MethodGet, bundle.WorkerPathTemplate, w.vmID, "", w.access, ""), http.StatusUnauthorized, "unauthenticated", "")
+	// None of them spent the worker's one signing.
+	if r := w.signAs(w.vmID, w.ownCSRs(t)); r.Status != http.StatusOK {
+		t.Errorf("the worker's own CSRs after the refusals = %d %s", r.Status, r.Body)
 	}
 }
 
 // csr is a PEM request for cn in orgs with dns and ips, under a fresh key.
 func csr(t *testing.T, cn string, orgs, dns []string, ips ...string) string {
+	t.Helper()
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER(t, cn, orgs, dns, ips...)}))
+}
+
+func csrDER(t *testing.T, cn string, orgs, dns []string, ips ...string) []byte {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -104,62 +139,80 @@ func csr(t *testing.T, cn string, orgs, dns []string, ips ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	return der
 }
 
-func csrBody(_ *testing.T, client, serving string) nodebootstrap.WorkerCSRRequest {
-	return nodebootstrap.WorkerCSRRequest{KubeletClient: client, KubeletServing: serving}
+// ownCSRs are the requests a worker makes for itself: its kubelet's client
+// identity and its serving certificate for its name and address.
+func (w *worker) ownCSRs(t *testing.T) nodebootstrap.WorkerCSRRequest {
+	name := w.node.Name
+	return nodebootstrap.WorkerCSRRequest{
+		KubeletClient:  csr(t, "system:node:"+name, []string{"system:nodes"}, nil),
+		KubeletServing: csr(t, "system:node:"+name, []string{"system:nodes"}, []string{name}, w.node.IPv4),
+	}
+}
+
+// badlySigned is a PEM request whose signature does not match its body.
+func badlySigned(t *testing.T, cn string) string {
+	der := csrDER(t, cn, []string{"system:nodes"}, nil)
+	der[len(der)-1] ^= 0xff // the last byte of the signature
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
 }
 
 // k8sapi signs a worker's requests only for the names and addresses the
 // platform gave it, once per bootstrap window: another node's name or an
-// address not its own is a 403 naming it, a second signing a 409.
+// address not its own is a 403 csr_not_allowed naming it, a request that
+// is not one well-signed PEM request a 400 naming the field, a second
+// signing a 409.
 func TestWorkerCSRsAreSignedForItsOwnNamesOnce(t *testing.T) {
 	w := newWorker(t)
 	name, ip := w.node.Name, w.node.IPv4
-	client := csr(t, "system:node:"+name, []string{"system:nodes"}, nil)
-	serving := csr(t, "system:node:"+name, []string{"system:nodes"}, []string{name}, ip)
-	for body, want := range map[nodebootstrap.WorkerCSRRequest]string{
-		csrBody(t, csr(t, "system:node:cp-1.cluster-1.internal", []string{"system:nodes"}, nil), serving): `kubelet_client_csr: common name "system:node:cp-1.cluster-1.internal" is not this node's`,
-		csrBody(t, csr(t, "system:node:"+name, []string{"system:masters"}, nil), serving):                 `kubelet_client_csr: organization ["system:masters"] is not ["system:nodes"]`,
-		csrBody(t, client, csr(t, name, nil, []string{name}, ip, "10.250.0.9")):                           "kubelet_serving_csr: address 10.250.0.9 is not this node's",
-		csrBody(t, client, csr(t, name, nil, []string{"kubernetes.default"}, ip)):                         `kubelet_serving_csr: DNS name "kubernetes.default" is not this node's`,
+	own := w.ownCSRs(t)
+	with := func(client, serving string) nodebootstrap.WorkerCSRRequest {
+		return nodebootstrap.WorkerCSRRequest{KubeletClient: client, KubeletServing: serving}
+	}
+	for _, c := range []struct {
+		body   nodebootstrap.WorkerCSRRequest
+		status int
+		code   string
+		msg    string
+	}{
+		{with(csr(t, "system:node:cp-1.cluster-1.internal", []string{"system:nodes"}, nil), own.KubeletServing), 403, "csr_not_allowed", `kubelet_client_csr: common name "system:node:cp-1.cluster-1.internal" is not this node's`},
+		{with(csr(t, "system:node:"+name, []string{"system:masters"}, nil), own.KubeletServing), 403, "csr_not_allowed", `kubelet_client_csr: organization ["system:masters"] is not ["system:nodes"]`},
+		{with(own.KubeletClient, csr(t, name, nil, []string{name}, ip, "10.250.0.9")), 403, "csr_not_allowed", "kubelet_serving_csr: address 10.250.0.9 is not this node's"},
+		{with(own.KubeletClient, csr(t, name, nil, []string{"kubernetes.default"}, ip)), 403, "csr_not_allowed", `kubelet_serving_csr: DNS name "kubernetes.default" is not this node's`},
+		{with("-----BEGIN CERTIFICATE REQUEST-----\nnot base64\n-----END CERTIFICATE REQUEST-----\n", own.KubeletServing), 400, "invalid_request", "kubelet_client_csr: not one PEM certificate request"},
+		{with(own.KubeletClient, ""), 400, "invalid_request", "kubelet_serving_csr: not one PEM certificate request"},
+		{with(badlySigned(t, "system:node:"+name), own.KubeletServing), 400, "invalid_request", "kubelet_client_csr: certificate request signature"},
 	} {
-		_, err := w.s.workers.SignWorker(context.Background(), w.proved(), body)
-		if code, msg := refusal(t, err); code != "forbidden" || !strings.HasPrefix(msg, want) {
-			t.Errorf("= %s %q, want 403 forbidden %q", code, msg, want)
-		}
+		refused(t, c.msg, w.signAs(w.vmID, c.body), c.status, c.code, c.msg)
 	}
-	certs, err := w.s.workers.SignWorker(context.Background(), w.proved(), csrBody(t, client, serving))
-	if err != nil {
-		t.Fatalf("signing its own requests: %v", err)
+	r := w.signAs(w.vmID, own)
+	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("signing its own requests = %d %s", r.Status, r.Body)
 	}
-	if doc, _ := json.Marshal(certs); strings.Contains(string(doc), "PRIVATE KEY") {
+	if strings.Contains(string(r.Body), "PRIVATE KEY") {
 		t.Fatal("the answer holds a private key")
 	}
-	assertWorkerCerts(t, *certs, name, ip)
-	_, err = w.s.workers.SignWorker(context.Background(), w.proved(), csrBody(t, client, serving))
-	if err == nil {
-		t.Fatal("a second signing in the window was answered")
-	}
-	if code, _ := refusal(t, err); code != "bootstrap_closed" {
-		t.Errorf("a second signing in the window: %s, want 409 bootstrap_closed", code)
-	}
+	var certs nodebootstrap.WorkerCertificates
+	r.JSON(t, &certs)
+	assertWorkerCerts(t, certs, own, name, ip)
+	refused(t, "a second signing in the window", w.signAs(w.vmID, w.ownCSRs(t)), http.StatusConflict, "bootstrap_closed", "this worker's certificate requests were signed")
 }
 
 // assertWorkerCerts: the client certificate is system:node:<name> in
-// system:nodes, the serving one names the node and its address, and both
-// chain to the CA answered with them.
-func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, name, ip string) {
+// system:nodes, the serving one names the node and its address, each is
+// over the key of its request, and both chain to the CA answered with them.
+func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, req nodebootstrap.WorkerCSRRequest, name, ip string) {
 	t.Helper()
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM([]byte(certs.CACert)) {
 		t.Fatal("no CA certificate")
 	}
 	for _, c := range []struct {
-		pem   string
-		usage x509.ExtKeyUsage
-	}{{certs.KubeletClient, x509.ExtKeyUsageClientAuth}, {certs.KubeletServing, x509.ExtKeyUsageServerAuth}} {
+		pem, csr string
+		usage    x509.ExtKeyUsage
+	}{{certs.KubeletClient, req.KubeletClient, x509.ExtKeyUsageClientAuth}, {certs.KubeletServing, req.KubeletServing, x509.ExtKeyUsageServerAuth}} {
 		block, _ := pem.Decode([]byte(c.pem))
 		if block == nil {
 			t.Fatalf("not a certificate: %q", c.pem)
@@ -167,6 +220,9 @@ func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, nam
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if csr, err := pki.ParseCSR([]byte(c.csr)); err != nil || !cert.PublicKey.(*ecdsa.PublicKey).Equal(csr.PublicKey) {
+			t.Errorf("%s is not over its request's key (%v)", cert.Subject, err)
 		}
 		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{c.usage}}); err != nil {
 			t.Errorf("%s does not chain to the cluster CA for %v: %v", cert.Subject, c.usage, err)

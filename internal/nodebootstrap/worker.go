@@ -122,7 +122,7 @@ func checkWorkerCSRs(req WorkerCSRRequest, subject pki.Subject) (map[pki.Name]cr
 			return nil, apperr.InvalidRequest.Detailf("%s: %v", c.field, err)
 		}
 		if why := foreignName(csr, c.name, subject); why != "" {
-			return nil, apperr.Forbidden.Detailf("%s: %s", c.field, why)
+			return nil, apperr.CSRNotAllowed.Detailf("%s: %s", c.field, why)
 		}
 		keys[c.name] = csr.PublicKey
 	}

@@ -189,22 +189,26 @@ func (c *Client) VMCredentials(vmID int64) (imdsToken, accessToken string) {
 	return imdsToken, at.AccessToken
 }
 
+// VMCall calls the VM route at pathTemplate for vmID with a VM's
+// credentials (the four proofs' headers).
+func (c *Client) VMCall(method, pathTemplate string, vmID int64, imdsToken, accessToken, body string) Response {
+	c.T.Helper()
+	path := strings.Replace(pathTemplate, "{vm_id}", strconv.FormatInt(vmID, 10), 1)
+	return Do(c.T, method, c.APIURL+path, body, map[string]string{
+		"X-exc-imds-token": imdsToken, "Authorization": "Bearer " + accessToken,
+	})
+}
+
 // FetchBundle fetches vmID's bundle with the VM's credentials.
 func (c *Client) FetchBundle(vmID int64, imdsToken, accessToken string) Response {
 	c.T.Helper()
-	path := strings.Replace(bundle.PathTemplate, "{vm_id}", strconv.FormatInt(vmID, 10), 1)
-	return Do(c.T, http.MethodGet, c.APIURL+path, "", map[string]string{
-		"X-exc-imds-token": imdsToken, "Authorization": "Bearer " + accessToken,
-	})
+	return c.VMCall(http.MethodGet, bundle.PathTemplate, vmID, imdsToken, accessToken, "")
 }
 
 // Renew asks for vmID's certificate renewal with the VM's credentials.
 func (c *Client) Renew(vmID int64, imdsToken, accessToken, body string) Response {
 	c.T.Helper()
-	path := strings.Replace(bundle.PathTemplate, "{vm_id}", strconv.FormatInt(vmID, 10), 1) + "/renew"
-	return Do(c.T, http.MethodPost, c.APIURL+path, body, map[string]string{
-		"X-exc-imds-token": imdsToken, "Authorization": "Bearer " + accessToken,
-	})
+	return c.VMCall(http.MethodPost, bundle.RenewPathTemplate, vmID, imdsToken, accessToken, body)
 }
 
 // RenewalRequest is the body a node with the bundle files sends to renew:

@@ -94,8 +94,7 @@ type Stack struct {
 	// Snapshots is ReconcilerFunction's etcd snapshot schedule.
 	Snapshots *etcdsnapshot.Schedule
 	// Workers is a worker's bootstrap (its bundle, its certificate
-	// requests) over GetBundleFunction's store: a use case no route serves
-	// yet (docs/NODE-POOLS.md).
+	// requests) over GetBundleFunction's store, as that function serves it.
 	Workers *nodebootstrap.WorkerService
 	// Servers are each route function's server, by logical id.
 	Servers map[string]*api.Server
@@ -209,7 +208,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
 	clusters.Replacer = st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
-	vm.Bundles, vm.Renewals = st.Bundles, st.Bundles
+	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Workers
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
 	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}
 	clusters.Snapshots = &etcdsnapshot.Operator{Store: stores["ClustersFunction"], Now: cfg.Now}

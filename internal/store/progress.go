@@ -37,7 +37,8 @@ type PhaseOutcome struct {
 // guarded by the allowed phases, so two racing reports cannot both pass a
 // check made on a row the other one changed (under READ COMMITTED, a row
 // updated concurrently is re-checked against the guard in its new
-// version). ErrNotFound: vmID is no node of org's clusters.
+// version). ErrNotFound: vmID is no control-plane node of org's clusters
+// (the phases name etcd and the API server; a worker's are its own).
 func (s *Store) AdvancePhase(ctx context.Context, c PhaseChange) (PhaseOutcome, error) {
 	var out PhaseOutcome
 	if err := scanPhaseOutcome(s.pool.QueryRow(ctx, advancePhase, c.args()...), &out); err != nil {
@@ -52,7 +53,7 @@ const advancePhase = `
 		SELECT n.id, n.phase, k.status, n.ordinal = (
 			SELECT min(m.ordinal) FROM kube_nodes m WHERE m.kube_cluster_id = n.kube_cluster_id AND NOT m.retiring) AS initial
 		FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
-		WHERE n.vm_id = $1 AND k.org_id = $2
+		WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = '`+RoleControlPlane+`'
 	), moved AS (
 		UPDATE kube_nodes n SET phase = $3, message = $4, updated_at = now(),
 			ready_at = CASE WHEN $8 THEN coalesce(n.ready_at, now()) ELSE n.ready_at END,

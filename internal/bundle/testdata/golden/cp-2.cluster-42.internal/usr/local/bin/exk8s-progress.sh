@@ -227,6 +227,8 @@ k8sapi_path() {
     renew) path='/bootstrap/control-plane/{vm_id}/renew' ;;
     etcd_snapshot) path='/bootstrap/control-plane/{vm_id}/etcd-snapshot' ;;
     etcd_restore) path='/bootstrap/control-plane/{vm_id}/etcd-restore' ;;
+    worker_bundle) path='/bootstrap/worker/{vm_id}' ;;
+    worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"
