@@ -44,8 +44,9 @@ func get(t *testing.T, rawURL string) (int, []byte) {
 // A restored cluster's node renders the restore script and gets a
 // presigned URL that GETs exactly the uploaded snapshot (fetched from
 // moto's S3 and compared byte for byte), with the size and SHA-256 the
-// upload recorded, uncacheable and in the trail. A node of a cluster
-// founded empty gets 404, and one VM cannot ask as another.
+// upload recorded, uncacheable and in the trail. A worker of that cluster
+// and a node of a cluster founded empty get 404; one VM cannot ask as
+// another.
 func TestRestoredNodeDownloadsItsSnapshot(t *testing.T) {
 	s, bucket := snapshotStack(t)
 	old, snap := s.uploadedSnapshot(1)
@@ -86,6 +87,11 @@ func TestRestoredNodeDownloadsItsSnapshot(t *testing.T) {
 	// Another VM's vm_id: refused by the proofs.
 	if r := s.askRestore(node, res.ControlPlaneVMIDs[2]); r.Status != http.StatusForbidden {
 		t.Errorf("asking as another VM: %d %s", r.Status, r.Body)
+	}
+	// A worker of the restored cluster: etcd's data is no worker's.
+	w := s.AddPool(1, res.ClusterID, stacktest.TwoWorkers).Nodes[0]
+	if r := s.askRestore(s.proof(w.VMID), w.VMID); r.Status != http.StatusNotFound || r.ErrorCode(t) != "not_found" {
+		t.Errorf("a worker of the restored cluster: %d %s", r.Status, r.Body)
 	}
 	// A node of a cluster founded empty: nothing to restore.
 	plain := s.proof(old.ControlPlaneVMIDs[1])

@@ -286,14 +286,15 @@ type RestoreSource struct {
 }
 
 // RestoreSourceOf is the snapshot vm's cluster (one of org's) was restored
-// from; ErrNotFound for a cluster founded empty.
+// from, for a control-plane node only (a worker never holds etcd's data);
+// ErrNotFound for a cluster founded empty or a worker.
 func (s *Store) RestoreSourceOf(ctx context.Context, vmID, orgID int64) (RestoreSource, error) {
 	var r RestoreSource
 	err := s.pool.QueryRow(ctx, `
 		SELECT k.id, k.restore_object_key, k.restore_size_bytes, k.restore_sha256
 		FROM kube_clusters k JOIN kube_nodes n ON n.kube_cluster_id = k.id
-		WHERE n.vm_id = $1 AND k.org_id = $2 AND k.restore_object_key IS NOT NULL
-		LIMIT 1`, vmID, orgID).Scan(&r.ClusterID, &r.ObjectKey, &r.SizeBytes, &r.SHA256)
+		WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3 AND k.restore_object_key IS NOT NULL
+		LIMIT 1`, vmID, orgID, RoleControlPlane).Scan(&r.ClusterID, &r.ObjectKey, &r.SizeBytes, &r.SHA256)
 	if err != nil {
 		return RestoreSource{}, fmt.Errorf("reading vm %d's restore source: %w", vmID, notFound(err))
 	}
