@@ -53,7 +53,7 @@ const advancePhase = `
 		SELECT n.id, n.phase, k.status, n.ordinal = (
 			SELECT min(m.ordinal) FROM kube_nodes m WHERE m.kube_cluster_id = n.kube_cluster_id AND NOT m.retiring) AS initial
 		FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
-		WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = '`+RoleControlPlane+`'
+		WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = '` + RoleControlPlane + `'
 	), moved AS (
 		UPDATE kube_nodes n SET phase = $3, message = $4, updated_at = now(),
 			ready_at = CASE WHEN $8 THEN coalesce(n.ready_at, now()) ELSE n.ready_at END,
