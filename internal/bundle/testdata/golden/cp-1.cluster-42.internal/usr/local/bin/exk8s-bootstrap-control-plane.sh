@@ -85,7 +85,25 @@ if [[ "$CNI" == bridge ]]; then
   systemctl enable --now exk8s-pod-network.service
 fi
 
+# The controller-manager and the scheduler start once their API server
+# answers. Started with it, they exited while it could not answer them yet,
+# the kubelet's crash-loop back-off then held them (10, 20, 40 s), and they
+# took CPU from the API server while it started. The kubelet skips a
+# manifest whose name starts with a dot, so holding one back is a rename.
+MANIFESTS_DIR=/etc/kubernetes/manifests
+HELD_MANIFESTS=(kube-controller-manager.yaml kube-scheduler.yaml)
+# rename_manifests FROM_PREFIX TO_PREFIX: each held manifest renamed.
+rename_manifests() {
+  local m
+  for m in "${HELD_MANIFESTS[@]}"; do
+    if [[ -f "${MANIFESTS_DIR}/${1}${m}" ]]; then
+      mv -f "${MANIFESTS_DIR}/${1}${m}" "${MANIFESTS_DIR}/${2}${m}"
+    fi
+  done
+}
+
 step "starting the kubelet"
+rename_manifests "" .
 systemctl restart kubelet
 log "started etcd and kubelet on ${NODE_NAME}"
 progress_report kubelet_started
@@ -96,6 +114,8 @@ progress_report kubelet_started
 local_readyz() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --server https://127.0.0.1:6443 get --raw=/readyz >/dev/null 2>&1; }
 step "waiting for the local API server"
 retry 600 1 local_readyz || die "the local API server is not ready after 10 minutes"
+step "starting the controller-manager and the scheduler"
+rename_manifests . ""
 progress_report apiserver_ready
 
 if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
