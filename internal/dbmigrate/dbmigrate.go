@@ -92,7 +92,7 @@ func applySet(ctx context.Context, conn *pgx.Conn, s set, target int32) error {
 	if err != nil {
 		return fmt.Errorf("preparing migrations (%s): %w", s.versionTable, err)
 	}
-	if err := m.LoadMigrations(s.files()); err != nil {
+	if err := loadPlain(m, s.files()); err != nil {
 		return fmt.Errorf("loading migrations (%s): %w", s.versionTable, err)
 	}
 	if target == latest {

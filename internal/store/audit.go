@@ -30,7 +30,7 @@ func (s *Store) RecordAudit(ctx context.Context, e audit.Event) (bool, error) {
 // status: the trail outlives the cluster), newest first, in one round
 // trip. ErrNotFound: no such cluster of org. The rows come as one JSON
 // array: each binary links this, and scanning seven nullable columns of a
-// lateral join costs kilobytes of code a function held to 15 MiB lacks.
+// lateral join costs kilobytes of code a function held to 12 MiB lacks.
 func (s *Store) AuditEvents(ctx context.Context, orgID, clusterID int64) ([]audit.Event, error) {
 	var list []byte
 	err := s.pool.QueryRow(ctx, `
