@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# exk8s bootstrap shim. k8sapi renders it when the cluster is founded and
-# passes it to the VM as userdata. It proves who this VM is (IMDS session
-# token + access token), fetches this node's bundle, writes every file with
+# exk8s bootstrap shim. k8sapi renders it when the cluster is founded (a
+# worker's when its pool adds it) and passes it to the VM as userdata. It
+# proves who this VM is (IMDS session token + access token), fetches this
+# node's bundle (a control-plane node's), writes every file with
 # the mode the bundle names, and hands over to the bundle's scripts. If a
 # step fails, it reports failed to k8sapi with the step and the tail of its
 # log (the scripts report their own phases); a report proves who the VM is
@@ -349,8 +350,7 @@ k8sapi_call boot bundle "$WORK" "$BUNDLE" || die "cannot fetch the bootstrap bun
 jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
   "$BUNDLE" >/dev/null || die "bundle is not a JSON object of files"
 
-# The only directories a bundle may write into: what a control-plane node's
-# files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
+# The only directories a bundle may write into: what a node's files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
 # is refused before a single file is written.
 ALLOWED_DIRS=(/etc/exk8s/ /etc/kubernetes/ /etc/systemd/system/ /etc/cni/net.d/ /usr/local/bin/ /var/lib/kubelet/)
 

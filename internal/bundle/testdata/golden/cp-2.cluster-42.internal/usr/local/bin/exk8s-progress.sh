@@ -321,6 +321,23 @@ progress_begin() {
 }
 # --- end of the exk8s shell library ---
 
+# For the bootstrap scripts of every role (not the shim, which has no
+# kubelet yet):
+
+# configure_kubelet_resolv_conf DROPIN_DIR: on a systemd-resolved host
+# /etc/resolv.conf names the local stub (127.0.0.53), which pods cannot
+# reach and CoreDNS would forward to itself through: the kubelet hands pods
+# the upstream servers instead, as kubeadm does (a drop-in in DROPIN_DIR).
+configure_kubelet_resolv_conf() {
+  local dropin="${1}/10-resolv-conf.conf"
+  if systemctl is-active --quiet systemd-resolved && [[ -s /run/systemd/resolve/resolv.conf ]]; then
+    printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: /run/systemd/resolve/resolv.conf\n' >"$dropin"
+    log "systemd-resolved is active: the kubelet uses /run/systemd/resolve/resolv.conf"
+  else
+    rm -f "$dropin"
+  fi
+}
+
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -uo pipefail
   [[ $# -ge 1 && $# -le 2 ]] || { echo "usage: $0 PHASE [MESSAGE]" >&2; exit 2; }
