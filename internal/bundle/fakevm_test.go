@@ -34,6 +34,10 @@ type fakeVM struct {
 	restore     []byte
 	restoreAsks int
 	downloads   map[string][]byte
+	// signWorker answers a worker's certificate requests (404 while nil);
+	// workerCSRs are the requests received.
+	signWorker func(csrs map[string]string) ([]byte, error)
+	workerCSRs []map[string]string
 }
 
 type vmReport struct {
@@ -82,13 +86,16 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("GET /imds/latest/identity/access-token", imds(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"access_token": "principal-token"}`))
 	}))
-	mux.HandleFunc("GET /api"+PathTemplate, proven(func(w http.ResponseWriter, _ *http.Request) {
+	serveBundle := proven(func(w http.ResponseWriter, _ *http.Request) {
 		vm.mu.Lock()
 		vm.fetches++
 		vm.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(bundleBody)
-	}))
+	})
+	mux.HandleFunc("GET /api"+PathTemplate, serveBundle)
+	mux.HandleFunc("GET /api"+WorkerPathTemplate, serveBundle)
+	mux.HandleFunc("POST /api"+WorkerCSRPathTemplate, proven(vm.workerCSR))
 	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.status))
 	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
 	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.snapshotAsk))
@@ -134,6 +141,28 @@ func (vm *fakeVM) renew(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(vm.renewal)
+}
+
+func (vm *fakeVM) workerCSR(w http.ResponseWriter, req *http.Request) {
+	var csrs map[string]string
+	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&csrs) != nil {
+		http.Error(w, "bad requests", http.StatusBadRequest)
+		return
+	}
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.workerCSRs = append(vm.workerCSRs, csrs)
+	if vm.signWorker == nil {
+		http.NotFound(w, req)
+		return
+	}
+	answer, err := vm.signWorker(csrs)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(answer)
 }
 
 // env is what the shim and scripts are told of the fake services.
