@@ -73,16 +73,17 @@ func refused(t *testing.T, what string, r stacktest.Response, status int, code, 
 	}
 }
 
-// A worker's bundle is facts and a CA certificate: no private key, no
-// admin identity; it names the worker, its pool's labels and taints and
-// where to send its certificate requests.
+// A worker's bundle is facts, a CA certificate and the files its shim
+// writes: no private key, no kubeconfig, no admin identity; it names the
+// worker, its pool's labels and taints and where to send its certificate
+// requests, and its kubelet registers with them.
 func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 	w := newWorker(t)
 	r := w.fetchAs(w.vmID)
 	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("worker bundle = %d %s %s", r.Status, r.Header, r.Body)
 	}
-	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key", "kubeconfig", "admin"} {
+	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key-data", "admin"} {
 		if strings.Contains(string(r.Body), secret) {
 			t.Errorf("the worker bundle holds %q", secret)
 		}
@@ -93,6 +94,36 @@ func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 		!strings.HasPrefix(b.CACert, "-----BEGIN CERTIFICATE-----") || b.CSRPath != "/bootstrap/worker/"+itoa(w.vmID)+"/csr" {
 		t.Errorf("worker bundle %+v", b)
 	}
+	for path := range b.Files {
+		if strings.HasSuffix(path, "-key.pem") || strings.HasPrefix(path, "/etc/exk8s/kubeconfig/") || strings.HasPrefix(path, "/etc/kubernetes/manifests/") {
+			t.Errorf("the worker bundle writes %s", path)
+		}
+	}
+	if b.Files[bundle.CertPath(pki.ClusterCA)] != b.CACert || b.FileModes["/usr/local/bin/exk8s-bootstrap-worker.sh"] != "0755" {
+		t.Errorf("the worker bundle's files lack the CA certificate or the worker's script: %v", b.FileModes)
+	}
+	if unit := b.Files["/etc/systemd/system/kubelet.service"]; !strings.Contains(unit, "--node-labels=tier=web") ||
+		!strings.Contains(unit, "--hostname-override="+w.node.Name) || !strings.Contains(unit, "--register-with-taints=") {
+		t.Errorf("the worker's kubelet unit:\n%s", unit)
+	}
+}
+
+// The worker's own keys and requests, answered by k8sapi, make an identity
+// that chains to the CA its bundle wrote, with exactly the names k8sapi
+// recorded for it.
+func TestWorkerKeysAndBundleMakeItsIdentity(t *testing.T) {
+	w := newWorker(t)
+	var b nodebootstrap.WorkerBundle
+	w.fetchAs(w.vmID).JSON(t, &b)
+	own := w.ownCSRs(t)
+	r := w.signAs(w.vmID, own)
+	if r.Status != http.StatusOK {
+		t.Fatalf("signing its own requests = %d %s", r.Status, r.Body)
+	}
+	var certs nodebootstrap.WorkerCertificates
+	r.JSON(t, &certs)
+	certs.CACert = b.Files[bundle.CertPath(pki.ClusterCA)] // the CA the worker trusts is its bundle's
+	assertWorkerCerts(t, certs, own, w.node.Name, w.node.IPv4)
 }
 
 // The worker's routes serve workers and the control plane's serve the
