@@ -35,8 +35,10 @@ EXK8S_CURL_PROTO="=https"
 if [[ "$DEFAULT_BOOTSTRAP_BASE_URL" == http://* ]]; then
   EXK8S_CURL_PROTO="=http,https"
 fi
+# A {{ if .Worker }}worker{{ else }}control-plane node{{ end }} reports to its role's status route.
 export EXC_IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-$IMDS_DEFAULT_BASE_URL}" EXK8S_CURL_PROTO \
-  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
+  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}" \
+  EXK8S_STATUS_ROUTE={{ if .Worker }}worker_status{{ else }}status{{ end }}
 vm_settings
 if [[ "$K8SAPI_PROTO" == "=https" && "$K8SAPI_BASE_URL" != https://* ]]; then
   # Said at once, not retried for ten minutes: curl would refuse it anyway.

@@ -64,6 +64,8 @@ const PathTemplate = "/bootstrap/control-plane/{vm_id}"
 const (
 	WorkerPathTemplate    = "/bootstrap/worker/{vm_id}"
 	WorkerCSRPathTemplate = WorkerPathTemplate + "/csr"
+	// WorkerStatusPathTemplate is where a worker reports its phases.
+	WorkerStatusPathTemplate = WorkerPathTemplate + "/status"
 )
 
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the

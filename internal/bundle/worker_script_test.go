@@ -57,8 +57,10 @@ func newWorkerHost(t *testing.T) *workerHost {
 	if out, err := runShimOf(t, r, h.vm, h.root, UserdataInput{BootstrapBaseURL: "http://k8sapi.invalid", Worker: true}); err != nil {
 		t.Fatalf("worker shim: %v\n%s", err, out)
 	}
-	if h.vm.bundleFetches() != 1 {
-		t.Fatalf("the worker's shim fetched %d bundles", h.vm.bundleFetches())
+	h.vm.mu.Lock()
+	defer h.vm.mu.Unlock()
+	if h.vm.workerFetches != 1 || h.vm.fetches != 0 {
+		t.Fatalf("the worker's shim fetched %d worker bundles and %d control-plane ones, want 1 and 0", h.vm.workerFetches, h.vm.fetches)
 	}
 	return h
 }
@@ -177,9 +179,9 @@ func TestWorkerScriptRefusesCertificatesNotForItsKeys(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(h.root, CertPath(pki.KubeletClient))); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the worker installed %s certificate (%v)", what, err)
 			}
-			got := h.vm.received()
-			if len(got) != 1 || got[0].Phase != string(clusterfacts.Failed) {
-				t.Fatalf("reports %+v, want one failed", got)
+			got := h.vm.receivedFromWorker()
+			if len(got) != 1 || got[0].Phase != string(clusterfacts.Failed) || len(h.vm.received()) != 0 {
+				t.Fatalf("worker reports %+v (control-plane reports %+v), want one failed on the worker's route", got, h.vm.received())
 			}
 			checkFailureMessage(t, got[0].Message, `exk8s-bootstrap-worker: step "asking k8sapi to sign the kubelet's certificate requests"`,
 				"is not the cluster CA's certificate for this node's key")

@@ -17,6 +17,7 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -45,6 +46,7 @@ type Workers interface {
 	WorkerForVM(ctx context.Context, vmID int64) (store.Topology, error)
 	RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error)
 	PoolByID(ctx context.Context, id int64) (store.Pool, error)
+	progress.Recorder
 }
 
 var _ Workers = (*store.Store)(nil)
@@ -106,7 +108,18 @@ func (s *WorkerService) SignWorker(ctx context.Context, vm auth.BootstrapVM, req
 	if err := s.recordSigned(ctx, t); err != nil {
 		return nil, err
 	}
+	s.certificatesSigned(ctx, vm)
 	return out, nil
+}
+
+// certificatesSigned moves vm's worker to certificates_signed once its
+// signing is recorded. Best effort, as bundle_fetched: a refusal (a report
+// raced it) is logged, never answered; the worker holds its certificates
+// and its next report moves it on.
+func (s *WorkerService) certificatesSigned(ctx context.Context, vm auth.BootstrapVM) {
+	if err := progress.Advance(ctx, s.Workers, vm, clusterfacts.Worker, clusterfacts.CertificatesSigned, ""); err != nil {
+		s.logger().WarnContext(ctx, "recording certificates_signed failed", "vm_id", vm.VMID, "cause", err.Error())
+	}
 }
 
 // checkWorkerCSRs parses each request and holds it to subject: the public
@@ -254,9 +267,14 @@ func (s *WorkerService) WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (
 	if err := s.renderWorker(t, pool, b); err != nil {
 		return nil, err
 	}
-	if err := s.record(ctx, vm, store.FetchServed, now); err != nil {
-		return nil, databaseError(err) // a fetch that cannot be recorded is not served
+	// A fetch that cannot be recorded is not served; a pending worker's
+	// first one moves it to bundle_fetched.
+	written, err := s.Store.RecordFetch(ctx, store.FetchWrites{Fetch: fetchOf(ctx, vm, store.FetchServed, now),
+		Phase: progress.FetchPhase(vm, clusterfacts.Worker, t.phase)})
+	if err != nil {
+		return nil, databaseError(err)
 	}
+	s.phaseRecorded(ctx, vm, t, written.Phase)
 	return b, nil
 }
 

@@ -7,8 +7,10 @@
 # bootstrap window), checks that what comes back chains to the cluster CA
 # and is for its own keys, writes the kubelet's kubeconfig over its own
 # key, and starts containerd and the kubelet with its pool's labels and
-# taints (kubelet.service). A failed step is reported with the tail of its
-# log (exk8s-progress.sh). EXK8S_ROOT prefixes every path it writes
+# taints (kubelet.service). It reports kubelet_started and, once its Node
+# is Ready, ready to the worker's status route; a failed step is reported
+# with the tail of its log (exk8s-progress.sh). k8sapi records
+# bundle_fetched and certificates_signed itself. EXK8S_ROOT prefixes every path it writes
 # (tests); EXK8S_SKIP_HOST_SETUP=1 stops once the kubeconfig is written.
 set -euo pipefail
 
@@ -159,7 +161,9 @@ step "starting the kubelet"
 systemctl enable kubelet
 systemctl restart kubelet
 log "started the kubelet on ${NODE_NAME}"
+progress_report kubelet_started
 
+# Ready closes this worker's bootstrap window, as a control-plane node's.
 step "waiting for ${NODE_NAME} to be Ready"
 retry 600 1 node_ready || die "${NODE_NAME} is not Ready after 10 minutes"
-log "${NODE_NAME} is Ready"
+progress_report ready "its Node is Ready"
