@@ -266,3 +266,56 @@ func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, req
 		}
 	}
 }
+
+// reportAs is POST /bootstrap/worker/{vmID}/status with w's proofs.
+func (w *worker) reportAs(vmID int64, body string) stacktest.Response {
+	w.s.t.Helper()
+	return w.s.VMCall(http.MethodPost, bundle.WorkerStatusPathTemplate, vmID, w.imds, w.access, body)
+}
+
+// phase is w's phase as its pool shows it to the operator.
+func (w *worker) phase(t *testing.T) string {
+	t.Helper()
+	var p founding.PoolView
+	stacktest.Do(t, http.MethodGet, w.s.PoolsURL(w.clusterID, "workers"), "", w.s.Bearer(1)).JSON(t, &p)
+	for _, n := range p.Nodes {
+		if n.VMID == w.vmID {
+			return n.Phase
+		}
+	}
+	t.Fatalf("worker %d is not in its pool: %+v", w.vmID, p)
+	return ""
+}
+
+// A worker passes a worker's phases: k8sapi records bundle_fetched at its
+// fetch and certificates_signed at its signing, the worker reports
+// kubelet_started and ready on its own route, and its pool shows each;
+// ready closes its bootstrap window. A phase no worker passes is 400, a
+// control-plane VM on the worker's route 404.
+func TestWorkerPhases(t *testing.T) {
+	w := newWorker(t)
+	for _, step := range []struct {
+		do   func() stacktest.Response
+		want int
+		then string
+	}{
+		{func() stacktest.Response { return w.fetchAs(w.vmID) }, http.StatusOK, "bundle_fetched"},
+		{func() stacktest.Response { return w.signAs(w.vmID, w.ownCSRs(t)) }, http.StatusOK, "certificates_signed"},
+		{func() stacktest.Response { return w.reportAs(w.vmID, `{"phase":"kubelet_started"}`) }, http.StatusNoContent, "kubelet_started"},
+		{func() stacktest.Response { return w.reportAs(w.vmID, `{"phase":"ready","message":"its Node is Ready"}`) }, http.StatusNoContent, "ready"},
+	} {
+		if r := step.do(); r.Status != step.want {
+			t.Fatalf("toward %s: %d %s, want %d", step.then, r.Status, r.Body, step.want)
+		}
+		if got := w.phase(t); got != step.then {
+			t.Fatalf("the pool shows the worker %s, want %s", got, step.then)
+		}
+	}
+	refused(t, "a fetch once ready", w.fetchAs(w.vmID), http.StatusConflict, "bootstrap_closed", "")
+	refused(t, "a phase no worker passes", w.reportAs(w.vmID, `{"phase":"etcd_started"}`), http.StatusBadRequest, "invalid_request",
+		"phase: etcd_started is no phase a worker passes")
+	refused(t, "a phase k8sapi records", w.reportAs(w.vmID, `{"phase":"certificates_signed"}`), http.StatusBadRequest, "invalid_request",
+		"phase: certificates_signed is recorded by k8sapi")
+	cp := w.controlPlane()
+	refused(t, "a control-plane VM's worker report", cp.reportAs(cp.vmID, `{"phase":"ready"}`), http.StatusNotFound, "not_found", "no worker for this VM")
+}
