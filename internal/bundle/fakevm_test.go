@@ -23,8 +23,8 @@ type fakeVM struct {
 	fetches  int // bundle fetches answered
 	// workerFetches are the fetches answered on the worker's route.
 	workerFetches int
-	renewal  []byte
-	csrs     map[string]string // the last renewal's requests
+	renewal       []byte
+	csrs          map[string]string // the last renewal's requests
 	// snapshot answers the etcd snapshot ask (204 while it is nil);
 	// snapshotReports are the reports received, uploads what was PUT to
 	// /upload/..., by path.

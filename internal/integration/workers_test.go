@@ -302,7 +302,9 @@ func TestWorkerPhases(t *testing.T) {
 		{func() stacktest.Response { return w.fetchAs(w.vmID) }, http.StatusOK, "bundle_fetched"},
 		{func() stacktest.Response { return w.signAs(w.vmID, w.ownCSRs(t)) }, http.StatusOK, "certificates_signed"},
 		{func() stacktest.Response { return w.reportAs(w.vmID, `{"phase":"kubelet_started"}`) }, http.StatusNoContent, "kubelet_started"},
-		{func() stacktest.Response { return w.reportAs(w.vmID, `{"phase":"ready","message":"its Node is Ready"}`) }, http.StatusNoContent, "ready"},
+		{func() stacktest.Response {
+			return w.reportAs(w.vmID, `{"phase":"ready","message":"its Node is Ready"}`)
+		}, http.StatusNoContent, "ready"},
 	} {
 		if r := step.do(); r.Status != step.want {
 			t.Fatalf("toward %s: %d %s, want %d", step.then, r.Status, r.Body, step.want)
