@@ -41,29 +41,34 @@ func fileIn(t *testing.T, files []File, path string) string {
 	return mustFile(t, &b, path)
 }
 
-// A worker's files, under Cilium and the bridge CNI, and its shim, as
-// golden files under testdata/golden/worker.
+// A worker's files and shim, as golden files under testdata/golden/worker:
+// its Cilium cluster's files (cilium), what the bridge CNI changes in them
+// (bridge: as TestGoldenBridge does for the control plane) and its shim
+// (userdata).
 func TestGoldenWorker(t *testing.T) {
 	r := newTestRenderer(t)
 	c, _ := testCluster()
 	bc, _ := bridgeCluster()
-	for name, cluster := range map[string]clusterfacts.Cluster{"cilium": c, "bridge": bc} {
-		files, err := r.RenderWorker(workerInput(t, cluster))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string][]byte{}
-		for _, f := range files {
-			got[strings.TrimPrefix(f.Path, "/")] = []byte(f.Content)
-		}
-		contents, modes := FileMaps(files)
-		wire, err := json.MarshalIndent(map[string]any{"files": contents, "file_modes": modes}, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got["files.json"] = append(wire, '\n')
-		assertGoldenDir(t, filepath.Join(goldenDir, "worker", name), got)
+	cilium, err := r.RenderWorker(workerInput(t, c))
+	if err != nil {
+		t.Fatal(err)
 	}
+	bridge, err := r.RenderWorker(workerInput(t, bc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	for _, f := range cilium {
+		got[strings.TrimPrefix(f.Path, "/")] = []byte(f.Content)
+	}
+	contents, modes := FileMaps(cilium)
+	wire, err := json.MarshalIndent(map[string]any{"files": contents, "file_modes": modes}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["files.json"] = append(wire, '\n')
+	assertGoldenDir(t, filepath.Join(goldenDir, "worker", "cilium"), got)
+	assertGoldenDir(t, filepath.Join(goldenDir, "worker", "bridge"), changedFiles(&Bundle{Files: cilium}, &Bundle{Files: bridge}))
 	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true})
 	if err != nil {
 		t.Fatal(err)
