@@ -645,18 +645,21 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	used := map[string]bool{"bootstrap-userdata.sh": true}
 	c, nodes := testCluster()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
-	markUsed := func(in Input) {
-		view, _, err := newView(&in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parts() {
-			for _, s := range p.files(view) {
+	markParts := func(v *view, list []part) {
+		for _, p := range list {
+			for _, s := range p.files(v) {
 				if s.template != "" {
 					used[s.template] = true
 				}
 			}
 		}
+	}
+	markUsed := func(in Input) {
+		view, _, err := newView(&in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		markParts(view, parts())
 	}
 	for _, cni := range clusterfacts.CNIs() {
 		c.CNI = cni
@@ -671,13 +674,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range workerParts() {
-		for _, s := range p.files(wv) {
-			if s.template != "" {
-				used[s.template] = true
-			}
-		}
-	}
+	markParts(wv, workerParts())
 	// A template another one includes ({{ template "name" }}) is used too.
 	for name := range used {
 		markIncluded(r.tmpl.Lookup(name).Tree.Root, r, used)
