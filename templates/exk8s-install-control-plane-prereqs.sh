@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm]
+# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
 #
 # Prepares a host: OS packages, kernel settings, containerd, runc and the
 # CNI plugins from their release artifacts (configured here), the kubelet
@@ -291,6 +291,7 @@ main() {
       fi
 {{- end }}
       ;;
+{{- if .ControlPlane }}
     helm)
       [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
       step "installing helm ${HELM_VERSION}"
@@ -298,6 +299,9 @@ main() {
       install_helm
       ;;
     *) die "usage: $0 [all|helm]" ;;
+{{- else }}
+    *) die "usage: $0 [all] (a worker installs no helm)" ;;
+{{- end }}
   esac
   rm -rf "$DOWNLOADS"
   log "prerequisites installed (${1:-all})"

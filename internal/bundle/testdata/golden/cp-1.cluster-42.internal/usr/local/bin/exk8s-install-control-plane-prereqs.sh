@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm]
+# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
 #
 # Prepares a host: OS packages, kernel settings, containerd, runc and the
 # CNI plugins from their release artifacts (configured here), the kubelet

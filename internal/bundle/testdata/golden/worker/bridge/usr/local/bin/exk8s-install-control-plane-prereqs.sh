@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm]
+# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
 #
 # Prepares a host: OS packages, kernel settings, containerd, runc and the
 # CNI plugins from their release artifacts (configured here), the kubelet
@@ -274,13 +274,7 @@ main() {
       step "installing kubelet and kubectl ${KUBERNETES_VERSION}"
       install_kube_binaries
       ;;
-    helm)
-      [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
-      step "installing helm ${HELM_VERSION}"
-      download_all "$DOWNLOADS" helm
-      install_helm
-      ;;
-    *) die "usage: $0 [all|helm]" ;;
+    *) die "usage: $0 [all] (a worker installs no helm)" ;;
   esac
   rm -rf "$DOWNLOADS"
   log "prerequisites installed (${1:-all})"
