@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# exk8s bootstrap shim. k8sapi renders it when the cluster is founded and
-# passes it to the VM as userdata. It proves who this VM is (IMDS session
-# token + access token), fetches this node's bundle, writes every file with
+# exk8s bootstrap shim. k8sapi renders it when the cluster is founded (a
+# worker's when its pool adds it) and passes it to the VM as userdata. It
+# proves who this VM is (IMDS session token + access token), fetches this
+# node's bundle ({{ if .Worker }}a worker's: no key, its own are made here{{ else }}a control-plane node's{{ end }}), writes every file with
 # the mode the bundle names, and hands over to the bundle's scripts. If a
 # step fails, it reports failed to k8sapi with the step and the tail of its
 # log (the scripts report their own phases); a report proves who the VM is
@@ -34,8 +35,10 @@ EXK8S_CURL_PROTO="=https"
 if [[ "$DEFAULT_BOOTSTRAP_BASE_URL" == http://* ]]; then
   EXK8S_CURL_PROTO="=http,https"
 fi
+# A {{ if .Worker }}worker{{ else }}control-plane node{{ end }} reports to its role's status route.
 export EXC_IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-$IMDS_DEFAULT_BASE_URL}" EXK8S_CURL_PROTO \
-  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
+  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}" \
+  EXK8S_STATUS_ROUTE={{ if .Worker }}worker_status{{ else }}status{{ end }}
 vm_settings
 if [[ "$K8SAPI_PROTO" == "=https" && "$K8SAPI_BASE_URL" != https://* ]]; then
   # Said at once, not retried for ten minutes: curl would refuse it anyway.
@@ -60,12 +63,11 @@ NODE_ID="$(cat "$WORK/node")"
 
 BUNDLE="$WORK/bundle.json"
 step "fetching the bundle of VM ${NODE_ID} from ${K8SAPI_BASE_URL}"
-k8sapi_call boot bundle "$WORK" "$BUNDLE" || die "cannot fetch the bootstrap bundle"
+k8sapi_call boot {{ if .Worker }}worker_bundle{{ else }}bundle{{ end }} "$WORK" "$BUNDLE" || die "cannot fetch the bootstrap bundle"
 jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
   "$BUNDLE" >/dev/null || die "bundle is not a JSON object of files"
 
-# The only directories a bundle may write into: what a control-plane node's
-# files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
+# The only directories a bundle may write into: what a node's files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
 # is refused before a single file is written.
 ALLOWED_DIRS=(/etc/exk8s/ /etc/kubernetes/ /etc/systemd/system/ /etc/cni/net.d/ /usr/local/bin/ /var/lib/kubelet/)
 
@@ -107,12 +109,22 @@ if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
 fi
 
 if command -v kubelet >/dev/null 2>&1; then
+{{- if .Worker }}
+  log "the prerequisites are already installed in the image"
+{{- else }}
   progress_report {{ phase "prerequisites_installed" }} "already installed in the image"
+{{- end }}
 else
   step "running exk8s-install-control-plane-prereqs.sh"
   "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"
 fi
+{{- if .Worker }}
+step "running exk8s-bootstrap-worker.sh"
+systemctl daemon-reload
+"${ROOT}/usr/local/bin/exk8s-bootstrap-worker.sh"
+{{- else }}
 step "running exk8s-bootstrap-control-plane.sh"
 systemctl daemon-reload
 "${ROOT}/usr/local/bin/exk8s-bootstrap-control-plane.sh"
+{{- end }}
 log "bootstrap finished"

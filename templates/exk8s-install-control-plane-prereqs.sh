@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm]
+# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
 #
-# Prepares a control-plane host: OS packages, kernel settings, containerd,
-# runc and the CNI plugins from their release artifacts (configured here),
-# the kubelet, kubectl and etcd binaries, and helm when the cluster's CNI is
-# Cilium (the addons script installs Cilium with it; a bridge CNI cluster
-# has no use for helm and never downloads it). Every download is checked
+# Prepares a host: OS packages, kernel settings, containerd, runc and the
+# CNI plugins from their release artifacts (configured here), the kubelet
+# and kubectl binaries; on a control-plane host etcd too, and helm when the
+# cluster's CNI is Cilium (the addons script installs Cilium with it; a
+# bridge CNI cluster has no use for helm and never downloads it). A
+# worker's bundle renders it without etcd and helm. Every download is checked
 # against the SHA-256 pinned in /etc/exk8s/config/artifacts.sha256 (the
 # cluster's artifact manifest, recorded at founding). A download pinned
 # nowhere is refused, unless cluster.env allows the published-digest
@@ -13,8 +14,8 @@
 # the artifact is trusted. A mismatch stops the bootstrap.
 # Download bases and versions are k8sapi's configuration (cluster.env shows
 # them), so pointing them at a mirror is all an air-gapped install needs.
-# A full run reports
-# prerequisites_installed to k8sapi (or failed, with the step).
+# A full run on a control-plane host reports prerequisites_installed to
+# k8sapi (or failed, with the step); a worker has no such phase.
 #
 # Sourced instead of run (the tests), it only defines its functions.
 set -euo pipefail
@@ -27,10 +28,14 @@ BIN_DIR=/usr/local/bin
 # architecture as the artifact manifest does. (What is downloaded from
 # where is rendered into download_artifact, from the same facts.)
 load_facts() {
+{{- if .ControlPlane }}
   load_cluster_env KUBERNETES_VERSION ETCD_VERSION CNI IMAGE_REGISTRY PAUSE_VERSION
   if [[ "$CNI" == cilium ]]; then
     require_env HELM_VERSION
   fi
+{{- else }}
+  load_cluster_env KUBERNETES_VERSION CNI IMAGE_REGISTRY PAUSE_VERSION
+{{- end }}
   case "$(uname -m)" in
     x86_64 | amd64) ARCH=amd64 ;;
     aarch64 | arm64) ARCH=arm64 ;;
@@ -150,12 +155,17 @@ download_all() {
 }
 
 # host_artifacts: what this host downloads: the container runtime, the
-# kubelet, kubectl and etcd, and helm for a Cilium cluster.
+# kubelet and kubectl; a control-plane host's etcd, and helm for a Cilium
+# cluster.
 host_artifacts() {
+{{- if .ControlPlane }}
   echo containerd runc cni-plugins kubelet kubectl etcd
   if [[ "$CNI" == cilium ]]; then
     echo helm
   fi
+{{- else }}
+  echo containerd runc cni-plugins kubelet kubectl
+{{- end }}
 }
 
 install_container_runtime() {
@@ -243,8 +253,10 @@ install_helm() {
 make_dirs() {
   mkdir -p /etc/exk8s/pki /etc/exk8s/kubeconfig /etc/exk8s/config /etc/exk8s/manifests \
     /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s
+{{- if .ControlPlane }}
   mkdir -p /var/lib/etcd
   chmod 0700 /var/lib/etcd
+{{- end }}
 }
 
 main() {
@@ -270,13 +282,16 @@ main() {
       make_dirs
       step "installing kubelet and kubectl ${KUBERNETES_VERSION}"
       install_kube_binaries
+{{- if .ControlPlane }}
       step "installing etcd ${ETCD_VERSION}"
       install_etcd
       if [[ "$CNI" == cilium ]]; then
         step "installing helm ${HELM_VERSION}"
         install_helm
       fi
+{{- end }}
       ;;
+{{- if .ControlPlane }}
     helm)
       [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
       step "installing helm ${HELM_VERSION}"
@@ -284,12 +299,17 @@ main() {
       install_helm
       ;;
     *) die "usage: $0 [all|helm]" ;;
+{{- else }}
+    *) die "usage: $0 [all] (a worker installs no helm)" ;;
+{{- end }}
   esac
   rm -rf "$DOWNLOADS"
   log "prerequisites installed (${1:-all})"
+{{- if .ControlPlane }}
   if [[ "${1:-all}" == "all" ]]; then
     progress_report {{ phase "prerequisites_installed" }}
   fi
+{{- end }}
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

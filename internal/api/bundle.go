@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/excloud/k8sapi/internal/auth"
@@ -27,6 +28,17 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 // reports its own bootstrap phase. The body is read only once the VM has
 // proved itself, so a stranger learns nothing from how it is judged.
 func (s *Server) reportStatus(w http.ResponseWriter, r *http.Request) {
+	s.recordReport(w, r, s.Progress.Report)
+}
+
+// reportWorkerStatus serves POST /bootstrap/worker/{vm_id}/status: a
+// worker reports its own bootstrap phase, one of a worker's.
+func (s *Server) reportWorkerStatus(w http.ResponseWriter, r *http.Request) {
+	s.recordReport(w, r, s.Progress.ReportWorker)
+}
+
+// recordReport records a VM's report with record, once it proved itself.
+func (s *Server) recordReport(w http.ResponseWriter, r *http.Request, record func(context.Context, auth.BootstrapVM, progress.Report) error) {
 	vm, ok := s.bootstrapVM(w, r)
 	if !ok {
 		return
@@ -34,7 +46,7 @@ func (s *Server) reportStatus(w http.ResponseWriter, r *http.Request) {
 	var rep progress.Report
 	err := decodeJSON(r, &rep)
 	if err == nil {
-		err = s.Progress.Report(r.Context(), vm, rep)
+		err = record(r.Context(), vm, rep)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -160,7 +160,7 @@ func FuzzStatusReportBody(f *testing.F) {
 			}
 			return
 		}
-		phase, msg, err := r.Validate()
+		phase, msg, err := r.Validate(clusterfacts.ControlPlane)
 		if err != nil {
 			if e, ok := apperr.As(err); !ok || e.Code != apperr.InvalidRequest || e.Message == "" {
 				t.Fatalf("validation error %v is not a 400 invalid_request", err)

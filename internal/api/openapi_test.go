@@ -380,8 +380,11 @@ func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
 	if got, want := enum(apidocstest.Schema("Phase")), strs(clusterfacts.Phases()); !slices.Equal(got, want) {
 		t.Errorf("Phase enum %v, code %v", got, want)
 	}
-	if got, want := enum(prop(t, "StatusReport", "phase")), strs(clusterfacts.Reportable()); !slices.Equal(got, want) {
+	if got, want := enum(prop(t, "StatusReport", "phase")), strs(clusterfacts.ReportableBy(clusterfacts.ControlPlane)); !slices.Equal(got, want) {
 		t.Errorf("StatusReport.phase enum %v, code %v", got, want)
+	}
+	if got, want := enum(prop(t, "WorkerStatusReport", "phase")), strs(clusterfacts.ReportableBy(clusterfacts.Worker)); !slices.Equal(got, want) {
+		t.Errorf("WorkerStatusReport.phase enum %v, code %v", got, want)
 	}
 	if got, want := enum(prop(t, "Bootstrap", "state")), strs(progress.States()); !slices.Equal(got, want) {
 		t.Errorf("Bootstrap.state enum %v, code %v", got, want)
@@ -415,7 +418,7 @@ func TestOpenAPIBootstrapMatchesTheCode(t *testing.T) {
 		docOK := apidocstest.ValidateJSON(schema, []byte(c.body)) == nil
 		var r progress.Report
 		_ = json.Unmarshal([]byte(c.body), &r)
-		_, _, err := r.Validate()
+		_, _, err := r.Validate(clusterfacts.ControlPlane)
 		if docOK != c.ok || (err == nil) != c.ok {
 			t.Errorf("%.60s: document accepts %v, code accepts %v, want %v", c.body, docOK, err == nil, c.ok)
 		}

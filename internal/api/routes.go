@@ -108,6 +108,7 @@ var (
 		// the control plane's.
 		{Method: http.MethodGet, Path: bundle.WorkerPathTemplate, handle: (*Server).getWorkerBundle, PerVM: fetchBudget, Audit: "worker_bundle.fetch"},
 		{Method: http.MethodPost, Path: bundle.WorkerCSRPathTemplate, handle: (*Server).signWorkerCSRs, PerVM: workerCSRBudget, Audit: "worker.csr"},
+		{Method: http.MethodPost, Path: bundle.WorkerStatusPathTemplate, handle: (*Server).reportWorkerStatus, PerVM: statusBudget, Audit: "worker.report_status"},
 	}}
 )
 

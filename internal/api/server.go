@@ -121,6 +121,7 @@ var _ WorkerBootstraps = (*nodebootstrap.WorkerService)(nil)
 // Reporter records the bootstrap phases VMs report.
 type Reporter interface {
 	Report(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
+	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
 }
 
 // NodeBootstraps shows and re-opens a node's bootstrap for its operator.

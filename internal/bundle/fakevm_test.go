@@ -21,8 +21,10 @@ type fakeVM struct {
 	reports  []vmReport
 	statuses []int
 	fetches  int // bundle fetches answered
-	renewal  []byte
-	csrs     map[string]string // the last renewal's requests
+	// workerFetches are the fetches answered on the worker's route.
+	workerFetches int
+	renewal       []byte
+	csrs          map[string]string // the last renewal's requests
 	// snapshot answers the etcd snapshot ask (204 while it is nil);
 	// snapshotReports are the reports received, uploads what was PUT to
 	// /upload/..., by path.
@@ -34,6 +36,12 @@ type fakeVM struct {
 	restore     []byte
 	restoreAsks int
 	downloads   map[string][]byte
+	// signWorker answers a worker's certificate requests (404 while nil);
+	// workerCSRs are the requests received.
+	signWorker func(csrs map[string]string) ([]byte, error)
+	workerCSRs []map[string]string
+	// workerReports are the reports received on a worker's status route.
+	workerReports []vmReport
 }
 
 type vmReport struct {
@@ -82,14 +90,20 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("GET /imds/latest/identity/access-token", imds(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"access_token": "principal-token"}`))
 	}))
-	mux.HandleFunc("GET /api"+PathTemplate, proven(func(w http.ResponseWriter, _ *http.Request) {
-		vm.mu.Lock()
-		vm.fetches++
-		vm.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(bundleBody)
-	}))
-	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.status))
+	serveBundle := func(count *int) http.HandlerFunc {
+		return proven(func(w http.ResponseWriter, _ *http.Request) {
+			vm.mu.Lock()
+			*count++
+			vm.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(bundleBody)
+		})
+	}
+	mux.HandleFunc("GET /api"+PathTemplate, serveBundle(&vm.fetches))
+	mux.HandleFunc("GET /api"+WorkerPathTemplate, serveBundle(&vm.workerFetches))
+	mux.HandleFunc("POST /api"+WorkerCSRPathTemplate, proven(vm.workerCSR))
+	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.statusInto(&vm.reports)))
+	mux.HandleFunc("POST /api"+WorkerStatusPathTemplate, proven(vm.statusInto(&vm.workerReports)))
 	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
 	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.snapshotAsk))
 	mux.HandleFunc("POST /api"+SnapshotPathTemplate, proven(vm.snapshotReport))
@@ -101,7 +115,12 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	return vm
 }
 
-func (vm *fakeVM) status(w http.ResponseWriter, req *http.Request) {
+// statusInto records each report into reports.
+func (vm *fakeVM) statusInto(reports *[]vmReport) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) { vm.status(w, req, reports) }
+}
+
+func (vm *fakeVM) status(w http.ResponseWriter, req *http.Request, reports *[]vmReport) {
 	var r vmReport
 	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
 		http.Error(w, "bad report", http.StatusBadRequest)
@@ -109,7 +128,7 @@ func (vm *fakeVM) status(w http.ResponseWriter, req *http.Request) {
 	}
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	vm.reports = append(vm.reports, r)
+	*reports = append(*reports, r)
 	code := http.StatusNoContent
 	if len(vm.statuses) > 0 {
 		code, vm.statuses = vm.statuses[0], vm.statuses[1:]
@@ -136,6 +155,28 @@ func (vm *fakeVM) renew(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(vm.renewal)
 }
 
+func (vm *fakeVM) workerCSR(w http.ResponseWriter, req *http.Request) {
+	var csrs map[string]string
+	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&csrs) != nil {
+		http.Error(w, "bad requests", http.StatusBadRequest)
+		return
+	}
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	vm.workerCSRs = append(vm.workerCSRs, csrs)
+	if vm.signWorker == nil {
+		http.NotFound(w, req)
+		return
+	}
+	answer, err := vm.signWorker(csrs)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(answer)
+}
+
 // env is what the shim and scripts are told of the fake services.
 func (vm *fakeVM) env(root string) []string {
 	return []string{
@@ -157,6 +198,12 @@ func (vm *fakeVM) received() []vmReport {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	return append([]vmReport(nil), vm.reports...)
+}
+
+func (vm *fakeVM) receivedFromWorker() []vmReport {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	return append([]vmReport(nil), vm.workerReports...)
 }
 
 func (vm *fakeVM) snapshotAsk(w http.ResponseWriter, _ *http.Request) {

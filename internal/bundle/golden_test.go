@@ -138,19 +138,26 @@ func TestGoldenBridge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string][]byte{}
-		for _, f := range bridge.Files {
-			if other, ok := cilium.File(f.Path); !ok || other.Content != f.Content {
-				got[strings.TrimPrefix(f.Path, "/")] = []byte(f.Content)
-			}
-		}
-		var dropped strings.Builder
-		for _, f := range cilium.Files {
-			if _, ok := bridge.File(f.Path); !ok {
-				dropped.WriteString(f.Path + "\n")
-			}
-		}
-		got["not-rendered.txt"] = []byte(dropped.String())
-		assertGoldenDir(t, filepath.Join(goldenDir, "bridge", n.Name), got)
+		assertGoldenDir(t, filepath.Join(goldenDir, "bridge", n.Name), changedFiles(cilium, bridge))
 	}
+}
+
+// changedFiles is what bridge changes in cilium, as golden files: every
+// file of bridge that differs from (or is absent in) cilium at its host
+// path, and not-rendered.txt listing cilium's files bridge does not carry.
+func changedFiles(cilium, bridge *Bundle) map[string][]byte {
+	got := map[string][]byte{}
+	for _, f := range bridge.Files {
+		if other, ok := cilium.File(f.Path); !ok || other.Content != f.Content {
+			got[strings.TrimPrefix(f.Path, "/")] = []byte(f.Content)
+		}
+	}
+	var dropped strings.Builder
+	for _, f := range cilium.Files {
+		if _, ok := bridge.File(f.Path); !ok {
+			dropped.WriteString(f.Path + "\n")
+		}
+	}
+	got["not-rendered.txt"] = []byte(dropped.String())
+	return got
 }

@@ -54,7 +54,8 @@ func parts() []part {
 		{"kubelet", kubeletPart},
 		{"control-plane", controlPlanePart},
 		{"apiserver-config", apiserverConfigPart},
-		{"network", networkPart},
+		{"network", podNetworkPart},
+		{"cilium-values", ciliumValuesPart},
 		{"addons", addonPart},
 		{"scripts", scriptPart},
 		{"certificate-renewal", renewalPart},
@@ -203,26 +204,32 @@ type conflistView struct {
 	IPMasq bool
 }
 
-// networkPart is the pod network of the cluster's CNI. Under Cilium: a
+// podNetworkPart is the pod network of the cluster's CNI. Under Cilium: a
 // bridge conflist over the whole pod CIDR, so the kubelet has a network
-// before the addons script installs Cilium (whose own config then takes
-// over), and Cilium's helm values. Under the bridge CNI: the node's own
-// conflist over its pod subnet, not masquerading (pods reach pods by their
-// addresses), and the unit and script that route the peers' subnets and
-// masquerade only what leaves the pod CIDR.
-func networkPart(v *view) []fileSpec {
+// before Cilium (installed by the initial node's addons script) takes over
+// with its own config. Under the bridge CNI: the node's own conflist over
+// its pod subnet, not masquerading (pods reach pods by their addresses),
+// and the unit and script that route the peers' subnets and masquerade
+// only what leaves the pod CIDR.
+func podNetworkPart(v *view) []fileSpec {
 	const conflist = "/etc/cni/net.d/10-exk8s.conflist"
 	if v.PodNetwork == nil {
-		return []fileSpec{
-			tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.Cluster.PodCIDR, IPMasq: true}),
-			tmpl(configDir+"/cilium-values.yaml", "cilium-values.yaml", modePublic, v),
-		}
+		return []fileSpec{tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.Cluster.PodCIDR, IPMasq: true})}
 	}
 	return []fileSpec{
 		tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.PodNetwork.NodeSubnet}),
 		tmpl(unitDir+"/exk8s-pod-network.service", "exk8s-pod-network.service", modePublic, v),
 		tmpl(binDir+"/exk8s-pod-network.sh", "exk8s-pod-network.sh", modeScript, v.PodNetwork),
 	}
+}
+
+// ciliumValuesPart is Cilium's helm values, for the initial node's addons
+// script (every control-plane node carries them, as any may be replaced).
+func ciliumValuesPart(v *view) []fileSpec {
+	if !v.Cilium {
+		return nil
+	}
+	return []fileSpec{tmpl(configDir+"/cilium-values.yaml", "cilium-values.yaml", modePublic, v)}
 }
 
 func addonPart(v *view) []fileSpec {

@@ -64,6 +64,8 @@ const PathTemplate = "/bootstrap/control-plane/{vm_id}"
 const (
 	WorkerPathTemplate    = "/bootstrap/worker/{vm_id}"
 	WorkerCSRPathTemplate = WorkerPathTemplate + "/csr"
+	// WorkerStatusPathTemplate is where a worker reports its phases.
+	WorkerStatusPathTemplate = WorkerPathTemplate + "/status"
 )
 
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
@@ -77,16 +79,20 @@ type Response struct {
 
 // Response returns the bundle in its wire shape.
 func (b *Bundle) Response() Response {
-	r := Response{
-		Metadata:  b.Metadata,
-		Files:     make(map[string]string, len(b.Files)),
-		FileModes: make(map[string]string, len(b.Files)),
-	}
-	for _, f := range b.Files {
-		r.Files[f.Path] = f.Content
-		r.FileModes[f.Path] = fmt.Sprintf("%04o", f.Mode.Perm())
-	}
+	r := Response{Metadata: b.Metadata}
+	r.Files, r.FileModes = FileMaps(b.Files)
 	return r
+}
+
+// FileMaps is files in their wire shape: each file's content and its mode
+// (octal, as the userdata shim reads it) by host path.
+func FileMaps(files []File) (contents, modes map[string]string) {
+	contents, modes = make(map[string]string, len(files)), make(map[string]string, len(files))
+	for _, f := range files {
+		contents[f.Path] = f.Content
+		modes[f.Path] = fmt.Sprintf("%04o", f.Mode.Perm())
+	}
+	return contents, modes
 }
 
 // Renderer renders bundles and userdata from the embedded templates. Build it
@@ -168,6 +174,10 @@ type view struct {
 	EtcdInitialCluster string // name=https://ip:2380,... by ordinal
 	EtcdServers        string // https://ip:2379,... by ordinal
 	IsInitial          bool
+	// ControlPlane: the node is a control-plane node (etcd, the API
+	// server); Worker is a worker's own settings, nil on the control plane.
+	ControlPlane bool
+	Worker       *workerView
 	// EtcdJoin is a replacement node's way into the running etcd; nil for
 	// a node that founds etcd with its peers.
 	EtcdJoin *etcdJoinView
@@ -202,42 +212,53 @@ func newView(in *Input) (*view, *topology, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, dns, err := clusterfacts.ServiceIPs(in.Cluster.ServiceCIDR)
+	v, err := nodeView(in.Cluster, in.Artifacts, topo)
 	if err != nil {
 		return nil, nil, err
 	}
-	v := &view{
-		in:                 in,
-		Cluster:            in.Cluster,
-		Node:               topo.self,
-		Artifacts:          in.Artifacts,
-		ServiceIP:          svc.String(),
-		DNSServiceIP:       dns.String(),
-		APIServerEndpoint:  "https://" + topo.self.IPv4 + ":6443",
-		EtcdInitialCluster: topo.etcdInitialCluster(),
-		EtcdServers:        topo.etcdServers(),
-		IsInitial:          topo.isInitial,
-		EtcdJoin:           newEtcdJoinView(topo),
-		EtcdRestore:        newEtcdRestoreView(in.Cluster, topo),
-		EtcdClusterToken:   in.Cluster.Name,
-		CNI:                string(in.Cluster.CNI),
-		Cilium:             in.Cluster.CNI == clusterfacts.CNICilium,
-		ArtifactFiles:      in.Artifacts.Files(in.Cluster.KubernetesVersion, in.Cluster.CNI),
-		TLS:                newTLSView(),
-		APIServer:          newAPIServerView(in),
-		Images:             newImagesView(in.Artifacts, in.Cluster.KubernetesVersion),
-	}
+	v.in = in
+	v.ControlPlane = true
+	v.APIServerEndpoint = "https://" + topo.self.IPv4 + ":6443"
+	v.EtcdInitialCluster = topo.etcdInitialCluster()
+	v.EtcdServers = topo.etcdServers()
+	v.IsInitial = topo.isInitial
+	v.EtcdJoin = newEtcdJoinView(topo)
+	v.EtcdRestore = newEtcdRestoreView(in.Cluster, topo)
+	v.EtcdClusterToken = in.Cluster.Name
+	v.APIServer = newAPIServerView(in)
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
-	if in.Cluster.CNI == clusterfacts.CNIBridge {
-		if v.PodNetwork, err = topo.podNetwork(in.Cluster.PodCIDR); err != nil {
-			return nil, nil, err
+	return v, &topo, nil
+}
+
+// nodeView is the view of what every node of c has, whatever its role: its
+// facts, the cluster's networks and the artifacts it installs.
+func nodeView(c clusterfacts.Cluster, a Artifacts, topo topology) (*view, error) {
+	svc, dns, err := clusterfacts.ServiceIPs(c.ServiceCIDR)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{
+		Cluster:       c,
+		Node:          topo.self,
+		Artifacts:     a,
+		ServiceIP:     svc.String(),
+		DNSServiceIP:  dns.String(),
+		CNI:           string(c.CNI),
+		Cilium:        c.CNI == clusterfacts.CNICilium,
+		ArtifactFiles: a.Files(c.KubernetesVersion, c.CNI),
+		TLS:           newTLSView(),
+		Images:        newImagesView(a, c.KubernetesVersion),
+	}
+	if c.CNI == clusterfacts.CNIBridge {
+		if v.PodNetwork, err = topo.podNetwork(c.PodCIDR); err != nil {
+			return nil, err
 		}
 	}
-	for _, f := range slices.Sorted(maps.Keys(in.Artifacts.SHA256)) {
-		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: in.Artifacts.SHA256[f]})
+	for _, f := range slices.Sorted(maps.Keys(a.SHA256)) {
+		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: a.SHA256[f]})
 	}
-	return v, &topo, nil
+	return v, nil
 }
 
 // Render renders the bundle of in.SelfVMID.
@@ -262,24 +283,40 @@ func (r *Renderer) Render(in Input) (*Bundle, error) {
 		SuggestedDNSRecords:   clusterfacts.ControlPlaneRecords(in.Cluster.ControlPlaneDNSName, topo.peers),
 		IsInitialControlPlane: v.IsInitial,
 	}}
+	if b.Files, err = r.renderParts(v, parts()); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// renderParts renders every file of list's parts for v, sorted by path; a
+// path two parts write is an error.
+func (r *Renderer) renderParts(v *view, list []part) ([]File, error) {
+	var files []File
 	seen := map[string]string{}
-	for _, p := range parts() {
+	for _, p := range list {
 		for _, spec := range p.files(v) {
 			if other, dup := seen[spec.path]; dup {
 				return nil, fmt.Errorf("rendering %s: %s is also written by %s", p.name, spec.path, other)
 			}
 			seen[spec.path] = p.name
-			content := string(spec.raw)
-			if spec.template != "" {
-				if content, err = r.execute(spec.template, spec.data); err != nil {
-					return nil, fmt.Errorf("rendering %s (%s): %w", spec.path, p.name, err)
-				}
+			content, err := r.content(spec)
+			if err != nil {
+				return nil, fmt.Errorf("rendering %s (%s): %w", spec.path, p.name, err)
 			}
-			b.Files = append(b.Files, File{Path: spec.path, Mode: spec.mode, Content: content})
+			files = append(files, File{Path: spec.path, Mode: spec.mode, Content: content})
 		}
 	}
-	sort.Slice(b.Files, func(i, j int) bool { return b.Files[i].Path < b.Files[j].Path })
-	return b, nil
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+// content is spec's file: its template rendered, or its raw bytes.
+func (r *Renderer) content(spec fileSpec) (string, error) {
+	if spec.template == "" {
+		return string(spec.raw), nil
+	}
+	return r.execute(spec.template, spec.data)
 }
 
 func (r *Renderer) execute(name string, data any) (string, error) {
@@ -294,6 +331,9 @@ func (r *Renderer) execute(name string, data any) (string, error) {
 type UserdataInput struct {
 	// BootstrapBaseURL is the public base URL VMs fetch bundles from.
 	BootstrapBaseURL string
+	// Worker: the VM is a pool's worker; it fetches a worker's bundle and
+	// runs the worker's bootstrap.
+	Worker bool
 }
 
 // Userdata renders the shim passed to each VM as userdata at founding.

@@ -38,7 +38,8 @@ type VMRoute struct{ Name, Path string }
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
-		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate}}
+		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
+		{"worker_status", WorkerStatusPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

@@ -74,7 +74,13 @@ func runShim(t *testing.T, r *Renderer, vm *fakeVM, root string) ([]byte, error)
 // runShimRenderedFor is runShim with the shim rendered for base.
 func runShimRenderedFor(t *testing.T, r *Renderer, vm *fakeVM, root, base string) ([]byte, error) {
 	t.Helper()
-	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: base})
+	return runShimOf(t, r, vm, root, UserdataInput{BootstrapBaseURL: base})
+}
+
+// runShimOf is runShim with the shim rendered from u.
+func runShimOf(t *testing.T, r *Renderer, vm *fakeVM, root string, u UserdataInput) ([]byte, error) {
+	t.Helper()
+	ud, err := r.Userdata(u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -373,8 +373,18 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 	_, joining := realBundlesOf(t, rc, rn)
 	scripts["exk8s-etcd-join.sh"] = mustFile(t, joining[104], EtcdJoinScript)
 	scripts["exk8s-bootstrap-control-plane-joining.sh"] = mustFile(t, joining[104], binDir+"/exk8s-bootstrap-control-plane.sh")
-	if len(scripts) != 11 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, the bridge CNI's exk8s-pod-network.sh, the join script and the joining node's bootstrap script, got %d", len(scripts))
+	// A worker's shim, bootstrap script and prerequisites script (no etcd).
+	worker, err := r.RenderWorker(workerInput(t, bc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts["exk8s-bootstrap-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-bootstrap-worker.sh")
+	scripts["exk8s-install-control-plane-prereqs-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-install-control-plane-prereqs.sh")
+	if scripts["bootstrap-userdata-worker.sh"], err = r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(scripts) != 14 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, and a worker's shim, bootstrap and prerequisites scripts, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -635,18 +645,21 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	used := map[string]bool{"bootstrap-userdata.sh": true}
 	c, nodes := testCluster()
 	cp := issueClusterPKI(t, c, nodes, time.Now)
-	markUsed := func(in Input) {
-		view, _, err := newView(&in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parts() {
-			for _, s := range p.files(view) {
+	markParts := func(v *view, list []part) {
+		for _, p := range list {
+			for _, s := range p.files(v) {
 				if s.template != "" {
 					used[s.template] = true
 				}
 			}
 		}
+	}
+	markUsed := func(in Input) {
+		view, _, err := newView(&in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		markParts(view, parts())
 	}
 	for _, cni := range clusterfacts.CNIs() {
 		c.CNI = cni
@@ -656,6 +669,12 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	markUsed(issueClusterPKI(t, rc, rnodes, time.Now).input(rc, rnodes, 104))
 	c.Restored = true // a restored cluster's node: the restore script
 	markUsed(cp.input(c, nodes, 101))
+	// A worker's parts: its bootstrap script.
+	wv, err := workerViewOf(workerInput(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	markParts(wv, workerParts())
 	// A template another one includes ({{ template "name" }}) is used too.
 	for name := range used {
 		markIncluded(r.tmpl.Lookup(name).Tree.Root, r, used)
@@ -665,8 +684,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 37 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script and the etcd restore script", len(used))
+	if len(used) != 38 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script and the worker's bootstrap script", len(used))
 	}
 }
 

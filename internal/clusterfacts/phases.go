@@ -13,6 +13,7 @@ const (
 	Pending                Phase = "pending"
 	BundleFetched          Phase = "bundle_fetched"
 	PrerequisitesInstalled Phase = "prerequisites_installed"
+	CertificatesSigned     Phase = "certificates_signed"
 	EtcdStarted            Phase = "etcd_started"
 	KubeletStarted         Phase = "kubelet_started"
 	APIServerReady         Phase = "apiserver_ready"
@@ -29,10 +30,23 @@ const (
 	byVM                     // the VM's shim and scripts report it
 )
 
+// Role is which kind of node a phase is passed by.
+type Role int
+
+// The roles: a control-plane node (etcd, the API server) and a pool's
+// worker.
+const (
+	ControlPlane Role = 1 << iota
+	Worker
+)
+
+const bothRoles = ControlPlane | Worker
+
 // phaseSpec is one row of the phase table.
 type phaseSpec struct {
 	phase Phase
 	by    recorder
+	roles Role // the roles that pass it
 	// initialOnly phases belong to the cluster's initial node (the one that
 	// installs the addons): the others' reports of them are refused.
 	initialOnly bool
@@ -46,15 +60,16 @@ type phaseSpec struct {
 // of the node's bootstrap (progress.Nodes.Reopen) leaves it: a re-open moves a node
 // in any phase back to pending, and its phases start over.
 var phaseTable = []phaseSpec{
-	{Pending, byK8sapi, false, "founded; the VM has not fetched its bundle yet"},
-	{BundleFetched, byK8sapi, false, "the VM fetched its bundle (recorded by k8sapi on the first successful fetch)"},
-	{PrerequisitesInstalled, byVM, false, "packages, kernel settings, containerd and the verified binaries are installed"},
-	{EtcdStarted, byVM, false, "the etcd member's unit is started (it joins once its peers start)"},
-	{KubeletStarted, byVM, false, "the kubelet is started; it runs the control-plane static pods"},
-	{APIServerReady, byVM, false, "the node's own API server answers /readyz"},
-	{AddonsInstalled, byVM, true, "kube-proxy, Cilium and CoreDNS are installed (initial node only)"},
-	{Ready, byVM, false, "the node finished its bootstrap"},
-	{Failed, byVM, false, "a step failed; the message names the step and the tail of its output"},
+	{Pending, byK8sapi, bothRoles, false, "founded; the VM has not fetched its bundle yet"},
+	{BundleFetched, byK8sapi, bothRoles, false, "the VM fetched its bundle (recorded by k8sapi on the first successful fetch)"},
+	{PrerequisitesInstalled, byVM, ControlPlane, false, "packages, kernel settings, containerd and the verified binaries are installed"},
+	{CertificatesSigned, byK8sapi, Worker, false, "k8sapi signed the worker's requests for its own keys (recorded by k8sapi as it signs)"},
+	{EtcdStarted, byVM, ControlPlane, false, "the etcd member's unit is started (it joins once its peers start)"},
+	{KubeletStarted, byVM, bothRoles, false, "the kubelet is started (on a control-plane node it runs the static pods)"},
+	{APIServerReady, byVM, ControlPlane, false, "the node's own API server answers /readyz"},
+	{AddonsInstalled, byVM, ControlPlane, true, "kube-proxy, Cilium and CoreDNS are installed (initial node only)"},
+	{Ready, byVM, bothRoles, false, "the node finished its bootstrap (a worker: its Node is Ready)"},
+	{Failed, byVM, bothRoles, false, "a step failed; the message names the step and the tail of its output"},
 }
 
 // Phases returns every phase, in order, failed last.
@@ -97,15 +112,24 @@ func ReportedByVM(p Phase) bool {
 	return i >= 0 && phaseTable[i].by == byVM
 }
 
-// Reportable lists the phases a VM may report, in order.
-func Reportable() []Phase {
+// Reportable lists the phases a VM of any role may report, in order.
+func Reportable() []Phase { return ReportableBy(bothRoles) }
+
+// ReportableBy lists the phases a VM of one of roles may report, in order.
+func ReportableBy(roles Role) []Phase {
 	var out []Phase
 	for _, s := range phaseTable {
-		if s.by == byVM {
+		if s.by == byVM && s.roles&roles != 0 {
 			out = append(out, s.phase)
 		}
 	}
 	return out
+}
+
+// PassedBy reports whether a node of role passes p.
+func PassedBy(p Phase, role Role) bool {
+	i := rank(p)
+	return i >= 0 && phaseTable[i].roles&role != 0
 }
 
 // InitialOnly reports whether only the cluster's initial node may report p.
@@ -132,15 +156,15 @@ func EnterableFrom(to Phase) []string {
 	return out
 }
 
-// Next is the phase a node in p works toward: the table's next phase that
-// the node passes (addons only on the initial node). None once the node is
-// ready or failed.
-func Next(p Phase, initial bool) (Phase, bool) {
+// Next is the phase a node of role in p works toward: the table's next
+// phase that the node passes (addons only on the initial node). None once
+// the node is ready or failed.
+func Next(p Phase, role Role, initial bool) (Phase, bool) {
 	if p == Failed {
 		return "", false
 	}
 	for _, s := range phaseTable[rank(p)+1:] {
-		if s.phase != Failed && (initial || !s.initialOnly) {
+		if s.phase != Failed && s.roles&role != 0 && (initial || !s.initialOnly) {
 			return s.phase, true
 		}
 	}

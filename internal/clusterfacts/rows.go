@@ -36,3 +36,12 @@ func NodeOf(n store.Node) Node {
 	return Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4,
 		Retiring: n.Retiring, Joins: n.ReplacementID != 0}
 }
+
+// RoleOf is the role of a node stored with role: a worker, or a
+// control-plane node.
+func RoleOf(role string) Role {
+	if role == store.RoleWorker {
+		return Worker
+	}
+	return ControlPlane
+}

@@ -327,7 +327,7 @@ func (s *Service) createVM(ctx context.Context, c *store.Cluster, n store.Node) 
 		SecurityGroupIDs: c.SecurityGroupIDs, RootVolumeSizeGiB: spec.RootVolumeSizeGiB,
 		Tags:             map[string]string{"role": "control-plane", "k8sapi/cluster": c.Name},
 		IdempotencyToken: tokenFor(c, controlPlanePurpose(n)),
-	}, fmt.Sprintf("control-plane VM %d", n.Ordinal))
+	}, fmt.Sprintf("control-plane VM %d", n.Ordinal), bundle.UserdataInput{})
 }
 
 // controlPlanePurpose names node n's VM create for its token: a founding's
@@ -340,9 +340,11 @@ func controlPlanePurpose(n store.Node) string {
 	return fmt.Sprintf("cp-%d", n.Ordinal)
 }
 
-// sendCreate sends the create of VM inst, born with the userdata shim.
-func (s *Service) sendCreate(ctx context.Context, inst compute.Instance, what string) (int64, error) {
-	userdata, err := s.Renderer.Userdata(bundle.UserdataInput{BootstrapBaseURL: s.Settings.BootstrapBaseURL})
+// sendCreate sends the create of VM inst, born with the userdata shim of
+// its role (shim: BootstrapBaseURL is the settings').
+func (s *Service) sendCreate(ctx context.Context, inst compute.Instance, what string, shim bundle.UserdataInput) (int64, error) {
+	shim.BootstrapBaseURL = s.Settings.BootstrapBaseURL
+	userdata, err := s.Renderer.Userdata(shim)
 	if err != nil {
 		return 0, fmt.Errorf("rendering userdata: %w", err)
 	}

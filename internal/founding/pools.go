@@ -7,6 +7,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
@@ -246,5 +247,5 @@ func (s *Service) createWorkerVM(ctx context.Context, c *store.Cluster, p store.
 		SecurityGroupIDs: c.SecurityGroupIDs, RootVolumeSizeGiB: spec.RootVolumeSizeGiB,
 		Tags:             map[string]string{"role": "worker", "k8sapi/cluster": c.Name, "k8sapi/node-pool": p.Name},
 		IdempotencyToken: tokenFor(c, fmt.Sprintf("worker-%d", n.ID)),
-	}, fmt.Sprintf("worker VM %d of node pool %s", n.Ordinal, p.Name))
+	}, fmt.Sprintf("worker VM %d of node pool %s", n.Ordinal, p.Name), bundle.UserdataInput{Worker: true})
 }

@@ -129,7 +129,7 @@ func controlPlaneOf(nodes []store.Node) []store.Node {
 // timelineOf is n's bootstrap as recorded, initial being its cluster's
 // initial node's ordinal.
 func timelineOf(n store.Node, initial int) progress.Timeline {
-	return progress.Timeline{Phase: clusterfacts.Phase(n.Phase), OpenedAt: n.BootstrapOpenedAt, Reached: n.PhaseTimes,
+	return progress.Timeline{Role: clusterfacts.RoleOf(n.Role), Phase: clusterfacts.Phase(n.Phase), OpenedAt: n.BootstrapOpenedAt, Reached: n.PhaseTimes,
 		UpdatedAt: n.PhaseUpdatedAt, Initial: n.Ordinal == initial}
 }
 

@@ -73,16 +73,17 @@ func refused(t *testing.T, what string, r stacktest.Response, status int, code, 
 	}
 }
 
-// A worker's bundle is facts and a CA certificate: no private key, no
-// admin identity; it names the worker, its pool's labels and taints and
-// where to send its certificate requests.
+// A worker's bundle is facts, a CA certificate and the files its shim
+// writes: no private key, no kubeconfig, no admin identity; it names the
+// worker, its pool's labels and taints and where to send its certificate
+// requests, and its kubelet registers with them.
 func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 	w := newWorker(t)
 	r := w.fetchAs(w.vmID)
 	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("worker bundle = %d %s %s", r.Status, r.Header, r.Body)
 	}
-	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key", "kubeconfig", "admin"} {
+	for _, secret := range []string{"PRIVATE KEY", "system:masters", "client-key-data", "admin"} {
 		if strings.Contains(string(r.Body), secret) {
 			t.Errorf("the worker bundle holds %q", secret)
 		}
@@ -93,6 +94,36 @@ func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 		!strings.HasPrefix(b.CACert, "-----BEGIN CERTIFICATE-----") || b.CSRPath != "/bootstrap/worker/"+itoa(w.vmID)+"/csr" {
 		t.Errorf("worker bundle %+v", b)
 	}
+	for path := range b.Files {
+		if strings.HasSuffix(path, "-key.pem") || strings.HasPrefix(path, "/etc/exk8s/kubeconfig/") || strings.HasPrefix(path, "/etc/kubernetes/manifests/") {
+			t.Errorf("the worker bundle writes %s", path)
+		}
+	}
+	if b.Files[bundle.CertPath(pki.ClusterCA)] != b.CACert || b.FileModes["/usr/local/bin/exk8s-bootstrap-worker.sh"] != "0755" {
+		t.Errorf("the worker bundle's files lack the CA certificate or the worker's script: %v", b.FileModes)
+	}
+	if unit := b.Files["/etc/systemd/system/kubelet.service"]; !strings.Contains(unit, "--node-labels=tier=web") ||
+		!strings.Contains(unit, "--hostname-override="+w.node.Name) || !strings.Contains(unit, "--register-with-taints=") {
+		t.Errorf("the worker's kubelet unit:\n%s", unit)
+	}
+}
+
+// The worker's own keys and requests, answered by k8sapi, make an identity
+// that chains to the CA its bundle wrote, with exactly the names k8sapi
+// recorded for it.
+func TestWorkerKeysAndBundleMakeItsIdentity(t *testing.T) {
+	w := newWorker(t)
+	var b nodebootstrap.WorkerBundle
+	w.fetchAs(w.vmID).JSON(t, &b)
+	own := w.ownCSRs(t)
+	r := w.signAs(w.vmID, own)
+	if r.Status != http.StatusOK {
+		t.Fatalf("signing its own requests = %d %s", r.Status, r.Body)
+	}
+	var certs nodebootstrap.WorkerCertificates
+	r.JSON(t, &certs)
+	certs.CACert = b.Files[bundle.CertPath(pki.ClusterCA)] // the CA the worker trusts is its bundle's
+	assertWorkerCerts(t, certs, own, w.node.Name, w.node.IPv4)
 }
 
 // The worker's routes serve workers and the control plane's serve the
@@ -234,4 +265,59 @@ func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, req
 			t.Errorf("serving certificate names %v %v, want %s and %s", cert.DNSNames, cert.IPAddresses, name, ip)
 		}
 	}
+}
+
+// reportAs is POST /bootstrap/worker/{vmID}/status with w's proofs.
+func (w *worker) reportAs(vmID int64, body string) stacktest.Response {
+	w.s.t.Helper()
+	return w.s.VMCall(http.MethodPost, bundle.WorkerStatusPathTemplate, vmID, w.imds, w.access, body)
+}
+
+// phase is w's phase as its pool shows it to the operator.
+func (w *worker) phase(t *testing.T) string {
+	t.Helper()
+	var p founding.PoolView
+	stacktest.Do(t, http.MethodGet, w.s.PoolsURL(w.clusterID, "workers"), "", w.s.Bearer(1)).JSON(t, &p)
+	for _, n := range p.Nodes {
+		if n.VMID == w.vmID {
+			return n.Phase
+		}
+	}
+	t.Fatalf("worker %d is not in its pool: %+v", w.vmID, p)
+	return ""
+}
+
+// A worker passes a worker's phases: k8sapi records bundle_fetched at its
+// fetch and certificates_signed at its signing, the worker reports
+// kubelet_started and ready on its own route, and its pool shows each;
+// ready closes its bootstrap window. A phase no worker passes is 400, a
+// control-plane VM on the worker's route 404.
+func TestWorkerPhases(t *testing.T) {
+	w := newWorker(t)
+	for _, step := range []struct {
+		do   func() stacktest.Response
+		want int
+		then string
+	}{
+		{func() stacktest.Response { return w.fetchAs(w.vmID) }, http.StatusOK, "bundle_fetched"},
+		{func() stacktest.Response { return w.signAs(w.vmID, w.ownCSRs(t)) }, http.StatusOK, "certificates_signed"},
+		{func() stacktest.Response { return w.reportAs(w.vmID, `{"phase":"kubelet_started"}`) }, http.StatusNoContent, "kubelet_started"},
+		{func() stacktest.Response {
+			return w.reportAs(w.vmID, `{"phase":"ready","message":"its Node is Ready"}`)
+		}, http.StatusNoContent, "ready"},
+	} {
+		if r := step.do(); r.Status != step.want {
+			t.Fatalf("toward %s: %d %s, want %d", step.then, r.Status, r.Body, step.want)
+		}
+		if got := w.phase(t); got != step.then {
+			t.Fatalf("the pool shows the worker %s, want %s", got, step.then)
+		}
+	}
+	refused(t, "a fetch once ready", w.fetchAs(w.vmID), http.StatusConflict, "bootstrap_closed", "")
+	refused(t, "a phase no worker passes", w.reportAs(w.vmID, `{"phase":"etcd_started"}`), http.StatusBadRequest, "invalid_request",
+		"phase: etcd_started is no phase a worker passes")
+	refused(t, "a phase k8sapi records", w.reportAs(w.vmID, `{"phase":"certificates_signed"}`), http.StatusBadRequest, "invalid_request",
+		"phase: certificates_signed is recorded by k8sapi")
+	cp := w.controlPlane()
+	refused(t, "a control-plane VM's worker report", cp.reportAs(cp.vmID, `{"phase":"ready"}`), http.StatusNotFound, "not_found", "no worker for this VM")
 }

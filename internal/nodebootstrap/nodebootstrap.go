@@ -86,11 +86,11 @@ func (s *Service) Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bund
 		return nil, err
 	}
 	written, err := s.Store.RecordFetch(ctx, store.FetchWrites{Fetch: fetchOf(ctx, vm, store.FetchServed, now),
-		Window: plan.window, Phase: progress.FetchPhase(vm, t.phase)})
+		Window: plan.window, Phase: progress.FetchPhase(vm, t.role(), t.phase)})
 	if err != nil {
 		return nil, databaseError(err)
 	}
-	s.phaseRecorded(ctx, vm, t.phase, written.Phase)
+	s.phaseRecorded(ctx, vm, t, written.Phase)
 	if plan.window != nil && !written.WindowStored {
 		return s.renderStored(ctx, t, plan)
 	}
@@ -108,6 +108,9 @@ type target struct {
 	node    clusterfacts.Node
 	phase   clusterfacts.Phase // where self's bootstrap stands
 }
+
+// role is the role of t's node.
+func (t *target) role() clusterfacts.Role { return clusterfacts.RoleOf(t.self.Role) }
 
 // targetOf is topo with its facts, self being the VM's node among its rows.
 func targetOf(topo *store.Topology, self store.Node) (*target, error) {
@@ -204,8 +207,8 @@ func (s *Service) recordRefusal(ctx context.Context, vm auth.BootstrapVM, at tim
 // phaseRecorded judges the move of a pending node to bundle_fetched that
 // the fetch sent with its record. A refusal is logged, never answered: the
 // VM has its bundle, and its next report moves it on.
-func (s *Service) phaseRecorded(ctx context.Context, vm auth.BootstrapVM, phase clusterfacts.Phase, out store.PhaseOutcome) {
-	if progress.FetchPhase(vm, phase) == nil {
+func (s *Service) phaseRecorded(ctx context.Context, vm auth.BootstrapVM, t *target, out store.PhaseOutcome) {
+	if progress.FetchPhase(vm, t.role(), t.phase) == nil {
 		return
 	}
 	if err := progress.FetchPhaseOutcome(out); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -45,6 +46,7 @@ type Workers interface {
 	WorkerForVM(ctx context.Context, vmID int64) (store.Topology, error)
 	RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error)
 	PoolByID(ctx context.Context, id int64) (store.Pool, error)
+	progress.Recorder
 }
 
 var _ Workers = (*store.Store)(nil)
@@ -106,7 +108,18 @@ func (s *WorkerService) SignWorker(ctx context.Context, vm auth.BootstrapVM, req
 	if err := s.recordSigned(ctx, t); err != nil {
 		return nil, err
 	}
+	s.certificatesSigned(ctx, vm)
 	return out, nil
+}
+
+// certificatesSigned moves vm's worker to certificates_signed once its
+// signing is recorded. Best effort, as bundle_fetched: a refusal (a report
+// raced it) is logged, never answered; the worker holds its certificates
+// and its next report moves it on.
+func (s *WorkerService) certificatesSigned(ctx context.Context, vm auth.BootstrapVM) {
+	if err := progress.Advance(ctx, s.Workers, vm, clusterfacts.Worker, clusterfacts.CertificatesSigned, ""); err != nil {
+		s.logger().WarnContext(ctx, "recording certificates_signed failed", "vm_id", vm.VMID, "cause", err.Error())
+	}
 }
 
 // checkWorkerCSRs parses each request and holds it to subject: the public
@@ -225,6 +238,10 @@ type WorkerBundle struct {
 	Taints            []store.Taint     `json:"taints"`
 	CSRPath           string            `json:"csr_path"`
 	WindowClosesAt    time.Time         `json:"bootstrap_window_closes_at"`
+	// Files and FileModes are the worker's files by host path, as the
+	// userdata shim writes them (bundle.RenderWorker): no key among them.
+	Files     map[string]string `json:"files"`
+	FileModes map[string]string `json:"file_modes"`
 }
 
 // WorkerBundle is vm's worker bundle, while its bootstrap window is open;
@@ -247,9 +264,17 @@ func (s *WorkerService) WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.record(ctx, vm, store.FetchServed, now); err != nil {
-		return nil, databaseError(err) // a fetch that cannot be recorded is not served
+	if err := s.renderWorker(t, pool, b); err != nil {
+		return nil, err
 	}
+	// A fetch that cannot be recorded is not served; a pending worker's
+	// first one moves it to bundle_fetched.
+	written, err := s.Store.RecordFetch(ctx, store.FetchWrites{Fetch: fetchOf(ctx, vm, store.FetchServed, now),
+		Phase: progress.FetchPhase(vm, clusterfacts.Worker, t.phase)})
+	if err != nil {
+		return nil, databaseError(err)
+	}
+	s.phaseRecorded(ctx, vm, t, written.Phase)
 	return b, nil
 }
 
@@ -260,9 +285,46 @@ func workerBundleOf(t *target, pool store.Pool, window time.Duration) (*WorkerBu
 	}
 	c, n := t.row, t.self
 	return &WorkerBundle{ClusterName: c.Name, NodeName: n.Name, NodePool: pool.Name,
-		APIServerURL: "https://" + c.ControlPlaneDNSName + ":6443", CACert: c.CACert, KubernetesVersion: c.KubernetesVersion,
+		APIServerURL: bundle.WorkerAPIServerURL(t.cluster), CACert: c.CACert, KubernetesVersion: c.KubernetesVersion,
 		ClusterDomain: c.ClusterDomain, ClusterDNS: dnsIP.String(), PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR, CNI: c.CNI,
 		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Labels: pool.Labels, Taints: pool.Taints,
 		CSRPath:        strings.Replace(bundle.WorkerCSRPathTemplate, "{vm_id}", strconv.FormatInt(n.VMID, 10), 1),
 		WindowClosesAt: n.BootstrapOpenedAt.Add(window).UTC()}, nil
+}
+
+// renderWorker renders t's files into b, from the artifact set its
+// cluster recorded and its pool's labels and taints.
+func (s *WorkerService) renderWorker(t *target, pool store.Pool, b *WorkerBundle) error {
+	artifacts, err := s.artifacts(t.row, t.cluster)
+	if err != nil {
+		return err
+	}
+	files, err := s.Renderer.RenderWorker(bundle.WorkerInput{Cluster: t.cluster, ControlPlane: controlPlaneOf(t),
+		Worker: t.node, Pool: pool.Name, Labels: pool.Labels, Taints: taintsOf(pool.Taints), Artifacts: artifacts,
+		CACert: []byte(t.row.CACert)})
+	if err != nil {
+		return err
+	}
+	b.Files, b.FileModes = bundle.FileMaps(files)
+	return nil
+}
+
+// controlPlaneOf is t's peers but its own node: WorkerForVM loads the
+// worker and the cluster's control-plane nodes.
+func controlPlaneOf(t *target) []clusterfacts.Node {
+	var out []clusterfacts.Node
+	for _, n := range t.peers {
+		if n.VMID != t.self.VMID {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func taintsOf(taints []store.Taint) []bundle.Taint {
+	out := make([]bundle.Taint, len(taints))
+	for i, t := range taints {
+		out[i] = bundle.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
+	}
+	return out
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
-// reportableList is clusterfacts.Reportable as errors name it.
-func reportableList() string {
+// reportableList is clusterfacts.ReportableBy(role) as errors name it.
+func reportableList(role clusterfacts.Role) string {
 	var out []string
-	for _, p := range clusterfacts.Reportable() {
+	for _, p := range clusterfacts.ReportableBy(role) {
 		out = append(out, string(p))
 	}
 	return strings.Join(out, ", ")

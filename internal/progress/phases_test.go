@@ -52,18 +52,32 @@ func TestReportValidate(t *testing.T) {
 		{"NUL", Report{Phase: ptr("failed"), Message: ptr("a\x00b")}, "message: must not contain NUL characters"},
 		{"everything", Report{Message: ptr(strings.Repeat("\x00", MaxMessageBytes+1))}, "phase: is required; message: must be at most 4096 bytes; message: must not contain NUL characters"},
 	} {
-		_, _, err := c.r.Validate()
+		_, _, err := c.r.Validate(clusterfacts.ControlPlane)
 		e, ok := apperr.As(err)
 		if !ok || e.Code != apperr.InvalidRequest || e.Message != c.err {
 			t.Errorf("%s: %v, want invalid_request %q", c.name, err, c.err)
 		}
 	}
-	p, msg, err := Report{Phase: ptr("failed"), Message: ptr(strings.Repeat("x", MaxMessageBytes))}.Validate()
+	p, msg, err := Report{Phase: ptr("failed"), Message: ptr(strings.Repeat("x", MaxMessageBytes))}.Validate(clusterfacts.ControlPlane)
 	if err != nil || p != clusterfacts.Failed || len(msg) != MaxMessageBytes {
 		t.Errorf("a message of exactly %d bytes: %v", MaxMessageBytes, err)
 	}
-	if p, msg, err := (Report{Phase: ptr("etcd_started")}).Validate(); err != nil || p != clusterfacts.EtcdStarted || msg != "" {
+	if p, msg, err := (Report{Phase: ptr("etcd_started")}).Validate(clusterfacts.ControlPlane); err != nil || p != clusterfacts.EtcdStarted || msg != "" {
 		t.Errorf("no message: %s %q %v", p, msg, err)
+	}
+	// A worker reports a worker's phases alone.
+	for phase, want := range map[string]string{
+		"etcd_started":        "phase: etcd_started is no phase a worker passes; must be one of kubelet_started, ready, failed",
+		"certificates_signed": "phase: certificates_signed is recorded by k8sapi, not reported; must be one of kubelet_started, ready, failed",
+		"kubelet_started":     "",
+	} {
+		_, _, err := Report{Phase: ptr(phase)}.Validate(clusterfacts.Worker)
+		if e, ok := apperr.As(err); (want == "" && err != nil) || (want != "" && (!ok || e.Message != want)) {
+			t.Errorf("a worker's %s: %v, want %q", phase, err, want)
+		}
+	}
+	if _, _, err := (Report{Phase: ptr("kubelet_started")}).Validate(clusterfacts.ControlPlane); err != nil {
+		t.Errorf("a control-plane node's kubelet_started: %v", err)
 	}
 }
 

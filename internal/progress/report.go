@@ -16,25 +16,28 @@ import (
 // and the last lines of its output.
 const MaxMessageBytes = 4096
 
-// Report is the body of POST /bootstrap/control-plane/{vm_id}/status.
-// Pointers tell an absent phase from an empty one.
+// Report is the body of POST /bootstrap/control-plane/{vm_id}/status and
+// of POST /bootstrap/worker/{vm_id}/status. Pointers tell an absent phase
+// from an empty one.
 type Report struct {
 	Phase   *string `json:"phase"`
 	Message *string `json:"message"`
 }
 
-// Validate returns the reported phase and message, or every problem at once
-// as one 400.
-func (r Report) Validate() (clusterfacts.Phase, string, error) {
+// Validate returns the phase and message a node of role reported, or every
+// problem at once as one 400.
+func (r Report) Validate(role clusterfacts.Role) (clusterfacts.Phase, string, error) {
 	var errs []string
 	var p clusterfacts.Phase
 	switch {
 	case r.Phase == nil:
 		errs = append(errs, "phase: is required")
 	case !known(*r.Phase):
-		errs = append(errs, "phase: must be one of "+reportableList())
+		errs = append(errs, "phase: must be one of "+reportableList(role))
 	case !clusterfacts.ReportedByVM(clusterfacts.Phase(*r.Phase)):
-		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+reportableList())
+		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+reportableList(role))
+	case !clusterfacts.PassedBy(clusterfacts.Phase(*r.Phase), role):
+		errs = append(errs, "phase: "+*r.Phase+" is no phase a "+roleNoun(role)+" passes; must be one of "+reportableList(role))
 	default:
 		p = clusterfacts.Phase(*r.Phase)
 	}
@@ -73,39 +76,65 @@ type Service struct {
 	Store Recorder
 }
 
-// Report records vm's report, or says why it may not.
+// Report records the report of vm, a control-plane node, or says why it
+// may not.
 func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) error {
-	to, msg, err := r.Validate()
+	return s.report(ctx, vm, clusterfacts.ControlPlane, r)
+}
+
+// ReportWorker records the report of vm, a pool's worker, or says why it
+// may not.
+func (s *Service) ReportWorker(ctx context.Context, vm auth.BootstrapVM, r Report) error {
+	return s.report(ctx, vm, clusterfacts.Worker, r)
+}
+
+func (s *Service) report(ctx context.Context, vm auth.BootstrapVM, role clusterfacts.Role, r Report) error {
+	to, msg, err := r.Validate(role)
 	if err != nil {
 		return err
 	}
-	return Advance(ctx, s.Store, vm, to, msg)
+	return Advance(ctx, s.Store, vm, role, to, msg)
 }
 
-// Advance moves vm's node to phase to in one guarded UPDATE, the only way a
-// phase changes (k8sapi's own bundle_fetched included, which a fetch sends
-// with its other writes: FetchPhase).
-func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, to clusterfacts.Phase, msg string) error {
-	out, err := st.AdvancePhase(ctx, change(vm, to, msg))
+// Advance moves vm's node, of role, to phase to in one guarded UPDATE, the
+// only way a phase changes (k8sapi's own bundle_fetched included, which a
+// fetch sends with its other writes: FetchPhase).
+func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, role clusterfacts.Role, to clusterfacts.Phase, msg string) error {
+	out, err := st.AdvancePhase(ctx, change(vm, role, to, msg))
 	if err != nil {
-		return advanceError(err)
+		return advanceError(err, role)
 	}
 	return judge(out, to)
 }
 
-// change is the guarded move of vm's node to phase to.
-func change(vm auth.BootstrapVM, to clusterfacts.Phase, msg string) store.PhaseChange {
+// change is the guarded move of vm's node, of role, to phase to.
+func change(vm auth.BootstrapVM, role clusterfacts.Role, to clusterfacts.Phase, msg string) store.PhaseChange {
 	return store.PhaseChange{
-		VMID: vm.VMID, OrgID: vm.OrgID, To: string(to), Message: msg, From: clusterfacts.EnterableFrom(to),
+		VMID: vm.VMID, OrgID: vm.OrgID, Role: storeRole(role), To: string(to), Message: msg, From: clusterfacts.EnterableFrom(to),
 		FromOnceReady: enterableOnceReady(to), InitialOnly: clusterfacts.InitialOnly(to), MarksReady: to == clusterfacts.Ready,
 	}
 }
 
-func advanceError(err error) error {
+func advanceError(err error, role clusterfacts.Role) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return apperr.NotFound.Detail("no control-plane node for this VM")
+		return apperr.NotFound.Detail("no " + roleNoun(role) + " for this VM")
 	}
 	return apperr.DatabaseUnavailable.Wrap(err)
+}
+
+// storeRole and roleNoun are a role as the store and errors spell it.
+func storeRole(role clusterfacts.Role) string {
+	if role == clusterfacts.Worker {
+		return store.RoleWorker
+	}
+	return store.RoleControlPlane
+}
+
+func roleNoun(role clusterfacts.Role) string {
+	if role == clusterfacts.Worker {
+		return "worker"
+	}
+	return "control-plane node"
 }
 
 // judge answers a move to phase to that the store found as out.
@@ -156,11 +185,11 @@ func refusal(current, to clusterfacts.Phase) error {
 // nil unless the node is pending. A VM that fetches again later (a reboot,
 // a re-run) is further along. The fetch sends it with its other writes, in
 // one round trip, and answers the outcome with FetchPhaseOutcome.
-func FetchPhase(vm auth.BootstrapVM, current clusterfacts.Phase) *store.PhaseChange {
+func FetchPhase(vm auth.BootstrapVM, role clusterfacts.Role, current clusterfacts.Phase) *store.PhaseChange {
 	if current != clusterfacts.Pending {
 		return nil
 	}
-	c := change(vm, clusterfacts.BundleFetched, "")
+	c := change(vm, role, clusterfacts.BundleFetched, "")
 	return &c
 }
 

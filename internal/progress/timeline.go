@@ -29,9 +29,10 @@ type Running struct {
 
 // Timeline is one node's bootstrap as recorded: its phase, when its
 // bootstrap opened, when it first reached each phase (store.Node's
-// PhaseTimes), its last report and whether it is its cluster's initial
-// node (the one with addons).
+// PhaseTimes), its last report, its role and whether it is its cluster's
+// initial node (the one with addons).
 type Timeline struct {
+	Role      clusterfacts.Role
 	Phase     clusterfacts.Phase
 	OpenedAt  time.Time
 	Reached   map[string]time.Time
@@ -82,7 +83,7 @@ func rankOf(p clusterfacts.Phase) int { return slices.Index(clusterfacts.Phases(
 // phase has no recorded time (moved before times were recorded) counts
 // from its last report, a pending one from its bootstrap's opening.
 func (t Timeline) Running() *Running {
-	next, ok := clusterfacts.Next(t.Phase, t.Initial)
+	next, ok := clusterfacts.Next(t.Phase, t.Role, t.Initial)
 	if !ok {
 		return nil
 	}

@@ -16,7 +16,7 @@ func at(s int) time.Time { return opened.Add(time.Duration(s) * time.Second) }
 // first) to its own; a skipped phase has no step; the running step starts
 // at the current phase.
 func TestTimelineSteps(t *testing.T) {
-	tl := Timeline{Phase: clusterfacts.EtcdStarted, OpenedAt: opened, UpdatedAt: at(60), Reached: map[string]time.Time{
+	tl := Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.EtcdStarted, OpenedAt: opened, UpdatedAt: at(60), Reached: map[string]time.Time{
 		"bundle_fetched": at(4), "etcd_started": at(50), // prerequisites_installed's report was lost
 		"no_such_phase": at(1),
 	}}
@@ -38,16 +38,16 @@ func TestTimelineRunning(t *testing.T) {
 		phase string // "" for none
 		since time.Time
 	}{
-		{"pending: fetching since the opening", Timeline{Phase: clusterfacts.Pending, OpenedAt: opened, UpdatedAt: at(9)},
+		{"pending: fetching since the opening", Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.Pending, OpenedAt: opened, UpdatedAt: at(9)},
 			"bundle_fetched", opened},
-		{"the initial node goes on to its addons", Timeline{Phase: clusterfacts.APIServerReady, OpenedAt: opened, Initial: true,
+		{"the initial node goes on to its addons", Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.APIServerReady, OpenedAt: opened, Initial: true,
 			Reached: map[string]time.Time{"apiserver_ready": at(70)}}, "addons_installed", at(70)},
-		{"another node is ready next", Timeline{Phase: clusterfacts.APIServerReady, OpenedAt: opened,
+		{"another node is ready next", Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.APIServerReady, OpenedAt: opened,
 			Reached: map[string]time.Time{"apiserver_ready": at(70)}}, "ready", at(70)},
-		{"no recorded time: since the last report", Timeline{Phase: clusterfacts.KubeletStarted, OpenedAt: opened, UpdatedAt: at(30)},
+		{"no recorded time: since the last report", Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.KubeletStarted, OpenedAt: opened, UpdatedAt: at(30)},
 			"apiserver_ready", at(30)},
-		{"ready: nothing runs", Timeline{Phase: clusterfacts.Ready, OpenedAt: opened}, "", time.Time{}},
-		{"failed: nothing runs", Timeline{Phase: clusterfacts.Failed, OpenedAt: opened}, "", time.Time{}},
+		{"ready: nothing runs", Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.Ready, OpenedAt: opened}, "", time.Time{}},
+		{"failed: nothing runs", Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.Failed, OpenedAt: opened}, "", time.Time{}},
 	} {
 		r := c.tl.Running()
 		switch {
@@ -63,7 +63,7 @@ func TestTimelineRunning(t *testing.T) {
 // step last less than nothing; a node that failed has its failure as its
 // last step.
 func TestTimelineNeverNegative(t *testing.T) {
-	tl := Timeline{Phase: clusterfacts.Failed, OpenedAt: at(5), Reached: map[string]time.Time{"bundle_fetched": at(4), "failed": at(9)}}
+	tl := Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.Failed, OpenedAt: at(5), Reached: map[string]time.Time{"bundle_fetched": at(4), "failed": at(9)}}
 	steps := tl.Steps()
 	if len(steps) != 2 || steps[0].Seconds != 0 || steps[1].Phase != clusterfacts.Failed || steps[1].Seconds != 5 {
 		t.Errorf("steps %+v", steps)

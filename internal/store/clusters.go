@@ -329,11 +329,13 @@ func (s *Store) TopologyForVM(ctx context.Context, vmID int64) (Topology, error)
 	return s.topology(ctx, vmID, RoleControlPlane, `n.kube_cluster_id = `+clusterOfVM("$3")+` AND n.role = $3`)
 }
 
-// WorkerForVM loads the cluster of the worker whose VM is vmID and that
-// worker alone (Topology.Nodes holds it), in one round trip; ErrNotFound
-// when vmID is no worker's.
+// WorkerForVM loads the cluster of the worker whose VM is vmID, that
+// worker and the cluster's control-plane nodes (a worker's bundle routes
+// their pod subnets), in one round trip; ErrNotFound when vmID is no
+// worker's. Only the worker's own stored identities are loaded.
 func (s *Store) WorkerForVM(ctx context.Context, vmID int64) (Topology, error) {
-	return s.topology(ctx, vmID, RoleWorker, `n.vm_id = $1 AND n.role = $3`)
+	return s.topology(ctx, vmID, RoleWorker, `(n.vm_id = $1 AND n.role = $3) OR
+		(n.kube_cluster_id = `+clusterOfVM("$3")+` AND n.role = '`+RoleControlPlane+`')`)
 }
 
 // topology loads the cluster whose node of role has the VM vmID and the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# exk8s bootstrap shim. k8sapi renders it when the cluster is founded and
-# passes it to the VM as userdata. It proves who this VM is (IMDS session
-# token + access token), fetches this node's bundle, writes every file with
+# exk8s bootstrap shim. k8sapi renders it when the cluster is founded (a
+# worker's when its pool adds it) and passes it to the VM as userdata. It
+# proves who this VM is (IMDS session token + access token), fetches this
+# node's bundle (a control-plane node's), writes every file with
 # the mode the bundle names, and hands over to the bundle's scripts. If a
 # step fails, it reports failed to k8sapi with the step and the tail of its
 # log (the scripts report their own phases); a report proves who the VM is
@@ -138,15 +139,16 @@ call() {
   retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "${target[@]}"
 }
 
-# vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL and
+# vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL,
 # K8SAPI_PROTO, the protocols curl may use towards k8sapi (https only,
-# redirects included, unless the shim was rendered for a local run). What
-# the environment says wins (EXC_IMDS_BASE_URL, EXK8S_BOOTSTRAP_BASE_URL,
-# EXK8S_CURL_PROTO); progress.env fills in the rest, leaving the
-# environment as it is.
+# redirects included, unless the shim was rendered for a local run), and
+# STATUS_ROUTE, the route its role reports to (status; a worker's
+# worker_status). What the environment says wins (EXC_IMDS_BASE_URL,
+# EXK8S_BOOTSTRAP_BASE_URL, EXK8S_CURL_PROTO, EXK8S_STATUS_ROUTE);
+# progress.env fills in the rest, leaving the environment as it is.
 vm_settings() {
-  local imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
-  local EXC_IMDS_BASE_URL="" EXK8S_BOOTSTRAP_BASE_URL="" EXK8S_CURL_PROTO=""
+  local imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}" route="${EXK8S_STATUS_ROUTE:-}"
+  local EXC_IMDS_BASE_URL="" EXK8S_BOOTSTRAP_BASE_URL="" EXK8S_CURL_PROTO="" EXK8S_STATUS_ROUTE=""
   if [[ -r "$PROGRESS_ENV" ]]; then
     # shellcheck source=/dev/null
     . "$PROGRESS_ENV" || return 1
@@ -155,12 +157,13 @@ vm_settings() {
   K8SAPI_BASE_URL="${base:-$EXK8S_BOOTSTRAP_BASE_URL}"
   K8SAPI_BASE_URL="${K8SAPI_BASE_URL%/}"
   K8SAPI_PROTO="${proto:-${EXK8S_CURL_PROTO:-=https}}"
+  STATUS_ROUTE="${route:-${EXK8S_STATUS_ROUTE:-status}}"
 }
 
 # save_vm_settings: vm_settings into progress.env, for the scripts.
 save_vm_settings() {
-  write_file "$PROGRESS_ENV" 0600 printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' \
-    "$IMDS_BASE_URL" "$K8SAPI_BASE_URL" "$K8SAPI_PROTO"
+  write_file "$PROGRESS_ENV" 0600 printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\nEXK8S_STATUS_ROUTE=%q\n' \
+    "$IMDS_BASE_URL" "$K8SAPI_BASE_URL" "$K8SAPI_PROTO" "$STATUS_ROUTE"
 }
 
 # imds_session WORK KIND: an IMDS session token (a KIND call), as curl's
@@ -211,6 +214,7 @@ k8sapi_path() {
     etcd_restore) path='/bootstrap/control-plane/{vm_id}/etcd-restore' ;;
     worker_bundle) path='/bootstrap/worker/{vm_id}' ;;
     worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
+    worker_status) path='/bootstrap/worker/{vm_id}/status' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"
@@ -234,7 +238,7 @@ progress_send() {
   trap 'rm -rf "$work"' EXIT
   vm_proofs "$work" || return 1
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
-  k8sapi_call report status "$work" /dev/null -X POST -H 'Content-Type: application/json' --data-binary "@$work/status.json"
+  k8sapi_call report "$STATUS_ROUTE" "$work" /dev/null -X POST -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 
 # progress_report PHASE [MESSAGE]: report PHASE; never fails.
@@ -319,8 +323,10 @@ EXK8S_CURL_PROTO="=https"
 if [[ "$DEFAULT_BOOTSTRAP_BASE_URL" == http://* ]]; then
   EXK8S_CURL_PROTO="=http,https"
 fi
+# A control-plane node reports to its role's status route.
 export EXC_IMDS_BASE_URL="${EXC_IMDS_BASE_URL:-$IMDS_DEFAULT_BASE_URL}" EXK8S_CURL_PROTO \
-  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}"
+  EXK8S_BOOTSTRAP_BASE_URL="${EXK8S_BOOTSTRAP_BASE_URL:-$DEFAULT_BOOTSTRAP_BASE_URL}" \
+  EXK8S_STATUS_ROUTE=status
 vm_settings
 if [[ "$K8SAPI_PROTO" == "=https" && "$K8SAPI_BASE_URL" != https://* ]]; then
   # Said at once, not retried for ten minutes: curl would refuse it anyway.
@@ -349,8 +355,7 @@ k8sapi_call boot bundle "$WORK" "$BUNDLE" || die "cannot fetch the bootstrap bun
 jq -e '(.files | type == "object") and (.files | all(.[]; type == "string")) and ((.file_modes // {}) | type == "object")' \
   "$BUNDLE" >/dev/null || die "bundle is not a JSON object of files"
 
-# The only directories a bundle may write into: what a control-plane node's
-# files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
+# The only directories a bundle may write into: what a node's files are. Anything else (a unit elsewhere, /root/.ssh, /etc/sudoers.d)
 # is refused before a single file is written.
 ALLOWED_DIRS=(/etc/exk8s/ /etc/kubernetes/ /etc/systemd/system/ /etc/cni/net.d/ /usr/local/bin/ /var/lib/kubelet/)
 

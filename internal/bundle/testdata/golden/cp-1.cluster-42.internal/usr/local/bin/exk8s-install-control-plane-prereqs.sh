@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm]
+# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
 #
-# Prepares a control-plane host: OS packages, kernel settings, containerd,
-# runc and the CNI plugins from their release artifacts (configured here),
-# the kubelet, kubectl and etcd binaries, and helm when the cluster's CNI is
-# Cilium (the addons script installs Cilium with it; a bridge CNI cluster
-# has no use for helm and never downloads it). Every download is checked
+# Prepares a host: OS packages, kernel settings, containerd, runc and the
+# CNI plugins from their release artifacts (configured here), the kubelet
+# and kubectl binaries; on a control-plane host etcd too, and helm when the
+# cluster's CNI is Cilium (the addons script installs Cilium with it; a
+# bridge CNI cluster has no use for helm and never downloads it). A
+# worker's bundle renders it without etcd and helm. Every download is checked
 # against the SHA-256 pinned in /etc/exk8s/config/artifacts.sha256 (the
 # cluster's artifact manifest, recorded at founding). A download pinned
 # nowhere is refused, unless cluster.env allows the published-digest
@@ -13,8 +14,8 @@
 # the artifact is trusted. A mismatch stops the bootstrap.
 # Download bases and versions are k8sapi's configuration (cluster.env shows
 # them), so pointing them at a mirror is all an air-gapped install needs.
-# A full run reports
-# prerequisites_installed to k8sapi (or failed, with the step).
+# A full run on a control-plane host reports prerequisites_installed to
+# k8sapi (or failed, with the step); a worker has no such phase.
 #
 # Sourced instead of run (the tests), it only defines its functions.
 set -euo pipefail
@@ -161,7 +162,8 @@ download_all() {
 }
 
 # host_artifacts: what this host downloads: the container runtime, the
-# kubelet, kubectl and etcd, and helm for a Cilium cluster.
+# kubelet and kubectl; a control-plane host's etcd, and helm for a Cilium
+# cluster.
 host_artifacts() {
   echo containerd runc cni-plugins kubelet kubectl etcd
   if [[ "$CNI" == cilium ]]; then

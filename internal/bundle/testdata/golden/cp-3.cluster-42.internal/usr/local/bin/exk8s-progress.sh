@@ -156,15 +156,16 @@ call() {
   retry "$attempts" "$interval" curl -fsS "${limits[@]}" "$@" -o "$out" "${target[@]}"
 }
 
-# vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL and
+# vm_settings: where this VM's calls go: IMDS_BASE_URL, K8SAPI_BASE_URL,
 # K8SAPI_PROTO, the protocols curl may use towards k8sapi (https only,
-# redirects included, unless the shim was rendered for a local run). What
-# the environment says wins (EXC_IMDS_BASE_URL, EXK8S_BOOTSTRAP_BASE_URL,
-# EXK8S_CURL_PROTO); progress.env fills in the rest, leaving the
-# environment as it is.
+# redirects included, unless the shim was rendered for a local run), and
+# STATUS_ROUTE, the route its role reports to (status; a worker's
+# worker_status). What the environment says wins (EXC_IMDS_BASE_URL,
+# EXK8S_BOOTSTRAP_BASE_URL, EXK8S_CURL_PROTO, EXK8S_STATUS_ROUTE);
+# progress.env fills in the rest, leaving the environment as it is.
 vm_settings() {
-  local imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}"
-  local EXC_IMDS_BASE_URL="" EXK8S_BOOTSTRAP_BASE_URL="" EXK8S_CURL_PROTO=""
+  local imds="${EXC_IMDS_BASE_URL:-}" base="${EXK8S_BOOTSTRAP_BASE_URL:-}" proto="${EXK8S_CURL_PROTO:-}" route="${EXK8S_STATUS_ROUTE:-}"
+  local EXC_IMDS_BASE_URL="" EXK8S_BOOTSTRAP_BASE_URL="" EXK8S_CURL_PROTO="" EXK8S_STATUS_ROUTE=""
   if [[ -r "$PROGRESS_ENV" ]]; then
     # shellcheck source=/dev/null
     . "$PROGRESS_ENV" || return 1
@@ -173,12 +174,13 @@ vm_settings() {
   K8SAPI_BASE_URL="${base:-$EXK8S_BOOTSTRAP_BASE_URL}"
   K8SAPI_BASE_URL="${K8SAPI_BASE_URL%/}"
   K8SAPI_PROTO="${proto:-${EXK8S_CURL_PROTO:-=https}}"
+  STATUS_ROUTE="${route:-${EXK8S_STATUS_ROUTE:-status}}"
 }
 
 # save_vm_settings: vm_settings into progress.env, for the scripts.
 save_vm_settings() {
-  write_file "$PROGRESS_ENV" 0600 printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\n' \
-    "$IMDS_BASE_URL" "$K8SAPI_BASE_URL" "$K8SAPI_PROTO"
+  write_file "$PROGRESS_ENV" 0600 printf 'EXC_IMDS_BASE_URL=%q\nEXK8S_BOOTSTRAP_BASE_URL=%q\nEXK8S_CURL_PROTO=%q\nEXK8S_STATUS_ROUTE=%q\n' \
+    "$IMDS_BASE_URL" "$K8SAPI_BASE_URL" "$K8SAPI_PROTO" "$STATUS_ROUTE"
 }
 
 # imds_session WORK KIND: an IMDS session token (a KIND call), as curl's
@@ -229,6 +231,7 @@ k8sapi_path() {
     etcd_restore) path='/bootstrap/control-plane/{vm_id}/etcd-restore' ;;
     worker_bundle) path='/bootstrap/worker/{vm_id}' ;;
     worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
+    worker_status) path='/bootstrap/worker/{vm_id}/status' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"
@@ -252,7 +255,7 @@ progress_send() {
   trap 'rm -rf "$work"' EXIT
   vm_proofs "$work" || return 1
   jq -n --arg phase "$1" --arg message "$2" '{phase: $phase, message: $message}' >"$work/status.json" || return 1
-  k8sapi_call report status "$work" /dev/null -X POST -H 'Content-Type: application/json' --data-binary "@$work/status.json"
+  k8sapi_call report "$STATUS_ROUTE" "$work" /dev/null -X POST -H 'Content-Type: application/json' --data-binary "@$work/status.json"
 }
 
 # progress_report PHASE [MESSAGE]: report PHASE; never fails.
@@ -320,6 +323,23 @@ progress_begin() {
   trap 'progress_exit $?' EXIT
 }
 # --- end of the exk8s shell library ---
+
+# For the bootstrap scripts of every role (not the shim, which has no
+# kubelet yet):
+
+# configure_kubelet_resolv_conf DROPIN_DIR: on a systemd-resolved host
+# /etc/resolv.conf names the local stub (127.0.0.53), which pods cannot
+# reach and CoreDNS would forward to itself through: the kubelet hands pods
+# the upstream servers instead, as kubeadm does (a drop-in in DROPIN_DIR).
+configure_kubelet_resolv_conf() {
+  local dropin="${1}/10-resolv-conf.conf"
+  if systemctl is-active --quiet systemd-resolved && [[ -s /run/systemd/resolve/resolv.conf ]]; then
+    printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: /run/systemd/resolve/resolv.conf\n' >"$dropin"
+    log "systemd-resolved is active: the kubelet uses /run/systemd/resolve/resolv.conf"
+  else
+    rm -f "$dropin"
+  fi
+}
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -uo pipefail

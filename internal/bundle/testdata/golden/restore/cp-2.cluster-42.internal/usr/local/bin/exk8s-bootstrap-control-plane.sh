@@ -27,20 +27,6 @@ mkdir -p /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s "$KUBELET_DRO
 mkdir -p /var/lib/etcd
 chmod 0700 /var/lib/etcd
 
-# On a systemd-resolved host /etc/resolv.conf names the local stub
-# (127.0.0.53), which pods cannot reach and CoreDNS would forward to
-# itself through: the kubelet hands pods the upstream servers instead, as
-# kubeadm does.
-configure_kubelet_resolv_conf() {
-  local dropin="${KUBELET_DROPIN_DIR}/10-resolv-conf.conf"
-  if systemctl is-active --quiet systemd-resolved && [[ -s /run/systemd/resolve/resolv.conf ]]; then
-    printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: /run/systemd/resolve/resolv.conf\n' >"$dropin"
-    log "systemd-resolved is active: the kubelet uses /run/systemd/resolve/resolv.conf"
-  else
-    rm -f "$dropin"
-  fi
-}
-
 # pull_ahead: every image this node runs, one at a time in the order it
 # needs them (the sandbox's and the API server's first, the addons' last),
 # while etcd finds its quorum: the addons' pods then start without a pull.
@@ -57,7 +43,7 @@ pull_ahead() {
 }
 
 step "configuring the kubelet's resolv.conf"
-configure_kubelet_resolv_conf
+configure_kubelet_resolv_conf "$KUBELET_DROPIN_DIR"
 
 # A restored cluster's etcd starts from the snapshot it was restored from:
 # the restore fills the data directory once, before etcd is even enabled
