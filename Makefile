@@ -59,7 +59,10 @@ lint:
 test:
 	@scripts/dev-prerequisites.sh test
 	$(MAKE) lint
-	$(GO) test -count=1 ./...
+	# -timeout: the bundle's script tests install whole nodes into temporary
+	# roots; on a busy two-core machine the package has needed 16 minutes,
+	# past go test's default of 10.
+	$(GO) test -count=1 -timeout 30m ./...
 	.ci/check-lambda-builds
 	$(MAKE) e2e
 

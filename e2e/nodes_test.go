@@ -138,6 +138,7 @@ func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
 	p.svc = serveServices(t, p.r, p.st, p.network, image, roots, mirrorDir)
 	p.c = bootCluster(t, p.r, image, p.network, p.vms, p.svc)
 	p.tl.setUpEnds()
+	p.c.applyProbeEarly(t)
 	t.Cleanup(p.c.saveJournals)
 	p.c.waitUserdata(t, p.tl)
 	p.c.waitBootstrapReady(t, p.st, p.cl.ClusterID, p.tl)

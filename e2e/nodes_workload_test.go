@@ -51,12 +51,9 @@ type probePod struct{ name, node, ip string }
 // returns what held, for the summary line.
 func (c *machineCluster) checkWorkloads(t *testing.T, svc services, tl *timeline) []string {
 	t.Helper()
-	if err := c.writeInMachine(0, "/root/probe.yaml", []byte(probeManifest())); err != nil {
-		fatal(t, err)
-	}
 	eventually(t, c.r, "the probe on every node", nil, 3*time.Minute, func(ctx context.Context) (string, error) {
-		if out, err := c.kubectl(ctx, "apply", "-f", "/root/probe.yaml"); err != nil {
-			return "", fmt.Errorf("%v: %s", err, out)
+		if err := c.applyProbe(ctx); err != nil {
+			return "", err
 		}
 		out, err := c.kubectl(ctx, "rollout", "status", "daemonset/probe", "--timeout=8s")
 		if err != nil || !strings.Contains(string(out), "successfully rolled out") {
@@ -80,6 +77,46 @@ func (c *machineCluster) checkWorkloads(t *testing.T, svc services, tl *timeline
 	tl.mark("workloads reachable")
 	return []string{"static pods, kube-proxy and CoreDNS ready", "pod-to-pod across nodes, Service VIP and DNS",
 		"kubectl logs and exec", "pods cannot reach IMDS, nodes can"}
+}
+
+// applyProbeEarly applies the probe workload from the moment the machines
+// boot, retrying until the initial node's API server takes it, while the
+// rest of the cluster comes up: as a user's pipeline that applies its
+// workloads as soon as the API answers would. The probe's pods then start
+// as soon as their nodes are Ready, not after every check of the bring-up;
+// checkWorkloads applies it again (no change) and waits for it.
+func (c *machineCluster) applyProbeEarly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for !c.applyProbeWithin(ctx, 10*time.Second) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// applyProbeWithin is one bounded attempt of applyProbe.
+func (c *machineCluster) applyProbeWithin(ctx context.Context, limit time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return c.applyProbe(ctx) == nil
+}
+
+// applyProbe writes the probe's manifest on the initial node and applies it.
+func (c *machineCluster) applyProbe(ctx context.Context) error {
+	if err := c.writeInMachine(0, "/root/probe.yaml", []byte(probeManifest())); err != nil {
+		return err
+	}
+	if out, err := c.kubectl(ctx, "apply", "-f", "/root/probe.yaml"); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
 }
 
 // probePods lists the probe pods, one per node, the initial node's first.
