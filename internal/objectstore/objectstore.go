@@ -51,8 +51,8 @@ type Bucket struct {
 	// endpoint k8sapi uses, which is right wherever nodes reach the store
 	// as the functions do (S3 in AWS).
 	NodeEndpoint string
-	HTTP *http.Client // nil: a client with a 10 s timeout
-	Now  func() time.Time
+	HTTP         *http.Client // nil: a client with a 10 s timeout
+	Now          func() time.Time
 }
 
 // ObjectURL is the URL of key (key's characters are the snapshot keys':
