@@ -22,9 +22,11 @@ func restoredCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
 }
 
 // restoreFiles are the files a restored cluster renders differently: the
-// bootstrap script, which runs the restore before etcd first starts, and
-// the restore script (etcd.service is the same as any founding node's).
-var restoreFiles = []string{"etc/systemd/system/etcd.service", "usr/local/bin/exk8s-bootstrap-control-plane.sh", "usr/local/bin/exk8s-etcd-restore.sh"}
+// bootstrap script, which runs the restore before etcd first starts, the
+// restore script, and the addons script, which removes the old cluster's
+// Nodes (etcd.service is the same as any founding node's).
+var restoreFiles = []string{"etc/systemd/system/etcd.service", "usr/local/bin/exk8s-bootstrap-control-plane.sh", "usr/local/bin/exk8s-etcd-restore.sh",
+	"usr/local/bin/exk8s-install-cluster-addons.sh"}
 
 // TestGoldenRestore: a restored cluster's node restores its member from
 // the snapshot before etcd starts, as a member of the cluster etcd.service
