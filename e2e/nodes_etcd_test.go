@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,9 +132,10 @@ type replacement struct {
 // Ready, and k8sapi deletes the old VM.
 func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	t.Helper()
-	c, old := p.c, p.c.vms[i]
+	c, old, oldNS := p.c, p.c.vms[i], p.c.machines[i].NS
 	c.logEtcdStatus(t)
 	w := c.startWriter("replace-write")
+	t.Cleanup(func() { w.finish() })
 	t.Logf("stopping %s (VM %d) for good: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
 	var rep replacement
 	decode(t, apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, old.id), "", http.StatusAccepted), &rep)
@@ -150,6 +152,9 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	eventually(t, c.r, fmt.Sprintf("replacement %d done, VM %d deleted by k8sapi", rep.ID, old.id), nil, 3*time.Minute,
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
 	writes, failed := w.finish()
+	if err := p.network.Unplug(oldNS); err != nil { // the old VM's address is free again
+		fatal(t, err)
+	}
 	if len(failed) > 0 {
 		fatalf(t, "%d of %d writes during the replacement failed (etcd quorum lost?):\n%s", len(failed), writes, strings.Join(failed, "\n"))
 	}
@@ -277,6 +282,7 @@ func (c *machineCluster) logEtcdStatus(t *testing.T) {
 // every second until it is finished: each write needs etcd's quorum.
 type quorumWriter struct {
 	stop, done chan struct{}
+	once       sync.Once
 	writes     int
 	failed     []string
 }
@@ -306,7 +312,7 @@ func (c *machineCluster) startWriter(prefix string) *quorumWriter {
 // finish stops the writer and says how many writes it made and which
 // failed.
 func (w *quorumWriter) finish() (int, []string) {
-	close(w.stop)
+	w.once.Do(func() { close(w.stop) })
 	<-w.done
 	return w.writes, w.failed
 }

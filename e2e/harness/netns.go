@@ -149,6 +149,16 @@ func (n *Network) AddNode(addr netip.Prefix) (NodeNet, error) {
 	return node, nil
 }
 
+// Unplug removes a node's namespace, as the platform frees a deleted VM's
+// address (it may be given to the next VM): nothing may still run in it.
+// Delete skips it later.
+func (n *Network) Unplug(ns string) error {
+	if !nsExists(ns) {
+		return nil
+	}
+	return ip("netns", "del", ns)
+}
+
 func lastHost(p netip.Prefix) netip.Addr {
 	a := p.Addr().As4()
 	bits := p.Bits()
