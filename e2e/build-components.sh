@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real control-plane components the end-to-end proof boots:
-#   etcd, etcdctl            from go.etcd.io/etcd/server/v3 (etcdmain) and
-#                            go.etcd.io/etcd/etcdctl/v3 (ctlv3)
+#   etcd, etcdctl, etcdutl   from go.etcd.io/etcd/server/v3 (etcdmain),
+#                            go.etcd.io/etcd/etcdctl/v3 (ctlv3) and
+#                            go.etcd.io/etcd/etcdutl/v3 (etcdutl)
 #   pause                    the project's own pod sandbox process
 #   kube-apiserver,
 #   kube-controller-manager,
@@ -125,7 +126,7 @@ control-plane | nodes | conformance) ;;
 	;;
 esac
 
-build_module etcd "$etcd_ldflags" etcd etcdctl
+build_module etcd "$etcd_ldflags" etcd etcdctl etcdutl
 build_module kube "$kube_ldflags" kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 
 report_versions() {

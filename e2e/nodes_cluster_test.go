@@ -15,7 +15,7 @@ import (
 
 // nodeJournals are the units whose journals each node keeps in the run's
 // log folder (n<i>_<unit>.journal), pass or fail.
-var nodeJournals = []string{"cloud-init-standin", "containerd", "etcd", "kubelet", "exk8s-imds-guard", "exk8s-pod-network"}
+var nodeJournals = []string{"cloud-init-standin", "containerd", "etcd", "kubelet", "exk8s-imds-guard", "exk8s-pod-network", "exk8s-etcd-snapshot"}
 
 const adminKubeconfig = "/etc/exk8s/kubeconfig/admin.kubeconfig"
 
@@ -26,9 +26,7 @@ type machineCluster struct {
 	vms      []vm
 }
 
-// bootCluster boots each VM as a machine whose cloud-init seed carries
-// the userdata k8sapi gave it, and the endpoints as the node network
-// sees them.
+// bootCluster boots each VM as a machine (bootVM).
 func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Network, vms []vm, svc services) *machineCluster {
 	t.Helper()
 	c := &machineCluster{r: r, vms: vms}
@@ -43,19 +41,26 @@ func bootCluster(t *testing.T, r *harness.Run, image string, network *harness.Ne
 		t.Logf("host inotify limits raised for the machines' shared budget: %s", strings.Join(set, ", "))
 	}
 	for i, v := range vms {
-		name := fmt.Sprintf("n%d", i+1)
-		seed := harness.Seed{InstanceID: fmt.Sprintf("vm-%d", v.id), Hostname: fmt.Sprintf("vm-%d", v.id),
-			UserData: []byte(v.userdata), Env: map[string]string{
-				"EXC_IMDS_BASE_URL":        fmt.Sprintf("%s/imds/%d", svc.simURL, v.id),
-				"EXK8S_BOOTSTRAP_BASE_URL": svc.apiURL,
-			}}
-		m, err := harness.BootMachine(r, name, image, network.Nodes[i].NS, filepath.Join(r.WorkDir, name), seed)
-		if err != nil {
-			fatal(t, err)
-		}
-		c.machines = append(c.machines, m)
+		c.machines = append(c.machines, bootVM(t, r, image, network.Nodes[i].NS, fmt.Sprintf("n%d", i+1), v, svc))
 	}
 	return c
+}
+
+// bootVM boots one VM as machine name in namespace ns, its cloud-init
+// seed carrying the userdata k8sapi gave it and the endpoints as the node
+// network sees them.
+func bootVM(t *testing.T, r *harness.Run, image, ns, name string, v vm, svc services) *harness.Machine {
+	t.Helper()
+	seed := harness.Seed{InstanceID: fmt.Sprintf("vm-%d", v.id), Hostname: fmt.Sprintf("vm-%d", v.id),
+		UserData: []byte(v.userdata), Env: map[string]string{
+			"EXC_IMDS_BASE_URL":        fmt.Sprintf("%s/imds/%d", svc.simURL, v.id),
+			"EXK8S_BOOTSTRAP_BASE_URL": svc.apiURL,
+		}}
+	m, err := harness.BootMachine(r, name, image, ns, filepath.Join(r.WorkDir, name), seed)
+	if err != nil {
+		fatal(t, err)
+	}
+	return m
 }
 
 // initial is the initial control-plane node (the lowest ordinal: the
@@ -83,20 +88,27 @@ func (c *machineCluster) kubectlJSON(ctx context.Context, v any, args ...string)
 func (c *machineCluster) waitUserdata(t *testing.T, tl *timeline) {
 	t.Helper()
 	for i, m := range c.machines {
-		eventually(t, c.r, fmt.Sprintf("userdata finished on %s", m.Name), []string{m.Name + "/console"}, 25*time.Minute, func(ctx context.Context) (string, error) {
-			out, _ := m.Exec(ctx, "systemctl", "is-active", "cloud-init-standin.service")
-			switch state := strings.TrimSpace(string(out)); state {
-			case "active":
-				return "active", nil
-			case "failed":
-				fatalf(t, "the userdata failed on %s:\n%s", m.Name, c.journalTail(ctx, m, "cloud-init-standin", 40))
-			default:
-				return "", fmt.Errorf("cloud-init-standin is %q", state)
-			}
-			return "", nil
-		})
+		c.waitMachineUserdata(t, m)
 		tl.mark(fmt.Sprintf("userdata finished on node %d", i+1))
 	}
+}
+
+// waitMachineUserdata waits until m's cloud-init stand-in finished the
+// userdata; a failed userdata fails at once with its tail.
+func (c *machineCluster) waitMachineUserdata(t *testing.T, m *harness.Machine) {
+	t.Helper()
+	eventually(t, c.r, fmt.Sprintf("userdata finished on %s", m.Name), []string{m.Name + "/console"}, 25*time.Minute, func(ctx context.Context) (string, error) {
+		out, _ := m.Exec(ctx, "systemctl", "is-active", "cloud-init-standin.service")
+		switch state := strings.TrimSpace(string(out)); state {
+		case "active":
+			return "active", nil
+		case "failed":
+			fatalf(t, "the userdata failed on %s:\n%s", m.Name, c.journalTail(ctx, m, "cloud-init-standin", 40))
+		default:
+			return "", fmt.Errorf("cloud-init-standin is %q", state)
+		}
+		return "", nil
+	})
 }
 
 // waitBootstrapReady: k8sapi's own view (GET /clusters/{id}) reaches

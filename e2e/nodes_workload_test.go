@@ -241,6 +241,12 @@ func (c *machineCluster) rebootedAndReady(ctx context.Context, i int, before int
 	if err != nil || leader == before {
 		return "", fmt.Errorf("not rebooted yet (PID 1 %d, %v)", leader, err)
 	}
+	return c.readySince(ctx, i, since)
+}
+
+// readySince: the Node at machine i's address is Ready, as its kubelet
+// reported at since or later.
+func (c *machineCluster) readySince(ctx context.Context, i int, since time.Time) (string, error) {
 	var nodes kubeList
 	if err := c.kubectlJSON(ctx, &nodes, "get", "nodes"); err != nil {
 		return "", err
@@ -258,17 +264,28 @@ func (c *machineCluster) rebootedAndReady(ctx context.Context, i int, before int
 
 // etcdHealthy asks every member over mutual TLS, from the initial node.
 func (c *machineCluster) etcdHealthy(ctx context.Context) (string, error) {
-	var endpoints []string
-	for _, v := range c.vms {
-		endpoints = append(endpoints, "https://"+v.addr.Addr().String()+":2379")
-	}
-	out, err := c.initial().Exec(ctx, "etcdctl", "--endpoints="+strings.Join(endpoints, ","),
-		"--cacert=/etc/exk8s/pki/etcd-ca.pem", "--cert=/etc/exk8s/pki/apiserver-etcd-client.pem",
-		"--key=/etc/exk8s/pki/apiserver-etcd-client-key.pem", "endpoint", "health")
+	out, err := c.etcdctl(ctx, c.etcdEndpoints(), "endpoint", "health")
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d members healthy", strings.Count(string(out), "is healthy")), nil
+}
+
+// etcdEndpoints is every member's client URL.
+func (c *machineCluster) etcdEndpoints() string {
+	var endpoints []string
+	for _, v := range c.vms {
+		endpoints = append(endpoints, "https://"+v.addr.Addr().String()+":2379")
+	}
+	return strings.Join(endpoints, ",")
+}
+
+// etcdctl runs etcdctl on the initial node against endpoints, as the API
+// server's etcd client.
+func (c *machineCluster) etcdctl(ctx context.Context, endpoints string, args ...string) ([]byte, error) {
+	return c.initial().Exec(ctx, append([]string{"etcdctl", "--endpoints=" + endpoints,
+		"--cacert=/etc/exk8s/pki/etcd-ca.pem", "--cert=/etc/exk8s/pki/apiserver-etcd-client.pem",
+		"--key=/etc/exk8s/pki/apiserver-etcd-client-key.pem"}, args...)...)
 }
 
 // lastLine is the last non-empty line of a command's output.

@@ -225,26 +225,46 @@ func (b bootstrap) steps() string {
 	return lines.String()
 }
 
-// getBootstrap reads the cluster's bootstrap progress as an operator does.
-func getBootstrap(st stack, id int64) (bootstrap, error) {
-	var c struct {
-		Bootstrap bootstrap `json:"bootstrap"`
-	}
+// clusterView is the part of GET /clusters/{id} the proofs read.
+type clusterView struct {
+	ControlPlaneVMIDs []int64 `json:"control_plane_vm_ids"`
+	Nodes             []struct {
+		VMID     int64  `json:"vm_id"`
+		Name     string `json:"name"`
+		IPv4     string `json:"ipv4"`
+		Retiring bool   `json:"retiring"`
+	} `json:"nodes"`
+	RestoredFromSnapshotID *int64    `json:"restored_from_snapshot_id"`
+	Bootstrap              bootstrap `json:"bootstrap"`
+}
+
+// getCluster reads the cluster as an operator does.
+func getCluster(st stack, id int64) (clusterView, error) {
+	var c clusterView
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/clusters/%d", st.env["API_URL"], id), nil)
 	if err != nil {
-		return c.Bootstrap, err
+		return c, err
 	}
 	req.Header.Set("Authorization", "Bearer "+st.env["DEV_TOKEN"])
 	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
 	if err != nil {
-		return c.Bootstrap, fmt.Errorf("GET /clusters/%d: %w", id, err)
+		return c, fmt.Errorf("GET /clusters/%d: %w", id, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &c) != nil || len(c.Bootstrap.Nodes) == 0 {
-		return c.Bootstrap, fmt.Errorf("GET /clusters/%d: %d %s", id, resp.StatusCode, raw)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &c) != nil {
+		return c, fmt.Errorf("GET /clusters/%d: %d %s", id, resp.StatusCode, raw)
 	}
-	return c.Bootstrap, nil
+	return c, nil
+}
+
+// getBootstrap reads the cluster's bootstrap progress as an operator does.
+func getBootstrap(st stack, id int64) (bootstrap, error) {
+	c, err := getCluster(st, id)
+	if err == nil && len(c.Bootstrap.Nodes) == 0 {
+		err = fmt.Errorf("GET /clusters/%d: no node's bootstrap", id)
+	}
+	return c.Bootstrap, err
 }
 
 // checkBootstrapPhase: GET /clusters/{id} reports every node in phase

@@ -38,6 +38,30 @@ fi
 
 step "waiting for the API server to be ready"
 retry 600 1 readyz || die "API server not ready after 10 minutes"
+{{- if .EtcdRestore }}
+
+# A restored cluster's keyspace holds the Nodes of the cluster its snapshot
+# was taken from. Their machines belong to that cluster and never report
+# here, so the rollouts below would wait on their DaemonSet pods until they
+# time out. Every Node not named for this cluster goes (the controller
+# manager then collects the pods bound to them); this cluster's own nodes,
+# named *.<this node's domain>, stay.
+NODE_DOMAIN={{ shq .Node.Name }}
+NODE_DOMAIN="${NODE_DOMAIN#*.}"
+old_cluster_nodes() {
+  local names name
+  names="$(kubectl get nodes -o jsonpath='{.items[*].metadata.name}')" || return 1
+  for name in $names; do
+    [[ "$name" == *".${NODE_DOMAIN}" ]] || echo "$name"
+  done
+}
+step "removing the Nodes of the cluster the snapshot was taken from"
+old_nodes="$(retry 25 2 old_cluster_nodes)" || die "cannot list the Nodes"
+for name in $old_nodes; do
+  retry 25 2 kubectl delete node "$name" --ignore-not-found --wait=false >&2 || die "cannot remove the old cluster's Node ${name}"
+  log "removed ${name}: a Node of the cluster the snapshot was taken from"
+done
+{{- end }}
 
 step "applying the control-plane RBAC"
 retry 25 2 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"

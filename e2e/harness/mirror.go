@@ -49,7 +49,7 @@ func mirrorArtifacts(v MirrorVersions) []mirrorArtifact {
 	cniFile := fmt.Sprintf("cni-plugins-linux-%s-%s.tgz", v.Arch, v.CNIPlugins)
 	return append(out,
 		mirrorArtifact{path: "etcd/" + v.Etcd + "/" + etcdFile, pin: etcdFile, sumsPath: "etcd/" + v.Etcd + "/SHA256SUMS",
-			sumsEntry: etcdFile, make: tarGz(strings.TrimSuffix(etcdFile, ".tar.gz")+"/", "etcd", "etcdctl")},
+			sumsEntry: etcdFile, make: tarGz(strings.TrimSuffix(etcdFile, ".tar.gz")+"/", "etcd", "etcdctl", "etcdutl")},
 		mirrorArtifact{path: "containerd/" + v.Containerd + "/" + containerdFile, pin: containerdFile,
 			sumsPath: "containerd/" + v.Containerd + "/" + containerdFile + ".sha256sum", sumsEntry: containerdFile,
 			make: tarGz("bin/", "containerd", "containerd-shim-runc-v2", "ctr")},

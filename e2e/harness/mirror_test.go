@@ -14,7 +14,7 @@ import (
 
 func TestBuildMirrorLaysOutUpstreamReleases(t *testing.T) {
 	bin := t.TempDir()
-	for _, b := range []string{"kubelet", "kubectl", "etcd", "etcdctl", "containerd", "containerd-shim-runc-v2", "ctr",
+	for _, b := range []string{"kubelet", "kubectl", "etcd", "etcdctl", "etcdutl", "containerd", "containerd-shim-runc-v2", "ctr",
 		"runc", "bridge", "host-local", "loopback", "portmap", "firewall"} {
 		if err := os.WriteFile(filepath.Join(bin, b), []byte("binary "+b), 0o755); err != nil {
 			t.Fatal(err)
@@ -63,7 +63,7 @@ func TestBuildMirrorLaysOutUpstreamReleases(t *testing.T) {
 		}
 	}
 	if got := tarNames(t, filepath.Join(dir, want["etcd-v3.6.16-linux-amd64.tar.gz"])); !slices.Equal(got,
-		[]string{"etcd-v3.6.16-linux-amd64/etcd", "etcd-v3.6.16-linux-amd64/etcdctl"}) {
+		[]string{"etcd-v3.6.16-linux-amd64/etcd", "etcd-v3.6.16-linux-amd64/etcdctl", "etcd-v3.6.16-linux-amd64/etcdutl"}) {
 		t.Errorf("etcd archive holds %v", got)
 	}
 	if got := tarNames(t, filepath.Join(dir, want["containerd-2.2.9-linux-amd64.tar.gz"])); !slices.Equal(got,

@@ -43,6 +43,7 @@ type Network struct {
 	Switch  string // switch namespace name
 	Gateway netip.Prefix
 	Nodes   []NodeNet
+	run     string
 }
 
 // NodeNet is one node's namespace and address.
@@ -74,9 +75,9 @@ func NewNetwork(run string, addrs []netip.Prefix) (_ *Network, err error) {
 	if used[gw] {
 		gw = lastHost(subnet)
 	}
-	n := &Network{Switch: run + "-sw", Gateway: netip.PrefixFrom(gw, subnet.Bits())}
+	n := &Network{Switch: run + "-sw", Gateway: netip.PrefixFrom(gw, subnet.Bits()), run: run}
 	for i, a := range addrs {
-		n.Nodes = append(n.Nodes, NodeNet{NS: fmt.Sprintf("%s-n%d", run, i+1), Addr: a})
+		n.Nodes = append(n.Nodes, n.nodeNet(i, a))
 	}
 	defer func() {
 		if err != nil {
@@ -95,19 +96,7 @@ func NewNetwork(run string, addrs []netip.Prefix) (_ *Network, err error) {
 		{"-n", sw, "link", "set", "br0", "up"},
 	}
 	for i, node := range n.Nodes {
-		port := fmt.Sprintf("p%d", i+1)
-		steps = append(steps,
-			[]string{"netns", "add", node.NS},
-			[]string{"-n", node.NS, "link", "set", "lo", "up"},
-			// Created in the switch namespace, the node's end moved straight into its own.
-			[]string{"-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", node.NS},
-			[]string{"-n", sw, "link", "set", port, "master", "br0"},
-			[]string{"-n", sw, "link", "set", port, "up"},
-			[]string{"-n", node.NS, "addr", "add", node.Addr.String(), "dev", "eth0"},
-			[]string{"-n", node.NS, "link", "set", "eth0", "up"},
-			// A VM has a default gateway; the switch forwards nowhere.
-			[]string{"-n", node.NS, "route", "add", "default", "via", gw.String()},
-		)
+		steps = append(steps, n.nodeSteps(i, node)...)
 	}
 	for _, s := range steps {
 		if err := ip(s...); err != nil {
@@ -115,6 +104,59 @@ func NewNetwork(run string, addrs []netip.Prefix) (_ *Network, err error) {
 		}
 	}
 	return n, nil
+}
+
+// nodeNet is the i-th node's namespace (counted from 0) with its address.
+func (n *Network) nodeNet(i int, addr netip.Prefix) NodeNet {
+	return NodeNet{NS: fmt.Sprintf("%s-n%d", n.run, i+1), Addr: addr}
+}
+
+// nodeSteps are the ip commands that make the i-th node's namespace and
+// join it to the switch.
+func (n *Network) nodeSteps(i int, node NodeNet) [][]string {
+	sw, port := n.Switch, fmt.Sprintf("p%d", i+1)
+	return [][]string{
+		{"netns", "add", node.NS},
+		{"-n", node.NS, "link", "set", "lo", "up"},
+		// Created in the switch namespace, the node's end moved straight into its own.
+		{"-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", node.NS},
+		{"-n", sw, "link", "set", port, "master", "br0"},
+		{"-n", sw, "link", "set", port, "up"},
+		{"-n", node.NS, "addr", "add", node.Addr.String(), "dev", "eth0"},
+		{"-n", node.NS, "link", "set", "eth0", "up"},
+		// A VM has a default gateway; the switch forwards nowhere.
+		{"-n", node.NS, "route", "add", "default", "via", n.Gateway.Addr().String()},
+	}
+}
+
+// AddNode joins one more node to the switch, as a VM created after the
+// network was made (a replacement, another cluster on the same subnet). On
+// error whatever it made is removed.
+func (n *Network) AddNode(addr netip.Prefix) (NodeNet, error) {
+	if addr.Masked() != n.Gateway.Masked() {
+		return NodeNet{}, fmt.Errorf("node address %s is not in subnet %s", addr, n.Gateway.Masked())
+	}
+	node := n.nodeNet(len(n.Nodes), addr)
+	for _, s := range n.nodeSteps(len(n.Nodes), node) {
+		if err := ip(s...); err != nil {
+			if nsExists(node.NS) {
+				_ = ip("netns", "del", node.NS)
+			}
+			return NodeNet{}, err
+		}
+	}
+	n.Nodes = append(n.Nodes, node)
+	return node, nil
+}
+
+// Unplug removes a node's namespace, as the platform frees a deleted VM's
+// address (it may be given to the next VM): nothing may still run in it.
+// Delete skips it later.
+func (n *Network) Unplug(ns string) error {
+	if !nsExists(ns) {
+		return nil
+	}
+	return ip("netns", "del", ns)
 }
 
 func lastHost(p netip.Prefix) netip.Addr {

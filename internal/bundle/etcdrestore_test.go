@@ -22,9 +22,11 @@ func restoredCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
 }
 
 // restoreFiles are the files a restored cluster renders differently: the
-// bootstrap script, which runs the restore before etcd first starts, and
-// the restore script (etcd.service is the same as any founding node's).
-var restoreFiles = []string{"etc/systemd/system/etcd.service", "usr/local/bin/exk8s-bootstrap-control-plane.sh", "usr/local/bin/exk8s-etcd-restore.sh"}
+// bootstrap script, which runs the restore before etcd first starts, the
+// restore script, and the addons script, which removes the old cluster's
+// Nodes (etcd.service is the same as any founding node's).
+var restoreFiles = []string{"etc/systemd/system/etcd.service", "usr/local/bin/exk8s-bootstrap-control-plane.sh", "usr/local/bin/exk8s-etcd-restore.sh",
+	"usr/local/bin/exk8s-install-cluster-addons.sh"}
 
 // TestGoldenRestore: a restored cluster's node restores its member from
 // the snapshot before etcd starts, as a member of the cluster etcd.service
@@ -40,6 +42,9 @@ func TestGoldenRestore(t *testing.T) {
 	assertGoldenDir(t, filepath.Join(goldenDir, "restore", "cp-2.cluster-42.internal"), got)
 	unit := string(got["etc/systemd/system/etcd.service"])
 	script := string(got["usr/local/bin/exk8s-etcd-restore.sh"])
+	if addons := string(got["usr/local/bin/exk8s-install-cluster-addons.sh"]); !strings.Contains(addons, "NODE_DOMAIN='cp-2.cluster-42.internal'\n") {
+		t.Error("the restored cluster's addons script does not keep its own Nodes by their domain")
+	}
 	for _, flag := range []string{"--initial-cluster-token=exk8s-7-2a ", "--initial-cluster=" + b.Metadata.EtcdInitialCluster + " ", "--initial-cluster-state=new "} {
 		if !strings.Contains(unit, flag) {
 			t.Errorf("etcd.service lacks %s", flag)
@@ -75,6 +80,9 @@ func TestOnlyARestoredClustersFoundingNodesRestore(t *testing.T) {
 		boot, _ := b.File(binDir + "/exk8s-bootstrap-control-plane.sh")
 		if strings.Contains(boot.Content, "exk8s-etcd-restore") {
 			t.Errorf("%s: the bootstrap script restores", tc.name)
+		}
+		if addons, _ := b.File(binDir + "/exk8s-install-cluster-addons.sh"); strings.Contains(addons.Content, "old_cluster_nodes") {
+			t.Errorf("%s: the addons script removes Nodes", tc.name)
 		}
 	}
 }

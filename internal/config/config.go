@@ -57,6 +57,10 @@ type Config struct {
 	// EtcdSnapshotBucket is the S3 bucket of the clusters' etcd snapshots
 	// (GetBundleFunction presigns uploads to it and HEADs them).
 	EtcdSnapshotBucket string
+	// EtcdSnapshotNodeEndpoint is the object store's endpoint as the nodes
+	// reach it, used only in the URLs presigned for them (the signature
+	// covers the host they call); empty: the endpoint k8sapi itself uses.
+	EtcdSnapshotNodeEndpoint string
 	// DebugCounters adds each response's DB round trips and KMS calls as
 	// headers (internal/metrics): local stacks and benchmarks only.
 	DebugCounters bool

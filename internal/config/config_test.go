@@ -86,6 +86,7 @@ func TestDeployedRules(t *testing.T) {
 		{"BOOTSTRAP_WINDOW", "soon", "BOOTSTRAP_WINDOW: must be a duration from 1m to 24h, like 1h or 30m"},
 		{"VM_CALL_BUDGET_FACTOR", "0", "VM_CALL_BUDGET_FACTOR: must be a whole number from 1 to 1000"},
 		{"ETCD_SNAPSHOT_BUCKET", "My.Bucket", "ETCD_SNAPSHOT_BUCKET: must be an S3 bucket name of 3-63 lower-case letters, digits and hyphens"},
+		{"ETCD_SNAPSHOT_NODE_ENDPOINT", "198.51.100.1:9000", "ETCD_SNAPSHOT_NODE_ENDPOINT: must be an absolute URL (http, https)"},
 		{"VM_CALL_BUDGET_FACTOR", "1001", "VM_CALL_BUDGET_FACTOR: must be a whole number from 1 to 1000"},
 		{"VM_CALL_BUDGET_FACTOR", "2.5", "VM_CALL_BUDGET_FACTOR: must be a whole number from 1 to 1000"},
 		{"DB_CA_BUNDLE", "rds.pem", "DB_CA_BUNDLE: must be an absolute file path"},
@@ -349,7 +350,7 @@ func TestEveryVariableLands(t *testing.T) {
 		"ARTIFACT_DIGEST_FALLBACK": "true", "SERVICE_TOKEN": "t", "SERVICE_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:t",
 		"DB_PROXY_ENDPOINT": "prx.example", "DB_CA_BUNDLE": "/ca.pem", "DB_IAM_AUTH": "true", "DB_MAX_CONNS": "2",
 		"DB_CONN_MAX_LIFETIME": "1m", "DB_STATEMENT_TIMEOUT": "1s", "DB_QUERY_EXEC_MODE": "exec", "CERT_RENEW_BEFORE": "1h",
-		"ETCD_SNAPSHOT_BUCKET": "k8sapi-etcd-snapshots",
+		"ETCD_SNAPSHOT_BUCKET": "k8sapi-etcd-snapshots", "ETCD_SNAPSHOT_NODE_ENDPOINT": "http://198.51.100.1:9000",
 	}
 	c, err := config.FromLookup(lookup(env))
 	if err != nil {

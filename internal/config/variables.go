@@ -91,6 +91,7 @@ var variables = []variable{
 	{"LEAF_CERT_LIFETIME", pki.DefaultLeafLifetime.String(), func(c *Config) any { return &c.LeafCertLifetime }, leafLife},
 	{"CERT_RENEW_BEFORE", "", func(c *Config) any { return &c.CertRenewBefore }, positive},
 	{"ETCD_SNAPSHOT_BUCKET", "", func(c *Config) any { return &c.EtcdSnapshotBucket }, checked(checkBucket)},
+	{"ETCD_SNAPSHOT_NODE_ENDPOINT", "", func(c *Config) any { return &c.EtcdSnapshotNodeEndpoint }, webURL},
 }
 
 // localSwitches are read like variables, but only local stacks and

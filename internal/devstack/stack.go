@@ -446,11 +446,14 @@ func FunctionOverrides(st Stack) map[string]string {
 // environment for every function, so a short-lived stack is one command
 // (LEAF_CERT_LIFETIME=1h CERT_RENEW_BEFORE=59m45s make local), and so is a
 // stack whose clusters download from a mirror (KUBE_DOWNLOAD_BASE=... make
-// local), as the node proof founds its clusters.
+// local), as the node proof founds its clusters, and one whose nodes reach
+// moto's S3 at another address than the host's loopback
+// (ETCD_SNAPSHOT_NODE_ENDPOINT).
 var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE", "VM_CALL_BUDGET_FACTOR",
 	"KUBE_DOWNLOAD_BASE", "ETCD_DOWNLOAD_BASE", "ETCD_VERSION", "HELM_DOWNLOAD_BASE",
 	"CONTAINERD_DOWNLOAD_BASE", "RUNC_DOWNLOAD_BASE", "CNI_PLUGINS_DOWNLOAD_BASE", "CILIUM_CHART",
-	"IMAGE_REGISTRY", "IMAGE_REGISTRY_PLAIN_HTTP", "ARTIFACT_MANIFEST_FILE", "ARTIFACT_DIGEST_FALLBACK"}
+	"IMAGE_REGISTRY", "IMAGE_REGISTRY_PLAIN_HTTP", "ARTIFACT_MANIFEST_FILE", "ARTIFACT_DIGEST_FALLBACK",
+	"ETCD_SNAPSHOT_NODE_ENDPOINT"}
 
 // PassedThrough returns the passed-through variables lookup has a value for.
 func PassedThrough(lookup func(string) (string, bool)) map[string]string {

@@ -45,17 +45,36 @@ var ErrUnavailable = errors.New("object store unavailable")
 type Bucket struct {
 	AWS  aws.Config
 	Name string
-	HTTP *http.Client // nil: a client with a 10 s timeout
-	Now  func() time.Time
+	// NodeEndpoint is the store's endpoint as the nodes reach it, used
+	// only for the URLs presigned for them (path-style, like a configured
+	// endpoint): the signature covers the host the node calls. Empty: the
+	// endpoint k8sapi uses, which is right wherever nodes reach the store
+	// as the functions do (S3 in AWS).
+	NodeEndpoint string
+	HTTP         *http.Client // nil: a client with a 10 s timeout
+	Now          func() time.Time
 }
 
 // ObjectURL is the URL of key (key's characters are the snapshot keys':
 // letters, digits, '/', '-', '.').
 func (b *Bucket) ObjectURL(key string) string {
 	if b.AWS.BaseEndpoint != nil && *b.AWS.BaseEndpoint != "" {
-		return strings.TrimSuffix(*b.AWS.BaseEndpoint, "/") + "/" + b.Name + "/" + key
+		return b.pathStyleURL(*b.AWS.BaseEndpoint, key)
 	}
 	return "https://" + b.Name + ".s3." + b.AWS.Region + ".amazonaws.com/" + key
+}
+
+// NodeObjectURL is the URL of key as the nodes reach it: at NodeEndpoint
+// when one is set, else ObjectURL.
+func (b *Bucket) NodeObjectURL(key string) string {
+	if b.NodeEndpoint != "" {
+		return b.pathStyleURL(b.NodeEndpoint, key)
+	}
+	return b.ObjectURL(key)
+}
+
+func (b *Bucket) pathStyleURL(endpoint, key string) string {
+	return strings.TrimSuffix(endpoint, "/") + "/" + b.Name + "/" + key
 }
 
 // PresignPut is a URL that PUTs key, and nothing else, for lifetime: the
@@ -77,7 +96,7 @@ func (b *Bucket) presign(ctx context.Context, method, key string, lifetime time.
 	if lifetime <= 0 || lifetime > MaxURLLifetime {
 		return "", time.Time{}, fmt.Errorf("presigning %s: lifetime %s out of (0, %s]", key, lifetime, MaxURLLifetime)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, b.ObjectURL(key), nil)
+	req, err := http.NewRequestWithContext(ctx, method, b.NodeObjectURL(key), nil)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("presigning %s: %w", key, err)
 	}

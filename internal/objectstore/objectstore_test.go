@@ -86,3 +86,27 @@ func TestPresignGet(t *testing.T) {
 		t.Error("a GET and a PUT of one key share a signature")
 	}
 }
+
+// With a node endpoint, presigned URLs name the store as the nodes reach
+// it, and the signature covers that host (another host, another
+// signature); k8sapi's own requests (ObjectURL, Size) keep its endpoint.
+func TestPresignAtNodeEndpoint(t *testing.T) {
+	b := bucket("http://127.0.0.1:5000")
+	b.NodeEndpoint = "http://198.51.100.1:9000/"
+	raw, _, err := b.PresignPut(context.Background(), "etcd-snapshots/1/2.db", 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(raw)
+	if u.Host != "198.51.100.1:9000" || u.Path != "/k8sapi-etcd-x/etcd-snapshots/1/2.db" {
+		t.Fatalf("presigned for the nodes: %s", raw)
+	}
+	if got := b.ObjectURL("etcd-snapshots/1/2.db"); got != "http://127.0.0.1:5000/k8sapi-etcd-x/etcd-snapshots/1/2.db" {
+		t.Errorf("k8sapi's own URL moved: %s", got)
+	}
+	own, _, _ := bucket("http://127.0.0.1:5000").PresignPut(context.Background(), "etcd-snapshots/1/2.db", 15*time.Minute)
+	ou, _ := url.Parse(own)
+	if ou.Query().Get("X-Amz-Signature") == u.Query().Get("X-Amz-Signature") {
+		t.Error("two hosts, one signature: the host is not signed")
+	}
+}

@@ -169,9 +169,10 @@ func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
 
 // SnapshotBucket is the etcd snapshots' bucket (ETCD_SNAPSHOT_BUCKET), at
 // the SDK's endpoint and with the function's own credentials: a presigned
-// URL carries the function's identity.
+// URL carries the function's identity, and names the store as the nodes
+// reach it (ETCD_SNAPSHOT_NODE_ENDPOINT).
 func (a *App) SnapshotBucket() *objectstore.Bucket {
-	return &objectstore.Bucket{AWS: a.AWS, Name: a.Config.EtcdSnapshotBucket}
+	return &objectstore.Bucket{AWS: a.AWS, Name: a.Config.EtcdSnapshotBucket, NodeEndpoint: a.Config.EtcdSnapshotNodeEndpoint}
 }
 
 // Nodes returns the operator's view and re-open of a node's bootstrap.
