@@ -289,6 +289,13 @@ func (m *Machine) Exited() (bool, error) {
 	}
 }
 
+// stopped says whether Stop was called: its exit is expected.
+func (m *Machine) stopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stopping
+}
+
 // Stop asks the machine to power off (SIGTERM to systemd-nspawn, which
 // tells the machine's systemd to halt) and, after grace, kills its PID 1.
 // It returns how long it took.

@@ -156,6 +156,9 @@ func (r *Run) Dead() error {
 		}
 	}
 	for _, m := range r.machines {
+		if m.stopped() {
+			continue // stopped on purpose (for good, or at teardown): not a failure
+		}
 		if done, err := m.Exited(); done {
 			dead = append(dead, fmt.Sprintf("machine %s (%v)", m.Name, err))
 			r.suspects[m.Name+"/console"] = true
