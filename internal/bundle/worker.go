@@ -93,9 +93,14 @@ type workerView struct {
 const KubeletDropinDir = "/etc/kubernetes/kubelet.conf.d"
 
 func newWorkerView(in *WorkerInput) *workerView {
-	labels := make([]string, 0, len(in.Labels))
-	for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
-		labels = append(labels, k+"="+in.Labels[k])
+	all := maps.Clone(in.Labels)
+	if all == nil {
+		all = map[string]string{}
+	}
+	all[WorkerPoolLabel] = in.Pool // what tells a worker's Node (taint.go)
+	labels := make([]string, 0, len(all))
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		labels = append(labels, k+"="+all[k])
 	}
 	taints := make([]string, len(in.Taints))
 	for i, t := range in.Taints {
