@@ -8,22 +8,33 @@ import (
 	"testing"
 )
 
-// fakeKubectl is a kubectl on PATH that answers as the API server would
-// answer the worker's own identity, over pods.json in dir: the node's pods
-// listed by node, an eviction that removes the pod unless its
-// PodDisruptionBudget still refuses (refuse-<name> holds how many more
-// times; "always" for ever: 429), cordon and delete of the Node. Every
-// call is a line of dir/calls.
-const fakeKubectl = `#!/usr/bin/env bash
+// fakeKubectlPrelude begins every fake kubectl: its folder (%q: dir),
+// every call failing as an unreachable API server's while dir/fail
+// exists, and the call's arguments without the kubeconfig and timeout.
+const fakeKubectlPrelude = `#!/usr/bin/env bash
 set -euo pipefail
 dir=%q
-args=()
+[[ ! -f "$dir/fail" ]] || { echo "The connection to the server was refused" >&2; exit 1; }
+args=() skip=0
 for a in "$@"; do
-  case "$a" in --kubeconfig=* | --request-timeout=*) ;; *) args+=("$a") ;; esac
+  if ((skip)); then skip=0; continue; fi
+  case "$a" in --kubeconfig) skip=1 ;; --kubeconfig=* | --request-timeout=*) ;; *) args+=("$a") ;; esac
 done
 set -- "${args[@]}"
-[[ "$1" == --kubeconfig ]] && shift 2
-echo "$*" >>"$dir/calls"
+`
+
+// fakeKubectlIn writes a fake kubectl in dir: the prelude, then body.
+func fakeKubectlIn(t *testing.T, dir, body string) {
+	t.Helper()
+	writeExec(t, filepath.Join(dir, "kubectl"), strings.Replace(fakeKubectlPrelude, "%q", "'"+dir+"'", 1)+body)
+}
+
+// fakeKubectl answers as the API server would answer the worker's own
+// identity, over pods.json in dir: the node's pods listed by node, an
+// eviction that removes the pod unless its PodDisruptionBudget still
+// refuses (refuse-<name> holds how many more times; "always" for ever:
+// 429), cordon and delete of the Node. Every call is a line of dir/calls.
+const fakeKubectl = `echo "$*" >>"$dir/calls"
 case "$1 $2" in
 "get pods")
   jq '{items: .}' "$dir/pods.json"
@@ -70,7 +81,7 @@ func newDrainHost(t *testing.T, jobs string) *drainHost {
 	t.Helper()
 	h := &drainHost{workerHost: newWorkerHost(t), dir: t.TempDir()}
 	writeExec(t, filepath.Join(h.dir, "pods.json"), nodePods)
-	writeExec(t, filepath.Join(h.dir, "kubectl"), strings.Replace(fakeKubectl, "%q", "'"+h.dir+"'", 1))
+	fakeKubectlIn(t, h.dir, fakeKubectl)
 	writeExec(t, filepath.Join(h.dir, "systemctl"), "#!/usr/bin/env bash\nprintf '%s\\n' "+jobs+"\n")
 	h.path = h.dir + string(os.PathListSeparator) + os.Getenv("PATH")
 	return h

@@ -9,21 +9,11 @@ import (
 	"testing"
 )
 
-// fakeTaintKubectl is a kubectl on PATH that answers the taint's calls
-// over nodes.json in dir, as the API server would: Nodes listed by the
-// pool label, this node read, its taint added or removed. Every call that
-// is not a read is a line of dir/writes; "fail" in dir makes every call
-// fail as an unreachable API server does.
-const fakeTaintKubectl = `#!/usr/bin/env bash
-set -euo pipefail
-dir=%q
-[[ ! -f "$dir/fail" ]] || { echo "The connection to the server was refused" >&2; exit 1; }
-args=()
-for a in "$@"; do
-  case "$a" in --kubeconfig | --request-timeout=*) ;; *) args+=("$a") ;; esac
-done
-set -- "${args[@]:1}" # the kubeconfig's path
-case "$1 $2" in
+// fakeTaintKubectl answers the taint's calls over nodes.json in dir, as
+// the API server would: Nodes listed by the pool label, this node read,
+// its taint added or removed. Every call that is not a read is a line of
+// dir/writes.
+const fakeTaintKubectl = `case "$1 $2" in
 "get nodes") jq --arg l "$4" '{items: [.[] | select(.metadata.labels[$l] != null)]}' "$dir/nodes.json" ;;
 "get node") jq --arg n "$3" '.[] | select(.metadata.name == $n)' "$dir/nodes.json" ;;
 "taint nodes")
@@ -89,7 +79,7 @@ func TestControlPlaneTaintFollowsTheWorkers(t *testing.T) {
 			}
 			raw, _ := json.Marshal(nodes)
 			writeExec(t, filepath.Join(dir, "nodes.json"), string(raw))
-			writeExec(t, filepath.Join(dir, "kubectl"), strings.Replace(fakeTaintKubectl, "%q", "'"+dir+"'", 1))
+			fakeKubectlIn(t, dir, fakeTaintKubectl)
 			if tc.fail {
 				writeExec(t, filepath.Join(dir, "fail"), "")
 			}
