@@ -97,7 +97,9 @@ func newWorkerView(in *WorkerInput) *workerView {
 	if all == nil {
 		all = map[string]string{}
 	}
-	all[WorkerPoolLabel] = in.Pool // what tells a worker's Node (taint.go)
+	// What tells a worker's Node (taint.go); the API refuses a pool label
+	// of this key, and a stored one is rendered over.
+	all[WorkerPoolLabel] = in.Pool
 	labels := make([]string, 0, len(all))
 	for _, k := range slices.Sorted(maps.Keys(all)) {
 		labels = append(labels, k+"="+all[k])
