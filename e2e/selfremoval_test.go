@@ -3,12 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -35,7 +37,8 @@ const (
 	taintKey       = "node-role.kubernetes.io/control-plane"
 )
 
-// applyRBAC creates every object of the bundle's control-plane-rbac.yaml.
+// applyRBAC creates every object of the bundle's control-plane-rbac.yaml
+// (roles, bindings, the taint's admission policy).
 func applyRBAC(ctx context.Context, admin *kubernetes.Clientset, manifest []byte) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
 	for {
@@ -54,6 +57,20 @@ func applyRBAC(ctx context.Context, admin *kubernetes.Clientset, manifest []byte
 func createRBAC(ctx context.Context, admin *kubernetes.Clientset, obj unstructured.Unstructured) error {
 	conv := runtime.DefaultUnstructuredConverter
 	switch obj.GetKind() {
+	case "ValidatingAdmissionPolicy":
+		var p admissionv1.ValidatingAdmissionPolicy
+		if err := conv.FromUnstructured(obj.Object, &p); err != nil {
+			return err
+		}
+		_, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &p, metav1.CreateOptions{})
+		return err
+	case "ValidatingAdmissionPolicyBinding":
+		var b admissionv1.ValidatingAdmissionPolicyBinding
+		if err := conv.FromUnstructured(obj.Object, &b); err != nil {
+			return err
+		}
+		_, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &b, metav1.CreateOptions{})
+		return err
 	case "ClusterRole":
 		var r rbacv1.ClusterRole
 		if err := conv.FromUnstructured(obj.Object, &r); err != nil {
@@ -92,6 +109,35 @@ func evict(ctx context.Context, c *kubernetes.Clientset, pod string) error {
 	return c.PolicyV1().Evictions(drainNamespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: drainNamespace}})
 }
 
+// taintsPatch is a patch of node's taints as they are now, with the
+// control-plane taint added (or removed) and extra added: kubectl taint's
+// patch, which names the whole list.
+func taintsPatch(ctx context.Context, c *kubernetes.Clientset, node string, add bool, extra ...corev1.Taint) ([]byte, error) {
+	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	taints := extra
+	for _, tt := range n.Spec.Taints {
+		if tt.Key != taintKey {
+			taints = append(taints, tt)
+		}
+	}
+	if add {
+		taints = append(taints, corev1.Taint{Key: taintKey, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return json.Marshal(map[string]any{"spec": map[string]any{"taints": taints}})
+}
+
+// setTaint adds or removes the control-plane taint on node as c.
+func setTaint(ctx context.Context, c *kubernetes.Clientset, node string, add bool) error {
+	patch, err := taintsPatch(ctx, c, node, add)
+	if err == nil {
+		_, err = c.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+	return err
+}
+
 // want403 fails unless err is a 403.
 func want403(t *testing.T, what string, err error) {
 	if !apierrors.IsForbidden(err) {
@@ -126,7 +172,8 @@ func guardedPodHeld(t *testing.T, r *harness.Run, admin *kubernetes.Clientset, p
 // its pods listed by node, evicted through the eviction API, a budget's
 // refusal a 429) and deletes its own Node, and may touch nothing of node
 // 1; node 1's control-plane taint identity taints and untaints a Node and
-// may not delete one or read pods; a kubelet may not taint its own Node.
+// may not delete one, read pods, or (its admission policy) change anything
+// else of a Node; a kubelet may not taint its own Node.
 func checkNodeSelfRemoval(t *testing.T, r *harness.Run, admin *kubernetes.Clientset, nodes []*node, dial harness.DialFunc) {
 	n1, n2 := nodes[0], nodes[1]
 	r.Suspect(n1.label("kube-apiserver"))
@@ -170,22 +217,31 @@ func checkNodeSelfRemoval(t *testing.T, r *harness.Run, admin *kubernetes.Client
 	if err := evict(ctx, k2, "drained-guarded"); !apierrors.IsTooManyRequests(err) {
 		errorf(t, "node 2 evicting the pod its budget guards: want 429, got %v", err)
 	}
-	taintPatch := []byte(`{"spec":{"taints":[{"key":"` + taintKey + `","effect":"NoSchedule"}]}}`)
-	_, err = k2.CoreV1().Nodes().Patch(ctx, n2.name, types.StrategicMergePatchType, taintPatch, metav1.PatchOptions{})
-	want403(t, "node 2 tainting its own Node", err)
+	want403(t, "node 2 tainting its own Node", setTaint(ctx, k2, n2.name, true))
 	want403(t, "node 2 deleting node 1's Node", k2.CoreV1().Nodes().Delete(ctx, n1.name, metav1.DeleteOptions{}))
 
 	if _, err := taint.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
 		errorf(t, "the taint's identity listing Nodes: %v", err)
 	}
-	if _, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, taintPatch, metav1.PatchOptions{}); err != nil {
+	if err := setTaint(ctx, taint, n1.name, true); err != nil {
 		errorf(t, "the taint's identity tainting node 1: %v", err)
 	}
 	_, err = taint.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	want403(t, "the taint's identity listing pods", err)
+	// Its admission policy: that taint only, nothing else of a Node.
+	other, err := taintsPatch(ctx, taint, n1.name, true, corev1.Taint{Key: "e2e", Effect: corev1.TaintEffectNoSchedule})
+	if err != nil {
+		fatal(t, err)
+	}
+	for what, patch := range map[string][]byte{"cordoning node 1": cordon, "adding another taint": other,
+		"labelling node 1": []byte(`{"metadata":{"labels":{"e2e":"x"}}}`)} {
+		_, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if !apierrors.IsInvalid(err) {
+			errorf(t, "the taint's identity %s: want 422 from its admission policy, got %v", what, err)
+		}
+	}
 	want403(t, "the taint's identity deleting a Node", taint.CoreV1().Nodes().Delete(ctx, n2.name, metav1.DeleteOptions{}))
-	untaint := []byte(`{"spec":{"taints":null}}`)
-	if _, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, untaint, metav1.PatchOptions{}); err != nil {
+	if err := setTaint(ctx, taint, n1.name, false); err != nil {
 		errorf(t, "the taint's identity untainting node 1: %v", err)
 	}
 
