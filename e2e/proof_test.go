@@ -166,7 +166,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 		checkNodeIdentity(t, r, nodes, dial)
 	})
 	t.Run("a removed node drains itself and deletes its own Node; the taint's identity only taints", func(t *testing.T) {
-		checkNodeSelfRemoval(t, r, admin, nodes, dial)
+		checkNodeSelfRemoval(t, r, admins[0], nodes, dial)
 	})
 	t.Run("service account token from TokenRequest is accepted", func(t *testing.T) {
 		checkServiceAccountToken(t, admin, nodes, adminKubeconfig, dial)

@@ -1,27 +1,20 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/excloud/k8sapi/e2e/harness"
 )
@@ -36,58 +29,6 @@ const (
 	drainNamespace = "default"
 	taintKey       = "node-role.kubernetes.io/control-plane"
 )
-
-// applyRBAC creates every object of the bundle's control-plane-rbac.yaml
-// (roles, bindings, the taint's admission policy).
-func applyRBAC(ctx context.Context, admin *kubernetes.Clientset, manifest []byte) error {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if err := createRBAC(ctx, admin, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-	}
-}
-
-func createRBAC(ctx context.Context, admin *kubernetes.Clientset, obj unstructured.Unstructured) error {
-	conv := runtime.DefaultUnstructuredConverter
-	switch obj.GetKind() {
-	case "ValidatingAdmissionPolicy":
-		var p admissionv1.ValidatingAdmissionPolicy
-		if err := conv.FromUnstructured(obj.Object, &p); err != nil {
-			return err
-		}
-		_, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &p, metav1.CreateOptions{})
-		return err
-	case "ValidatingAdmissionPolicyBinding":
-		var b admissionv1.ValidatingAdmissionPolicyBinding
-		if err := conv.FromUnstructured(obj.Object, &b); err != nil {
-			return err
-		}
-		_, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &b, metav1.CreateOptions{})
-		return err
-	case "ClusterRole":
-		var r rbacv1.ClusterRole
-		if err := conv.FromUnstructured(obj.Object, &r); err != nil {
-			return err
-		}
-		_, err := admin.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{})
-		return err
-	case "ClusterRoleBinding":
-		var b rbacv1.ClusterRoleBinding
-		if err := conv.FromUnstructured(obj.Object, &b); err != nil {
-			return err
-		}
-		_, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{})
-		return err
-	}
-	return fmt.Errorf("control-plane-rbac.yaml holds a %s", obj.GetKind())
-}
 
 // clientOf is a clientset of the node's kubeconfig of that stem.
 func clientOf(t *testing.T, nd *node, stem string, dial harness.DialFunc) *kubernetes.Clientset {
@@ -174,12 +115,13 @@ func guardedPodHeld(t *testing.T, r *harness.Run, admin *kubernetes.Clientset, p
 // 1; node 1's control-plane taint identity taints and untaints a Node and
 // may not delete one, read pods, or (its admission policy) change anything
 // else of a Node; a kubelet may not taint its own Node.
-func checkNodeSelfRemoval(t *testing.T, r *harness.Run, admin *kubernetes.Clientset, nodes []*node, dial harness.DialFunc) {
+func checkNodeSelfRemoval(t *testing.T, r *harness.Run, adminCfg *rest.Config, nodes []*node, dial harness.DialFunc) {
+	admin := kubernetes.NewForConfigOrDie(adminCfg)
 	n1, n2 := nodes[0], nodes[1]
 	r.Suspect(n1.label("kube-apiserver"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := applyRBAC(ctx, admin, n1.read(t, addonManifestsDir+"/control-plane-rbac.yaml")); err != nil {
+	if _, err := harness.Apply(ctx, adminCfg, n1.read(t, addonManifestsDir+"/control-plane-rbac.yaml")); err != nil {
 		fatalf(t, "applying control-plane-rbac.yaml: %v", err)
 	}
 	k1, k2, taint := clientOf(t, n1, "kubelet", dial), clientOf(t, n2, "kubelet", dial), clientOf(t, n1, "control-plane-taint", dial)
