@@ -8,8 +8,10 @@
 # while it drains. Each control-plane node looks after its own Node only,
 # every {{ .Taint.EverySeconds }} s, as {{ .Taint.Unit }}'s identity,
 # which RBAC lets read and patch Nodes and nothing else. It patches only
-# when the taint must change, and logs only then (or when a call fails).
-# --once: one round (tests). EXK8S_ROOT prefixes the kubeconfig's path.
+# when the taint must change, and logs only then, or when its calls start
+# or stop failing (an API server down for an hour is two lines).
+# Tests: EXK8S_TAINT_ROUNDS rounds (0: for ever), EXK8S_TAINT_EVERY
+# seconds apart; EXK8S_ROOT prefixes the kubeconfig's path.
 set -uo pipefail
 
 # shellcheck source=/dev/null
@@ -20,10 +22,15 @@ NODE_NAME={{ shq .Node.Name }}
 KUBECONFIG_FILE="${ROOT}"{{ shq .Taint.Kubeconfig }}
 POOL_LABEL={{ shq .Taint.PoolLabel }}
 TAINT_KEY={{ shq .Taint.Key }}
-EVERY={{ .Taint.EverySeconds }}
+EVERY="${EXK8S_TAINT_EVERY:-{{ .Taint.EverySeconds }}}"
+ROUNDS="${EXK8S_TAINT_ROUNDS:-0}"
 
-# k ARGS...: kubectl as the taint's identity, each call bounded.
-k() { kubectl --kubeconfig "$KUBECONFIG_FILE" --request-timeout=10s "$@"; }
+errors="$(mktemp)"
+trap 'rm -f "$errors"' EXIT
+
+# k ARGS...: kubectl as the taint's identity, each call bounded; its
+# complaints kept for the one line that reports them.
+k() { kubectl --kubeconfig "$KUBECONFIG_FILE" --request-timeout=10s "$@" 2>>"$errors"; }
 
 # ready_workers: how many workers are Ready and schedulable.
 ready_workers() {
@@ -42,16 +49,23 @@ round() {
   local workers has
   workers="$(ready_workers)" && has="$(tainted)" || return 1
   if ((workers > 0)) && [[ "$has" == false ]]; then
-    k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule" --overwrite >/dev/null &&
-      log "${workers} Ready worker(s): tainted ${NODE_NAME} ${TAINT_KEY}:NoSchedule"
+    k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule" --overwrite >/dev/null || return 1
+    log "${workers} Ready worker(s): tainted ${NODE_NAME} ${TAINT_KEY}:NoSchedule"
   elif ((workers == 0)) && [[ "$has" == true ]]; then
-    k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule-" >/dev/null &&
-      log "no Ready worker: ${NODE_NAME} takes workloads again"
+    k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule-" >/dev/null || return 1
+    log "no Ready worker: ${NODE_NAME} takes workloads again"
   fi
 }
 
-while :; do
-  round || log "could not look at the Nodes; trying again in ${EVERY} s"
-  [[ "${1:-}" == --once ]] && break
+failing=false
+for ((i = 1; ROUNDS == 0 || i <= ROUNDS; i++)); do
+  : >"$errors"
+  if round; then
+    [[ "$failing" == false ]] || log "the Nodes answer again"
+    failing=false
+  elif [[ "$failing" == false ]]; then
+    log "cannot read the Nodes or set the taint, trying again every ${EVERY} s: $(tr '\n' ' ' <"$errors")"
+    failing=true
+  fi
   sleep "$EVERY"
 done
