@@ -165,6 +165,9 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	t.Run("kubelet identity is confined to its own Node", func(t *testing.T) {
 		checkNodeIdentity(t, r, nodes, dial)
 	})
+	t.Run("a removed node drains itself and deletes its own Node; the taint's identity only taints", func(t *testing.T) {
+		checkNodeSelfRemoval(t, r, admins[0], nodes, dial)
+	})
 	t.Run("service account token from TokenRequest is accepted", func(t *testing.T) {
 		checkServiceAccountToken(t, admin, nodes, adminKubeconfig, dial)
 	})

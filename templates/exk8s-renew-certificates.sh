@@ -100,7 +100,7 @@ log "changed: ${changed[*]:-nothing}; restarting: ${components[*]}"
 # one, which reads the files written here.
 restart() {
   case "$1" in
-    etcd | kubelet) systemctl restart "$1" ;;
+    etcd | kubelet | {{ shq .Taint.Unit }}) systemctl restart "$1" ;;
     *)
       local id
       for id in $(ctr -n k8s.io containers list -q "labels.\"io.kubernetes.container.name\"==$1"); do

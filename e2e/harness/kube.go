@@ -76,6 +76,17 @@ func lastLines(s string, n int) string {
 // server-side apply with dryRun=All and returns "Kind/namespace/name" of
 // each accepted object, or the first refusal.
 func DryRunApply(ctx context.Context, cfg *rest.Config, manifest []byte) ([]string, error) {
+	return apply(ctx, cfg, manifest, []string{metav1.DryRunAll})
+}
+
+// Apply applies every object of a multi-document YAML manifest (a
+// server-side apply, as kubectl apply --server-side) and returns
+// "Kind/namespace/name" of each, or the first refusal.
+func Apply(ctx context.Context, cfg *rest.Config, manifest []byte) ([]string, error) {
+	return apply(ctx, cfg, manifest, nil)
+}
+
+func apply(ctx context.Context, cfg *rest.Config, manifest []byte, dryRun []string) ([]string, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -118,9 +129,9 @@ func DryRunApply(ctx context.Context, cfg *rest.Config, manifest []byte) ([]stri
 		}
 		force := true
 		if _, err := target.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
-			DryRun: []string{metav1.DryRunAll}, FieldManager: "exk8s-e2e", Force: &force,
+			DryRun: dryRun, FieldManager: "exk8s-e2e", Force: &force,
 		}); err != nil {
-			return done, fmt.Errorf("dry-run apply of %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+			return done, fmt.Errorf("apply (dry run: %v) of %s %s/%s: %w", dryRun, gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 		done = append(done, fmt.Sprintf("%s/%s/%s", gvk.Kind, obj.GetNamespace(), obj.GetName()))
 	}

@@ -60,6 +60,7 @@ func parts() []part {
 		{"scripts", scriptPart},
 		{"certificate-renewal", renewalPart},
 		{"etcd-snapshot", snapshotPart},
+		{"control-plane-taint", controlPlaneTaintPart},
 	}
 }
 
@@ -140,6 +141,7 @@ func kubeconfigSpecs(v *view) []kubeconfigSpec {
 		component("kube-proxy", pki.KubeProxy, "system:kube-proxy", v.APIServerEndpoint),
 		component("kubelet", pki.KubeletClient, "system:node:"+v.Node.Name, v.APIServerEndpoint),
 		component("scheduler", pki.Scheduler, "system:kube-scheduler", loopback),
+		component("control-plane-taint", pki.ControlPlaneTaint, ControlPlaneTaintUser, loopback),
 	}
 	if v.IsInitial { // the addons' identity (pki: InitialOnly), named as every admin kubeconfig
 		admin := kubeconfigSpec{"admin", pki.Admin, AdminUser(cluster), AdminContext(cluster), v.APIServerEndpoint}

@@ -200,6 +200,7 @@ type view struct {
 	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
 	Snapshot      snapshotView
+	Taint         taintView
 	TLS           tlsView
 	APIServer     apiserverView
 	Images        imagesView
@@ -228,6 +229,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.APIServer = newAPIServerView(in)
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
+	v.Taint = newTaintView()
 	return v, &topo, nil
 }
 

@@ -40,6 +40,7 @@ var readerOf = map[pki.Name]string{
 	pki.KubeProxy:              "kube-proxy",
 	pki.KubeletClient:          "kubelet",
 	pki.KubeletServing:         "kubelet",
+	pki.ControlPlaneTaint:      ControlPlaneTaintUnit,
 }
 
 // restartOrder is the order a renewal restarts what it changed. The
@@ -48,7 +49,9 @@ var readerOf = map[pki.Name]string{
 // broken etcd client could not finish before it exited; stopped first, it
 // drains in seconds (the kubelet starts every stopped container again).
 // etcd next, whose clients reconnect; the kubelet last.
-var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "kubelet"}
+// The taint's service last: it reads its kubeconfig on every round, and is
+// restarted only to use the new certificate at once.
+var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "kubelet", ControlPlaneTaintUnit}
 
 func newRenewalView(v *view) renewalView {
 	embeddedIn := map[pki.Name]string{}

@@ -380,11 +380,12 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 	}
 	scripts["exk8s-bootstrap-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-bootstrap-worker.sh")
 	scripts["exk8s-install-control-plane-prereqs-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-install-control-plane-prereqs.sh")
+	scripts["exk8s-drain-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-drain-worker.sh")
 	if scripts["bootstrap-userdata-worker.sh"], err = r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true}); err != nil {
 		t.Fatal(err)
 	}
-	if len(scripts) != 14 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, and a worker's shim, bootstrap and prerequisites scripts, got %d", len(scripts))
+	if len(scripts) != 16 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, and a worker's shim, bootstrap, prerequisites and drain scripts, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -684,8 +685,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 38 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script and the worker's bootstrap script", len(used))
+	if len(used) != 42 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script and its drain's unit and script", len(used))
 	}
 }
 

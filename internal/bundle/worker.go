@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -44,7 +45,26 @@ func workerParts() []part {
 		{"containerd", containerdPart},
 		{"kubelet", kubeletPart},
 		{"network", podNetworkPart},
+		{"drain", workerDrainPart},
 		{"scripts", workerScriptPart},
+	}
+}
+
+// How long a removed worker's drain waits for its pods to leave (the
+// eviction API, PodDisruptionBudgets respected), and how long systemd lets
+// its unit run at power-off: the wait plus its calls' own bounds. A
+// platform that powers a deleted VM off gracefully must allow that much.
+const (
+	drainWait     = 120 * time.Second
+	drainStopWait = drainWait + 60*time.Second
+)
+
+// workerDrainPart is the unit that drains the worker and deletes its Node
+// when it powers off, and its script (exk8s-drain-worker.sh).
+func workerDrainPart(v *view) []fileSpec {
+	return []fileSpec{
+		tmpl(unitDir+"/exk8s-drain.service", "exk8s-drain.service", modePublic, v),
+		tmpl(binDir+"/exk8s-drain-worker.sh", "exk8s-drain-worker.sh", modeScript, v),
 	}
 }
 
@@ -62,7 +82,10 @@ type workerView struct {
 	ServingKey     string
 	Kubeconfig     string
 	KubeletDropins string
-	caPEM          []byte
+	// DrainSeconds bounds the wait for pods at power-off;
+	// DrainStopSeconds the drain unit's whole stop.
+	DrainSeconds, DrainStopSeconds int
+	caPEM                          []byte
 }
 
 // KubeletDropinDir holds host-specific kubelet settings, drop-ins over the
@@ -70,9 +93,16 @@ type workerView struct {
 const KubeletDropinDir = "/etc/kubernetes/kubelet.conf.d"
 
 func newWorkerView(in *WorkerInput) *workerView {
-	labels := make([]string, 0, len(in.Labels))
-	for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
-		labels = append(labels, k+"="+in.Labels[k])
+	all := maps.Clone(in.Labels)
+	if all == nil {
+		all = map[string]string{}
+	}
+	// What tells a worker's Node (taint.go); the API refuses a pool label
+	// of this key, and a stored one is rendered over.
+	all[WorkerPoolLabel] = in.Pool
+	labels := make([]string, 0, len(all))
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		labels = append(labels, k+"="+all[k])
 	}
 	taints := make([]string, len(in.Taints))
 	for i, t := range in.Taints {
@@ -84,6 +114,7 @@ func newWorkerView(in *WorkerInput) *workerView {
 		ClientCert: CertPath(pki.KubeletClient), ClientKey: KeyPath(pki.KubeletClient),
 		ServingCert: CertPath(pki.KubeletServing), ServingKey: KeyPath(pki.KubeletServing),
 		Kubeconfig: KubeconfigPath("kubelet"), KubeletDropins: KubeletDropinDir, caPEM: in.CACert,
+		DrainSeconds: int(drainWait.Seconds()), DrainStopSeconds: int(drainStopWait.Seconds()),
 	}
 }
 

@@ -98,7 +98,7 @@ func TestWorkerBundleHoldsNoKey(t *testing.T) {
 		}
 	}
 	unit := fileIn(t, files, unitDir+"/kubelet.service")
-	for _, flag := range []string{"--node-labels=node.kubernetes.io/pool=web,tier=web \\\n",
+	for _, flag := range []string{"--node-labels=k8sapi.excloud.in/node-pool=web,node.kubernetes.io/pool=web,tier=web \\\n",
 		"--register-with-taints=dedicated=web:NoSchedule,spot=:PreferNoSchedule\n", "--hostname-override=web-4.cluster-42.internal"} {
 		if !strings.Contains(unit, flag) {
 			t.Errorf("kubelet.service lacks %q:\n%s", flag, unit)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/validation"
 )
@@ -126,7 +127,8 @@ func labelRules(labels map[string]string) []validation.Rule {
 	for _, k := range keys {
 		field := fmt.Sprintf("labels[%q]", k)
 		rules = append(rules, keyRule(field, k), rule(field, labelValuePattern.MatchString(labels[k]),
-			"value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"))
+			"value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+			rule(field, k != bundle.WorkerPoolLabel, "is k8sapi's own: every worker carries it, its value the pool's name"))
 	}
 	return rules
 }

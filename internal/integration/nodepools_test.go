@@ -79,9 +79,10 @@ func TestNodePoolRejectsBadInput(t *testing.T) {
 			"image_id: must be a positive integer; subnet_id: must be a positive integer",
 		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"labels":{"kubernetes.io/role":"x","ok":"bad value!"}}`: `labels["kubernetes.io/role"]: key must be [prefix/]name: a DNS subdomain prefix outside kubernetes.io and k8s.io (but node.kubernetes.io and kubelet.kubernetes.io), a name of at most 63 letters, digits, '-', '_' or '.'; ` +
 			`labels["ok"]: value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"labels":{"k8sapi.excloud.in/node-pool":"other"}}`:                                                            `labels["k8sapi.excloud.in/node-pool"]: is k8sapi's own: every worker carries it, its value the pool's name`,
 		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"taints":[{"key":"a","effect":"Never"},{"key":"b","effect":"NoSchedule"},{"key":"b","effect":"NoSchedule"}]}`: "taints[0].effect: must be one of NoSchedule, PreferNoSchedule, NoExecute; taints[2]: repeats an earlier taint's key and effect",
-		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":999}`:               "image_id: no such image",
-		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"subnet_id":999}`: "subnet_id: no such subnet",
+		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":999}`:                                                                                                           "image_id: no such image",
+		`{"name":"w","count":1,"instance_type":"e2.medium","image_id":1,"subnet_id":999}`:                                                                                             "subnet_id: no such subnet",
 	} {
 		r := stacktest.Do(t, http.MethodPost, s.PoolsURL(id), body, s.Bearer(1))
 		var e struct {

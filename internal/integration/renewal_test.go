@@ -416,3 +416,34 @@ func verifyKeyPair(t *testing.T, certPEM, keyPEM string) {
 		t.Errorf("key and certificate do not match: %v", err)
 	}
 }
+
+// A node bootstrapped before the cert table gained an identity (here the
+// control-plane taint's) holds no such certificate and its renewal script
+// names none: it renews the rest, and is answered nothing of the new one.
+func TestRenewalOfANodeOlderThanAnIdentity(t *testing.T) {
+	s, _ := renewingStack(t)
+	_, vm, b := s.readyNodeWithBundle(t)
+	if _, err := s.pool.Exec(context.Background(), `DELETE FROM node_identities WHERE name = $1`, string(pki.ControlPlaneTaint)); err != nil {
+		t.Fatal(err)
+	}
+	delete(b.Files, bundle.KeyPath(pki.ControlPlaneTaint))
+	csrs := map[pki.Name]string{}
+	for _, name := range pki.Renewable() {
+		if name != pki.ControlPlaneTaint {
+			csrs[name] = stacktest.SignedCSR(t, b.Files[bundle.KeyPath(name)])
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"csrs": csrs})
+	r := s.Renew(vm.id, vm.imds, vm.access, string(body))
+	var got renewalBody
+	r.JSON(t, &got)
+	if r.Status != http.StatusOK || len(got.Certificates) != len(pki.Renewable())-1 || got.Certificates[string(pki.ControlPlaneTaint)] != "" {
+		t.Fatalf("renewal without the new identity: %d, %d certificates %s", r.Status, len(got.Certificates), r.Body)
+	}
+	// Asked for while k8sapi holds none: identity_not_stored, as before.
+	csrs[pki.ControlPlaneTaint] = csrs[pki.Scheduler]
+	body, _ = json.Marshal(map[string]any{"csrs": csrs})
+	if r := s.Renew(vm.id, vm.imds, vm.access, string(body)); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "identity_not_stored") {
+		t.Errorf("a request for an identity k8sapi holds none of: %d %s", r.Status, r.Body)
+	}
+}

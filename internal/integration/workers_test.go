@@ -99,10 +99,11 @@ func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 			t.Errorf("the worker bundle writes %s", path)
 		}
 	}
-	if b.Files[bundle.CertPath(pki.ClusterCA)] != b.CACert || b.FileModes["/usr/local/bin/exk8s-bootstrap-worker.sh"] != "0755" {
-		t.Errorf("the worker bundle's files lack the CA certificate or the worker's script: %v", b.FileModes)
+	if b.Files[bundle.CertPath(pki.ClusterCA)] != b.CACert || b.FileModes["/usr/local/bin/exk8s-bootstrap-worker.sh"] != "0755" ||
+		b.FileModes["/usr/local/bin/exk8s-drain-worker.sh"] != "0755" || b.Files["/etc/systemd/system/exk8s-drain.service"] == "" {
+		t.Errorf("the worker bundle's files lack the CA certificate, the worker's script or its drain: %v", b.FileModes)
 	}
-	if unit := b.Files["/etc/systemd/system/kubelet.service"]; !strings.Contains(unit, "--node-labels=tier=web") ||
+	if unit := b.Files["/etc/systemd/system/kubelet.service"]; !strings.Contains(unit, "--node-labels="+bundle.WorkerPoolLabel+"=workers,tier=web") ||
 		!strings.Contains(unit, "--hostname-override="+w.node.Name) || !strings.Contains(unit, "--register-with-taints=") {
 		t.Errorf("the worker's kubelet unit:\n%s", unit)
 	}

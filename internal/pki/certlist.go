@@ -28,6 +28,7 @@ const (
 	KubeProxy              Name = "kube-proxy"
 	KubeletClient          Name = "kubelet-client"
 	KubeletServing         Name = "kubelet"
+	ControlPlaneTaint      Name = "control-plane-taint"
 
 	OperatorAdmin Name = "operator-admin"
 )
@@ -127,6 +128,10 @@ func CertList() []Spec {
 		client(KubeProxy, ClusterCA, "system:kube-proxy", "system:node-proxier"),
 		nodeClient(KubeletClient, ClusterCA),
 		serving(KubeletServing, ClusterCA, PhaseFetch, kubeletSANs, x509.ExtKeyUsageServerAuth),
+		// Taints a control-plane node while a pool has a Ready worker
+		// (exk8s-control-plane-taint.sh): RBAC gives it nodes' get, list
+		// and patch, nothing else (control-plane-rbac.yaml).
+		client(ControlPlaneTaint, ClusterCA, "exk8s:control-plane-taint"),
 
 		// The operator's admin kubeconfig: short-lived and issued anew on
 		// request (Issuer.LeafLifetime is the request's ttl), never to a

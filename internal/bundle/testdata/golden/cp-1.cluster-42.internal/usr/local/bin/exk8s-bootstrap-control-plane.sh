@@ -114,5 +114,8 @@ systemctl enable --now exk8s-renew-certificates.timer
 step "starting etcd snapshots"
 # Every few minutes: k8sapi hands a snapshot to one Ready node of the cluster.
 systemctl enable --now exk8s-etcd-snapshot.timer
+step "starting the control-plane taint"
+# From now on: this node is tainted NoSchedule while a pool has a Ready worker.
+systemctl enable --now 'exk8s-control-plane-taint'.service
 log "bootstrap of ${NODE_NAME} finished"
 progress_report ready

@@ -34,6 +34,7 @@ IDENTITIES=(
   'kube-proxy /etc/exk8s/pki/kube-proxy-key.pem /etc/exk8s/pki/kube-proxy.pem /etc/exk8s/kubeconfig/kube-proxy.kubeconfig kube-proxy'
   'kubelet-client /etc/exk8s/pki/kubelet-client-key.pem /etc/exk8s/pki/kubelet-client.pem /etc/exk8s/kubeconfig/kubelet.kubeconfig kubelet'
   'kubelet /etc/exk8s/pki/kubelet-key.pem /etc/exk8s/pki/kubelet.pem - kubelet'
+  'control-plane-taint /etc/exk8s/pki/control-plane-taint-key.pem /etc/exk8s/pki/control-plane-taint.pem /etc/exk8s/kubeconfig/control-plane-taint.kubeconfig exk8s-control-plane-taint'
 )
 
 step "fetching this VM's credentials from IMDS"
@@ -107,7 +108,7 @@ log "changed: ${changed[*]:-nothing}; restarting: ${components[*]}"
 # one, which reads the files written here.
 restart() {
   case "$1" in
-    etcd | kubelet) systemctl restart "$1" ;;
+    etcd | kubelet | 'exk8s-control-plane-taint') systemctl restart "$1" ;;
     *)
       local id
       for id in $(ctr -n k8s.io containers list -q "labels.\"io.kubernetes.container.name\"==$1"); do
@@ -117,7 +118,7 @@ restart() {
   esac
 }
 
-for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'kube-proxy' 'etcd' 'kubelet'; do
+for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'kube-proxy' 'etcd' 'kubelet' 'exk8s-control-plane-taint'; do
   [[ " ${components[*]} " == *" ${c} "* ]] || continue
   step "restarting ${c}"
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then

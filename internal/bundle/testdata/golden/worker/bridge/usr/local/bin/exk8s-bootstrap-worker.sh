@@ -163,6 +163,11 @@ systemctl restart kubelet
 log "started the kubelet on ${NODE_NAME}"
 progress_report kubelet_started
 
+# Started now, stopped at power-off: a removed worker drains itself and
+# deletes its Node before its VM goes (exk8s-drain-worker.sh).
+step "arming the drain at power-off"
+systemctl enable --now exk8s-drain.service
+
 # Ready closes this worker's bootstrap window, as a control-plane node's.
 step "waiting for ${NODE_NAME} to be Ready"
 retry 600 1 node_ready || die "${NODE_NAME} is not Ready after 10 minutes"

@@ -1,0 +1,168 @@
+package bundle
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeKubectlPrelude begins every fake kubectl: its folder (%q: dir),
+// every call failing as an unreachable API server's while dir/fail
+// exists, and the call's arguments without the kubeconfig and timeout.
+const fakeKubectlPrelude = `#!/usr/bin/env bash
+set -euo pipefail
+dir=%q
+[[ ! -f "$dir/fail" ]] || { echo "The connection to the server was refused" >&2; exit 1; }
+args=() skip=0
+for a in "$@"; do
+  if ((skip)); then skip=0; continue; fi
+  case "$a" in --kubeconfig) skip=1 ;; --kubeconfig=* | --request-timeout=*) ;; *) args+=("$a") ;; esac
+done
+set -- "${args[@]}"
+`
+
+// fakeKubectlIn writes a fake kubectl in dir: the prelude, then body.
+func fakeKubectlIn(t *testing.T, dir, body string) {
+	t.Helper()
+	writeExec(t, filepath.Join(dir, "kubectl"), strings.Replace(fakeKubectlPrelude, "%q", "'"+dir+"'", 1)+body)
+}
+
+// fakeKubectl answers as the API server would answer the worker's own
+// identity, over pods.json in dir: the node's pods listed by node, an
+// eviction that removes the pod unless its PodDisruptionBudget still
+// refuses (refuse-<name> holds how many more times; "always" for ever:
+// 429), cordon and delete of the Node. Every call is a line of dir/calls.
+const fakeKubectl = `echo "$*" >>"$dir/calls"
+case "$1 $2" in
+"get pods")
+  jq '{items: .}' "$dir/pods.json"
+  # A terminating pod is gone by the next list.
+  jq 'map(select(.metadata.deletionTimestamp == null))' "$dir/pods.json" >"$dir/pods.next"
+  mv "$dir/pods.next" "$dir/pods.json" ;;
+"create --raw")
+  name="$(cut -d/ -f7 <<<"$3")"
+  if [[ -f "$dir/refuse-$name" ]]; then
+    left="$(cat "$dir/refuse-$name")"
+    if [[ "$left" == always || "$left" -gt 0 ]]; then
+      [[ "$left" == always ]] || echo $((left - 1)) >"$dir/refuse-$name"
+      echo "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget." >&2
+      exit 1
+    fi
+  fi
+  jq --arg n "$name" 'map(select(.metadata.name != $n))' "$dir/pods.json" >"$dir/pods.next"
+  mv "$dir/pods.next" "$dir/pods.json" ;;
+"cordon "* | "delete node") ;;
+*) echo "unexpected kubectl $*" >&2; exit 2 ;;
+esac
+`
+
+// nodePods is what the worker runs: a Deployment's two pods, a mirror pod,
+// a DaemonSet's pod, a finished Job's pod and one already terminating.
+const nodePods = `[
+ {"metadata": {"namespace": "web", "name": "web-1", "ownerReferences": [{"kind": "ReplicaSet", "controller": true}]}, "status": {"phase": "Running"}},
+ {"metadata": {"namespace": "web", "name": "web-2", "ownerReferences": [{"kind": "ReplicaSet", "controller": true}]}, "status": {"phase": "Running"}},
+ {"metadata": {"namespace": "kube-system", "name": "static-1", "annotations": {"kubernetes.io/config.mirror": "x"}}, "status": {"phase": "Running"}},
+ {"metadata": {"namespace": "kube-system", "name": "proxy-1", "ownerReferences": [{"kind": "DaemonSet", "controller": true}]}, "status": {"phase": "Running"}},
+ {"metadata": {"namespace": "jobs", "name": "done-1"}, "status": {"phase": "Succeeded"}},
+ {"metadata": {"namespace": "web", "name": "going-1", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Running"}}
+]`
+
+// drainHost is a worker whose bundle is installed, with a fake kubectl
+// over nodePods and a fake systemctl whose job list is jobs.
+type drainHost struct {
+	*workerHost
+	dir  string
+	path string
+}
+
+func newDrainHost(t *testing.T, jobs string) *drainHost {
+	t.Helper()
+	h := &drainHost{workerHost: newWorkerHost(t), dir: t.TempDir()}
+	writeExec(t, filepath.Join(h.dir, "pods.json"), nodePods)
+	fakeKubectlIn(t, h.dir, fakeKubectl)
+	writeExec(t, filepath.Join(h.dir, "systemctl"), "#!/usr/bin/env bash\nprintf '%s\\n' "+jobs+"\n")
+	h.path = h.dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	return h
+}
+
+func writeExec(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain runs the installed drain script as its unit does at power-off,
+// waiting at most seconds for pods.
+func (h *drainHost) drain(t *testing.T, seconds string) (string, []string) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(h.root, "usr/local/bin/exk8s-drain-worker.sh"), "--if-powering-off")
+	cmd.Env = append(append(os.Environ(), h.vm.env(h.root)...), "PATH="+h.path,
+		"EXK8S_DRAIN_SECONDS="+seconds, "EXK8S_DRAIN_INTERVAL=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the drain must never fail the power-off: %v\n%s", err, out)
+	}
+	calls, _ := os.ReadFile(filepath.Join(h.dir, "calls"))
+	return string(out), strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(calls)), "\n", "|"))
+}
+
+// callLines is calls split back into one kubectl call each.
+func callLines(calls []string) []string {
+	return strings.Split(strings.Join(calls, " "), "|")
+}
+
+// Powering off: the worker cordons its Node, evicts the pods a drain
+// moves (not its mirror pods, its DaemonSet's, a finished one, or one
+// already terminating), asks again while a PodDisruptionBudget refuses,
+// waits until they are gone, and deletes its Node last.
+func TestDrainEvictsItsPodsThenDeletesItsNode(t *testing.T) {
+	h := newDrainHost(t, "'1 poweroff.target start waiting'")
+	writeExec(t, filepath.Join(h.dir, "refuse-web-2"), "2")
+	out, calls := h.drain(t, "30")
+	lines := callLines(calls)
+	node := h.in.Worker.Name
+	if lines[0] != "cordon "+node || lines[len(lines)-1] != "delete node "+node+" --wait=false" {
+		t.Fatalf("want cordon first and the Node's deletion last, got %q\n%s", lines, out)
+	}
+	evictions := map[string]int{}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "create --raw") {
+			evictions[strings.Split(l, "/")[6]]++
+		}
+	}
+	if evictions["web-1"] != 1 || evictions["web-2"] != 3 || len(evictions) != 2 {
+		t.Errorf("evictions %v, want web-1 once and web-2 three times (refused twice by its budget), nothing else\n%s", evictions, out)
+	}
+	if !strings.Contains(out, "disruption budget") || !strings.Contains(out, "deleted Node "+node) {
+		t.Errorf("the log should say the budget refused and the Node was deleted:\n%s", out)
+	}
+}
+
+// A budget that never allows the disruption does not hold the power-off:
+// the wait is bounded, the pod is named in the log, and the Node is
+// deleted all the same (the pod garbage collector then deletes the pod,
+// and its controller starts it elsewhere).
+func TestDrainWaitIsBounded(t *testing.T) {
+	h := newDrainHost(t, "'1 poweroff.target start waiting'")
+	writeExec(t, filepath.Join(h.dir, "refuse-web-2"), "always")
+	out, calls := h.drain(t, "1")
+	lines := callLines(calls)
+	if lines[len(lines)-1] != "delete node "+h.in.Worker.Name+" --wait=false" {
+		t.Fatalf("the Node must be deleted after the bounded wait, got %q\n%s", lines, out)
+	}
+	if !strings.Contains(out, "pods still on "+h.in.Worker.Name+" after 1 s: web web-2 false") {
+		t.Errorf("the log should name the pod that stayed:\n%s", out)
+	}
+}
+
+// A reboot is not a removal: the worker stays in its cluster, untouched.
+func TestDrainSkipsAReboot(t *testing.T) {
+	h := newDrainHost(t, "'1 reboot.target start waiting' '2 poweroff.target start waiting'")
+	out, calls := h.drain(t, "30")
+	if len(calls) != 0 || !strings.Contains(out, "a reboot") {
+		t.Errorf("a reboot called kubectl %q\n%s", calls, out)
+	}
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# exk8s-control-plane-taint.sh: keeps this control-plane node's Node
+# schedulable while the cluster has no Ready worker, and tainted
+# node-role.kubernetes.io/control-plane:NoSchedule (as kubeadm and kOps taint theirs) while
+# a node pool has one. A worker is a Node labelled k8sapi.excloud.in/node-pool
+# (its kubelet registers it so); one that is cordoned (draining) does not
+# count, so the last worker's pods may come back to the control plane
+# while it drains. Each control-plane node looks after its own Node only,
+# every 30 s, as exk8s-control-plane-taint's identity,
+# which RBAC lets read and patch Nodes and nothing else. It patches only
+# when the taint must change, and logs only then, or when its calls start
+# or stop failing (an API server down for an hour is two lines).
+# Tests: EXK8S_TAINT_ROUNDS rounds (0: for ever), EXK8S_TAINT_EVERY
+# seconds apart; EXK8S_ROOT prefixes the kubeconfig's path.
+set -uo pipefail
+
+# shellcheck source=/dev/null
+. "${EXK8S_ROOT:-}/usr/local/bin/exk8s-progress.sh"
+log_as 'exk8s-control-plane-taint'
+
+NODE_NAME='cp-1.cluster-42.internal'
+KUBECONFIG_FILE="${ROOT}"'/etc/exk8s/kubeconfig/control-plane-taint.kubeconfig'
+POOL_LABEL='k8sapi.excloud.in/node-pool'
+TAINT_KEY='node-role.kubernetes.io/control-plane'
+EVERY="${EXK8S_TAINT_EVERY:-30}"
+ROUNDS="${EXK8S_TAINT_ROUNDS:-0}"
+
+errors="$(mktemp)"
+trap 'rm -f "$errors"' EXIT
+
+# k ARGS...: kubectl as the taint's identity, each call bounded; its
+# complaints kept for the one line that reports them.
+k() { kubectl --kubeconfig "$KUBECONFIG_FILE" --request-timeout=10s "$@" 2>>"$errors"; }
+
+# ready_workers: how many workers are Ready and schedulable.
+ready_workers() {
+  k get nodes -l "$POOL_LABEL" -o json | jq '[.items[]
+    | select(.spec.unschedulable != true)
+    | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'
+}
+
+# tainted: this node carries the taint ("true" or "false").
+tainted() {
+  k get node "$NODE_NAME" -o json | jq --arg k "$TAINT_KEY" 'any(.spec.taints[]?; .key == $k and .effect == "NoSchedule")'
+}
+
+# round: the taint as it must be now.
+round() {
+  local workers has
+  workers="$(ready_workers)" && has="$(tainted)" || return 1
+  if ((workers > 0)) && [[ "$has" == false ]]; then
+    k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule" --overwrite >/dev/null || return 1
+    log "${workers} Ready worker(s): tainted ${NODE_NAME} ${TAINT_KEY}:NoSchedule"
+  elif ((workers == 0)) && [[ "$has" == true ]]; then
+    k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule-" >/dev/null || return 1
+    log "no Ready worker: ${NODE_NAME} takes workloads again"
+  fi
+}
+
+failing=false
+for ((i = 1; ROUNDS == 0 || i <= ROUNDS; i++)); do
+  : >"$errors"
+  if round; then
+    [[ "$failing" == false ]] || log "the Nodes answer again"
+    failing=false
+  elif [[ "$failing" == false ]]; then
+    log "cannot read the Nodes or set the taint, trying again every ${EVERY} s: $(tr '\n' ' ' <"$errors")"
+    failing=true
+  fi
+  sleep "$EVERY"
+done

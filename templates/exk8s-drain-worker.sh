@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# exk8s-drain-worker.sh: takes this worker out of its cluster before its VM
+# goes away. k8sapi holds no credentials of the cluster, so the worker does
+# it itself, with its kubelet's own identity (system:node:<name>): it
+# cordons its Node, evicts its pods through the eviction API (so every
+# PodDisruptionBudget is respected: a refused eviction is asked again),
+# waits for them to be gone for at most DRAIN_SECONDS, then deletes its
+# Node. The Node authorizer and NodeRestriction let a node do each of
+# these to its own Node and its own pods only; deleting its Node is the
+# one right RBAC adds (control-plane-rbac.yaml). kubectl drain cannot run
+# as a node: it reads each DaemonSet and polls each evicted pod by name,
+# which the Node authorizer refuses for a pod that is gone.
+#
+# exk8s-drain.service runs it (--if-powering-off) when the worker powers
+# off: a deleted VM's power-off, stopped before the kubelet and the
+# containers. A reboot is not a removal: then it does nothing. It never
+# stops the power-off: whatever fails is logged, and the bounded wait ends
+# it. EXK8S_ROOT prefixes the kubeconfig's path (tests).
+set -uo pipefail
+
+# shellcheck source=/dev/null
+. "${EXK8S_ROOT:-}/usr/local/bin/exk8s-progress.sh"
+log_as exk8s-drain-worker
+
+NODE_NAME={{ shq .Node.Name }}
+KUBELET_KUBECONFIG="${ROOT}"{{ shq .Worker.Kubeconfig }}
+DRAIN_SECONDS="${EXK8S_DRAIN_SECONDS:-{{ .Worker.DrainSeconds }}}"
+# Seconds between two rounds of evictions and checks.
+DRAIN_INTERVAL="${EXK8S_DRAIN_INTERVAL:-5}"
+
+# k ARGS...: kubectl as this node, each call bounded.
+k() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --request-timeout=10s "$@"; }
+
+# powering_off: systemd is powering the machine off or halting it, not
+# rebooting it.
+powering_off() {
+  local jobs
+  jobs="$(systemctl list-jobs --no-legend 2>/dev/null | awk '{print $2}')"
+  grep -qxE 'poweroff\.target|halt\.target' <<<"$jobs" && ! grep -qx 'reboot\.target' <<<"$jobs"
+}
+
+# remaining: this node's pods a drain waits for, one "namespace name
+# deleting" line each: not a mirror pod (the kubelet's static pods), not a
+# DaemonSet's (its controller ignores cordons and would start it again),
+# not finished. Listed by node, the one list the Node authorizer allows.
+remaining() {
+  k get pods --all-namespaces --field-selector "spec.nodeName=${NODE_NAME}" -o json | jq -r '
+    .items[]
+    | select(.metadata.annotations["kubernetes.io/config.mirror"] == null)
+    | select(any(.metadata.ownerReferences[]?; .controller == true and .kind == "DaemonSet") | not)
+    | select(.status.phase != "Succeeded" and .status.phase != "Failed")
+    | "\(.metadata.namespace) \(.metadata.name) \(.metadata.deletionTimestamp != null)"'
+}
+
+# evict NAMESPACE NAME: asks the eviction API to evict the pod. A refusal
+# (a PodDisruptionBudget that allows no disruption now: 429) is logged and
+# asked again next round.
+evict() {
+  local body out
+  body="$(jq -cn --arg ns "$1" --arg name "$2" \
+    '{apiVersion: "policy/v1", kind: "Eviction", metadata: {namespace: $ns, name: $name}}')"
+  if out="$(k create --raw "/api/v1/namespaces/$1/pods/$2/eviction" -f - <<<"$body" 2>&1)"; then
+    log "evicting $1/$2"
+  else
+    log "eviction of $1/$2 refused, asking again: ${out}"
+  fi
+}
+
+# drain_pods: evicts this node's pods until none is left or DRAIN_SECONDS
+# have passed; true when none is left.
+drain_pods() {
+  local deadline=$((SECONDS + DRAIN_SECONDS)) pods ns name deleting
+  while :; do
+    pods="$(remaining)" || pods="unknown"
+    if [[ -z "$pods" ]]; then
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      log "pods still on ${NODE_NAME} after ${DRAIN_SECONDS} s: $(tr '\n' ';' <<<"$pods")"
+      return 1
+    fi
+    while read -r ns name deleting; do
+      [[ "$deleting" == false ]] && evict "$ns" "$name"
+    done <<<"${pods/#unknown/}"
+    sleep "$DRAIN_INTERVAL"
+  done
+}
+
+if [[ "${1:-}" == --if-powering-off ]] && ! powering_off; then
+  log "not powering off (a reboot): ${NODE_NAME} stays in the cluster"
+  exit 0
+fi
+
+log "cordoning ${NODE_NAME}"
+k cordon "$NODE_NAME" >/dev/null || log "could not cordon ${NODE_NAME}; draining anyway"
+if drain_pods; then
+  log "every pod left ${NODE_NAME}"
+fi
+# Deleted even if some pod stayed: the VM goes away whatever we do, and a
+# pod of a Node that no longer exists is deleted by the pod garbage
+# collector, so its controller starts it elsewhere at once.
+if k delete node "$NODE_NAME" --wait=false >/dev/null; then
+  log "deleted Node ${NODE_NAME}"
+else
+  log "could not delete Node ${NODE_NAME}"
+fi
+exit 0
