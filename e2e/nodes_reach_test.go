@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,7 @@ type reachCheck struct {
 // pod-to-pod to every other probe, the kubernetes Service's VIP, Service
 // names through CoreDNS, and kubectl logs (every other check is an exec).
 func reachChecks(from probePod, others []probePod, vip string) []reachCheck {
-	exec := []string{"exec", from.name, "--", "curl", "-s", "--max-time", "5"}
+	exec := []string{"exec", from.name, "--", "curl", "-s", "--max-time", "2"}
 	status := []string{"-o", "/dev/null", "-w", "HTTP/%{http_code}"}
 	var checks []reachCheck
 	for _, to := range others {
@@ -58,25 +59,18 @@ func (c *machineCluster) run(ctx context.Context, ch reachCheck) error {
 	return nil
 }
 
-// workloadsReachable asks every check at once, once the probe runs Ready
-// on every node.
-func (c *machineCluster) workloadsReachable(ctx context.Context) error {
+// reachChecksNow waits until the probe runs Ready on every node and
+// answers its checks.
+func (c *machineCluster) reachChecksNow(ctx context.Context) ([]reachCheck, error) {
 	pods, err := c.readyProbePods(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	vip, err := c.kubectl(ctx, "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
 	if err != nil {
-		return fmt.Errorf("the kubernetes Service: %v", err)
+		return nil, fmt.Errorf("the kubernetes Service: %v", err)
 	}
-	checks := reachChecks(pods[0], pods[1:], strings.TrimSpace(string(vip)))
-	errs := make([]error, len(checks))
-	var wg sync.WaitGroup
-	for i, ch := range checks {
-		wg.Go(func() { errs[i] = c.run(ctx, ch) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return reachChecks(pods[0], pods[1:], strings.TrimSpace(string(vip))), nil
 }
 
 // reachWatch watches, from the moment the machines boot, for the moment
@@ -90,29 +84,61 @@ type reachWatch struct {
 	err  error
 }
 
-// watchReachability asks workloadsReachable every second until it holds,
-// the limit passes or the run ends.
+// watchReachability waits for the probe pods, then asks each check on
+// its own every half second until it holds: the workloads are reachable
+// when the last check first held. It gives up at the limit or when the
+// run ends.
 func (c *machineCluster) watchReachability(ctx context.Context, limit time.Duration) *reachWatch {
 	w := &reachWatch{done: make(chan struct{})}
-	deadline := time.Now().Add(limit)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	go func() {
 		defer close(w.done)
-		for w.err = errors.New("not asked yet"); ctx.Err() == nil && time.Now().Before(deadline); {
-			if w.err = c.reachableWithin(ctx, 20*time.Second); w.err == nil {
-				w.at = time.Now()
-				return
-			}
-			sleepCtx(ctx, time.Second)
+		defer cancel()
+		var checks []reachCheck
+		w.err = until(ctx, func(ctx context.Context) (err error) {
+			checks, err = c.reachChecksNow(ctx)
+			return err
+		})
+		if w.err == nil {
+			w.at, w.err = c.firstAllHeld(ctx, checks)
 		}
 	}()
 	return w
 }
 
-// reachableWithin is one bounded attempt of workloadsReachable.
-func (c *machineCluster) reachableWithin(ctx context.Context, limit time.Duration) error {
+// firstAllHeld asks every check at once, each until it holds, and
+// answers when the last one first held.
+func (c *machineCluster) firstAllHeld(ctx context.Context, checks []reachCheck) (time.Time, error) {
+	held := make([]time.Time, len(checks))
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, ch := range checks {
+		wg.Go(func() {
+			errs[i] = until(ctx, func(ctx context.Context) error { return c.run(ctx, ch) })
+			held[i] = time.Now()
+		})
+	}
+	wg.Wait()
+	return slices.MaxFunc(held, time.Time.Compare), errors.Join(errs...)
+}
+
+// until asks check every half second, each ask bounded, until it holds
+// (nil) or ctx ends (the last error).
+func until(ctx context.Context, check func(context.Context) error) error {
+	for {
+		err := askWithin(ctx, 10*time.Second, check)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+}
+
+// askWithin is one bounded ask of check.
+func askWithin(ctx context.Context, limit time.Duration, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	return c.workloadsReachable(ctx)
+	return check(ctx)
 }
 
 // result waits for the watch to end: the moment the workloads were
