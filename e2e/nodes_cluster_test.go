@@ -24,6 +24,7 @@ type machineCluster struct {
 	r        *harness.Run
 	machines []*harness.Machine
 	vms      []vm
+	reach    *reachWatch // the workloads' reachability, watched from boot
 }
 
 // bootCluster boots each VM as a machine (bootVM).
