@@ -38,9 +38,6 @@ var workerRenewable = []pki.Name{pki.KubeletClient, pki.KubeletServing}
 // re-issues the certificates less than Leaves.RenewBefore from their end,
 // for a worker that finished its bootstrap in an active cluster.
 func (s *WorkerService) RenewWorker(ctx context.Context, vm auth.BootstrapVM, req WorkerRenewalRequest) (*RenewalOutcome, error) {
-	if err := checkWorkerRenewal(req); err != nil {
-		return nil, err
-	}
 	t, err := loadTarget(ctx, vm, s.Workers.WorkerForVM, "worker")
 	if err != nil {
 		return nil, err
@@ -50,6 +47,9 @@ func (s *WorkerService) RenewWorker(ctx context.Context, vm auth.BootstrapVM, re
 	if t.self.ReadyAt == nil {
 		return nil, apperr.NodeNotReady.Detail(
 			"the worker is " + string(t.phase) + "; only a worker whose Node became Ready renews its certificates")
+	}
+	if err := checkWorkerRenewal(req); err != nil {
+		return nil, err
 	}
 	held, err := s.heldWorkerKeys(t, req)
 	if err != nil {
