@@ -8,10 +8,12 @@
 # and is for its own keys, writes the kubelet's kubeconfig over its own
 # key, and starts containerd and the kubelet with its pool's labels and
 # taints (kubelet.service). It reports kubelet_started and, once its Node
-# is Ready, ready to the worker's status route; a failed step is reported
-# with the tail of its log (exk8s-progress.sh). k8sapi records
-# bundle_fetched and certificates_signed itself. EXK8S_ROOT prefixes every path it writes
-# (tests); EXK8S_SKIP_HOST_SETUP=1 stops once the kubeconfig is written.
+# is Ready, ready to the worker's status route, then starts the daily
+# renewal of its certificates (exk8s-renew-certificates.timer); a failed
+# step is reported with the tail of its log (exk8s-progress.sh). k8sapi
+# records bundle_fetched and certificates_signed itself. EXK8S_ROOT
+# prefixes every path it writes (tests); EXK8S_SKIP_HOST_SETUP=1 stops once
+# the kubeconfig is written.
 set -euo pipefail
 
 # shellcheck source=/dev/null
