@@ -104,6 +104,13 @@ write_file() {
   return 1
 }
 
+# signed_for CA KEY CERT: CERT chains to CA and is for KEY: what a worker
+# checks of every certificate k8sapi answers before it installs it.
+signed_for() {
+  openssl verify -CAfile "$1" "$3" >/dev/null &&
+    [[ "$(openssl x509 -noout -pubkey -in "$3")" == "$(openssl pkey -pubout -in "$2")" ]]
+}
+
 # load_cluster_env [NAME...]: the cluster's facts (cluster.env), exported;
 # dies unless each NAME is set.
 load_cluster_env() {

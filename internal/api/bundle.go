@@ -70,12 +70,17 @@ func (s *Server) renewCertificates(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		renewal, err = s.Renewals.Renew(r.Context(), vm, req)
 	}
+	s.answerRenewal(w, r, renewal, err)
+}
+
+// answerRenewal answers a renewal, a control-plane node's or a worker's,
+// in its one wire shape.
+func (s *Server) answerRenewal(w http.ResponseWriter, r *http.Request, renewal *nodebootstrap.RenewalOutcome, err error) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, renewal.Response())
+	s.answerUncached(w, r, renewal.Response(), nil)
 }
 
 // bootstrapVM runs the four proofs of the VM routes, cheapest first, each

@@ -109,6 +109,8 @@ var (
 		{Method: http.MethodGet, Path: bundle.WorkerPathTemplate, handle: (*Server).getWorkerBundle, PerVM: fetchBudget, Audit: "worker_bundle.fetch"},
 		{Method: http.MethodPost, Path: bundle.WorkerCSRPathTemplate, handle: (*Server).signWorkerCSRs, PerVM: workerCSRBudget, Audit: "worker.csr"},
 		{Method: http.MethodPost, Path: bundle.WorkerStatusPathTemplate, handle: (*Server).reportWorkerStatus, PerVM: statusBudget, Audit: "worker.report_status"},
+		// A ready worker renews daily, as a control-plane node: its budget.
+		{Method: http.MethodPost, Path: bundle.WorkerRenewPathTemplate, handle: (*Server).renewWorkerCertificates, PerVM: renewBudget, Audit: "worker.renew"},
 	}}
 )
 

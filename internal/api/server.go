@@ -114,6 +114,7 @@ type Renewals interface {
 type WorkerBootstraps interface {
 	WorkerBundle(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.WorkerBundle, error)
 	SignWorker(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.WorkerCSRRequest) (*nodebootstrap.WorkerCertificates, error)
+	RenewWorker(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.WorkerRenewalRequest) (*nodebootstrap.RenewalOutcome, error)
 }
 
 var _ WorkerBootstraps = (*nodebootstrap.WorkerService)(nil)

@@ -35,6 +35,23 @@ func (s *Server) signWorkerCSRs(w http.ResponseWriter, r *http.Request) {
 	s.answerUncached(w, r, certs, err)
 }
 
+// renewWorkerCertificates serves POST /bootstrap/worker/{vm_id}/renew: a
+// ready worker proves it holds the key of each certificate it shows and
+// gets them re-issued when due, for the names k8sapi recorded.
+func (s *Server) renewWorkerCertificates(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	var req nodebootstrap.WorkerRenewalRequest
+	err := decodeJSON(r, &req)
+	var renewal *nodebootstrap.RenewalOutcome
+	if err == nil {
+		renewal, err = s.Workers.RenewWorker(r.Context(), vm, req)
+	}
+	s.answerRenewal(w, r, renewal, err)
+}
+
 // answerUncached answers a VM route's outcome: its refusal, or out as a
 // 200 no cache may keep (it names the node and is signed for it alone).
 func (s *Server) answerUncached(w http.ResponseWriter, r *http.Request, out any, err error) {

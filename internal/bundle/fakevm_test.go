@@ -42,6 +42,17 @@ type fakeVM struct {
 	workerCSRs []map[string]string
 	// workerReports are the reports received on a worker's status route.
 	workerReports []vmReport
+	// renewWorker answers a worker's renewal (404 while nil);
+	// workerRenewals are the renewals received.
+	renewWorker    func(workerRenewal) ([]byte, error)
+	workerRenewals []workerRenewal
+}
+
+// workerRenewal is the body of a worker's renewal: requests and the
+// certificates they prove, by identity name.
+type workerRenewal struct {
+	CSRs         map[string]string `json:"csrs"`
+	Certificates map[string]string `json:"certificates"`
 }
 
 type vmReport struct {
@@ -101,7 +112,12 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	}
 	mux.HandleFunc("GET /api"+PathTemplate, serveBundle(&vm.fetches))
 	mux.HandleFunc("GET /api"+WorkerPathTemplate, serveBundle(&vm.workerFetches))
-	mux.HandleFunc("POST /api"+WorkerCSRPathTemplate, proven(vm.workerCSR))
+	mux.HandleFunc("POST /api"+WorkerCSRPathTemplate, proven(func(w http.ResponseWriter, req *http.Request) {
+		answerWith(vm, w, req, &vm.workerCSRs, &vm.signWorker)
+	}))
+	mux.HandleFunc("POST /api"+WorkerRenewPathTemplate, proven(func(w http.ResponseWriter, req *http.Request) {
+		answerWith(vm, w, req, &vm.workerRenewals, &vm.renewWorker)
+	}))
 	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.statusInto(&vm.reports)))
 	mux.HandleFunc("POST /api"+WorkerStatusPathTemplate, proven(vm.statusInto(&vm.workerReports)))
 	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
@@ -155,26 +171,28 @@ func (vm *fakeVM) renew(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(vm.renewal)
 }
 
-func (vm *fakeVM) workerCSR(w http.ResponseWriter, req *http.Request) {
-	var csrs map[string]string
-	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&csrs) != nil {
-		http.Error(w, "bad requests", http.StatusBadRequest)
+// answerWith records a worker's JSON body into got and answers it with
+// *answer: 404 while it is nil, 403 when it refuses.
+func answerWith[T any](vm *fakeVM, w http.ResponseWriter, req *http.Request, got *[]T, answer *func(T) ([]byte, error)) {
+	var body T
+	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&body) != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
 		return
 	}
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	vm.workerCSRs = append(vm.workerCSRs, csrs)
-	if vm.signWorker == nil {
+	*got = append(*got, body)
+	if *answer == nil {
 		http.NotFound(w, req)
 		return
 	}
-	answer, err := vm.signWorker(csrs)
+	out, err := (*answer)(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(answer)
+	_, _ = w.Write(out)
 }
 
 // env is what the shim and scripts are told of the fake services.

@@ -66,6 +66,9 @@ const (
 	WorkerCSRPathTemplate = WorkerPathTemplate + "/csr"
 	// WorkerStatusPathTemplate is where a worker reports its phases.
 	WorkerStatusPathTemplate = WorkerPathTemplate + "/status"
+	// WorkerRenewPathTemplate is where a ready worker renews its
+	// certificates over the keys it holds.
+	WorkerRenewPathTemplate = WorkerPathTemplate + "/renew"
 )
 
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the

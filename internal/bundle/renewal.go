@@ -67,10 +67,14 @@ func newRenewalView(v *view) renewalView {
 }
 
 // renewalPart installs the daily renewal: its timer, service and script.
-func renewalPart(v *view) []fileSpec {
+func renewalPart(v *view) []fileSpec { return renewalFiles(v, "exk8s-renew-certificates.sh") }
+
+// renewalFiles are the renewal's timer and service, and its script
+// rendered from the template script: a worker's renews what it holds.
+func renewalFiles(v *view, script string) []fileSpec {
 	return []fileSpec{
 		tmpl(RenewalTimer, "exk8s-renew-certificates.timer", modePublic, v),
 		tmpl(unitDir+"/exk8s-renew-certificates.service", "exk8s-renew-certificates.service", modePublic, v),
-		tmpl(RenewalScript, "exk8s-renew-certificates.sh", modeScript, v),
+		tmpl(RenewalScript, script, modeScript, v),
 	}
 }

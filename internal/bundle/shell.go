@@ -39,7 +39,7 @@ type VMRoute struct{ Name, Path string }
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
 		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
-		{"worker_status", WorkerStatusPathTemplate}}
+		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

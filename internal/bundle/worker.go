@@ -46,6 +46,7 @@ func workerParts() []part {
 		{"kubelet", kubeletPart},
 		{"network", podNetworkPart},
 		{"drain", workerDrainPart},
+		{"renewal", workerRenewalPart},
 		{"scripts", workerScriptPart},
 	}
 }
@@ -68,6 +69,12 @@ func workerDrainPart(v *view) []fileSpec {
 	}
 }
 
+// workerRenewalPart installs the daily renewal as a control-plane node's
+// (the same timer and unit), with the worker's script at its path.
+func workerRenewalPart(v *view) []fileSpec {
+	return renewalFiles(v, "exk8s-renew-worker-certificates.sh")
+}
+
 // workerView is what a worker's templates know beyond a node's: its pool's
 // labels and taints as the kubelet's flags take them, and where its script
 // writes what it makes.
@@ -82,6 +89,9 @@ type workerView struct {
 	ServingKey     string
 	Kubeconfig     string
 	KubeletDropins string
+	// Renewed are the identities its renewal script renews, over the
+	// keys its bootstrap made (the kubelet reads both).
+	Renewed []renewableIdentity
 	// DrainSeconds bounds the wait for pods at power-off;
 	// DrainStopSeconds the drain unit's whole stop.
 	DrainSeconds, DrainStopSeconds int
@@ -115,7 +125,13 @@ func newWorkerView(in *WorkerInput) *workerView {
 		ServingCert: CertPath(pki.KubeletServing), ServingKey: KeyPath(pki.KubeletServing),
 		Kubeconfig: KubeconfigPath("kubelet"), KubeletDropins: KubeletDropinDir, caPEM: in.CACert,
 		DrainSeconds: int(drainWait.Seconds()), DrainStopSeconds: int(drainStopWait.Seconds()),
+		Renewed: []renewableIdentity{workerRenewed(pki.KubeletClient), workerRenewed(pki.KubeletServing)},
 	}
+}
+
+// workerRenewed is the renewal's line of name, a key the worker made.
+func workerRenewed(name pki.Name) renewableIdentity {
+	return renewableIdentity{Name: name, KeyPath: KeyPath(name), CertPath: CertPath(name), Component: readerOf[name]}
 }
 
 // RenderWorker renders the bundle of in.Worker: files and no key.

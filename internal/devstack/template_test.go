@@ -28,7 +28,7 @@ func TestProjectTemplate(t *testing.T) {
 		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-restore", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",
 			"GET /bootstrap/worker/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/etcd-snapshot", "POST /bootstrap/control-plane/{vm_id}/renew",
 			"POST /bootstrap/control-plane/{vm_id}/status", "POST /bootstrap/worker/{vm_id}/csr",
-			"POST /bootstrap/worker/{vm_id}/status"},
+			"POST /bootstrap/worker/{vm_id}/renew", "POST /bootstrap/worker/{vm_id}/status"},
 		"HealthFunction":     {"GET /docs", "GET /health", "GET /openapi.json"},
 		"ReconcilerFunction": nil, // a Schedule event, no route
 	}

@@ -382,27 +382,24 @@ func workerAuthCases(t *testing.T, s *stack, clusterID int64, refused []refusedC
 	imdsW, accessW := s.VMCredentials(w)
 	proof := both(imdsW, "Bearer "+accessW)
 	const noCSRs = `{"kubelet_client_csr":"","kubelet_serving_csr":""}`
+	const noRenewal = `{"csrs":{},"certificates":{}}`
 	var cases []authCase
-	for _, r := range []struct{ method, path, body string }{{"GET", "/bootstrap/worker/", ""}, {"POST", "/bootstrap/worker/", noCSRs}} {
-		path := func(vm string) string {
-			if r.method == "POST" {
-				return r.path + vm + "/csr"
-			}
-			return r.path + vm
-		}
+	// The worker's routes by method and what follows /bootstrap/worker/{vm_id}.
+	for _, r := range []struct{ method, suffix, body string }{{"GET", "", ""}, {"POST", "/csr", noCSRs}, {"POST", "/renew", noRenewal}} {
+		path := func(vm string) string { return "/bootstrap/worker/" + vm + r.suffix }
 		for _, c := range refused {
 			if c.authorization != "" && !c.vmToken {
-				cases = append(cases, authCase{"worker " + r.method + " bearer: " + c.name, r.method, path(itoa(w)), both(imdsW, c.authorization), r.body, c.status, c.code})
+				cases = append(cases, authCase{"worker " + r.method + r.suffix + " bearer: " + c.name, r.method, path(itoa(w)), both(imdsW, c.authorization), r.body, c.status, c.code})
 			}
 		}
 		cases = append(cases,
-			authCase{"worker " + r.method + " peer's path", r.method, path(itoa(peer)), proof, r.body, 403, "forbidden"},
-			authCase{"worker " + r.method + " operator token with its IMDS", r.method, path(itoa(w)), both(imdsW, "Bearer "+operator), r.body, 403, "token_scope"},
-			authCase{"worker " + r.method + " other org's IMDS", r.method, path(itoa(w)), both(imdsOrg2, "Bearer "+accessW), r.body, 403, "forbidden"},
-			authCase{"worker " + r.method + " other org's VM and token", r.method, path(itoa(w)), both(imdsOrg2, "Bearer "+accessOrg2), r.body, 403, "forbidden"},
-			authCase{"worker " + r.method + " no IMDS", r.method, path(itoa(w)), both("", "Bearer "+accessW), r.body, 401, "unauthenticated"},
-			authCase{"worker " + r.method + " a control-plane VM's proofs", r.method, path(itoa(vm1)), both(imds1, "Bearer "+access1), r.body, 404, "not_found"},
-			authCase{"worker " + r.method + " bad vm_id", r.method, path("0x1"), proof, r.body, 400, "invalid_path"},
+			authCase{"worker " + r.method + r.suffix + " peer's path", r.method, path(itoa(peer)), proof, r.body, 403, "forbidden"},
+			authCase{"worker " + r.method + r.suffix + " operator token with its IMDS", r.method, path(itoa(w)), both(imdsW, "Bearer "+operator), r.body, 403, "token_scope"},
+			authCase{"worker " + r.method + r.suffix + " other org's IMDS", r.method, path(itoa(w)), both(imdsOrg2, "Bearer "+accessW), r.body, 403, "forbidden"},
+			authCase{"worker " + r.method + r.suffix + " other org's VM and token", r.method, path(itoa(w)), both(imdsOrg2, "Bearer "+accessOrg2), r.body, 403, "forbidden"},
+			authCase{"worker " + r.method + r.suffix + " no IMDS", r.method, path(itoa(w)), both("", "Bearer "+accessW), r.body, 401, "unauthenticated"},
+			authCase{"worker " + r.method + r.suffix + " a control-plane VM's proofs", r.method, path(itoa(vm1)), both(imds1, "Bearer "+access1), r.body, 404, "not_found"},
+			authCase{"worker " + r.method + r.suffix + " bad vm_id", r.method, path("0x1"), proof, r.body, 400, "invalid_path"},
 		)
 	}
 	return append(cases,
@@ -411,6 +408,9 @@ func workerAuthCases(t *testing.T, s *stack, clusterID int64, refused []refusedC
 		authCase{"worker CSRs without a body", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, "", 400, "invalid_json"},
 		authCase{"worker CSRs with a key in the body", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, `{"kubelet_client_csr":"","key":"x"}`, 400, "invalid_field"},
 		authCase{"worker CSRs empty", "POST", "/bootstrap/worker/" + itoa(w) + "/csr", proof, noCSRs, 400, "invalid_request"},
+		authCase{"worker renewal without a body", "POST", "/bootstrap/worker/" + itoa(w) + "/renew", proof, "", 400, "invalid_json"},
+		authCase{"worker renewal with a key in the body", "POST", "/bootstrap/worker/" + itoa(w) + "/renew", proof, `{"csrs":{},"key":"x"}`, 400, "invalid_field"},
+		authCase{"worker renewal before its Node is Ready", "POST", "/bootstrap/worker/" + itoa(w) + "/renew", proof, noRenewal, 409, "node_not_ready"},
 		authCase{"worker's proofs on the control-plane bundle", "GET", "/bootstrap/control-plane/" + itoa(w), proof, "", 404, "not_found"},
 		authCase{"worker's proofs on the control-plane status", "POST", "/bootstrap/control-plane/" + itoa(w) + "/status", proof, `{"phase":"ready"}`, 404, "not_found"},
 	)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/founding"
@@ -29,8 +30,11 @@ type worker struct {
 	clusterID, vmID int64
 }
 
-func newWorker(t *testing.T) *worker {
-	s := newStack(t)
+func newWorker(t *testing.T) *worker { return workerOn(t, newStack(t)) }
+
+// workerOn is one worker of a fresh pool of a cluster founded on s.
+func workerOn(t *testing.T, s *stack) *worker {
+	t.Helper()
 	id := s.Found(1, stacktest.OneNode).ClusterID
 	n := s.AddPool(1, id, stacktest.TwoWorkers).Nodes[0]
 	imds, access := s.VMCredentials(n.VMID)
@@ -237,6 +241,12 @@ func TestWorkerCSRsAreSignedForItsOwnNamesOnce(t *testing.T) {
 // over the key of its request, and both chain to the CA answered with them.
 func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, req nodebootstrap.WorkerCSRRequest, name, ip string) {
 	t.Helper()
+	assertWorkerCertsAt(t, time.Now(), certs, req, name, ip)
+}
+
+// assertWorkerCertsAt is assertWorkerCerts on a stack whose clock is now.
+func assertWorkerCertsAt(t *testing.T, now time.Time, certs nodebootstrap.WorkerCertificates, req nodebootstrap.WorkerCSRRequest, name, ip string) {
+	t.Helper()
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM([]byte(certs.CACert)) {
 		t.Fatal("no CA certificate")
@@ -256,7 +266,7 @@ func assertWorkerCerts(t *testing.T, certs nodebootstrap.WorkerCertificates, req
 		if csr, err := pki.ParseCSR([]byte(c.csr)); err != nil || !cert.PublicKey.(*ecdsa.PublicKey).Equal(csr.PublicKey) {
 			t.Errorf("%s is not over its request's key (%v)", cert.Subject, err)
 		}
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{c.usage}}); err != nil {
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{c.usage}, CurrentTime: now}); err != nil {
 			t.Errorf("%s does not chain to the cluster CA for %v: %v", cert.Subject, c.usage, err)
 		}
 		if c.usage == x509.ExtKeyUsageClientAuth && (cert.Subject.CommonName != "system:node:"+name || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"})) {

@@ -8,10 +8,12 @@
 # and is for its own keys, writes the kubelet's kubeconfig over its own
 # key, and starts containerd and the kubelet with its pool's labels and
 # taints (kubelet.service). It reports kubelet_started and, once its Node
-# is Ready, ready to the worker's status route; a failed step is reported
-# with the tail of its log (exk8s-progress.sh). k8sapi records
-# bundle_fetched and certificates_signed itself. EXK8S_ROOT prefixes every path it writes
-# (tests); EXK8S_SKIP_HOST_SETUP=1 stops once the kubeconfig is written.
+# is Ready, ready to the worker's status route, then starts the daily
+# renewal of its certificates (exk8s-renew-certificates.timer); a failed
+# step is reported with the tail of its log (exk8s-progress.sh). k8sapi
+# records bundle_fetched and certificates_signed itself. EXK8S_ROOT
+# prefixes every path it writes (tests); EXK8S_SKIP_HOST_SETUP=1 stops once
+# the kubeconfig is written.
 set -euo pipefail
 
 # shellcheck source=/dev/null
@@ -57,12 +59,6 @@ request() {
   openssl req -new -key "$1" -subj "/O=system:nodes/CN=${NODE_USER}" "${sans[@]}"
 }
 
-# signed_for KEY CERT: CERT chains to the cluster CA and is for KEY.
-signed_for() {
-  openssl verify -CAfile "$CA_CERT" "$2" >/dev/null &&
-    [[ "$(openssl x509 -noout -pubkey -in "$2")" == "$(openssl pkey -pubout -in "$1")" ]]
-}
-
 # sign_requests: k8sapi's certificates for this node's two requests, in
 # $work/certificates.json. A certificate call, as a renewal: k8sapi opens
 # the cluster CA (KMS) and signs in one call.
@@ -80,7 +76,7 @@ sign_requests() {
 # certificate of the cluster CA for KEY.
 install_cert() {
   jq -j --arg f "$1" '.[$f] // error("no \($f) in the answer")' "$work/certificates.json" >"$work/$1.pem"
-  signed_for "$2" "$work/$1.pem" || die "k8sapi's ${1} is not the cluster CA's certificate for this node's key"
+  signed_for "$CA_CERT" "$2" "$work/$1.pem" || die "k8sapi's ${1} is not the cluster CA's certificate for this node's key"
   write_file "$3" 0644 cat "$work/$1.pem"
 }
 
@@ -120,7 +116,8 @@ step "making the kubelet's client and serving keys"
 make_key "$CLIENT_KEY"
 make_key "$SERVING_KEY"
 
-if [[ -s "$CLIENT_CERT" && -s "$SERVING_CERT" ]] && signed_for "$CLIENT_KEY" "$CLIENT_CERT" && signed_for "$SERVING_KEY" "$SERVING_CERT"; then
+if [[ -s "$CLIENT_CERT" && -s "$SERVING_CERT" ]] && signed_for "$CA_CERT" "$CLIENT_KEY" "$CLIENT_CERT" &&
+  signed_for "$CA_CERT" "$SERVING_KEY" "$SERVING_CERT"; then
   log "the kubelet's certificates are already signed for its keys"
 else
   step "asking k8sapi to sign the kubelet's certificate requests"
@@ -172,3 +169,8 @@ systemctl enable --now exk8s-drain.service
 step "waiting for ${NODE_NAME} to be Ready"
 retry 600 1 node_ready || die "${NODE_NAME} is not Ready after 10 minutes"
 progress_report ready "its Node is Ready"
+
+# Ready: the kubelet's certificates are renewed daily from now on, over
+# the keys made here (exk8s-renew-certificates.sh).
+step "starting the daily certificate renewal"
+systemctl enable --now exk8s-renew-certificates.timer
