@@ -152,7 +152,14 @@ systemctl enable --now exk8s-imds-guard.service
 if [[ "$CNI" == bridge ]]; then
   step "routing the pod network to the control-plane nodes"
   systemctl enable --now exk8s-pod-network.service
-fi
+fi{{- if .Flannel }}
+
+# Under flannel the node's conflist follows flanneld's lease: written
+# whenever the lease changes ({{ .Flannel.Unit }}.path), and removed on
+# every boot before the kubelet until flanneld writes the lease again.
+step "writing the pod network's CNI configuration from flannel's lease"
+systemctl enable --now {{ .Flannel.Unit }}.service {{ .Flannel.Unit }}.path
+{{- end }}
 
 step "starting the kubelet"
 systemctl enable kubelet

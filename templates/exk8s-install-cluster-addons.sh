@@ -24,6 +24,9 @@ require_env CNI ETCD_INITIAL_CLUSTER
 case "$CNI" in
   cilium) require_env CILIUM_CHART CILIUM_VERSION ;;
   bridge) ;;
+{{- if .Flannel }}
+  flannel) ;;
+{{- end }}
   *) die "unknown CNI ${CNI} in cluster.env" ;;
 esac
 
@@ -65,6 +68,14 @@ done
 
 step "applying the control-plane RBAC"
 retry 25 2 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
+{{- if .Flannel }}
+
+# flannel first: no node is Ready, and no pod (CoreDNS's) gets an address,
+# until flanneld has written the node's lease. It reaches the API server
+# by the control plane's name, not through kube-proxy's rules.
+step "installing flannel"
+retry 25 2 kubectl apply -f "${MANIFESTS}/flannel.yaml" || die "cannot apply flannel"
+{{- end }}
 
 # CoreDNS reaches the API through the kubernetes Service, which only
 # kube-proxy's rules route: a CoreDNS started first sent its first request
@@ -113,6 +124,10 @@ step "labelling the control-plane nodes"
 label_control_planes
 step "waiting for kube-proxy on every node"
 kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
+{{- if .Flannel }}
+step "waiting for flannel on every node"
+kubectl -n kube-system rollout status daemonset/flannel --timeout=10m
+{{- end }}
 step "installing CoreDNS"
 retry 25 2 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
 kubectl -n kube-system rollout status deployment/coredns --timeout=10m

@@ -87,7 +87,7 @@ func (a Artifacts) Files(kubernetesVersion string, cni clusterfacts.CNI) []Artif
 		for _, file := range artifactFiles {
 			f := file(a, kubernetesVersion, arch)
 			f.Arch = arch
-			if cni == clusterfacts.CNIBridge && ciliumOnly[f.Key] {
+			if ciliumOnly[f.Key] && cni != "" && cni != clusterfacts.CNICilium {
 				continue
 			}
 			out = append(out, f)

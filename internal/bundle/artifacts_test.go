@@ -117,16 +117,16 @@ func TestShippedManifest(t *testing.T) {
 	t.Logf("the shipped manifest pins %d of the default versions' %d files", len(pins), len(files))
 }
 
-// A bridge CNI cluster never downloads helm, so founding one needs no helm
-// pin; a Cilium cluster does.
-func TestBridgeClustersNeedNoHelmPin(t *testing.T) {
+// Only a Cilium cluster downloads helm (it installs Cilium), so founding
+// a bridge or flannel cluster needs no helm pin.
+func TestOnlyCiliumClustersNeedAHelmPin(t *testing.T) {
 	a := DefaultArtifacts()
 	a.SHA256 = map[string]string{}
 	helm := "helm-" + a.HelmVersion + "-linux-amd64.tar.gz"
-	if got := a.Unpinned(DefaultKubernetesVersion, clusterfacts.CNIBridge, "amd64"); slices.Contains(got, helm) {
-		t.Errorf("a bridge cluster asks for a helm pin: %v", got)
-	}
-	if got := a.Unpinned(DefaultKubernetesVersion, clusterfacts.CNICilium, "amd64"); !slices.Contains(got, helm) {
-		t.Errorf("a Cilium cluster asks for no helm pin: %v", got)
+	for _, cni := range clusterfacts.CNIs() {
+		got := a.Unpinned(DefaultKubernetesVersion, cni, "amd64")
+		if slices.Contains(got, helm) != (cni == clusterfacts.CNICilium) {
+			t.Errorf("%s: unpinned %v", cni, got)
+		}
 	}
 }

@@ -118,43 +118,45 @@ func firstDiff(want, got string) string {
 	return ""
 }
 
-// TestGoldenBridge: what the bridge CNI changes in each node's bundle, as
-// golden files under testdata/golden/bridge/<node>: every file that differs
-// from (or is absent in) the same node's Cilium bundle at its host path,
-// and not-rendered.txt listing the Cilium bundle's files the bridge bundle
-// does not carry.
-func TestGoldenBridge(t *testing.T) {
+// TestGoldenCNIs: what each CNI but the default (Cilium) changes in each
+// node's bundle, as golden files under testdata/golden/<cni>/<node>: every
+// file that differs from (or is absent in) the same node's Cilium bundle
+// at its host path, and not-rendered.txt listing the Cilium bundle's
+// files the other does not carry.
+func TestGoldenCNIs(t *testing.T) {
 	fx := loadFixtures(t)
 	r := newTestRenderer(t)
 	c, nodes := testCluster()
-	for _, n := range nodes {
-		cilium, err := r.Render(fx.input(c, nodes, n.VMID))
-		if err != nil {
-			t.Fatal(err)
+	for _, cni := range clusterfacts.CNIs()[1:] {
+		for _, n := range nodes {
+			cilium, err := r.Render(fx.input(c, nodes, n.VMID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := c
+			other.CNI = cni
+			b, err := r.Render(fx.input(other, nodes, n.VMID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertGoldenDir(t, filepath.Join(goldenDir, string(cni), n.Name), changedFiles(cilium, b))
 		}
-		bc := c
-		bc.CNI = clusterfacts.CNIBridge
-		bridge, err := r.Render(fx.input(bc, nodes, n.VMID))
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertGoldenDir(t, filepath.Join(goldenDir, "bridge", n.Name), changedFiles(cilium, bridge))
 	}
 }
 
-// changedFiles is what bridge changes in cilium, as golden files: every
-// file of bridge that differs from (or is absent in) cilium at its host
-// path, and not-rendered.txt listing cilium's files bridge does not carry.
-func changedFiles(cilium, bridge *Bundle) map[string][]byte {
+// changedFiles is what other changes in cilium, as golden files: every
+// file of other that differs from (or is absent in) cilium at its host
+// path, and not-rendered.txt listing cilium's files other does not carry.
+func changedFiles(cilium, other *Bundle) map[string][]byte {
 	got := map[string][]byte{}
-	for _, f := range bridge.Files {
+	for _, f := range other.Files {
 		if other, ok := cilium.File(f.Path); !ok || other.Content != f.Content {
 			got[strings.TrimPrefix(f.Path, "/")] = []byte(f.Content)
 		}
 	}
 	var dropped strings.Builder
 	for _, f := range cilium.Files {
-		if _, ok := bridge.File(f.Path); !ok {
+		if _, ok := other.File(f.Path); !ok {
 			dropped.WriteString(f.Path + "\n")
 		}
 	}

@@ -39,6 +39,13 @@ func bridgeCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
 	return c, nodes
 }
 
+// flannelCluster is the test cluster under the flannel CNI.
+func flannelCluster() (clusterfacts.Cluster, []clusterfacts.Node) {
+	c, nodes := testCluster()
+	c.CNI = clusterfacts.CNIFlannel
+	return c, nodes
+}
+
 func pkiNode(c clusterfacts.Cluster, n clusterfacts.Node) pki.Subject {
 	facts, err := c.CertSubject(n)
 	if err != nil {

@@ -1,10 +1,34 @@
 package bundle
 
+import "github.com/excloud/k8sapi/internal/clusterfacts"
+
+// UpstreamImageRegistry is Kubernetes' own registry, the default
+// ImageRegistry: the control plane, kube-proxy, CoreDNS and pause are
+// published there. An image upstream publishes elsewhere (flannel's, at
+// ghcr.io) is pulled from its own home while a cluster's registry is this
+// one, and from the cluster's registry when that is a mirror: a mirror
+// holds every image under the same repository names.
+const UpstreamImageRegistry = "registry.k8s.io"
+
+// containerImage is an image by its repository below a registry, its tag,
+// and home, the registry upstream publishes it at when that is not
+// UpstreamImageRegistry.
+type containerImage struct{ repo, tag, home string }
+
+// ref is the image's reference for a cluster whose registry is registry.
+func (i containerImage) ref(registry string) string {
+	if registry == UpstreamImageRegistry && i.home != "" {
+		registry = i.home
+	}
+	return registry + "/" + i.repo + ":" + i.tag
+}
+
 // imagesView names every container image k8sapi's manifests run on a
 // control-plane node: one place for the manifests that run them and for
 // the bootstrap, which pulls them ahead.
 type imagesView struct {
 	APIServer, ControllerManager, Scheduler, KubeProxy, CoreDNS string
+	Flannel                                                     string // under the flannel CNI only
 	// Ahead is every image the node will run, in the order it needs them:
 	// the sandbox's and the API server's first (the API server is the
 	// bootstrap's critical path), the addons' last. The bootstrap pulls
@@ -15,16 +39,43 @@ type imagesView struct {
 	Ahead []string
 }
 
-func newImagesView(a Artifacts, kubernetesVersion string) imagesView {
-	kube := func(name string) string { return a.ImageRegistry + "/" + name + ":" + kubernetesVersion }
-	v := imagesView{
-		APIServer:         kube("kube-apiserver"),
-		ControllerManager: kube("kube-controller-manager"),
-		Scheduler:         kube("kube-scheduler"),
-		KubeProxy:         kube("kube-proxy"),
-		CoreDNS:           a.ImageRegistry + "/coredns/coredns:" + a.CoreDNSVersion,
+// nodeImage is a row of the images table: the view's field that names the
+// image (nil: the sandbox's, which containerd's configuration names), the
+// image, and the one CNI whose clusters run it ("": every cluster).
+type nodeImage struct {
+	field *string
+	image containerImage
+	cni   clusterfacts.CNI
+}
+
+// newImagesView fills the view from the images table, in Ahead's order.
+func newImagesView(a Artifacts, kubernetesVersion string, cni clusterfacts.CNI) imagesView {
+	var v imagesView
+	kube := func(repo string) containerImage { return containerImage{repo: repo, tag: kubernetesVersion} }
+	table := []nodeImage{
+		{nil, containerImage{repo: "pause", tag: a.PauseVersion}, ""},
+		{&v.APIServer, kube("kube-apiserver"), ""},
+		{&v.ControllerManager, kube("kube-controller-manager"), ""},
+		{&v.Scheduler, kube("kube-scheduler"), ""},
+		{&v.KubeProxy, kube("kube-proxy"), ""},
+		// Before CoreDNS: no node is Ready (and no pod starts) until
+		// flannel has written its node's lease.
+		{&v.Flannel, containerImage{repo: "flannel-io/flannel", tag: a.FlannelVersion, home: "ghcr.io"}, clusterfacts.CNIFlannel},
+		{&v.CoreDNS, containerImage{repo: "coredns/coredns", tag: a.CoreDNSVersion}, ""},
 	}
-	pause := a.ImageRegistry + "/pause:" + a.PauseVersion
-	v.Ahead = []string{pause, v.APIServer, v.ControllerManager, v.Scheduler, v.KubeProxy, v.CoreDNS}
+	for _, row := range table {
+		if row.cni == "" || row.cni == cni {
+			v.add(row, a.ImageRegistry)
+		}
+	}
 	return v
+}
+
+// add names row's image in its field and pulls it ahead.
+func (v *imagesView) add(row nodeImage, registry string) {
+	ref := row.image.ref(registry)
+	if row.field != nil {
+		*row.field = ref
+	}
+	v.Ahead = append(v.Ahead, ref)
 }

@@ -35,7 +35,13 @@ type Artifacts struct {
 	CNIPluginsVersion      string `json:"cni_plugins_version"`
 	CiliumChart            string `json:"cilium_chart"`
 	CiliumVersion          string `json:"cilium_version"`
-	ImageRegistry          string `json:"image_registry"` // control-plane, kube-proxy, CoreDNS and pause images
+	// FlannelVersion is flanneld's image tag under the flannel CNI
+	// (<registry>/flannel-io/flannel:<version>; images.go).
+	FlannelVersion string `json:"flannel_version"`
+	// ImageRegistry holds every image a node runs: the control plane,
+	// kube-proxy, CoreDNS, pause and flannel. Upstream's (the default),
+	// each image comes from where upstream publishes it (images.go).
+	ImageRegistry string `json:"image_registry"`
 	// ImageRegistryPlainHTTP: containerd pulls from ImageRegistry over plain
 	// HTTP (a registry on a private network, as kind's local registry).
 	ImageRegistryPlainHTTP bool   `json:"image_registry_plain_http"`
@@ -73,7 +79,8 @@ func DefaultArtifacts() Artifacts {
 		CNIPluginsVersion:      "v1.9.1",
 		CiliumChart:            "oci://quay.io/cilium/charts/cilium",
 		CiliumVersion:          "1.19.2",
-		ImageRegistry:          "registry.k8s.io",
+		FlannelVersion:         "v0.28.10",
+		ImageRegistry:          UpstreamImageRegistry,
 		CoreDNSVersion:         "v1.13.1",
 		PauseVersion:           "3.10.1",
 	}
@@ -151,21 +158,38 @@ func clusterRules(c clusterfacts.Cluster) []validation.Rule {
 	}
 }
 
-// networkRules: a known CNI and, under the bridge CNI, a pod CIDR that
-// holds a node subnet for the highest ordinal (so for every node). A pod
-// CIDR that is no CIDR at all is clusterRules' to report.
+// networkRules: a known CNI and a pod CIDR its nodes' subnets fit in. A
+// pod CIDR that is no CIDR at all is clusterRules' to report.
 func networkRules(c clusterfacts.Cluster, nodes []clusterfacts.Node) []validation.Rule {
 	rules := []validation.Rule{rule("cluster.cni", slices.Contains(clusterfacts.CNIs(), c.CNI), got(clusterfacts.CNIChoices(), string(c.CNI)))}
-	_, _, podErr := net.ParseCIDR(c.PodCIDR)
-	last := 0
-	for _, n := range nodes {
-		last = max(last, n.Ordinal)
-	}
-	if c.CNI != clusterfacts.CNIBridge || podErr != nil || last < 1 {
+	if _, _, err := net.ParseCIDR(c.PodCIDR); err != nil {
 		return rules
 	}
-	_, carveErr := clusterfacts.NodePodCIDR(c.PodCIDR, last)
-	return append(rules, rule("cluster.pod_cidr", carveErr == nil, validation.Describe(carveErr)))
+	if err := podCIDRFits(c, nodes); err != nil {
+		rules = append(rules, rule("cluster.pod_cidr", false, err.Error()))
+	}
+	return rules
+}
+
+// podCIDRFits: under the bridge CNI, the pod CIDR holds a node subnet for
+// the highest ordinal (so for every node); under flannel, the controller
+// manager can allocate node subnets from it; Cilium carves its own pool.
+func podCIDRFits(c clusterfacts.Cluster, nodes []clusterfacts.Node) error {
+	switch c.CNI {
+	case clusterfacts.CNIFlannel:
+		return clusterfacts.CheckAllocatedPodCIDR(c.PodCIDR)
+	case clusterfacts.CNIBridge:
+		last := 0
+		for _, n := range nodes {
+			last = max(last, n.Ordinal)
+		}
+		if last < 1 {
+			return nil // no node: nodeRules say so
+		}
+		_, err := clusterfacts.NodePodCIDR(c.PodCIDR, last)
+		return err
+	}
+	return nil
 }
 
 // nodeRules: every peer's own rules, each unique among the peers before it,
@@ -208,6 +232,7 @@ func artifactRules(a Artifacts) []validation.Rule {
 		rule("artifacts.runc_version", artifactVersionRE.MatchString(a.RuncVersion), got("must be a version", a.RuncVersion)),
 		rule("artifacts.cni_plugins_version", artifactVersionRE.MatchString(a.CNIPluginsVersion), got("must be a version", a.CNIPluginsVersion)),
 		rule("artifacts.cilium_version", artifactVersionRE.MatchString(a.CiliumVersion), got("must be a version", a.CiliumVersion)),
+		rule("artifacts.flannel_version", artifactVersionRE.MatchString(a.FlannelVersion), got("must be a version", a.FlannelVersion)),
 		rule("artifacts.coredns_version", artifactVersionRE.MatchString(a.CoreDNSVersion), got("must be a version", a.CoreDNSVersion)),
 		rule("artifacts.pause_version", artifactVersionRE.MatchString(a.PauseVersion), got("must be a version", a.PauseVersion)),
 	}

@@ -35,20 +35,45 @@ func TestBridgeNeedsAPodSubnetForEveryNode(t *testing.T) {
 	}
 }
 
-// conflist is what the tests read of 10-exk8s.conflist.
+// The bundle refuses a flannel cluster whose pod CIDR the controller
+// manager cannot allocate node subnets from, with the field and the reason.
+func TestFlannelNeedsAnAllocatablePodCIDR(t *testing.T) {
+	fx := loadFixtures(t)
+	r := newTestRenderer(t)
+	for _, tc := range []struct{ podCIDR, want string }{
+		{"172.16.0.0/25", "cluster.pod_cidr: 172.16.0.0/25 is too small: the controller manager gives every node a /24 of it"},
+		{"10.0.0.0/7", "cluster.pod_cidr: 10.0.0.0/7 is too large: the controller manager cuts at most 2^16 node subnets (/24) from it"},
+		{"fd00:10::/48", `cluster.pod_cidr: must be an IPv4 CIDR for the flannel CNI, got "fd00:10::/48"`},
+	} {
+		c, nodes := flannelCluster()
+		c.PodCIDR = tc.podCIDR
+		if _, err := r.Render(fx.input(c, nodes, 102)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.podCIDR, err, tc.want)
+		}
+	}
+}
+
+// conflist is what the tests read of 10-exk8s.conflist, whichever CNI
+// wrote it (the bundle, or flannel's script on the node).
 type conflist struct {
 	CNIVersion string `json:"cniVersion"`
 	Name       string `json:"name"`
 	Plugins    []struct {
-		Type      string `json:"type"`
-		Bridge    string `json:"bridge"`
-		IsGateway bool   `json:"isGateway"`
-		IPMasq    bool   `json:"ipMasq"`
-		IPAM      struct {
+		Type             string `json:"type"`
+		Bridge           string `json:"bridge"`
+		IsGateway        bool   `json:"isGateway"`
+		IsDefaultGateway bool   `json:"isDefaultGateway"`
+		IPMasq           bool   `json:"ipMasq"`
+		HairpinMode      bool   `json:"hairpinMode"`
+		MTU              int    `json:"mtu"`
+		IPAM             struct {
 			Type   string `json:"type"`
 			Ranges [][]struct {
 				Subnet string `json:"subnet"`
 			} `json:"ranges"`
+			Routes []struct {
+				Dst string `json:"dst"`
+			} `json:"routes"`
 		} `json:"ipam"`
 	} `json:"plugins"`
 }
@@ -91,37 +116,61 @@ func TestConflists(t *testing.T) {
 	}
 }
 
-// A bundle carries only what its CNI uses: no helm, chart or values under
-// the bridge CNI; no pod-network unit under Cilium. The controller
-// manager allocates no node CIDRs and kube-proxy's cluster CIDR is the
-// cluster's pod CIDR under both.
+// A bundle carries only what its CNI uses: helm, the chart and its values
+// under Cilium only; the bridge CNI's pod-network unit and script under it
+// only; under flannel no conflist but the unit, path unit and script that
+// write it, and flannel's manifest. The kubelet wants the CNI's network
+// unit; the controller manager allocates node CIDRs (/24s) under flannel
+// only; kube-proxy's cluster CIDR is the pod CIDR under every CNI.
 func TestEachCNIBundleCarriesOnlyWhatItUses(t *testing.T) {
 	fx := loadFixtures(t)
 	r := newTestRenderer(t)
-	const unit, script = "/etc/systemd/system/exk8s-pod-network.service", "/usr/local/bin/exk8s-pod-network.sh"
-	for _, cni := range clusterfacts.CNIs() {
+	const flannelUnits = unitDir + "/exk8s-flannel-cni"
+	for _, tc := range []struct {
+		cni                   clusterfacts.CNI
+		unit                  string // the kubelet's wanted network unit
+		files, absent         []string
+		allocate, cidrMaskLen string
+	}{
+		{clusterfacts.CNICilium, "", []string{configDir + "/cilium-values.yaml", conflistPath},
+			[]string{unitDir + "/exk8s-pod-network.service", flannelUnits + ".path", addonDir + "/flannel.yaml"}, "false", ""},
+		{clusterfacts.CNIBridge, "exk8s-pod-network.service", []string{unitDir + "/exk8s-pod-network.service", binDir + "/exk8s-pod-network.sh", conflistPath},
+			[]string{configDir + "/cilium-values.yaml", flannelUnits + ".service", addonDir + "/flannel.yaml"}, "false", ""},
+		{clusterfacts.CNIFlannel, "exk8s-flannel-cni.service",
+			[]string{flannelUnits + ".service", flannelUnits + ".path", binDir + "/exk8s-flannel-cni.sh", addonDir + "/flannel.yaml"},
+			[]string{configDir + "/cilium-values.yaml", conflistPath, unitDir + "/exk8s-pod-network.service"}, "true", "24"},
+	} {
 		c, nodes := testCluster()
-		c.CNI = cni
+		c.CNI = tc.cni
 		b, err := r.Render(fx.input(c, nodes, 101))
 		if err != nil {
 			t.Fatal(err)
 		}
-		bridge := cni == clusterfacts.CNIBridge
-		env := mustFile(t, b, "/etc/exk8s/config/cluster.env")
-		_, values := b.File("/etc/exk8s/config/cilium-values.yaml")
-		_, hasUnit := b.File(unit)
-		_, hasScript := b.File(script)
-		kubelet := mustFile(t, b, "/etc/systemd/system/kubelet.service")
-		if values == bridge || strings.Contains(env, "HELM_") == bridge || strings.Contains(env, "CILIUM_") == bridge ||
-			!strings.Contains(env, "\nCNI='"+string(cni)+"'\n") || hasUnit != bridge || hasScript != bridge ||
-			strings.Contains(kubelet, "Wants=network-online.target exk8s-pod-network.service\n") != bridge ||
-			strings.Contains(kubelet, " exk8s-imds-guard.service exk8s-pod-network.service\n") != bridge {
-			t.Errorf("%s: values %v, unit %v, script %v, cluster.env:\n%s\nkubelet.service:\n%s", cni, values, hasUnit, hasScript, env, kubelet)
+		for _, p := range tc.files {
+			mustFile(t, b, p)
 		}
-		cm := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-controller-manager.yaml"))
-		proxy := flags(mustFile(t, b, "/etc/exk8s/manifests/kube-proxy.yaml"))
-		if cm["allocate-node-cidrs"] != "false" || cm["cluster-cidr"] != c.PodCIDR || proxy["cluster-cidr"] != c.PodCIDR {
-			t.Errorf("%s: controller manager %v, kube-proxy %v", cni, cm, proxy)
+		for _, p := range tc.absent {
+			if _, ok := b.File(p); ok {
+				t.Errorf("%s: the bundle carries %s", tc.cni, p)
+			}
+		}
+		cilium := tc.cni == clusterfacts.CNICilium
+		env := mustFile(t, b, "/etc/exk8s/config/cluster.env")
+		if strings.Contains(env, "HELM_") != cilium || strings.Contains(env, "CILIUM_") != cilium || !strings.Contains(env, "\nCNI='"+string(tc.cni)+"'\n") {
+			t.Errorf("%s: cluster.env:\n%s", tc.cni, env)
+		}
+		wants := "Wants=network-online.target\n"
+		if tc.unit != "" {
+			wants = "Wants=network-online.target " + tc.unit + "\n"
+		}
+		if kubelet := mustFile(t, b, unitDir+"/kubelet.service"); !strings.Contains(kubelet, wants) ||
+			!strings.Contains(kubelet, "exk8s-imds-guard.service"+strings.TrimPrefix(wants, "Wants=network-online.target")) {
+			t.Errorf("%s: kubelet.service does not want and follow %q:\n%s", tc.cni, tc.unit, kubelet)
+		}
+		cm := flags(mustFile(t, b, staticPodDir+"/kube-controller-manager.yaml"))
+		proxy := flags(mustFile(t, b, addonDir+"/kube-proxy.yaml"))
+		if cm["allocate-node-cidrs"] != tc.allocate || cm["node-cidr-mask-size"] != tc.cidrMaskLen || cm["cluster-cidr"] != c.PodCIDR || proxy["cluster-cidr"] != c.PodCIDR {
+			t.Errorf("%s: controller manager %v, kube-proxy %v", tc.cni, cm, proxy)
 		}
 	}
 }

@@ -212,14 +212,17 @@ type conflistView struct {
 // with its own config. Under the bridge CNI: the node's own conflist over
 // its pod subnet, not masquerading (pods reach pods by their addresses),
 // and the unit and script that route the peers' subnets and masquerade
-// only what leaves the pod CIDR.
+// only what leaves the pod CIDR. Under flannel: no conflist, but what
+// writes it from flanneld's lease (flannel.go).
 func podNetworkPart(v *view) []fileSpec {
-	const conflist = "/etc/cni/net.d/10-exk8s.conflist"
-	if v.PodNetwork == nil {
-		return []fileSpec{tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.Cluster.PodCIDR, IPMasq: true})}
+	switch {
+	case v.Flannel != nil:
+		return flannelCNIFiles(v.Flannel)
+	case v.PodNetwork == nil:
+		return []fileSpec{tmpl(conflistPath, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.Cluster.PodCIDR, IPMasq: true})}
 	}
 	return []fileSpec{
-		tmpl(conflist, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.PodNetwork.NodeSubnet}),
+		tmpl(conflistPath, "10-exk8s.conflist", modePublic, conflistView{Subnet: v.PodNetwork.NodeSubnet}),
 		tmpl(unitDir+"/exk8s-pod-network.service", "exk8s-pod-network.service", modePublic, v),
 		tmpl(binDir+"/exk8s-pod-network.sh", "exk8s-pod-network.sh", modeScript, v.PodNetwork),
 	}
@@ -234,12 +237,19 @@ func ciliumValuesPart(v *view) []fileSpec {
 	return []fileSpec{tmpl(configDir+"/cilium-values.yaml", "cilium-values.yaml", modePublic, v)}
 }
 
+// addonPart is the cluster addons' manifests, for the initial node's
+// addons script (every control-plane node carries them, as any may be
+// replaced); flannel's under the flannel CNI.
 func addonPart(v *view) []fileSpec {
-	return []fileSpec{
+	out := []fileSpec{
 		tmpl(addonDir+"/control-plane-rbac.yaml", "control-plane-rbac.yaml", modePublic, v),
 		tmpl(addonDir+"/kube-proxy.yaml", "kube-proxy.yaml", modePublic, v),
 		tmpl(addonDir+"/coredns.yaml", "coredns.yaml", modePublic, v),
 	}
+	if v.Flannel != nil {
+		out = append(out, tmpl(addonDir+"/flannel.yaml", "flannel.yaml", modePublic, v))
+	}
+	return out
 }
 
 // scriptPart writes the three bootstrap scripts and exk8s-progress.sh, the

@@ -196,9 +196,14 @@ type view struct {
 	CNI string
 	// Cilium: the cluster's CNI is Cilium, so helm, the chart's settings
 	// and cilium-values.yaml are in the bundle. PodNetwork is the bridge
-	// CNI's (this node's pod subnet, routes to its peers'); nil under Cilium.
-	Cilium        bool
-	PodNetwork    *podNetwork
+	// CNI's (this node's pod subnet, routes to its peers'), Flannel the
+	// flannel CNI's; each nil under the others.
+	Cilium     bool
+	PodNetwork *podNetwork
+	Flannel    *flannelView
+	// NetworkUnit readies the node's pod network on every boot before the
+	// kubelet starts (which wants it); empty under Cilium.
+	NetworkUnit   string
 	Checksums     []checksum
 	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
@@ -253,17 +258,31 @@ func nodeView(c clusterfacts.Cluster, a Artifacts, topo topology) (*view, error)
 		Cilium:        c.CNI == clusterfacts.CNICilium,
 		ArtifactFiles: a.Files(c.KubernetesVersion, c.CNI),
 		TLS:           newTLSView(),
-		Images:        newImagesView(a, c.KubernetesVersion),
+		Images:        newImagesView(a, c.KubernetesVersion, c.CNI),
 	}
-	if c.CNI == clusterfacts.CNIBridge {
-		if v.PodNetwork, err = topo.podNetwork(c.PodCIDR); err != nil {
-			return nil, err
-		}
+	if err := v.setPodNetwork(c, topo); err != nil {
+		return nil, err
 	}
 	for _, f := range slices.Sorted(maps.Keys(a.SHA256)) {
 		v.Checksums = append(v.Checksums, checksum{File: f, SHA256: a.SHA256[f]})
 	}
 	return v, nil
+}
+
+// setPodNetwork sets what the cluster's CNI renders on the node: the
+// bridge CNI's subnet and routes, or flannel's settings, and the unit that
+// readies either before the kubelet.
+func (v *view) setPodNetwork(c clusterfacts.Cluster, topo topology) error {
+	var err error
+	switch c.CNI {
+	case clusterfacts.CNIBridge:
+		v.PodNetwork, err = topo.podNetwork(c.PodCIDR)
+		v.NetworkUnit = "exk8s-pod-network.service"
+	case clusterfacts.CNIFlannel:
+		v.Flannel = newFlannelView(c)
+		v.NetworkUnit = v.Flannel.Unit + ".service"
+	}
+	return err
 }
 
 // Render renders the bundle of in.SelfVMID.

@@ -384,8 +384,19 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 	if scripts["bootstrap-userdata-worker.sh"], err = r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true}); err != nil {
 		t.Fatal(err)
 	}
-	if len(scripts) != 16 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, and a worker's shim, bootstrap, prerequisites and drain scripts, got %d", len(scripts))
+	// Under flannel: its conflist writer, and the scripts that start it and apply flannel.
+	fc, fn := flannelCluster()
+	_, flannel := realBundlesOf(t, fc, fn)
+	scripts["exk8s-flannel-cni.sh"] = mustFile(t, flannel[101], binDir+"/exk8s-flannel-cni.sh")
+	scripts["exk8s-bootstrap-control-plane-flannel.sh"] = mustFile(t, flannel[101], binDir+"/exk8s-bootstrap-control-plane.sh")
+	scripts["exk8s-install-cluster-addons-flannel.sh"] = mustFile(t, flannel[101], binDir+"/exk8s-install-cluster-addons.sh")
+	flannelWorker, err := r.RenderWorker(workerInput(t, fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts["exk8s-bootstrap-worker-flannel.sh"] = fileIn(t, flannelWorker, binDir+"/exk8s-bootstrap-worker.sh")
+	if len(scripts) != 20 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites and drain scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -685,8 +696,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 43 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script, its drain's unit and script, and its renewal script", len(used))
+	if len(used) != 47 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script, its drain's unit and script, its renewal script, and flannel's manifest and its conflist's script, unit and path unit", len(used))
 	}
 }
 

@@ -42,18 +42,13 @@ func fileIn(t *testing.T, files []File, path string) string {
 }
 
 // A worker's files and shim, as golden files under testdata/golden/worker:
-// its Cilium cluster's files (cilium), what the bridge CNI changes in them
-// (bridge: as TestGoldenBridge does for the control plane) and its shim
-// (userdata).
+// its Cilium cluster's files (cilium), what each other CNI changes in them
+// (bridge, flannel: as TestGoldenCNIs does for the control plane) and its
+// shim (userdata).
 func TestGoldenWorker(t *testing.T) {
 	r := newTestRenderer(t)
 	c, _ := testCluster()
-	bc, _ := bridgeCluster()
 	cilium, err := r.RenderWorker(workerInput(t, c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bridge, err := r.RenderWorker(workerInput(t, bc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +63,15 @@ func TestGoldenWorker(t *testing.T) {
 	}
 	got["files.json"] = append(wire, '\n')
 	assertGoldenDir(t, filepath.Join(goldenDir, "worker", "cilium"), got)
-	assertGoldenDir(t, filepath.Join(goldenDir, "worker", "bridge"), changedFiles(&Bundle{Files: cilium}, &Bundle{Files: bridge}))
+	for _, cni := range clusterfacts.CNIs()[1:] {
+		other := c
+		other.CNI = cni
+		files, err := r.RenderWorker(workerInput(t, other))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertGoldenDir(t, filepath.Join(goldenDir, "worker", string(cni)), changedFiles(&Bundle{Files: cilium}, &Bundle{Files: files}))
+	}
 	ud, err := r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package clusterfacts
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // CNI is a cluster's pod network: which plugin connects its pods.
@@ -14,27 +15,44 @@ type CNI string
 // over a pod subnet of its own (NodePodCIDR), plain routes between the
 // control-plane nodes (they share a subnet) and no overlay, so a cluster
 // needs no download beyond the CNI plugins every node installs anyway.
+// flannel is the bridge plugin again, over the subnet the controller
+// manager allocates each Node (spec.podCIDR), with flanneld's host-gw
+// backend routing every Node's subnet to it: a node that joins later is
+// routed by every other node's flanneld as soon as its Node exists.
 const (
-	CNICilium CNI = "cilium"
-	CNIBridge CNI = "bridge"
+	CNICilium  CNI = "cilium"
+	CNIBridge  CNI = "bridge"
+	CNIFlannel CNI = "flannel"
 )
 
 func (c CNI) String() string { return string(c) }
 
+// cnis is the one table of the choices, the default first.
+var cnis = []CNI{CNICilium, CNIBridge, CNIFlannel}
+
 // CNIs lists the choices, the default first (the API description repeats
 // them).
-func CNIs() []CNI { return []CNI{CNICilium, CNIBridge} }
+func CNIs() []CNI { return append([]CNI(nil), cnis...) }
 
 // ParseCNI accepts the API's spelling; empty means the default.
 func ParseCNI(s string) (CNI, error) {
-	switch CNI(s) {
-	case "", CNICilium:
-		return CNICilium, nil
-	case CNIBridge:
-		return CNIBridge, nil
+	if s == "" {
+		return cnis[0], nil
+	}
+	for _, c := range cnis {
+		if string(c) == s {
+			return c, nil
+		}
 	}
 	return "", errors.New(CNIChoices())
 }
 
-// CNIChoices is what a refused CNI is told.
-func CNIChoices() string { return fmt.Sprintf("must be %q or %q", CNICilium, CNIBridge) }
+// CNIChoices is what a refused CNI is told: must be "a", "b" or "c".
+func CNIChoices() string {
+	quoted := make([]string, len(cnis))
+	for i, c := range cnis {
+		quoted[i] = fmt.Sprintf("%q", c)
+	}
+	last := len(quoted) - 1
+	return "must be " + strings.Join(quoted[:last], ", ") + " or " + quoted[last]
+}

@@ -57,3 +57,27 @@ func NodePodCIDR(podCIDR string, ordinal int) (string, error) {
 	first := addToIP(ipnet.IP, int64(ordinal-1)<<(32-NodePodPrefix))
 	return fmt.Sprintf("%s/%d", first, NodePodPrefix), nil
 }
+
+// MaxNodeSubnetBits is how many bits of node subnets the controller
+// manager's node CIDR allocator cuts a pod CIDR into at most (its
+// cidrset refuses more than 2^16 subnets).
+const MaxNodeSubnetBits = 16
+
+// CheckAllocatedPodCIDR is the flannel CNI's rule for the pod CIDR: the
+// controller manager allocates every Node a /NodePodPrefix of it
+// (--node-cidr-mask-size), in the order Nodes register, and flanneld
+// routes them. It must be IPv4 (the cluster's net-conf.json names an IPv4
+// network), hold at least one node subnet and at most 2^16.
+func CheckAllocatedPodCIDR(podCIDR string) error {
+	_, ipnet, err := net.ParseCIDR(podCIDR)
+	if err != nil || ipnet.IP.To4() == nil {
+		return fmt.Errorf("must be an IPv4 CIDR for the flannel CNI, got %q", podCIDR)
+	}
+	switch ones, _ := ipnet.Mask.Size(); {
+	case ones > NodePodPrefix:
+		return fmt.Errorf("%s is too small: the controller manager gives every node a /%d of it", podCIDR, NodePodPrefix)
+	case NodePodPrefix-ones > MaxNodeSubnetBits:
+		return fmt.Errorf("%s is too large: the controller manager cuts at most 2^%d node subnets (/%d) from it", podCIDR, MaxNodeSubnetBits, NodePodPrefix)
+	}
+	return nil
+}

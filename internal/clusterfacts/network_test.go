@@ -53,3 +53,32 @@ func TestNodePodCIDR(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckAllocatedPodCIDR(t *testing.T) {
+	for _, tc := range []struct{ podCIDR, err string }{
+		{"172.16.0.0/12", ""},
+		{"10.0.0.0/8", ""},
+		{"10.244.0.0/24", ""},
+		{"10.0.0.0/7", "10.0.0.0/7 is too large: the controller manager cuts at most 2^16 node subnets (/24) from it"},
+		{"172.16.0.0/25", "172.16.0.0/25 is too small: the controller manager gives every node a /24 of it"},
+		{"fd00:10::/48", `must be an IPv4 CIDR for the flannel CNI, got "fd00:10::/48"`},
+		{"nope", `must be an IPv4 CIDR for the flannel CNI, got "nope"`},
+	} {
+		err := CheckAllocatedPodCIDR(tc.podCIDR)
+		if (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("CheckAllocatedPodCIDR(%q) = %v, want %q", tc.podCIDR, err, tc.err)
+		}
+	}
+}
+
+// The choices' spellings, the default first, and what a refused one is told.
+func TestCNIChoices(t *testing.T) {
+	for s, want := range map[string]CNI{"": CNICilium, "cilium": CNICilium, "bridge": CNIBridge, "flannel": CNIFlannel} {
+		if got, err := ParseCNI(s); got != want || err != nil {
+			t.Errorf("ParseCNI(%q) = %q, %v; want %q", s, got, err, want)
+		}
+	}
+	if _, err := ParseCNI("calico"); err == nil || err.Error() != `must be "cilium", "bridge" or "flannel"` {
+		t.Errorf("ParseCNI(calico): %v", err)
+	}
+}

@@ -48,7 +48,7 @@ func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 		"ssh_pubkey: must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*); " +
 		"root_volume_size_gib: must be 10 to 2048; " +
 		`key_algorithm: must be "ecdsa-p256" or "rsa-2048"; ` +
-		`cni: must be "cilium" or "bridge"`
+		`cni: must be "cilium", "bridge" or "flannel"`
 	if e.Message != want {
 		t.Errorf("message:\n got %s\nwant %s", e.Message, want)
 	}

@@ -144,7 +144,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		{"bad volume", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"root_volume_size_gib":1}`, 400, "root_volume_size_gib"},
 		{"bad ssh key", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"ssh_pubkey":"hello"}`, 400, "ssh_pubkey"},
 		{"bad algorithm", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"key_algorithm":"dsa"}`, 400, "key_algorithm"},
-		{"bad cni", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"cni":"calico"}`, 400, `cni: must be \"cilium\" or \"bridge\"`},
+		{"bad cni", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"cni":"calico"}`, 400, `cni: must be \"cilium\", \"bridge\" or \"flannel\"`},
 		{"cni not a string", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"cni":true}`, 400, "cni"},
 		{"org in body", `{"org_id":2,"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1}`, 400, "org_id"},
 		{"wrong type", `{"control_plane_image_id":"one","control_plane_instance_type":"e2.medium","subnet_id":1}`, 400, "control_plane_image_id"},

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# exk8s-install-cluster-addons.sh: installs the cluster-wide addons (the
+# control plane's own RBAC, kube-proxy, Cilium when it is the cluster's CNI,
+# CoreDNS) once, from the initial control-plane node only, and reports
+# addons_installed to k8sapi (or failed, with the step). Under the bridge
+# CNI there is no network addon: every node configures its own
+# (exk8s-pod-network.service), and helm is never needed.
+set -euo pipefail
+
+MANIFESTS=/etc/exk8s/manifests
+
+# shellcheck source=/dev/null
+. /usr/local/bin/exk8s-progress.sh
+progress_begin exk8s-install-cluster-addons exk8s-addons
+
+step "reading ${CLUSTER_ENV}"
+load_cluster_env
+
+if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" != "true" ]]; then
+  log "not the initial control-plane node; nothing to do"
+  exit 0
+fi
+require_env CNI ETCD_INITIAL_CLUSTER
+case "$CNI" in
+  cilium) require_env CILIUM_CHART CILIUM_VERSION ;;
+  bridge) ;;
+  flannel) ;;
+  *) die "unknown CNI ${CNI} in cluster.env" ;;
+esac
+
+export KUBECONFIG=/etc/exk8s/kubeconfig/admin.kubeconfig
+
+readyz() { kubectl get --raw=/readyz >/dev/null 2>&1; }
+
+if [[ "$CNI" == cilium ]] && ! command -v helm >/dev/null 2>&1; then
+  step "installing helm"
+  /usr/local/bin/exk8s-install-control-plane-prereqs.sh helm
+fi
+
+step "waiting for the API server to be ready"
+retry 600 1 readyz || die "API server not ready after 10 minutes"
+
+step "applying the control-plane RBAC"
+retry 25 2 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "cannot apply the control-plane RBAC"
+
+# flannel first: no node is Ready, and no pod (CoreDNS's) gets an address,
+# until flanneld has written the node's lease. It reaches the API server
+# by the control plane's name, not through kube-proxy's rules.
+step "installing flannel"
+retry 25 2 kubectl apply -f "${MANIFESTS}/flannel.yaml" || die "cannot apply flannel"
+
+# CoreDNS reaches the API through the kubernetes Service, which only
+# kube-proxy's rules route: a CoreDNS started first sent its first request
+# nowhere and waited out its 30 s timeout before it asked again. So
+# kube-proxy is rolled out on every node first (seconds: its image was
+# pulled ahead while the node started), then CoreDNS.
+step "installing kube-proxy"
+retry 25 2 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
+
+if [[ "$CNI" == cilium ]]; then
+  step "installing Cilium ${CILIUM_VERSION}"
+  retry 3 15 helm upgrade --install cilium "$CILIUM_CHART" \
+    --version "$CILIUM_VERSION" \
+    --namespace kube-system \
+    --values /etc/exk8s/config/cilium-values.yaml \
+    --wait \
+    --timeout 10m || die "cannot install Cilium ${CILIUM_VERSION} from ${CILIUM_CHART}"
+fi
+
+# Every control-plane node gets its role label from here: a kubelet may not
+# set node-role labels on itself, and only this node holds an identity
+# that may (system:masters, for the addons). A node that has not
+# registered yet is labelled when it does (asked every second), within 10
+# minutes; one that takes longer is logged, not fatal: the label is
+# informational.
+label_control_planes() {
+  local member name pending=() i
+  for member in ${ETCD_INITIAL_CLUSTER//,/ }; do
+    pending+=("${member%%=*}")
+  done
+  for ((i = 1; i <= 600 && ${#pending[@]} > 0; i++)); do
+    local left=()
+    for name in "${pending[@]}"; do
+      if kubectl label node "$name" node-role.kubernetes.io/control-plane= --overwrite >/dev/null 2>&1; then
+        log "labelled ${name} node-role.kubernetes.io/control-plane"
+      else
+        left+=("$name")
+      fi
+    done
+    pending=("${left[@]}")
+    ((${#pending[@]} == 0)) || sleep 1
+  done
+  ((${#pending[@]} == 0)) || log "not registered within 10 minutes, left unlabelled: ${pending[*]}"
+}
+step "labelling the control-plane nodes"
+label_control_planes
+step "waiting for kube-proxy on every node"
+kubectl -n kube-system rollout status daemonset/kube-proxy --timeout=10m
+step "waiting for flannel on every node"
+kubectl -n kube-system rollout status daemonset/flannel --timeout=10m
+step "installing CoreDNS"
+retry 25 2 kubectl apply -f "${MANIFESTS}/coredns.yaml" || die "cannot apply CoreDNS"
+kubectl -n kube-system rollout status deployment/coredns --timeout=10m
+log "addons installed"
+progress_report addons_installed
