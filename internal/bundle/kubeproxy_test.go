@@ -56,6 +56,11 @@ func TestKubeProxyRunsOnEveryNode(t *testing.T) {
 		checkKubeProxyRBAC(t, o)
 		checkKubeProxyKubeconfig(t, o.config.Data["kubeconfig"], "https://"+b.Metadata.ControlPlaneDNSName+":6443")
 		checkKubeProxyPod(t, o.ds)
+		// Its pods roll when the server changes (a restored cluster's
+		// keyspace holds the old cluster's kube-proxy objects).
+		if got := o.ds.Spec.Template.Annotations["k8sapi.excloud.in/api-server"]; got != "https://"+b.Metadata.ControlPlaneDNSName+":6443" {
+			t.Errorf("the pod template's api-server annotation is %q", got)
+		}
 	}
 }
 
