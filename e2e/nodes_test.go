@@ -81,7 +81,8 @@ func mirrorEnv(mirrorDir string) []string {
 // image from a registry on the node network, and the result a working
 // three-node cluster that passes the conformance subset, whose etcd is
 // snapshotted, loses a node that is replaced through the API, and is
-// restored into a new cluster.
+// restored into a new cluster; last, a worker pool joins it, runs a
+// workload, and is scaled down and deleted, its workers drained.
 func TestNodesBecomeACluster(t *testing.T) {
 	p := bringUpCluster(t, "nodes", shortLeavesEnv)
 	c, tl := p.c, p.tl
