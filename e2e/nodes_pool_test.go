@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -171,24 +172,32 @@ func (p *provenCluster) bootWorkers(t *testing.T, workers []poolWorker) {
 	}
 }
 
-// bundleRule is one thing a worker's bundle must never hold: a worker
-// gets the CA's certificate and its proofs, never a credential.
-type bundleRule struct{ what, needle string }
+// bundleRule is one thing a worker's bundle must never hold, judged per
+// file: a worker gets the CA's certificate and its proofs, never a
+// credential, and runs no control-plane component.
+type bundleRule struct {
+	what  string
+	holds func(path, content string) bool
+}
+
+var (
+	pemPrivateKey  = regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)
+	kubeconfigCred = regexp.MustCompile(`(?m)^\s*(client-key-data|token):\s*\S`)
+)
 
 var bundleRules = []bundleRule{
-	{"a private key", "PRIVATE KEY"},
-	{"a kubeconfig with a client key", "client-key-data"},
-	{"a kubeconfig with a token", "token:"},
-	{"the cluster-admin group", "system:masters"},
-	{"a key file", ".key\""},
-	{"a static pod manifest", "/etc/kubernetes/manifests/"},
+	{"a private key", func(_, c string) bool { return pemPrivateKey.MatchString(c) }},
+	{"a kubeconfig with client credentials", func(_, c string) bool { return kubeconfigCred.MatchString(c) }},
+	{"the system:masters group", func(_, c string) bool { return strings.Contains(c, "system:masters") }},
+	{"a key file", func(p, _ string) bool { return strings.HasSuffix(p, ".key") || strings.HasSuffix(p, "-key.pem") }},
+	{"a static pod manifest", func(p, _ string) bool { return strings.HasPrefix(p, "/etc/kubernetes/manifests/") }},
 }
 
 // checkWorkerBundle fetches v's worker bundle with its IMDS proofs, as
-// its shim does, and checks it against bundleRules. Before the VM boots:
-// a bundle fetch is repeatable in its window (only the certificates'
-// signing is once per window) and takes one of its 20 fetches per 10
-// minutes, so the worker's own fetch still succeeds.
+// its shim does, and checks every file against bundleRules. Before the
+// VM boots: a bundle fetch is repeatable in its window (only the
+// certificates' signing is once per window) and takes one of its 20
+// fetches per 10 minutes, so the worker's own fetch still succeeds.
 func (p *provenCluster) checkWorkerBundle(t *testing.T, v vm) {
 	t.Helper()
 	session := p.imdsGet(t, v, "token", "")
@@ -202,10 +211,18 @@ func (p *provenCluster) checkWorkerBundle(t *testing.T, v vm) {
 	}
 	req.Header.Set("X-exc-imds-token", session)
 	req.Header.Set("Authorization", "Bearer "+access.Token)
-	body := readOK(t, req)
-	for _, r := range bundleRules {
-		if strings.Contains(body, r.needle) {
-			errorf(t, "VM %d's worker bundle holds %s (%q)", v.id, r.what, r.needle)
+	var b struct {
+		Files map[string]string `json:"files"`
+	}
+	decode(t, []byte(readOK(t, req)), &b)
+	if len(b.Files) == 0 {
+		fatalf(t, "VM %d's worker bundle has no files", v.id)
+	}
+	for path, content := range b.Files {
+		for _, r := range bundleRules {
+			if r.holds(path, content) {
+				errorf(t, "VM %d's worker bundle holds %s: %s", v.id, r.what, path)
+			}
 		}
 	}
 }
