@@ -460,7 +460,7 @@ func (p *provenCluster) checkPoolWeb(t *testing.T) string {
 	}
 	eventually(t, p.r, "pool-web: one replica on each worker", c.consoles(), 5*time.Minute,
 		func(ctx context.Context) (string, error) { return c.poolWebOn(ctx, 2) })
-	from := c.probePods(t)[0]
+	from := c.initialProbePod(t)
 	eventually(t, p.r, "pool-web's Service reached from "+from.name+" on "+from.node, nil, 2*time.Minute,
 		func(ctx context.Context) (string, error) {
 			out, err := c.kubectl(ctx, "exec", from.name, "--", "curl", "-s", "--max-time", "2", "http://pool-web:8080/")
@@ -470,6 +470,25 @@ func (p *provenCluster) checkPoolWeb(t *testing.T) string {
 			return strings.TrimSpace(string(out)), nil
 		})
 	return "pool-web ran on a worker"
+}
+
+// initialProbePod is the probe pod Ready on the initial node (the probe
+// DaemonSet runs on the workers too, so c.probePods' count no longer holds).
+func (c *machineCluster) initialProbePod(t *testing.T) probePod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var l kubeList
+	if err := c.kubectlJSON(ctx, &l, "get", "pods", "-l", "app=probe"); err != nil {
+		fatal(t, err)
+	}
+	for i, p := range l.Items {
+		if condition(i, l, "Ready") == "True" && c.isInitialNode(ctx, p.Spec.NodeName) {
+			return probePod{p.Metadata.Name, p.Spec.NodeName, p.Status.PodIP}
+		}
+	}
+	fatalf(t, "no Ready probe pod on the initial node")
+	return probePod{}
 }
 
 // poolWebOn: pool-web has two Running Ready replicas, on n distinct
