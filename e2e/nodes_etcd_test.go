@@ -343,7 +343,7 @@ func (p *provenCluster) checkRestore(t *testing.T, snapshot int64, marker string
 	t.Helper()
 	start := time.Now()
 	restoreFrom := fmt.Sprintf(`"restore_from":{"cluster_id":%d,"snapshot_id":%d}`, p.cl.ClusterID, snapshot)
-	cl := foundCluster(t, p.r, p.st, 1, `"cni":"bridge"`, restoreFrom)
+	cl := foundCluster(t, p.r, p.st, 1, fmt.Sprintf(`"cni":%q`, proofCNI), restoreFrom)
 	v := loadVMs(t, p.st, cl.ControlPlaneVMIDs)[0]
 	node, err := p.network.AddNode(v.addr)
 	if err != nil {

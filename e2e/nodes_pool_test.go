@@ -445,8 +445,13 @@ spec:
 `, svcAddr(registryPort))
 }
 
+// cniRoutesJoiners: the cni values under which every node routes to the
+// pods of a node that joined after it (docs/NODE-POOLS.md).
+var cniRoutesJoiners = map[string]bool{"flannel": true, "cilium": true}
+
 // checkPoolWeb deploys pool-web, waits for a replica on each worker and
-// reaches the Service from the probe pod on the initial node.
+// reaches the Service from the probe pod on the initial node where the
+// proof's CNI routes the workers.
 func (p *provenCluster) checkPoolWeb(t *testing.T) string {
 	t.Helper()
 	c := p.c
@@ -460,6 +465,14 @@ func (p *provenCluster) checkPoolWeb(t *testing.T) string {
 	}
 	eventually(t, p.r, "pool-web: one replica on each worker", c.consoles(), 5*time.Minute,
 		func(ctx context.Context) (string, error) { return c.poolWebOn(ctx, 2) })
+	if !cniRoutesJoiners[proofCNI] {
+		// Under bridge the control-plane nodes were rendered before the
+		// workers existed and have no route to their pod subnets
+		// (docs/NODE-POOLS.md): the reach is proven once the proof
+		// founds with a CNI that routes a node joining later.
+		t.Logf("pool-web's Service not reached from the control plane: the proof's %s CNI does not route nodes that join later", proofCNI)
+		return "pool-web ran on a worker"
+	}
 	from := c.initialProbePod(t)
 	eventually(t, p.r, "pool-web's Service reached from "+from.name+" on "+from.node, nil, 2*time.Minute,
 		func(ctx context.Context) (string, error) {

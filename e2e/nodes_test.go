@@ -26,6 +26,9 @@ var nodeVersions = harness.MirrorVersions{
 	Arch: runtime.GOARCH,
 }
 
+// proofCNI is the cni the node proof founds its clusters with.
+const proofCNI = "bridge"
+
 const (
 	corednsVersion = "v1.13.1"
 	pauseVersion   = "3.10.1"
@@ -179,7 +182,7 @@ func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
 	}
 	p.st = startStack(t, p.r, slices.Concat(mirrorEnv(mirrorDir), objectStoreEnv(), env)...)
 	p.tl.start()
-	p.cl = foundCluster(t, p.r, p.st, 3, `"cni":"bridge"`)
+	p.cl = foundCluster(t, p.r, p.st, 3, fmt.Sprintf(`"cni":%q`, proofCNI))
 	p.tl.mark("POST /clusters answered")
 	p.tl.setUpStarts()
 	p.vms = loadVMs(t, p.st, p.cl.ControlPlaneVMIDs)
