@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -21,11 +20,6 @@ import (
 // node takes and uploads, a control-plane machine stopped for good and
 // replaced through the API while writes keep succeeding, and the snapshot
 // restored into a new cluster that holds what was written before it.
-
-// etcdLifecycleOnly (E2E_ETCD_LIFECYCLE_ONLY=1) runs the bring-up and the
-// etcd lifecycle only: an iteration on these steps skips the renewals,
-// the reboot and the conformance subset. The default run includes them.
-func etcdLifecycleOnly() bool { return os.Getenv("E2E_ETCD_LIFECYCLE_ONLY") == "1" }
 
 // markerName is the ConfigMap written before the snapshot; the restored
 // cluster must hold it.
@@ -349,7 +343,7 @@ func (p *provenCluster) checkRestore(t *testing.T, snapshot int64, marker string
 	t.Helper()
 	start := time.Now()
 	restoreFrom := fmt.Sprintf(`"restore_from":{"cluster_id":%d,"snapshot_id":%d}`, p.cl.ClusterID, snapshot)
-	cl := foundCluster(t, p.r, p.st, 1, `"cni":"bridge"`, restoreFrom)
+	cl := foundCluster(t, p.r, p.st, 1, fmt.Sprintf(`"cni":%q`, proofCNI), restoreFrom)
 	v := loadVMs(t, p.st, cl.ControlPlaneVMIDs)[0]
 	node, err := p.network.AddNode(v.addr)
 	if err != nil {

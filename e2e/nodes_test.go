@@ -26,6 +26,9 @@ var nodeVersions = harness.MirrorVersions{
 	Arch: runtime.GOARCH,
 }
 
+// proofCNI is the cni the node proof founds its clusters with.
+const proofCNI = "bridge"
+
 const (
 	corednsVersion = "v1.13.1"
 	pauseVersion   = "3.10.1"
@@ -81,7 +84,8 @@ func mirrorEnv(mirrorDir string) []string {
 // image from a registry on the node network, and the result a working
 // three-node cluster that passes the conformance subset, whose etcd is
 // snapshotted, loses a node that is replaced through the API, and is
-// restored into a new cluster.
+// restored into a new cluster; last, a worker pool joins it, runs a
+// workload, and is scaled down and deleted, its workers drained.
 func TestNodesBecomeACluster(t *testing.T) {
 	p := bringUpCluster(t, "nodes", shortLeavesEnv)
 	c, tl := p.c, p.tl
@@ -99,10 +103,10 @@ func TestNodesBecomeACluster(t *testing.T) {
 			len(c.machines), len(c.machines), tl.at("every node Ready").Seconds(), tl.at("workloads reachable").Seconds())
 		return
 	}
-	if etcdLifecycleOnly() {
-		held = append(held, p.checkEtcdLifecycle(t)...)
+	if f, ok := focusedStep(); ok {
+		held = append(held, f.steps(p, t)...)
 		tl.finish(t)
-		t.Logf("e2e (bring-up and etcd lifecycle only): %s", strings.Join(held, "; "))
+		t.Logf("e2e (bring-up and %s only): %s", f.name, strings.Join(held, "; "))
 		return
 	}
 	pods := c.probePods(t)
@@ -115,10 +119,34 @@ func TestNodesBecomeACluster(t *testing.T) {
 	// After the subset: under the bridge CNI the running nodes have no
 	// route to a replacement's pod subnet (docs/REPLACE-NODE.md).
 	held = append(held, p.checkEtcdLifecycle(t)...)
+	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
 	tl.finish(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; nodes Ready %.0f s, workloads reachable %.0f s after POST /clusters (set-up excluded); rebooted node Ready again in %.0f s",
 		len(c.machines), len(c.machines), strings.Join(held, "; "),
 		tl.at("every node Ready").Seconds(), tl.at("workloads reachable").Seconds(), rebooted.Seconds())
+}
+
+// focusedRun does the bring-up then one step only, when its variable is
+// 1: an iteration on that step skips the renewals, the reboot and the
+// conformance subset. The default run does every step.
+type focusedRun struct {
+	name, env string
+	steps     func(*provenCluster, *testing.T) []string
+}
+
+var focusedSteps = []focusedRun{
+	{"etcd lifecycle", "E2E_ETCD_LIFECYCLE_ONLY", (*provenCluster).checkEtcdLifecycle},
+	{"pool", "E2E_POOL_ONLY", (*provenCluster).checkPool},
+}
+
+// focusedStep is the focused run asked for (its variable set to 1), if any.
+func focusedStep() (focusedRun, bool) {
+	for _, f := range focusedSteps {
+		if os.Getenv(f.env) == "1" {
+			return f, true
+		}
+	}
+	return focusedRun{}, false
 }
 
 // provenCluster is a cluster founded through the API whose VMs booted as
@@ -154,7 +182,7 @@ func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
 	}
 	p.st = startStack(t, p.r, slices.Concat(mirrorEnv(mirrorDir), objectStoreEnv(), env)...)
 	p.tl.start()
-	p.cl = foundCluster(t, p.r, p.st, 3, `"cni":"bridge"`)
+	p.cl = foundCluster(t, p.r, p.st, 3, fmt.Sprintf(`"cni":%q`, proofCNI))
 	p.tl.mark("POST /clusters answered")
 	p.tl.setUpStarts()
 	p.vms = loadVMs(t, p.st, p.cl.ControlPlaneVMIDs)

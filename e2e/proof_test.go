@@ -185,6 +185,9 @@ func TestBundlesBootControlPlane(t *testing.T) {
 			t.Logf("%s accepted: %s", m, strings.Join(objs, ", "))
 		}
 	})
+	t.Run("kube-proxy's ServiceAccount reaches the API by the DNS name as system:node-proxier only", func(t *testing.T) {
+		checkKubeProxyIdentity(t, admins[0], adminKubeconfig, n1.read(t, addonManifestsDir+"/kube-proxy.yaml"), cl.ControlPlaneDNSName, n1, dial)
+	})
 	t.Run("kubeconfig from POST /clusters works through the DNS name", func(t *testing.T) {
 		checkFoundingKubeconfig(t, cl, n1, dial)
 	})

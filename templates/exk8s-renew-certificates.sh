@@ -95,9 +95,9 @@ if ((${#components[@]} == 0)); then
 fi
 log "changed: ${changed[*]:-nothing}; restarting: ${components[*]}"
 
-# restart COMPONENT: systemd units restart; a pod's container (the static
-# pods, kube-proxy's DaemonSet pod) is stopped and the kubelet starts a new
-# one, which reads the files written here.
+# restart COMPONENT: systemd units restart; a static pod's container is
+# stopped and the kubelet starts a new one, which reads the files written
+# here.
 restart() {
   case "$1" in
     etcd | kubelet | {{ shq .Taint.Unit }}) systemctl restart "$1" ;;

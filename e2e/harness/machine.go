@@ -436,3 +436,7 @@ func RaiseInotifyLimits() ([]string, error) {
 	}
 	return set, nil
 }
+
+// Upper is the overlay's upper folder: every file the machine wrote
+// itself (born on the node, not in the image).
+func (m *Machine) Upper() string { return filepath.Join(m.dir, "upper") }

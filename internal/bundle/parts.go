@@ -138,7 +138,6 @@ func kubeconfigSpecs(v *view) []kubeconfigSpec {
 	}
 	specs := []kubeconfigSpec{
 		component("controller-manager", pki.ControllerManager, "system:kube-controller-manager", loopback),
-		component("kube-proxy", pki.KubeProxy, "system:kube-proxy", v.APIServerEndpoint),
 		component("kubelet", pki.KubeletClient, "system:node:"+v.Node.Name, v.APIServerEndpoint),
 		component("scheduler", pki.Scheduler, "system:kube-scheduler", loopback),
 		component("control-plane-taint", pki.ControlPlaneTaint, ControlPlaneTaintUser, loopback),

@@ -212,6 +212,7 @@ type view struct {
 	TLS           tlsView
 	APIServer     apiserverView
 	Images        imagesView
+	KubeProxy     kubeProxyView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -259,6 +260,7 @@ func nodeView(c clusterfacts.Cluster, a Artifacts, topo topology) (*view, error)
 		ArtifactFiles: a.Files(c.KubernetesVersion, c.CNI),
 		TLS:           newTLSView(),
 		Images:        newImagesView(a, c.KubernetesVersion, c.CNI),
+		KubeProxy:     newKubeProxyView(c),
 	}
 	if err := v.setPodNetwork(c, topo); err != nil {
 		return nil, err

@@ -37,7 +37,6 @@ var readerOf = map[pki.Name]string{
 	pki.FrontProxyClient:       "kube-apiserver",
 	pki.ControllerManager:      "kube-controller-manager",
 	pki.Scheduler:              "kube-scheduler",
-	pki.KubeProxy:              "kube-proxy",
 	pki.KubeletClient:          "kubelet",
 	pki.KubeletServing:         "kubelet",
 	pki.ControlPlaneTaint:      ControlPlaneTaintUnit,
@@ -51,7 +50,7 @@ var readerOf = map[pki.Name]string{
 // etcd next, whose clients reconnect; the kubelet last.
 // The taint's service last: it reads its kubeconfig on every round, and is
 // restarted only to use the new certificate at once.
-var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "kubelet", ControlPlaneTaintUnit}
+var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubelet", ControlPlaneTaintUnit}
 
 func newRenewalView(v *view) renewalView {
 	embeddedIn := map[pki.Name]string{}

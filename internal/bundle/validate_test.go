@@ -81,12 +81,6 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			}
 		}
 
-		var ds appsv1.DaemonSet
-		strictYAML(t, "kube-proxy.yaml", mustFile(t, b, "/etc/exk8s/manifests/kube-proxy.yaml"), &ds)
-		if ds.Kind != "DaemonSet" || ds.Name != "kube-proxy" {
-			t.Errorf("kube-proxy.yaml: got %s %s", ds.Kind, ds.Name)
-		}
-
 		kinds := map[string]int{}
 		for i, doc := range strings.Split(mustFile(t, b, "/etc/exk8s/manifests/coredns.yaml"), "\n---\n") {
 			var meta struct{ Kind string }
@@ -174,7 +168,6 @@ func wantKubeconfigs(n clusterfacts.Node, initial bool) map[string]struct {
 		orgs       []string
 	}{
 		"kubelet":            {"system:node:" + n.Name, self, []string{"system:nodes"}},
-		"kube-proxy":         {"system:kube-proxy", self, []string{"system:node-proxier"}},
 		"controller-manager": {"system:kube-controller-manager", "https://127.0.0.1:6443", nil},
 		"scheduler":          {"system:kube-scheduler", "https://127.0.0.1:6443", nil},
 	}

@@ -116,10 +116,18 @@ func heldKeys(self store.Node, req RenewalRequest) ([]heldKey, error) {
 // no certificate of and the node's renewal script does not name (its
 // bundle came before the row); its next bootstrap issues it. A node that
 // names one k8sapi has no copy of is still told so (identity_not_stored).
+// A retired identity is renewed only when asked: a node bootstrapped
+// before its retirement names it, a later one holds none (though k8sapi
+// may keep the row of an earlier window).
 func renewedBy(stored map[string]string, req RenewalRequest) []pki.Name {
 	var out []pki.Name
 	for _, name := range pki.Renewable() {
 		if _, asked := req.CSRs[string(name)]; asked || stored[string(name)] != "" {
+			out = append(out, name)
+		}
+	}
+	for _, name := range pki.Names(pki.PhaseRetired) {
+		if _, asked := req.CSRs[string(name)]; asked {
 			out = append(out, name)
 		}
 	}
@@ -137,7 +145,7 @@ func checkNames(req RenewalRequest, names []pki.Name) error {
 	}
 	for name, csr := range req.CSRs {
 		switch {
-		case !slices.Contains(pki.Renewable(), pki.Name(name)):
+		case !slices.Contains(renewableNames(), pki.Name(name)):
 			errs = append(errs, "csrs."+name+": is no identity this node renews")
 		case len(csr) > MaxCSRBytes:
 			errs = append(errs, "csrs."+name+": is over 8 KiB")
@@ -148,6 +156,12 @@ func checkNames(req RenewalRequest, names []pki.Name) error {
 	}
 	sort.Strings(errs)
 	return apperr.InvalidRequest.Detail(strings.Join(errs, "; "))
+}
+
+// renewableNames is every identity a renewal may name: those nodes are
+// issued and renew, and the retired ones older nodes still hold.
+func renewableNames() []pki.Name {
+	return append(pki.Renewable(), pki.Names(pki.PhaseRetired)...)
 }
 
 func proveOne(name pki.Name, csr, cert string) (heldKey, error) {

@@ -51,6 +51,11 @@ const (
 	// answer, POST /clusters/{id}/kubeconfig): never to a node, never stored,
 	// never renewed (the operator asks for another).
 	PhaseOperator
+	// PhaseRetired certs are no longer issued: a node bootstrapped before
+	// their retirement still holds one, and renews it (its renewal script
+	// names it) until its next bootstrap, which issues it none. Their
+	// specs stay so the renewal can re-issue them.
+	PhaseRetired
 )
 
 // Lifetimes, explicit so the table says how long each cert lives. A leaf's
@@ -125,7 +130,10 @@ func CertList() []Spec {
 		client(FrontProxyClient, FrontProxyCA, "front-proxy-client"),
 		client(ControllerManager, ClusterCA, "system:kube-controller-manager"),
 		client(Scheduler, ClusterCA, "system:kube-scheduler"),
-		client(KubeProxy, ClusterCA, "system:kube-proxy", "system:node-proxier"),
+		// kube-proxy's: its DaemonSet now authenticates with its pod's
+		// service-account token (kube-proxy.yaml), so it runs on workers
+		// too, which hold no such identity.
+		retired(client(KubeProxy, ClusterCA, "system:kube-proxy", "system:node-proxier")),
 		nodeClient(KubeletClient, ClusterCA),
 		serving(KubeletServing, ClusterCA, PhaseFetch, kubeletSANs, x509.ExtKeyUsageServerAuth),
 		// Taints a control-plane node while a pool has a Ready worker
@@ -157,6 +165,11 @@ func operatorAdmin() Spec {
 	s := client(OperatorAdmin, ClusterCA, "", "system:masters")
 	s.Phase, s.Lifetime = PhaseOperator, OperatorAdminLifetime
 	s.CommonName = func(who Subject) string { return who.Name }
+	return s
+}
+
+func retired(s Spec) Spec {
+	s.Phase = PhaseRetired
 	return s
 }
 
@@ -219,7 +232,9 @@ func nodeIPs(n Subject, extra ...net.IP) []net.IP {
 }
 
 // Renewable lists the leaves a node renews, in table order: every leaf a
-// node holds but the bootstrap-only (InitialOnly) ones.
+// node is issued but the bootstrap-only (InitialOnly) ones. A node
+// bootstrapped before a leaf was retired renews that one too
+// (Names(PhaseRetired)).
 func Renewable() []Name {
 	var out []Name
 	for _, s := range CertList() {

@@ -91,6 +91,19 @@ const storeWindow = `
 	WHERE node_identities.window_opened_at IS NOT NULL
 	  AND node_identities.window_opened_at <> excluded.window_opened_at`
 
+// retireUnissued marks the node's identities of an earlier window that
+// this window issued none of ($3: the names it issued), while the window
+// is still the one they were issued for: an identity the cert table
+// retired since (kube-proxy's). The node's new bundle holds none, so
+// nothing renews it, and it must not count in the cluster's expiry: that
+// is what bootstrap_only says of a row (never renewed nor counted). The
+// row is kept, not deleted: this role deletes nothing.
+const retireUnissued = `
+	UPDATE node_identities i SET bootstrap_only = true FROM kube_nodes n
+	WHERE i.node_id = n.id AND n.vm_id = $1 AND n.bootstrap_opened_at = $2
+	  AND i.window_opened_at IS NOT NULL AND i.window_opened_at <> $2
+	  AND i.name <> ALL($3::text[])`
+
 // queueWindow queues w's store; *stored says whether every identity was
 // written.
 func queueWindow(b *pgx.Batch, w WindowIdentities, stored *bool) {
@@ -99,4 +112,5 @@ func queueWindow(b *pgx.Batch, w WindowIdentities, stored *bool) {
 		*stored = tag.RowsAffected() == int64(len(w.Issued))
 		return nil
 	})
+	b.Queue(retireUnissued, w.VMID, w.OpenedAt, a.names)
 }

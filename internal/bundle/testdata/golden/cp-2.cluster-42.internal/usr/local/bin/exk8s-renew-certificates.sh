@@ -31,7 +31,6 @@ IDENTITIES=(
   'front-proxy-client /etc/exk8s/pki/front-proxy-client-key.pem /etc/exk8s/pki/front-proxy-client.pem - kube-apiserver'
   'controller-manager /etc/exk8s/pki/controller-manager-key.pem /etc/exk8s/pki/controller-manager.pem /etc/exk8s/kubeconfig/controller-manager.kubeconfig kube-controller-manager'
   'scheduler /etc/exk8s/pki/scheduler-key.pem /etc/exk8s/pki/scheduler.pem /etc/exk8s/kubeconfig/scheduler.kubeconfig kube-scheduler'
-  'kube-proxy /etc/exk8s/pki/kube-proxy-key.pem /etc/exk8s/pki/kube-proxy.pem /etc/exk8s/kubeconfig/kube-proxy.kubeconfig kube-proxy'
   'kubelet-client /etc/exk8s/pki/kubelet-client-key.pem /etc/exk8s/pki/kubelet-client.pem /etc/exk8s/kubeconfig/kubelet.kubeconfig kubelet'
   'kubelet /etc/exk8s/pki/kubelet-key.pem /etc/exk8s/pki/kubelet.pem - kubelet'
   'control-plane-taint /etc/exk8s/pki/control-plane-taint-key.pem /etc/exk8s/pki/control-plane-taint.pem /etc/exk8s/kubeconfig/control-plane-taint.kubeconfig exk8s-control-plane-taint'
@@ -103,9 +102,9 @@ if ((${#components[@]} == 0)); then
 fi
 log "changed: ${changed[*]:-nothing}; restarting: ${components[*]}"
 
-# restart COMPONENT: systemd units restart; a pod's container (the static
-# pods, kube-proxy's DaemonSet pod) is stopped and the kubelet starts a new
-# one, which reads the files written here.
+# restart COMPONENT: systemd units restart; a static pod's container is
+# stopped and the kubelet starts a new one, which reads the files written
+# here.
 restart() {
   case "$1" in
     etcd | kubelet | 'exk8s-control-plane-taint') systemctl restart "$1" ;;
@@ -118,7 +117,7 @@ restart() {
   esac
 }
 
-for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'kube-proxy' 'etcd' 'kubelet' 'exk8s-control-plane-taint'; do
+for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'etcd' 'kubelet' 'exk8s-control-plane-taint'; do
   [[ " ${components[*]} " == *" ${c} "* ]] || continue
   step "restarting ${c}"
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then

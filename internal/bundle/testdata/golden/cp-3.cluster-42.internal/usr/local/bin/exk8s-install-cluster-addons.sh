@@ -46,7 +46,10 @@ retry 25 2 kubectl apply -f "${MANIFESTS}/control-plane-rbac.yaml" || die "canno
 # kube-proxy's rules route: a CoreDNS started first sent its first request
 # nowhere and waited out its 30 s timeout before it asked again. So
 # kube-proxy is rolled out on every node first (seconds: its image was
-# pulled ahead while the node started), then CoreDNS.
+# pulled ahead while the node started), then CoreDNS. kube-proxy itself
+# reaches the API by the control plane's name, as its ServiceAccount; its
+# file creates that account, its binding and its kubeconfig before the
+# DaemonSet (kubectl applies a file in order).
 step "installing kube-proxy"
 retry 25 2 kubectl apply -f "${MANIFESTS}/kube-proxy.yaml" || die "cannot apply kube-proxy"
 
