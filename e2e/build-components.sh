@@ -146,6 +146,25 @@ build_module containerd "$containerd_ldflags" containerd containerd-shim-runc-v2
 build_module coredns "-s -w" coredns
 build_module registry "-s -w" registry
 
+# build_cgo_tool NAME PKG BINARY LDFLAGS: a module's `tool` command built
+# with cgo and linked static (it runs in an image over the node's root
+# filesystem), unless NAME's stamp matches.
+build_cgo_tool() {
+	local name="$1" pkg="$2" binary="$3" ldflags="$4" dir want
+	dir="$here/components/$name"
+	want="$(stamp "$dir" "$ldflags")"
+	up_to_date "$name" "$want" "$binary" && return 0
+	echo "build-components: building $name ($binary)"
+	local start=$SECONDS
+	(cd "$dir" && CGO_ENABLED=1 go build -tags netgo,osusergo \
+		-ldflags="$ldflags -linkmode external -extldflags -static" -o "$bin_dir/$binary" "$pkg")
+	echo "$want" >"$bin_dir/.$name.stamp"
+	echo "build-components: $name built in $((SECONDS - start))s"
+}
+# flannel's udp backend is C (cgo), though the proof uses host-gw.
+build_cgo_tool flannel github.com/flannel-io/flannel flanneld \
+	"-s -w -X github.com/flannel-io/flannel/pkg/version.Version=v0.28.10"
+
 # install_upstream NAME ENV PKG@VERSION...: go install each upstream
 # command into bin_dir, unless NAME's stamp (Go version, env, packages)
 # matches.

@@ -153,7 +153,11 @@ func (c *machineCluster) checkMirrorPods(t *testing.T) {
 // checkAddonsReady: kube-proxy on every node and CoreDNS are ready.
 func (c *machineCluster) checkAddonsReady(t *testing.T) {
 	t.Helper()
-	for _, what := range []string{"daemonset/kube-proxy", "deployment/coredns"} {
+	addons := []string{"daemonset/kube-proxy", "deployment/coredns"}
+	if proofCNI == "flannel" {
+		addons = append([]string{"daemonset/flannel"}, addons...)
+	}
+	for _, what := range addons {
 		eventually(t, c.r, what+" ready", nil, 3*time.Minute, func(ctx context.Context) (string, error) {
 			out, err := c.kubectl(ctx, "-n", "kube-system", "rollout", "status", what, "--timeout=5s")
 			return strings.TrimSpace(string(out)), err

@@ -27,11 +27,14 @@ var nodeVersions = harness.MirrorVersions{
 }
 
 // proofCNI is the cni the node proof founds its clusters with.
-const proofCNI = "bridge"
+const proofCNI = "flannel"
 
 const (
 	corednsVersion = "v1.13.1"
 	pauseVersion   = "3.10.1"
+	// flannelVersion is what e2e/components/flannel builds and the
+	// product's artifacts name (bundle.DefaultArtifacts' flannel_version).
+	flannelVersion = "v0.28.10"
 	// suiteEtcdTag is the tag the conformance suite names for its etcd
 	// image (the aggregator test's); the project's etcd build answers to it.
 	suiteEtcdTag = "3.6.6-0"
@@ -367,7 +370,7 @@ func fqdn(name, zone string) string {
 // starts.
 func pushImages(t *testing.T, r *harness.Run, sw, image string, roots harness.TestImageRoots) {
 	t.Helper()
-	images := append(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, image), probeImage(image))
+	images := append(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, flannelVersion, image), probeImage(image))
 	suiteImages, err := harness.TestImages(roots, suiteEtcdTag)
 	if err != nil {
 		fatal(t, err)

@@ -37,8 +37,9 @@ type Image struct {
 // ProofImages is the table of images the static pods and the addons name,
 // all built from the build folder: the control plane and kube-proxy at the
 // Kubernetes version, CoreDNS and pause at theirs. kube-proxy runs over the
-// node image's root filesystem, which has the iptables it programs.
-func ProofImages(kubeVersion, corednsVersion, pauseVersion, nodeRootfs string) []Image {
+// node image's root filesystem, which has the iptables it programs, and
+// so does flanneld (the flannel CNI's agent, its masquerade rules).
+func ProofImages(kubeVersion, corednsVersion, pauseVersion, flannelVersion, nodeRootfs string) []Image {
 	kube := func(name string) Image {
 		return Image{Repo: name, Tag: kubeVersion, Binaries: map[string]string{"/usr/local/bin/" + name: name},
 			Entrypoint: []string{"/usr/local/bin/" + name}}
@@ -49,6 +50,8 @@ func ProofImages(kubeVersion, corednsVersion, pauseVersion, nodeRootfs string) [
 		kube("kube-apiserver"), kube("kube-controller-manager"), kube("kube-scheduler"), proxy,
 		{Repo: "coredns/coredns", Tag: corednsVersion, Binaries: map[string]string{"/coredns": "coredns"}, Entrypoint: []string{"/coredns"}},
 		{Repo: "pause", Tag: pauseVersion, Binaries: map[string]string{"/pause": "pause"}, Entrypoint: []string{"/pause"}},
+		{Repo: "flannel-io/flannel", Tag: flannelVersion, Binaries: map[string]string{"/opt/bin/flanneld": "flanneld"},
+			BaseRootfs: nodeRootfs, Entrypoint: []string{"/opt/bin/flanneld"}},
 	}
 }
 

@@ -42,7 +42,7 @@ func TestPushImagesServesEveryImageTheClusterNames(t *testing.T) {
 	srv := httptest.NewServer(registry.New())
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	images := ProofImages("v1.35.4", "v1.13.1", "3.10.1", rootfs)
+	images := ProofImages("v1.35.4", "v1.13.1", "3.10.1", "v0.28.10", rootfs)
 	if err := PushImages(context.Background(), images, bin, "amd64", host, http.DefaultTransport); err != nil {
 		t.Fatal(err)
 	}
