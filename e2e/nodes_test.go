@@ -27,7 +27,7 @@ var nodeVersions = harness.MirrorVersions{
 }
 
 // proofCNI is the cni the node proof founds its clusters with.
-const proofCNI = "flannel"
+const proofCNI = "bridge"
 
 const (
 	corednsVersion = "v1.13.1"

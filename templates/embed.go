@@ -9,7 +9,7 @@ import "embed"
 // shim, which a founding hands out (Founding), is not one of them, so the
 // bundle function does not carry it.
 //
-//go:embed exk8s-*.sh *.yaml *.env *.service *.path *.timer *.conf *.conflist *.sha256 kubeconfig
+//go:embed exk8s-*.sh *.yaml *.env *.service *.timer *.conf *.conflist *.sha256 kubeconfig
 var FS embed.FS
 
 // Founding is what a founding hands out before any bundle exists: the VM

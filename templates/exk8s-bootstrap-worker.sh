@@ -155,10 +155,10 @@ if [[ "$CNI" == bridge ]]; then
 fi{{- if .Flannel }}
 
 # Under flannel the node's conflist follows flanneld's lease: written
-# whenever the lease changes ({{ .Flannel.Unit }}.path), and removed on
+# whenever the lease changes (the service follows it), and removed on
 # every boot before the kubelet until flanneld writes the lease again.
 step "writing the pod network's CNI configuration from flannel's lease"
-systemctl enable --now {{ .Flannel.Unit }}.service {{ .Flannel.Unit }}.path
+systemctl enable --now {{ .Flannel.Unit }}.service
 {{- end }}
 
 step "starting the kubelet"

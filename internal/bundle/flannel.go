@@ -22,10 +22,9 @@ type flannelView struct {
 	// plane's DNS name, which names every control-plane node, as a
 	// worker's kubelet does (flannel.yaml says why not the Service).
 	APIServerHost string
-	// SubnetEnv is flanneld's lease on the node, which Conflist follows;
-	// LeaseDir is its folder, the one the path unit watches.
-	SubnetEnv, LeaseDir, Conflist string
-	// Unit names the service, path unit and script that write Conflist.
+	// SubnetEnv is flanneld's lease on the node, which Conflist follows.
+	SubnetEnv, Conflist string
+	// Unit names the service and script that write Conflist.
 	Unit string
 }
 
@@ -38,17 +37,16 @@ const conflistPath = "/etc/cni/net.d/10-exk8s.conflist"
 func newFlannelView(c clusterfacts.Cluster) *flannelView {
 	return &flannelView{
 		Network: c.PodCIDR, NodeCIDRMaskSize: clusterfacts.NodePodPrefix, APIServerHost: c.ControlPlaneDNSName,
-		SubnetEnv: leaseDir + "/subnet.env", LeaseDir: leaseDir, Conflist: conflistPath, Unit: "exk8s-flannel-cni",
+		SubnetEnv: leaseDir + "/subnet.env", Conflist: conflistPath, Unit: "exk8s-flannel-cni",
 	}
 }
 
 // flannelCNIFiles are the node's side of flannel: the script that writes
-// the conflist from the lease, its unit (run before the kubelet on every
-// boot) and the path unit that runs it again whenever the lease changes.
+// the conflist from the lease and its unit (one pass before the kubelet on
+// every boot, then following the lease).
 func flannelCNIFiles(f *flannelView) []fileSpec {
 	return []fileSpec{
 		tmpl(unitDir+"/"+f.Unit+".service", f.Unit+".service", modePublic, f),
-		tmpl(unitDir+"/"+f.Unit+".path", f.Unit+".path", modePublic, f),
 		tmpl(binDir+"/"+f.Unit+".sh", f.Unit+".sh", modeScript, f),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -122,6 +123,36 @@ func TestFlannelConflistFollowsTheLease(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Errorf("the CNI folder holds %v (%v), want the conflist alone", entries, err)
 	}
+}
+
+// Following (the unit's main process), the script writes the conflist
+// when a lease appears after it started and again when the lease changes,
+// with nothing else starting it: a node whose flanneld writes its lease
+// late (a replacement's) gets its pod network.
+func TestFlannelConflistFollowerSeesALateLease(t *testing.T) {
+	n := newFlannelNode(t)
+	cmd := exec.Command("bash", n.script, "--follow")
+	cmd.Env = append(os.Environ(), "EXK8S_ROOT="+n.root, "EXK8S_FLANNEL_CNI_EVERY=0.05")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	n.write(t, flannelLease, "FLANNEL_NETWORK=172.16.0.0/12\nFLANNEL_SUBNET=172.16.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
+	n.waitConflist(t, "172.16.3.0/24")
+	n.write(t, flannelLease, "FLANNEL_NETWORK=172.16.0.0/12\nFLANNEL_SUBNET=172.16.9.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
+	n.waitConflist(t, "172.16.9.0/24")
+}
+
+// waitConflist waits (up to 30 s, a deadline for a hung follower, not a
+// speed target) for the conflist to name subnet.
+func (n flannelNode) waitConflist(t *testing.T, subnet string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(n.raw(), `"`+subnet+`"`) {
+			return
+		}
+	}
+	t.Fatalf("the follower never wrote a conflist for %s; it holds %q", subnet, n.raw())
 }
 
 // A lease the script cannot read fails the run and leaves the conflist

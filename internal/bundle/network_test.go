@@ -133,11 +133,11 @@ func TestEachCNIBundleCarriesOnlyWhatItUses(t *testing.T) {
 		allocate, cidrMaskLen string
 	}{
 		{clusterfacts.CNICilium, "", []string{configDir + "/cilium-values.yaml", conflistPath},
-			[]string{unitDir + "/exk8s-pod-network.service", flannelUnits + ".path", addonDir + "/flannel.yaml"}, "false", ""},
+			[]string{unitDir + "/exk8s-pod-network.service", flannelUnits + ".service", addonDir + "/flannel.yaml"}, "false", ""},
 		{clusterfacts.CNIBridge, "exk8s-pod-network.service", []string{unitDir + "/exk8s-pod-network.service", binDir + "/exk8s-pod-network.sh", conflistPath},
 			[]string{configDir + "/cilium-values.yaml", flannelUnits + ".service", addonDir + "/flannel.yaml"}, "false", ""},
 		{clusterfacts.CNIFlannel, "exk8s-flannel-cni.service",
-			[]string{flannelUnits + ".service", flannelUnits + ".path", binDir + "/exk8s-flannel-cni.sh", addonDir + "/flannel.yaml"},
+			[]string{flannelUnits + ".service", binDir + "/exk8s-flannel-cni.sh", addonDir + "/flannel.yaml"},
 			[]string{configDir + "/cilium-values.yaml", conflistPath, unitDir + "/exk8s-pod-network.service"}, "true", "24"},
 	} {
 		c, nodes := testCluster()

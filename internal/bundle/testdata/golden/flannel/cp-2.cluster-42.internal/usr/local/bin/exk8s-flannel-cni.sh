@@ -9,8 +9,8 @@
 # FLANNEL_IPMASQ=true). Routes to the other nodes' subnets are flanneld's
 # (host-gw).
 #
-# exk8s-flannel-cni.service runs this on every boot before the kubelet, and
-# exk8s-flannel-cni.path whenever the lease changes. No lease: the conflist is
+# exk8s-flannel-cni.service runs one pass on every boot before the kubelet,
+# then follows the lease (--follow) for as long as the node runs. No lease: the conflist is
 # removed (pods wait for one, as with flannel's plugin). A lease: the
 # conflist is written whole and renamed into place, so the runtime never
 # reads half of one; one already as the lease says is left alone. A lease
@@ -71,16 +71,44 @@ conflist() {
     ]}'
 }
 
-if [[ ! -e "$SUBNET_ENV" ]]; then
-  rm -f "$CONFLIST"
-  log "no lease in ${SUBNET_ENV} yet: no conflist until flanneld writes one"
-  exit 0
-fi
-read_lease
-want="$(conflist)"
-if [[ -f "$CONFLIST" && "$(cat "$CONFLIST")" == "$want" ]]; then
-  log "the conflist already holds the lease (pods on ${FLANNEL_SUBNET})"
-  exit 0
-fi
-write_file "$CONFLIST" 0644 printf '%s\n' "$want" || die "cannot write ${CONFLIST}"
-log "wrote ${CONFLIST}: pods on ${FLANNEL_SUBNET} of ${FLANNEL_NETWORK}, MTU ${FLANNEL_MTU}"
+# sync_conflist: one pass, the conflist as the lease says.
+sync_conflist() {
+  local want
+  if [[ ! -e "$SUBNET_ENV" ]]; then
+    rm -f "$CONFLIST"
+    log "no lease in ${SUBNET_ENV} yet: no conflist until flanneld writes one"
+    return 0
+  fi
+  read_lease
+  want="$(conflist)"
+  if [[ -f "$CONFLIST" && "$(cat "$CONFLIST")" == "$want" ]]; then
+    log "the conflist already holds the lease (pods on ${FLANNEL_SUBNET})"
+    return 0
+  fi
+  write_file "$CONFLIST" 0644 printf '%s\n' "$want" || die "cannot write ${CONFLIST}"
+  log "wrote ${CONFLIST}: pods on ${FLANNEL_SUBNET} of ${FLANNEL_NETWORK}, MTU ${FLANNEL_MTU}"
+}
+
+# lease_seen: what identifies the lease as it is now (absent, or its
+# content), so the follower acts only on a change.
+lease_seen() { cat "$SUBNET_ENV" 2>/dev/null || echo absent; }
+
+# follow: a pass whenever the lease appears or changes, checked every
+# EXK8S_FLANNEL_CNI_EVERY seconds. A poll, not a path unit: a path unit's
+# watch missed the lease a replacement node's flanneld wrote (its pod
+# network never came up in the node proof), and a missed lease is a node
+# that never runs a pod.
+follow() {
+  local seen now
+  seen="$(lease_seen)"
+  while sleep "${EXK8S_FLANNEL_CNI_EVERY:-2}"; do
+    now="$(lease_seen)"
+    [[ "$now" == "$seen" ]] && continue
+    seen="$now"
+    sync_conflist
+  done
+}
+
+sync_conflist
+[[ "${1:-}" == --follow ]] && follow
+exit 0

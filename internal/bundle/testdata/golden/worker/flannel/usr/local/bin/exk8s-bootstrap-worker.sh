@@ -155,10 +155,10 @@ if [[ "$CNI" == bridge ]]; then
 fi
 
 # Under flannel the node's conflist follows flanneld's lease: written
-# whenever the lease changes (exk8s-flannel-cni.path), and removed on
+# whenever the lease changes (the service follows it), and removed on
 # every boot before the kubelet until flanneld writes the lease again.
 step "writing the pod network's CNI configuration from flannel's lease"
-systemctl enable --now exk8s-flannel-cni.service exk8s-flannel-cni.path
+systemctl enable --now exk8s-flannel-cni.service
 
 step "starting the kubelet"
 systemctl enable kubelet
