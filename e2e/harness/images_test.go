@@ -21,10 +21,10 @@ import (
 // TestPushImagesServesEveryImageTheClusterNames pushes the proof's image
 // table to a registry and reads each back: the tag resolves, the binary
 // sits at its path, the entrypoint and PATH are set, the base root
-// filesystem is under kube-proxy.
+// filesystem is under kube-proxy and flanneld.
 func TestPushImagesServesEveryImageTheClusterNames(t *testing.T) {
 	bin := t.TempDir()
-	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns", "pause"} {
+	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "coredns", "pause", "flanneld"} {
 		if err := os.WriteFile(filepath.Join(bin, b), []byte("binary "+b), 0o755); err != nil {
 			t.Fatal(err)
 		}
