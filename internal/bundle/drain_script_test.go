@@ -153,7 +153,10 @@ func TestDrainWaitIsBounded(t *testing.T) {
 	if lines[len(lines)-1] != "delete node "+h.in.Worker.Name+" --wait=false" {
 		t.Fatalf("the Node must be deleted after the bounded wait, got %q\n%s", lines, out)
 	}
-	if !strings.Contains(out, "pods still on "+h.in.Worker.Name+" after 1 s: web web-2 false") {
+	// Which other pods the line still lists depends on how far the
+	// evictions got in the second (a loaded machine is slow): only the
+	// refused one must be there.
+	if !strings.Contains(out, "pods still on "+h.in.Worker.Name+" after 1 s: ") || !strings.Contains(out, "web web-2 false") {
 		t.Errorf("the log should name the pod that stayed:\n%s", out)
 	}
 }
