@@ -133,14 +133,26 @@ func TestFlannelConflistFollowerSeesALateLease(t *testing.T) {
 	n := newFlannelNode(t)
 	cmd := exec.Command("bash", n.script, "--follow")
 	cmd.Env = append(os.Environ(), "EXK8S_ROOT="+n.root, "EXK8S_FLANNEL_CNI_EVERY=0.05")
+	var log strings.Builder
+	cmd.Stderr = &log
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the follower's log:\n%s", log.String())
+		}
+	})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// Written in place, not renamed as flanneld does: the follower may
+	// read it half-written, and must try again rather than stop.
 	n.write(t, flannelLease, "FLANNEL_NETWORK=172.16.0.0/12\nFLANNEL_SUBNET=172.16.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
 	n.waitConflist(t, "172.16.3.0/24")
 	n.write(t, flannelLease, "FLANNEL_NETWORK=172.16.0.0/12\nFLANNEL_SUBNET=172.16.9.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
 	n.waitConflist(t, "172.16.9.0/24")
+	if cmd.ProcessState != nil {
+		t.Errorf("the follower exited: %v", cmd.ProcessState)
+	}
 }
 
 // waitConflist waits (up to 30 s, a deadline for a hung follower, not a

@@ -89,9 +89,9 @@ sync_conflist() {
   log "wrote ${CONFLIST}: pods on ${FLANNEL_SUBNET} of ${FLANNEL_NETWORK}, MTU ${FLANNEL_MTU}"
 }
 
-# lease_seen: what identifies the lease as it is now (absent, or its
-# content), so the follower acts only on a change.
-lease_seen() { cat "$SUBNET_ENV" 2>/dev/null || echo absent; }
+# lease_seen: what identifies the lease as it is now ("absent", or its
+# content, never empty), so the follower acts only on a change.
+lease_seen() { { echo lease && cat "$SUBNET_ENV"; } 2>/dev/null || echo absent; }
 
 # follow: a pass whenever the lease appears or changes, checked every
 # EXK8S_FLANNEL_CNI_EVERY seconds. A poll, not a path unit: a path unit's
@@ -99,13 +99,19 @@ lease_seen() { cat "$SUBNET_ENV" 2>/dev/null || echo absent; }
 # network never came up in the node proof), and a missed lease is a node
 # that never runs a pod.
 follow() {
-  local seen now
-  seen="$(lease_seen)"
+  # Nothing seen yet: the first check makes a pass too, so a lease that
+  # changed since the pass before following began is not missed.
+  local seen="" now
   while sleep "${EXK8S_FLANNEL_CNI_EVERY:-2}"; do
     now="$(lease_seen)"
     [[ "$now" == "$seen" ]] && continue
-    seen="$now"
-    sync_conflist
+    # A pass that fails (a lease read half-written) is tried again at the
+    # next check: the follower itself never stops on a bad lease.
+    if (sync_conflist); then
+      seen="$now"
+    else
+      log "the lease could not be used; trying again"
+    fi
   done
 }
 
