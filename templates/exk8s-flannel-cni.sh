@@ -93,14 +93,16 @@ sync_conflist() {
 # content), so the follower acts only on a change.
 lease_seen() { cat "$SUBNET_ENV" 2>/dev/null || echo absent; }
 
-# follow: a pass whenever the lease appears or changes, checked every
-# EXK8S_FLANNEL_CNI_EVERY seconds. A poll, not a path unit: a path unit's
-# watch missed the lease a replacement node's flanneld wrote (its pod
-# network never came up in the node proof), and a missed lease is a node
-# that never runs a pod.
+# follow: a pass now and whenever the lease appears or changes, checked
+# every EXK8S_FLANNEL_CNI_EVERY seconds. The lease is read before each
+# pass, so one written while a pass runs is seen at the next check. A
+# poll, not a path unit: a path unit's watch missed the lease a
+# replacement node's flanneld wrote (its pod network never came up in the
+# node proof), and a missed lease is a node that never runs a pod.
 follow() {
   local seen now
   seen="$(lease_seen)"
+  sync_conflist
   while sleep "${EXK8S_FLANNEL_CNI_EVERY:-2}"; do
     now="$(lease_seen)"
     [[ "$now" == "$seen" ]] && continue
@@ -109,6 +111,7 @@ follow() {
   done
 }
 
+if [[ "${1:-}" == --follow ]]; then
+  follow
+fi
 sync_conflist
-[[ "${1:-}" == --follow ]] && follow
-exit 0
