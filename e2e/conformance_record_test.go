@@ -35,7 +35,7 @@ func (r conformanceRecord) write(t *testing.T, path string) []string {
 	}
 	fmt.Fprintf(&b, ".\n- Machine: %s.\n- Wall time of the suite: %s (%s; %d specs at once in the parallel pass).\n",
 		machineFacts(), r.wall.Round(time.Second), strings.Join(r.passes, ", "), r.procs)
-	b.WriteString("- Cluster: founded through `POST /clusters` and booted exactly as the node proof's (three control-plane nodes, bridge CNI, systemd machines; e2e/README.md).\n")
+	b.WriteString("- Cluster: founded through `POST /clusters` and booted exactly as the node proof's (three control-plane nodes, flannel CNI, systemd machines; e2e/README.md).\n")
 	b.WriteString("- Reports: the JUnit report and the suite's log of each pass stay in `e2e/.logs/<run>/conformance-<pass>/` on the machine that ran it.\n\n")
 	var unexplained []string
 	if len(r.others) == 0 {

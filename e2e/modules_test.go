@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,6 +69,54 @@ func pins(t *testing.T, path string) map[string]string {
 		case len(f) >= 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes":
 			out[f[1]] = f[2]
 		}
+	}
+	return out
+}
+
+// TestProofImagesAreTheProductDefaults: the stack is started without
+// image versions of its own, so the bundles name the product's defaults
+// (bundle.DefaultArtifacts) and the registry must serve those tags. A
+// bump on one side only is a proof whose pods never pull.
+func TestProofImagesAreTheProductDefaults(t *testing.T) {
+	defaults := productDefaults(t)
+	for field, want := range map[string]string{
+		"CoreDNSVersion": corednsVersion, "PauseVersion": pauseVersion, "FlannelVersion": flannelVersion,
+	} {
+		if defaults[field] != want {
+			errorf(t, "bundle.DefaultArtifacts' %s is %q, the proof serves %q", field, defaults[field], want)
+		}
+	}
+}
+
+// productDefaults reads the string fields of the literal DefaultArtifacts
+// returns, from the product's source (this module does not import it).
+func productDefaults(t *testing.T) map[string]string {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot(), "internal", "bundle", "input.go"), nil, 0)
+	if err != nil {
+		fatal(t, err)
+	}
+	out := map[string]string{}
+	for _, decl := range file.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "DefaultArtifacts" {
+			continue
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			kv, ok := n.(*ast.KeyValueExpr)
+			if !ok {
+				return true
+			}
+			key, kok := kv.Key.(*ast.Ident)
+			lit, lok := kv.Value.(*ast.BasicLit)
+			if kok && lok && lit.Kind == token.STRING {
+				out[key.Name], _ = strconv.Unquote(lit.Value)
+			}
+			return true
+		})
+	}
+	if len(out) == 0 {
+		fatalf(t, "internal/bundle/input.go: no DefaultArtifacts literal found")
 	}
 	return out
 }

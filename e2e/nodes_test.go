@@ -27,7 +27,7 @@ var nodeVersions = harness.MirrorVersions{
 }
 
 // proofCNI is the cni the node proof founds its clusters with.
-const proofCNI = "bridge"
+const proofCNI = "flannel"
 
 const (
 	corednsVersion = "v1.13.1"
@@ -82,7 +82,7 @@ func mirrorEnv(mirrorDir string) []string {
 }
 
 // TestNodesBecomeACluster is the node proof: a cluster founded through
-// the API with the bridge CNI, each VM booted as a systemd machine that
+// the API with the flannel CNI, each VM booted as a systemd machine that
 // runs the userdata it was given, every download from a mirror and every
 // image from a registry on the node network, and the result a working
 // three-node cluster that passes the conformance subset, whose etcd is
@@ -98,7 +98,7 @@ func TestNodesBecomeACluster(t *testing.T) {
 	c.checkMirrorPods(t)
 	tl.mark("every static pod Running")
 	c.checkAddonsReady(t)
-	tl.mark("kube-proxy and CoreDNS ready")
+	tl.mark("flannel, kube-proxy and CoreDNS ready")
 	held := c.checkWorkloads(t, p.svc, tl)
 	if bringUpOnly() {
 		tl.finish(t)
@@ -119,8 +119,8 @@ func TestNodesBecomeACluster(t *testing.T) {
 	tl.mark("secrets encrypted at rest, anonymous refused")
 	rebooted := c.checkReboot(t, len(c.machines)-1, tl)
 	held = append(held, "a rebooted node came back Ready with etcd quorum kept", c.checkConformanceSubset(t, p, tl))
-	// After the subset: under the bridge CNI the running nodes have no
-	// route to a replacement's pod subnet (docs/REPLACE-NODE.md).
+	// After the subset: the lifecycle replaces a node and restores into a
+	// new cluster, and the subset judges the cluster as founded.
 	held = append(held, p.checkEtcdLifecycle(t)...)
 	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
 	tl.finish(t)
@@ -166,7 +166,7 @@ type provenCluster struct {
 	image   string // the node image's root filesystem
 }
 
-// bringUpCluster founds a three-node bridge-CNI cluster through the stack
+// bringUpCluster founds a three-node cluster with the proof's CNI through the stack
 // (started with the air-gapped configuration and env), serves the node
 // network its mirror, registry (with the conformance suite's images) and
 // resolver, boots every VM and waits until the API says the cluster is

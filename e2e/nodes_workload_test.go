@@ -61,7 +61,7 @@ func (c *machineCluster) checkWorkloads(t *testing.T, svc services, tl *timeline
 	}
 	tl.markAt("workloads reachable", at)
 	c.checkIMDSGuard(t, c.probePods(t)[0], svc)
-	return []string{"static pods, kube-proxy and CoreDNS ready", "pod-to-pod across nodes, Service VIP and DNS",
+	return []string{"static pods, flannel, kube-proxy and CoreDNS ready", "pod-to-pod across nodes, Service VIP and DNS",
 		"kubectl logs and exec", "pods cannot reach IMDS, nodes can"}
 }
 

@@ -159,7 +159,7 @@ type clusterResponse struct {
 }
 
 // foundCluster founds a cluster of count nodes; fields are extra members
-// of the request body (`"cni":"bridge"`).
+// of the request body (`"cni":"flannel"`).
 func foundCluster(t *testing.T, r *harness.Run, st stack, count int, fields ...string) clusterResponse {
 	t.Helper()
 	// Any failure here is the stack's: its log tail is the one to show.

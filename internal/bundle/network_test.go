@@ -118,7 +118,7 @@ func TestConflists(t *testing.T) {
 
 // A bundle carries only what its CNI uses: helm, the chart and its values
 // under Cilium only; the bridge CNI's pod-network unit and script under it
-// only; under flannel no conflist but the unit, path unit and script that
+// only; under flannel no conflist but the unit and script that
 // write it, and flannel's manifest. The kubelet wants the CNI's network
 // unit; the controller manager allocates node CIDRs (/24s) under flannel
 // only; kube-proxy's cluster CIDR is the pod CIDR under every CNI.

@@ -93,28 +93,30 @@ sync_conflist() {
 # content, never empty), so the follower acts only on a change.
 lease_seen() { { echo lease && cat "$SUBNET_ENV"; } 2>/dev/null || echo absent; }
 
-# follow: a pass whenever the lease appears or changes, checked every
-# EXK8S_FLANNEL_CNI_EVERY seconds. A poll, not a path unit: a path unit's
-# watch missed the lease a replacement node's flanneld wrote (its pod
-# network never came up in the node proof), and a missed lease is a node
-# that never runs a pod.
+# follow: a pass now and whenever the lease appears or changes, checked
+# every EXK8S_FLANNEL_CNI_EVERY seconds. The lease is read before each
+# pass, so one written while a pass runs is seen at the next check; a
+# pass that fails (a lease read half-written) is tried again at the next
+# check, the follower never stops on a bad lease. A poll, not a path
+# unit: a path unit's watch missed the lease a replacement node's flanneld
+# wrote (its pod network never came up in the node proof), and a missed
+# lease is a node that never runs a pod.
 follow() {
-  # Nothing seen yet: the first check makes a pass too, so a lease that
-  # changed since the pass before following began is not missed.
   local seen="" now
-  while sleep "${EXK8S_FLANNEL_CNI_EVERY:-2}"; do
+  while :; do
     now="$(lease_seen)"
-    [[ "$now" == "$seen" ]] && continue
-    # A pass that fails (a lease read half-written) is tried again at the
-    # next check: the follower itself never stops on a bad lease.
-    if (sync_conflist); then
-      seen="$now"
-    else
-      log "the lease could not be used; trying again"
+    if [[ "$now" != "$seen" ]]; then
+      if (sync_conflist); then
+        seen="$now"
+      else
+        log "the lease could not be used; trying again"
+      fi
     fi
+    sleep "${EXK8S_FLANNEL_CNI_EVERY:-2}"
   done
 }
 
+if [[ "${1:-}" == --follow ]]; then
+  follow
+fi
 sync_conflist
-[[ "${1:-}" == --follow ]] && follow
-exit 0
