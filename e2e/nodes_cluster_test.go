@@ -177,6 +177,35 @@ func (c *machineCluster) saveJournals() {
 	}
 }
 
+// clusterViews are what the API server says of the cluster, kept in the
+// run's log folder (cluster_<name>.txt) when a step failed: a node that
+// never became Ready is explained by its conditions and its pods.
+var clusterViews = []struct {
+	name string
+	args []string
+}{
+	{"nodes", []string{"get", "nodes", "-o", "wide"}},
+	{"describe-nodes", []string{"describe", "nodes"}},
+	{"pods", []string{"get", "pods", "-A", "-o", "wide"}},
+	{"events", []string{"get", "events", "-A", "--sort-by=.lastTimestamp"}},
+}
+
+// saveClusterView keeps clusterViews in the log folder if t failed.
+func (c *machineCluster) saveClusterView(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, v := range clusterViews {
+		out, err := c.kubectl(ctx, v.args...)
+		if err != nil {
+			out = append(out, fmt.Sprintf("\n%v\n", err)...)
+		}
+		_ = os.WriteFile(filepath.Join(c.r.LogDir, "cluster_"+v.name+".txt"), out, 0o644)
+	}
+}
+
 // journalTail is the last lines of a unit's journal on m.
 func (c *machineCluster) journalTail(ctx context.Context, m *harness.Machine, unit string, n int) string {
 	out, _ := m.Exec(ctx, "journalctl", "-u", unit, "--no-pager", "-o", "cat", "-n", fmt.Sprint(n))

@@ -159,6 +159,7 @@ func (p *provenCluster) poolWorkers(t *testing.T, n int) []poolWorker {
 func (p *provenCluster) bootWorkers(t *testing.T, workers []poolWorker) {
 	t.Helper()
 	writePlatformHosts(t, p.st, p.svc.resolverHosts)
+	kept := &machineCluster{r: p.r}
 	for i, w := range workers {
 		node, err := p.network.AddNode(w.v.addr)
 		if err != nil {
@@ -166,7 +167,10 @@ func (p *provenCluster) bootWorkers(t *testing.T, workers []poolWorker) {
 		}
 		name := fmt.Sprintf("n%d", len(p.network.Nodes))
 		workers[i].m = bootVM(t, p.r, p.image, node.NS, name, w.v, p.svc)
+		kept.machines = append(kept.machines, workers[i].m)
 	}
+	t.Cleanup(kept.saveJournals)
+	t.Cleanup(func() { p.c.saveClusterView(t) })
 	for _, w := range workers {
 		p.c.waitMachineUserdata(t, w.m)
 	}
