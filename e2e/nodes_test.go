@@ -106,10 +106,14 @@ func TestNodesBecomeACluster(t *testing.T) {
 			len(c.machines), len(c.machines), tl.at("every node Ready").Seconds(), tl.at("workloads reachable").Seconds())
 		return
 	}
-	if f, ok := focusedStep(); ok {
-		held = append(held, f.steps(p, t)...)
+	if focused := focusedSteps(); len(focused) > 0 {
+		var names []string
+		for _, f := range focused {
+			held = append(held, f.steps(p, t)...)
+			names = append(names, f.name)
+		}
 		tl.finish(t)
-		t.Logf("e2e (bring-up and %s only): %s", f.name, strings.Join(held, "; "))
+		t.Logf("e2e (bring-up and %s only): %s", strings.Join(names, " and "), strings.Join(held, "; "))
 		return
 	}
 	pods := c.probePods(t)
@@ -131,25 +135,29 @@ func TestNodesBecomeACluster(t *testing.T) {
 
 // focusedRun does the bring-up then one step only, when its variable is
 // 1: an iteration on that step skips the renewals, the reboot and the
-// conformance subset. The default run does every step.
+// conformance subset. Several variables set run their steps in the
+// default run's order (the pool after the etcd lifecycle: the pool joins
+// a cluster whose node was replaced). The default run does every step.
 type focusedRun struct {
 	name, env string
 	steps     func(*provenCluster, *testing.T) []string
 }
 
-var focusedSteps = []focusedRun{
+var focusedRuns = []focusedRun{
 	{"etcd lifecycle", "E2E_ETCD_LIFECYCLE_ONLY", (*provenCluster).checkEtcdLifecycle},
 	{"pool", "E2E_POOL_ONLY", (*provenCluster).checkPool},
 }
 
-// focusedStep is the focused run asked for (its variable set to 1), if any.
-func focusedStep() (focusedRun, bool) {
-	for _, f := range focusedSteps {
+// focusedSteps are the focused runs asked for (their variables set to
+// 1), in focusedRuns' order; none for the default run.
+func focusedSteps() []focusedRun {
+	var asked []focusedRun
+	for _, f := range focusedRuns {
 		if os.Getenv(f.env) == "1" {
-			return f, true
+			asked = append(asked, f)
 		}
 	}
-	return focusedRun{}, false
+	return asked
 }
 
 // provenCluster is a cluster founded through the API whose VMs booted as
