@@ -17,6 +17,9 @@ import (
 // Secrets are only good under those keys. The keys are opened from the
 // old cluster's row and sealed again under the new cluster's own data key
 // (begin): copies, so deleting the old cluster leaves the new one whole.
+// The etcd CA alone is made anew (pki.Issuer.RestoredTrust): it signed
+// nothing in the snapshot, and sharing it let the old cluster's API
+// servers reach the restored etcd.
 
 // inheritance is what a restored founding takes from its snapshot.
 type inheritance struct {
@@ -97,12 +100,15 @@ func (s *Service) checkInheritable(old *store.Cluster, spec Spec) error {
 	return checkMatches(s.restoreMatches(old, spec))
 }
 
-// trustOf is the trust a founding seals: the inherited one, or new keys.
+// trustOf is the trust a founding seals: the inherited one (with the CAs
+// a restore makes anew), or new keys.
 func (s *Service) trustOf(spec Spec, in *inheritance) (*pki.Trust, error) {
+	is := s.issuer(spec.KeyAlgorithm)
+	newTrust := is.NewTrust
 	if in != nil {
-		return in.trust, nil
+		newTrust = func() (*pki.Trust, error) { return is.RestoredTrust(in.trust) }
 	}
-	trust, err := s.issuer(spec.KeyAlgorithm).NewTrust()
+	trust, err := newTrust()
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster trust: %w", err)
 	}

@@ -104,6 +104,10 @@ type Spec struct {
 	SANs func(Subject) ([]string, []net.IP)
 	// InitialOnly identities are issued to the initial node only.
 	InitialOnly bool
+	// NewOnRestore CAs are made anew for a cluster restored from a
+	// snapshot; every other CA is copied from the snapshot's cluster
+	// (Issuer.RestoredTrust).
+	NewOnRestore bool
 }
 
 // CertList is the one table of every certificate a cluster has, CAs first.
@@ -112,7 +116,13 @@ type Spec struct {
 func CertList() []Spec {
 	return []Spec{
 		rootCA(ClusterCA, "exk8s-cluster-ca"),
-		rootCA(EtcdCA, "exk8s-etcd-ca"),
+		// A restored cluster's etcd has a CA of its own: nothing in an
+		// etcd snapshot was signed by it (it only guards etcd's
+		// connections), and the old cluster's API servers still name a
+		// replaced member's address, which the platform gives to the next
+		// VM. Sharing the CA let them read and write a restored etcd at
+		// that address (docs/ETCD-SNAPSHOTS.md).
+		newOnRestore(rootCA(EtcdCA, "exk8s-etcd-ca")),
 		rootCA(FrontProxyCA, "exk8s-front-proxy-ca"),
 
 		// etcd uses one cert for client and peer traffic (stacked member).
@@ -151,6 +161,11 @@ func CertList() []Spec {
 
 func rootCA(name Name, cn string) Spec {
 	return Spec{Name: name, Phase: PhaseRoot, IsCA: true, Lifetime: caLifetime, CommonName: fixed(cn)}
+}
+
+func newOnRestore(s Spec) Spec {
+	s.NewOnRestore = true
+	return s
 }
 
 func client(name, signer Name, cn string, orgs ...string) Spec {

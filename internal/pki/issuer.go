@@ -115,15 +115,11 @@ func (is Issuer) NewTrust() (*Trust, error) {
 		if spec.Phase != PhaseRoot {
 			continue
 		}
-		key, err := is.newKey()
-		if err != nil {
-			return nil, fmt.Errorf("generating %s key: %w", spec.Name, err)
-		}
-		cert, der, err := is.sign(spec, Subject{}, key.Public(), nil, key)
+		ca, err := is.newCA(spec)
 		if err != nil {
 			return nil, err
 		}
-		t.CAs[spec.Name] = &CA{Cert: cert, CertPEM: EncodeCert(der), Key: key}
+		t.CAs[spec.Name] = ca
 	}
 	sa, err := is.newKey()
 	if err != nil {
@@ -135,6 +131,49 @@ func (is Issuer) NewTrust() (*Trust, error) {
 		return nil, fmt.Errorf("generating the secrets encryption key: %w", err)
 	}
 	return t, nil
+}
+
+// RestoredTrust is the trust of a cluster restored from a snapshot of
+// old's cluster: old's CAs, service-account key and Secrets encryption
+// key, except the CAs the table makes anew on a restore (NewOnRestore).
+func (is Issuer) RestoredTrust(old *Trust) (*Trust, error) {
+	t := &Trust{CAs: map[Name]*CA{}, ServiceAccount: old.ServiceAccount, SecretsEncryptionKey: old.SecretsEncryptionKey}
+	for _, spec := range CertList() {
+		if spec.Phase != PhaseRoot {
+			continue
+		}
+		ca, err := is.restoredCA(spec, old)
+		if err != nil {
+			return nil, err
+		}
+		t.CAs[spec.Name] = ca
+	}
+	return t, nil
+}
+
+// restoredCA is old's CA of spec, or a new one where the table says so.
+func (is Issuer) restoredCA(spec Spec, old *Trust) (*CA, error) {
+	if spec.NewOnRestore {
+		return is.newCA(spec)
+	}
+	ca, ok := old.CAs[spec.Name]
+	if !ok {
+		return nil, fmt.Errorf("the restored cluster's %s is missing from its snapshot's cluster", spec.Name)
+	}
+	return ca, nil
+}
+
+// newCA makes the self-signed root CA of spec.
+func (is Issuer) newCA(spec Spec) (*CA, error) {
+	key, err := is.newKey()
+	if err != nil {
+		return nil, fmt.Errorf("generating %s key: %w", spec.Name, err)
+	}
+	cert, der, err := is.sign(spec, Subject{}, key.Public(), nil, key)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, CertPEM: EncodeCert(der), Key: key}, nil
 }
 
 // Issue makes the named certificate for node n, signed by its CA in t.
