@@ -387,12 +387,15 @@ func certCandidates(key string) []string {
 
 // eventuallyTainted waits until every control-plane Node has (or, once
 // no worker is left, no longer has) the control-plane NoSchedule taint.
+// The control-plane Nodes are every Node but the pools': a replacement's
+// has no role label (only the founding's initial node labels), and its
+// taint is its own taint unit's work as much as the others'.
 func (p *provenCluster) eventuallyTainted(t *testing.T, want bool) {
 	t.Helper()
 	eventually(t, p.r, fmt.Sprintf("control-plane Nodes tainted %v", want), nil, 2*time.Minute, func(ctx context.Context) (string, error) {
-		nodes, err := p.c.poolNodes(ctx, "node-role.kubernetes.io/control-plane")
-		if err != nil || len(nodes) == 0 {
-			return "", fmt.Errorf("no control-plane Nodes (%v)", err)
+		nodes, err := p.c.poolNodes(ctx, "!"+poolLabel)
+		if err != nil || len(nodes) != len(p.c.machines) {
+			return "", fmt.Errorf("%d control-plane Nodes, want %d (%v)", len(nodes), len(p.c.machines), err)
 		}
 		for _, n := range nodes {
 			if hasTaint(n, "node-role.kubernetes.io/control-plane", "", "NoSchedule") != want {
