@@ -411,8 +411,12 @@ func (p *provenCluster) eventuallyTainted(t *testing.T, want bool) {
 // Service. The hard spread holds while both workers live; after the scale
 // down only one worker's hostname is an eligible domain (the nodeSelector
 // leaves out the control plane), so the spread no longer blocks and both
-// replicas run there once the drained Node is gone: the step expects 2
-// available replicas after it, not one Pending.
+// replicas run there: the step expects 2 available replicas after it, not
+// one Pending. nodeTaintsPolicy Honor leaves the draining worker (cordoned:
+// tainted unschedulable) out of the domains at once. Without it the
+// evicted replica was refused while that Node lived, and the scheduler
+// tried it again only at its 5-minute retry of unschedulable pods, not
+// when the Node was deleted (seen on machines: 3.6 and over 5 minutes).
 func poolWebManifest() string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -433,6 +437,7 @@ spec:
       - maxSkew: 1
         topologyKey: kubernetes.io/hostname
         whenUnsatisfiable: DoNotSchedule
+        nodeTaintsPolicy: Honor
         labelSelector:
           matchLabels: {app: pool-web}
       containers:
