@@ -557,9 +557,9 @@ func (p *provenCluster) checkScaleDown(t *testing.T, workers []poolWorker) poolW
 	gone := p.highestOrdinal(t, workers)
 	p.poolCall(t, http.MethodPatch, "proof", `{"count":1}`)
 	p.retireWorker(t, gone)
-	// A deadline, not a target: under flannel the powered-off worker's
-	// evicted replica was once listed for 3.6 min before its replacement
-	// ran, not yet explained (docs/NODE-POOLS.md).
+	// A deadline, not a target: before pool-web honoured the cordon's
+	// taint in its spread, its evicted replica waited for the scheduler's
+	// 5-minute retry (docs/NODE-POOLS.md); now it runs during the drain.
 	eventually(t, p.r, "pool-web available on the remaining worker", p.c.consoles(), 8*time.Minute,
 		func(ctx context.Context) (string, error) { return p.c.poolWebOn(ctx, 1) })
 	if workers[0].v.id == gone.v.id {
