@@ -214,8 +214,8 @@ func (c *machineCluster) checkIMDSThroughService(t *testing.T, from, peer probeP
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	imds := fmt.Sprintf("http://imds-relay/imds/%d/", c.vms[0].id)
-	if out, err := c.kubectl(ctx, "exec", from.name, "--", "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", imds); err == nil {
-		errorf(t, "pod %s reached IMDS through a Service at %s: HTTP %s", from.name, imds, out)
+	if code, err := c.podHTTPStatus(ctx, from, imds); err != nil || code != "000" {
+		errorf(t, "pod %s reached IMDS through a Service at %s: HTTP %s (%v)", from.name, imds, code, err)
 	}
 	out, err := c.initial().Exec(ctx, "nft", "list", "chain", "inet", "exk8s_imds_guard", "pods_to_imds_translated")
 	if m := translatedDrops.FindSubmatch(out); err != nil || m == nil || string(m[1]) == "0" {
