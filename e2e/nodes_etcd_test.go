@@ -168,6 +168,8 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	eventually(t, c.r, rep.NewNodeName+" Ready", c.consoles(), 5*time.Minute, func(ctx context.Context) (string, error) {
 		return c.readySince(ctx, i, time.Time{})
 	})
+	eventually(t, c.r, rep.NewNodeName+" labelled control-plane by its own taint unit", []string{c.machines[i].Name + "/console"}, 2*time.Minute,
+		func(ctx context.Context) (string, error) { return c.roleLabelled(ctx, rep.NewNodeName) })
 	eventually(t, c.r, fmt.Sprintf("replacement %d done, VM %d deleted by k8sapi", rep.ID, old.id), nil, 3*time.Minute,
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
 	writes, failed := w.finish()
@@ -179,6 +181,23 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	}
 	p.forgetReplacedNode(t, rep)
 	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed)", writes)
+}
+
+// roleLabelled: the Node carries the control-plane role label. Founding's
+// addons label the founding nodes only; a replacement labels itself.
+func (c *machineCluster) roleLabelled(ctx context.Context, node string) (string, error) {
+	var n struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := c.kubectlJSON(ctx, &n, "get", "node", node); err != nil {
+		return "", err
+	}
+	if _, ok := n.Metadata.Labels[taintKey]; !ok {
+		return "", fmt.Errorf("%s has no %s label: %v", node, taintKey, n.Metadata.Labels)
+	}
+	return node + " labelled " + taintKey, nil
 }
 
 // replacementVM waits until the reconciler has created the new node's VM

@@ -112,9 +112,10 @@ func guardedPodHeld(t *testing.T, r *harness.Run, admin *kubernetes.Clientset, p
 // checkNodeSelfRemoval: node 2's kubelet identity drains itself (cordon,
 // its pods listed by node, evicted through the eviction API, a budget's
 // refusal a 429) and deletes its own Node, and may touch nothing of node
-// 1; node 1's control-plane taint identity taints and untaints a Node and
-// may not delete one, read pods, or (its admission policy) change anything
-// else of a Node; a kubelet may not taint its own Node.
+// 1; node 1's control-plane taint identity taints and untaints a Node,
+// gives it the role label, and may not delete one, read pods, or (its
+// admission policy) change anything else of a Node; a kubelet may not
+// taint its own Node.
 func checkNodeSelfRemoval(t *testing.T, r *harness.Run, adminCfg *rest.Config, nodes []*node, dial harness.DialFunc) {
 	admin := kubernetes.NewForConfigOrDie(adminCfg)
 	n1, n2 := nodes[0], nodes[1]
@@ -170,13 +171,19 @@ func checkNodeSelfRemoval(t *testing.T, r *harness.Run, adminCfg *rest.Config, n
 	}
 	_, err = taint.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	want403(t, "the taint's identity listing pods", err)
-	// Its admission policy: that taint only, nothing else of a Node.
+	// Its admission policy: that taint and the role label only, nothing
+	// else of a Node.
+	roleLabel := func(value string) []byte { return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, taintKey, value)) }
+	if _, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, roleLabel(`""`), metav1.PatchOptions{}); err != nil {
+		errorf(t, "the taint's identity giving node 1 its role label: %v", err)
+	}
 	other, err := taintsPatch(ctx, taint, n1.name, true, corev1.Taint{Key: "e2e", Effect: corev1.TaintEffectNoSchedule})
 	if err != nil {
 		fatal(t, err)
 	}
 	for what, patch := range map[string][]byte{"cordoning node 1": cordon, "adding another taint": other,
-		"labelling node 1": []byte(`{"metadata":{"labels":{"e2e":"x"}}}`)} {
+		"labelling node 1": []byte(`{"metadata":{"labels":{"e2e":"x"}}}`),
+		"giving the role label a value": roleLabel(`"x"`), "removing the role label": roleLabel("null")} {
 		_, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if !apierrors.IsInvalid(err) {
 			errorf(t, "the taint's identity %s: want 422 from its admission policy, got %v", what, err)
@@ -190,5 +197,5 @@ func checkNodeSelfRemoval(t *testing.T, r *harness.Run, adminCfg *rest.Config, n
 	if err := k2.CoreV1().Nodes().Delete(ctx, n2.name, metav1.DeleteOptions{}); err != nil {
 		errorf(t, "node 2 deleting its own Node: %v", err)
 	}
-	t.Logf("node 2 cordoned, drained (a budget refused with 429) and deleted its own Node; the taint's identity tainted node 1")
+	t.Logf("node 2 cordoned, drained (a budget refused with 429) and deleted its own Node; the taint's identity tainted and labelled node 1")
 }

@@ -11,7 +11,7 @@ import (
 
 // fakeTaintKubectl answers the taint's calls over nodes.json in dir, as
 // the API server would: Nodes listed by the pool label, this node read,
-// its taint added or removed. Every call that is not a read is a line of
+// its taint added or removed, its label added. Every call that is not a read is a line of
 // dir/writes.
 const fakeTaintKubectl = `case "$1 $2" in
 "get nodes") jq --arg l "$4" '{items: [.[] | select(.metadata.labels[$l] != null)]}' "$dir/nodes.json" ;;
@@ -24,6 +24,10 @@ const fakeTaintKubectl = `case "$1 $2" in
   else
     jq --arg n "$3" --arg k "$key" 'map(if .metadata.name == $n then .spec.taints += [{key: $k, effect: "NoSchedule"}] else . end)' "$dir/nodes.json" >"$dir/next"
   fi
+  mv "$dir/next" "$dir/nodes.json" ;;
+"label node")
+  echo "$*" >>"$dir/writes"
+  jq --arg n "$3" --arg k "${4%=}" 'map(if .metadata.name == $n then .metadata.labels[$k] = "" else . end)' "$dir/nodes.json" >"$dir/next"
   mv "$dir/next" "$dir/nodes.json" ;;
 *) echo "unexpected kubectl $*" >&2; exit 2 ;;
 esac
@@ -49,7 +53,8 @@ func taintNode(name string, worker, ready, cordoned, tainted bool) map[string]an
 		"status": map[string]any{"conditions": []any{status}}}
 }
 
-// Three rounds taint this control-plane node while a pool has a Ready,
+// Three rounds label this control-plane node's Node when it lacks its
+// role label (once), taint it while a pool has a Ready,
 // schedulable worker, untaint it when none is left (a cordoned or NotReady
 // one does not count), write nothing when the taint is as it must be, and
 // survive an API server they cannot reach; each change, or failure, is one
@@ -61,6 +66,7 @@ func TestControlPlaneTaintFollowsTheWorkers(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		tainted         bool
+		unlabelled      bool // a replacement's Node: no role label yet
 		worker          map[string]any // nil: no worker
 		fail            bool
 		writes, logSays string
@@ -70,11 +76,16 @@ func TestControlPlaneTaintFollowsTheWorkers(t *testing.T) {
 		{name: "tainted already: nothing written", tainted: true, worker: taintNode("web-4", true, true, false, false), writes: "", logSays: ""},
 		{name: "the worker NotReady: untainted", tainted: true, worker: taintNode("web-4", true, false, false, false), writes: taint + "-", logSays: "takes workloads again"},
 		{name: "the worker cordoned: untainted", tainted: true, worker: taintNode("web-4", true, true, true, false), writes: taint + "-", logSays: "takes workloads again"},
+		{name: "no role label (a replacement): labelled once", unlabelled: true, writes: "label node " + self + " " + ControlPlaneTaintKey + "=", logSays: "labelled " + self},
 		{name: "no API server: logged once in 3 rounds", fail: true, writes: "", logSays: "cannot read the Nodes or set the taint, trying again every 0 s: The connection to the server was refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			nodes := []any{taintNode(self, false, true, false, tc.tainted)}
+			own := taintNode(self, false, true, false, tc.tainted)
+			if tc.unlabelled {
+				own["metadata"].(map[string]any)["labels"] = map[string]string{}
+			}
+			nodes := []any{own}
 			if tc.worker != nil {
 				nodes = append(nodes, tc.worker)
 			}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # exk8s-control-plane-taint.sh: keeps this control-plane node's Node
-# schedulable while the cluster has no Ready worker, and tainted
+# labelled node-role.kubernetes.io/control-plane, and schedulable while the cluster has no Ready worker, and tainted
 # node-role.kubernetes.io/control-plane:NoSchedule (as kubeadm and kOps taint theirs) while
 # a node pool has one. A worker is a Node labelled k8sapi.excloud.in/node-pool
 # (its kubelet registers it so); one that is cordoned (draining) does not
@@ -39,15 +39,27 @@ ready_workers() {
     | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'
 }
 
-# tainted: this node carries the taint ("true" or "false").
+# tainted NODE_JSON: it carries the taint ("true" or "false").
 tainted() {
-  k get node "$NODE_NAME" -o json | jq --arg k "$TAINT_KEY" 'any(.spec.taints[]?; .key == $k and .effect == "NoSchedule")'
+  jq --arg k "$TAINT_KEY" 'any(.spec.taints[]?; .key == $k and .effect == "NoSchedule")' <<<"$1"
 }
 
-# round: the taint as it must be now.
+# label NODE_JSON: gives this node its role label (node-role.kubernetes.io/control-plane=)
+# when it lacks it. The addons label the founding nodes; a node that joins
+# later (a replacement) has only this: a kubelet may not set a node-role
+# label on itself, and the admission policy lets the taint's identity add
+# that one label and no other.
+label() {
+  [[ "$(jq --arg k "$TAINT_KEY" '.metadata.labels // {} | has($k)' <<<"$1")" == false ]] || return 0
+  k label node "$NODE_NAME" "${TAINT_KEY}=" >/dev/null || return 1
+  log "labelled ${NODE_NAME} ${TAINT_KEY}"
+}
+
+# round: the label, and the taint as it must be now.
 round() {
-  local workers has
-  workers="$(ready_workers)" && has="$(tainted)" || return 1
+  local workers node has
+  workers="$(ready_workers)" && node="$(k get node "$NODE_NAME" -o json)" && has="$(tainted "$node")" || return 1
+  label "$node" || return 1
   if ((workers > 0)) && [[ "$has" == false ]]; then
     k taint nodes "$NODE_NAME" "${TAINT_KEY}:NoSchedule" --overwrite >/dev/null || return 1
     log "${workers} Ready worker(s): tainted ${NODE_NAME} ${TAINT_KEY}:NoSchedule"
