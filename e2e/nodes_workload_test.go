@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,10 @@ func (c *machineCluster) checkIMDSGuard(t *testing.T, p probePod, svc services) 
 	}
 }
 
+// curlStatus is curl's -w word in the exec's output, which also holds
+// kubectl's own complaint ("command terminated with exit code 28").
+var curlStatus = regexp.MustCompile(`status=(\d{3})`)
+
 // podHTTPStatus asks url from pod p with curl and answers the HTTP status
 // curl printed, "000" when it got no answer. kubectl exec exits 0 with no
 // output when its stream breaks (kubernetes/kubectl#1726), so a negative
@@ -214,8 +219,8 @@ func (c *machineCluster) checkIMDSGuard(t *testing.T, p probePod, svc services) 
 func (c *machineCluster) podHTTPStatus(ctx context.Context, p probePod, url string) (string, error) {
 	for {
 		out, err := c.kubectl(ctx, "exec", p.name, "--", "curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "status=%{http_code}", url)
-		if code, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "status="); ok {
-			return code, nil
+		if m := curlStatus.FindSubmatch(out); m != nil {
+			return string(m[1]), nil
 		}
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("no answer from curl in %s: %q (%v)", p.name, out, err)
@@ -311,4 +316,20 @@ func (c *machineCluster) etcdctl(ctx context.Context, endpoints string, args ...
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
+}
+
+// curl's word is found in what kubectl exec hands back: alone, followed
+// by kubectl's complaint of curl's exit code, and not in a broken
+// stream's empty output.
+func TestCurlStatusReadsCurlsWordAmongKubectlsComplaint(t *testing.T) {
+	for out, want := range map[string]string{"status=200": "200",
+		"status=000command terminated with exit code 28\n": "000", "": ""} {
+		got := ""
+		if m := curlStatus.FindStringSubmatch(out); m != nil {
+			got = m[1]
+		}
+		if got != want {
+			t.Errorf("status in %q: %q, want %q", out, got, want)
+		}
+	}
 }
