@@ -144,21 +144,21 @@ configure_kubelet_resolv_conf "$KUBELET_DROPIN_DIR"
 
 step "starting containerd"
 systemctl daemon-reload
-systemctl enable --now containerd
+start_unit containerd
 
 # Pods must never reach IMDS: the guard is in place before any pod starts.
 step "installing the IMDS guard"
-systemctl enable --now exk8s-imds-guard.service
+start_unit exk8s-imds-guard.service
 if [[ "$CNI" == bridge ]]; then
   step "routing the pod network to the control-plane nodes"
-  systemctl enable --now exk8s-pod-network.service
+  start_unit exk8s-pod-network.service
 fi{{- if .Flannel }}
 
 # Under flannel the node's conflist follows flanneld's lease: written
 # whenever the lease changes (the service follows it), and removed on
 # every boot before the kubelet until flanneld writes the lease again.
 step "writing the pod network's CNI configuration from flannel's lease"
-systemctl enable --now {{ .Flannel.Unit }}.service
+start_unit {{ .Flannel.Unit }}.service
 {{- end }}
 
 step "starting the kubelet"
@@ -170,7 +170,7 @@ progress_report {{ phase "kubelet_started" }}
 # Started now, stopped at power-off: a removed worker drains itself and
 # deletes its Node before its VM goes (exk8s-drain-worker.sh).
 step "arming the drain at power-off"
-systemctl enable --now exk8s-drain.service
+start_unit exk8s-drain.service
 
 # Ready closes this worker's bootstrap window, as a control-plane node's.
 step "waiting for ${NODE_NAME} to be Ready"
@@ -180,4 +180,4 @@ progress_report {{ phase "ready" }} "its Node is Ready"
 # Ready: the kubelet's certificates are renewed daily from now on, over
 # the keys made here (exk8s-renew-certificates.sh).
 step "starting the daily certificate renewal"
-systemctl enable --now exk8s-renew-certificates.timer
+start_unit exk8s-renew-certificates.timer

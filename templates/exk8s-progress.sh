@@ -79,6 +79,13 @@ retry() {
   return 1
 }
 
+# start_unit UNIT...: enables and starts the units, three tries 2 s
+# apart. A start can fail for a reason of the moment (seen in the node
+# proof: systemd could not move a oneshot's process into its cgroup,
+# status 219/CGROUP, while other machines booted beside it); a unit that
+# fails three times fails the bootstrap.
+start_unit() { retry 3 2 systemctl enable --now "$@"; }
+
 # step TEXT: what the script does next; a failure report names it.
 step() {
   PROGRESS_STEP="$*"

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,30 @@ func TestProgressCommand(t *testing.T) {
 	}
 	if got := vm.received(); len(got) != 2 || got[0] != (vmReport{"ready", "by hand"}) {
 		t.Errorf("reports %+v", got)
+	}
+}
+
+// start_unit enables and starts a unit again after a start of the moment
+// failed (a oneshot's 219/CGROUP), and gives up after three failures.
+func TestStartUnitTriesAUnitThreeTimes(t *testing.T) {
+	requireTools(t, "bash", "curl", "jq")
+	for _, tc := range []struct {
+		name  string
+		fails int
+		ok    bool
+	}{{"the second start works", 1, true}, {"three failures fail", 3, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls")
+			writeExec(t, filepath.Join(dir, "systemctl"), "#!/usr/bin/env bash\necho \"$*\" >>"+calls+
+				"\n(( $(wc -l <"+calls+") > "+strconv.Itoa(tc.fails)+" ))\n")
+			t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			out, err := runWithProgress(t, newFakeVM(t, nil), "start_unit exk8s-imds-guard.service\necho started\n")
+			raw, _ := os.ReadFile(calls)
+			want := min(tc.fails+1, 3)
+			if (err == nil) != tc.ok || strings.Count(string(raw), "enable --now exk8s-imds-guard.service\n") != want {
+				t.Errorf("err %v, systemctl calls %q, want %d calls and ok=%v\n%s", err, raw, want, tc.ok, out)
+			}
+		})
 	}
 }

@@ -54,7 +54,7 @@ step "restoring etcd from the cluster's snapshot"
 
 step "starting containerd"
 systemctl daemon-reload
-systemctl enable --now containerd
+start_unit containerd
 systemctl enable etcd kubelet
 pull_ahead &
 
@@ -68,14 +68,14 @@ progress_report etcd_started
 # guard's nftables rule is in place before the kubelet starts any pod, and
 # the kubelet requires it on every boot (exk8s-imds-guard.service).
 step "installing the IMDS guard"
-systemctl enable --now exk8s-imds-guard.service
+start_unit exk8s-imds-guard.service
 
 # Under the bridge CNI the node routes its peers' pod subnets itself, on
 # every boot before the kubelet (exk8s-pod-network.service); Cilium needs
 # nothing on the host.
 if [[ "$CNI" == bridge ]]; then
   step "routing the pod network to the other control-plane nodes"
-  systemctl enable --now exk8s-pod-network.service
+  start_unit exk8s-pod-network.service
 fi
 
 # The controller-manager and the scheduler start once their API server
@@ -117,12 +117,12 @@ if [[ "${IS_INITIAL_CONTROL_PLANE:-false}" == "true" ]]; then
 fi
 step "starting certificate renewal"
 # Daily from now on; k8sapi renews only a ready node.
-systemctl enable --now exk8s-renew-certificates.timer
+start_unit exk8s-renew-certificates.timer
 step "starting etcd snapshots"
 # Every few minutes: k8sapi hands a snapshot to one Ready node of the cluster.
-systemctl enable --now exk8s-etcd-snapshot.timer
+start_unit exk8s-etcd-snapshot.timer
 step "starting the control-plane taint"
 # From now on: this node is tainted NoSchedule while a pool has a Ready worker.
-systemctl enable --now 'exk8s-control-plane-taint'.service
+start_unit 'exk8s-control-plane-taint'.service
 log "bootstrap of ${NODE_NAME} finished"
 progress_report ready

@@ -144,14 +144,14 @@ configure_kubelet_resolv_conf "$KUBELET_DROPIN_DIR"
 
 step "starting containerd"
 systemctl daemon-reload
-systemctl enable --now containerd
+start_unit containerd
 
 # Pods must never reach IMDS: the guard is in place before any pod starts.
 step "installing the IMDS guard"
-systemctl enable --now exk8s-imds-guard.service
+start_unit exk8s-imds-guard.service
 if [[ "$CNI" == bridge ]]; then
   step "routing the pod network to the control-plane nodes"
-  systemctl enable --now exk8s-pod-network.service
+  start_unit exk8s-pod-network.service
 fi
 
 step "starting the kubelet"
@@ -163,7 +163,7 @@ progress_report kubelet_started
 # Started now, stopped at power-off: a removed worker drains itself and
 # deletes its Node before its VM goes (exk8s-drain-worker.sh).
 step "arming the drain at power-off"
-systemctl enable --now exk8s-drain.service
+start_unit exk8s-drain.service
 
 # Ready closes this worker's bootstrap window, as a control-plane node's.
 step "waiting for ${NODE_NAME} to be Ready"
@@ -173,4 +173,4 @@ progress_report ready "its Node is Ready"
 # Ready: the kubelet's certificates are renewed daily from now on, over
 # the keys made here (exk8s-renew-certificates.sh).
 step "starting the daily certificate renewal"
-systemctl enable --now exk8s-renew-certificates.timer
+start_unit exk8s-renew-certificates.timer
