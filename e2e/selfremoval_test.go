@@ -173,7 +173,9 @@ func checkNodeSelfRemoval(t *testing.T, r *harness.Run, adminCfg *rest.Config, n
 	want403(t, "the taint's identity listing pods", err)
 	// Its admission policy: that taint and the role label only, nothing
 	// else of a Node.
-	roleLabel := func(value string) []byte { return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, taintKey, value)) }
+	roleLabel := func(value string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, taintKey, value))
+	}
 	if _, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, roleLabel(`""`), metav1.PatchOptions{}); err != nil {
 		errorf(t, "the taint's identity giving node 1 its role label: %v", err)
 	}
@@ -182,7 +184,7 @@ func checkNodeSelfRemoval(t *testing.T, r *harness.Run, adminCfg *rest.Config, n
 		fatal(t, err)
 	}
 	for what, patch := range map[string][]byte{"cordoning node 1": cordon, "adding another taint": other,
-		"labelling node 1": []byte(`{"metadata":{"labels":{"e2e":"x"}}}`),
+		"labelling node 1":              []byte(`{"metadata":{"labels":{"e2e":"x"}}}`),
 		"giving the role label a value": roleLabel(`"x"`), "removing the role label": roleLabel("null")} {
 		_, err := taint.CoreV1().Nodes().Patch(ctx, n1.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if !apierrors.IsInvalid(err) {

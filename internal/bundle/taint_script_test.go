@@ -66,7 +66,7 @@ func TestControlPlaneTaintFollowsTheWorkers(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		tainted         bool
-		unlabelled      bool // a replacement's Node: no role label yet
+		unlabelled      bool           // a replacement's Node: no role label yet
 		worker          map[string]any // nil: no worker
 		fail            bool
 		writes, logSays string
