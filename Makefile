@@ -47,8 +47,10 @@ SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh e2e/bui
 	e2e/node-image/cloud-init-standin e2e/node-image/sandbox-cgroups e2e/node-image/sandbox-kernel-tunables scripts/pin-artifacts.sh \
 	scripts/dev-prerequisites.sh
 
-## lint: go vet, cfn-lint (its informational checks too), shellcheck
+## lint: gofmt, go vet, cfn-lint (its informational checks too), shellcheck
 lint:
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted (gofmt -w them):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cfn-lint --include-checks I -- template.yaml
 	shellcheck $(SHELL_SCRIPTS)
