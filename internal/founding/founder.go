@@ -16,6 +16,7 @@ import (
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
@@ -221,12 +222,12 @@ func (s *Service) newLease(d, def time.Duration) store.Lease {
 
 // drive advances the founding this request began until it is done (201,
 // with an admin kubeconfig for org's operator), the answer is due (202: the
-// reconciler finishes it) or it fails (undone now, or by the reconciler if
-// even that fails).
+// engine let go of it and the reconciler finishes it) or it fails (undone
+// now, or by the reconciler if even that fails).
 func (s *Service) drive(ctx context.Context, org auth.Principal, op *operation) (*Result, error) {
-	err := s.advance(ctx, op, s.answerDeadline(ctx))
-	switch {
-	case err == nil:
+	res := engine.Drive(ctx, s.driver(0), s.foundingKind(), op, s.answerDeadline(ctx))
+	switch res.Outcome {
+	case engine.Done:
 		// The cluster is active: a kubeconfig that cannot be issued (or
 		// recorded) fails the answer, not the founding. The operator asks
 		// again (the same Idempotency-Key, or POST /clusters/{id}/kubeconfig).
@@ -235,13 +236,12 @@ func (s *Service) drive(ctx context.Context, org auth.Principal, op *operation) 
 			return nil, err
 		}
 		return resultOf(viewOf(op.cluster, store.Members{Nodes: op.nodes}), op.nodes, admin.Kubeconfig), nil
-	case errors.Is(err, errOutOfTime):
-		return s.handOver(ctx, op)
-	case errors.Is(err, store.ErrLeaseLost):
+	case engine.Yielded:
+		return accepted(op), nil
+	case engine.LeaseLost:
 		return nil, foundingInProgress()
 	}
-	s.undo(ctx, op, reasonOf(err))
-	return nil, err
+	return nil, res.Err
 }
 
 // answerDeadline is when a request stops driving its operation and
@@ -259,17 +259,11 @@ func within(ctx context.Context, deadline time.Time, margin time.Duration) time.
 	return deadline
 }
 
-// handOver lets go of a founding that ran out of the request's time, so the
-// reconciler's next run finishes it, and answers what the operator polls.
-func (s *Service) handOver(ctx context.Context, op *operation) (*Result, error) {
-	released := store.Released{Status: store.StatusFounding, Until: s.now(), Resumable: true}
-	if err := s.Store.Release(ctx, op.cluster.ID, op.lease.Owner, released); err != nil &&
-		!errors.Is(err, store.ErrLeaseLost) {
-		// The lease runs out by itself; the reconciler takes over then.
-		s.logger().WarnContext(ctx, "releasing a founding failed", "cluster_id", op.cluster.ID, "cause", err.Error())
-	}
+// accepted is the answer of a founding the request let go of: what the
+// operator polls, and the key to repeat the request with.
+func accepted(op *operation) *Result {
 	view := viewOf(op.cluster, store.Members{Nodes: op.nodes})
-	return &Result{ClusterID: op.cluster.ID, Accepted: &view, Key: *op.cluster.IdempotencyKey}, nil
+	return &Result{ClusterID: op.cluster.ID, Accepted: &view, Key: *op.cluster.IdempotencyKey}
 }
 
 func (s *Service) logger() *slog.Logger {

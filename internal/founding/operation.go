@@ -13,6 +13,7 @@ import (
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
 )
@@ -29,29 +30,24 @@ type operation struct {
 	dataKey *envelope.DataKey
 }
 
-// errOutOfTime stops a driver whose time is up between two side effects;
-// everything done so far is recorded, so another driver carries on.
-var errOutOfTime = errors.New("out of time to drive the founding")
-
-// step is one step of an operation (a founding's, a pool's). Every step is
-// idempotent over the recorded state: it does only what is not recorded
-// yet, and a remote create repeated after a lost answer carries the same
-// idempotency token, so the platform answers the object the first attempt
-// made.
+// step is one step of an operation (a founding's, a pool's, a
+// replacement's) as a table row: its name and the Service's method that
+// runs it. Every step is idempotent over the recorded state (see package
+// operation); stepsOf binds a table to a Service for the engine.
 type step[O any] struct {
 	name string
 	run  func(s *Service, ctx context.Context, op O, deadline time.Time) error
 }
 
-// runSteps runs steps in order over op, stopping at the first that fails
-// (errOutOfTime when deadline passes first).
-func runSteps[O any](s *Service, ctx context.Context, what string, steps []step[O], op O, deadline time.Time) error {
-	for _, st := range steps {
-		if err := st.run(s, ctx, op, deadline); err != nil {
-			return fmt.Errorf("%s step %q: %w", what, st.name, err)
-		}
+// stepsOf is the table steps bound to s, as the engine runs them.
+func stepsOf[O any](s *Service, steps []step[O]) []engine.Step[O] {
+	out := make([]engine.Step[O], len(steps))
+	for i, st := range steps {
+		out[i] = engine.Step[O]{Name: st.name, Run: func(ctx context.Context, op O, d time.Time) error {
+			return st.run(s, ctx, op, d)
+		}}
 	}
-	return nil
+	return out
 }
 
 // foundingSteps is the order of a founding, the truth both drivers
@@ -88,18 +84,9 @@ func stepsOn[O any](steps []step[*operation], of func(O) *operation) []step[O] {
 	return out
 }
 
-// advance runs every founding step from where the recorded state says the
-// founding is, stopping with errOutOfTime when deadline passes first.
-func (s *Service) advance(ctx context.Context, op *operation, deadline time.Time) error {
-	return runSteps(s, ctx, "founding", foundingSteps(), op, deadline)
-}
-
 // inTime is checked before each remote side effect.
 func (s *Service) inTime(deadline time.Time) error {
-	if s.now().After(deadline) {
-		return errOutOfTime
-	}
-	return nil
+	return engine.InTime(s.now(), deadline)
 }
 
 // recorded maps a failure to record a side effect to its answer: a lost

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -80,10 +81,6 @@ func poolSettlesAs(state string) string {
 	return store.PoolActive // creating, scaling
 }
 
-func (s *Service) advancePool(ctx context.Context, op *poolOperation, deadline time.Time) error {
-	return runSteps(s, ctx, "node pool", poolSteps(), op, deadline)
-}
-
 // retireWorkers deletes the VM of every retiring worker (one whose create
 // was sent but whose id was never recorded is found by repeating the
 // create), then their rows in one statement: those done before a failure
@@ -120,21 +117,20 @@ func (s *Service) settlePool(ctx context.Context, op *poolOperation, _ time.Time
 }
 
 // drivePool advances the operation this request began until it is settled,
-// the answer is due (Accepted: the reconciler finishes it) or a step fails
-// (turned back now, or by the reconciler if even that fails).
+// the answer is due (Accepted: the engine let go of it and the reconciler
+// finishes it) or a step fails (turned back now, or by the reconciler if
+// even that fails).
 func (s *Service) drivePool(ctx context.Context, op *poolOperation) (PoolResult, error) {
-	err := s.advancePool(ctx, op, s.answerDeadline(ctx))
-	switch {
-	case err == nil:
+	res := engine.Drive(ctx, s.driver(0), s.poolKind(), op, s.answerDeadline(ctx))
+	switch res.Outcome {
+	case engine.Done:
 		return PoolResult{Pool: op.view()}, nil
-	case errors.Is(err, errOutOfTime):
-		s.movePool(ctx, op, store.PoolMove{State: op.pool.State, Until: s.now()})
+	case engine.Yielded:
 		return PoolResult{Pool: op.view(), Accepted: true}, nil
-	case errors.Is(err, store.ErrLeaseLost):
+	case engine.LeaseLost:
 		return PoolResult{}, apperr.NodePoolBusy.Detail("the node pool's operation was taken over (by the reconciler, or by its cluster's deletion); poll the pool")
 	}
-	s.turnBack(ctx, op, err)
-	return PoolResult{}, err
+	return PoolResult{}, res.Err
 }
 
 func (op *poolOperation) view() PoolView {
@@ -144,11 +140,10 @@ func (op *poolOperation) view() PoolView {
 // turnBack undoes what a failed operation began: a create retires every
 // worker and ends failed; a scale-up retires the workers it had not
 // finished (no address yet) and keeps the rest; a deletion cannot be
-// undone and is retried. It runs on a context that outlives the request;
-// if it fails too, the reconciler carries on from what is recorded.
-func (s *Service) turnBack(ctx context.Context, op *poolOperation, cause error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
+// undone and is retried. The engine runs it on a context that outlives
+// the request; if it fails too, the pool is let go with both reasons and
+// the reconciler carries on from what is recorded.
+func (s *Service) turnBack(ctx context.Context, op *poolOperation, cause error) error {
 	reason := reasonOf(cause)
 	move, undoable := turnBackMove(op, reason)
 	err := cause
@@ -156,14 +151,14 @@ func (s *Service) turnBack(ctx context.Context, op *poolOperation, cause error) 
 		if err = s.Store.MovePool(ctx, op.pool.ID, op.lease.Owner, move); err == nil {
 			op.pool.State, op.pool.StateReason = move.State, move.Reason
 			op.retireOrdinals(move.Retire)
-			err = runSteps(s, ctx, "undoing node pool", poolRemovalSteps(), op, s.now().Add(cleanupTimeout))
+			err = engine.Run(ctx, "undoing node pool", stepsOf(s, poolRemovalSteps()), op, s.now().Add(cleanupTimeout))
 		}
 	}
 	if err != nil {
-		s.logger().ErrorContext(ctx, "undoing a node pool operation failed; the reconciler retries", "node_pool_id", op.pool.ID, "cause", err.Error())
 		s.movePool(ctx, op, store.PoolMove{State: op.pool.State, Reason: reason + "; retried every minute: " + reasonOf(err),
 			Until: s.now().Add(DefaultRetryAfter)})
 	}
+	return err
 }
 
 // turnBackMove is how a failed operation of op's kind is turned back; a

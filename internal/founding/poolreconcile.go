@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -50,18 +51,6 @@ func (r *Reconciler) reconcilePool(ctx context.Context, p store.Pool, lease stor
 	if err != nil {
 		return err
 	}
-	err = s.advancePool(ctx, op, r.deadline(ctx))
-	switch {
-	case err == nil:
-		rep.PoolsSettled++
-		return nil
-	case errors.Is(err, errOutOfTime):
-		s.movePool(ctx, op, store.PoolMove{State: op.pool.State, Reason: op.pool.StateReason, Until: s.now()})
-		return err
-	case errors.Is(err, store.ErrLeaseLost):
-		return err
-	}
-	s.turnBack(ctx, op, err)
-	rep.PoolsTurnedBack++
-	return nil
+	res := engine.Drive(ctx, s.driver(r.RetryAfter), s.poolKind(), op, r.deadline(ctx))
+	return tally{done: &rep.PoolsSettled, undone: &rep.PoolsTurnedBack}.count(res)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/keyring"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
 )
@@ -56,12 +57,12 @@ type Report struct {
 	ReplacementsWaiting int `json:"replacements_waiting"`
 }
 
-// Run claims and handles unfinished operations one at a time, clusters'
-// first, then node pools', then node replacements', until none is left, or until the context's
-// deadline is near (the rest wait for the next run).
+// Run claims and handles unfinished operations one at a time, every
+// kind in the order of reconciledKinds, until none is left, or until the
+// context's deadline is near (the rest wait for the next run).
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	var rep Report
-	for _, claimNext := range []func(context.Context, *Report) (bool, error){r.claimCluster, r.claimPool, r.claimReplacement} {
+	for _, claimNext := range r.reconciledKinds() {
 		for {
 			if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
 				return rep, nil
@@ -78,19 +79,48 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// claimCluster claims one cluster whose operation's lease ran out and
-// handles it; false when there is none.
-func (r *Reconciler) claimCluster(ctx context.Context, rep *Report) (bool, error) {
-	lease := r.Service.newLease(r.Lease, DefaultReconcileLease)
-	c, err := r.Service.Store.ClaimExpired(ctx, lease, r.Service.now())
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+// claimer claims one operation of its kind that is due and handles it;
+// false when there is none.
+type claimer func(context.Context, *Report) (bool, error)
+
+// reconciledKinds is every kind the reconciler drives, in the order it
+// claims them: clusters' foundings and deletions first, then node pools'
+// operations, then control-plane node replacements.
+func (r *Reconciler) reconciledKinds() []claimer {
+	return []claimer{
+		claimWith(r, "cluster", r.Service.Store.ClaimExpired, func(c store.Cluster) (int64, int64) { return c.OrgID, c.ID }, r.reconcile),
+		claimWith(r, "node pool", r.Service.Store.ClaimExpiredPool, func(p store.Pool) (int64, int64) { return p.OrgID, p.ID }, r.reconcilePool),
+		claimWith(r, "node replacement", r.Service.Store.ClaimExpiredReplacement, func(c store.Cluster) (int64, int64) { return c.OrgID, c.ID },
+			r.reconcileReplacement),
 	}
-	if err != nil {
-		return false, err
+}
+
+// claimWith is the claimer of one kind: claim takes one row that is due
+// under a fresh lease (store.ErrNotFound: none), ids names its org and
+// itself, handle drives it acting for its org. A handling that failed is
+// logged and counted; the operation goes on at a later run.
+func claimWith[R any](r *Reconciler, what string, claim func(context.Context, store.Lease, time.Time) (R, error),
+	ids func(R) (org, id int64), handle func(context.Context, R, store.Lease, *Report) error) claimer {
+	return func(ctx context.Context, rep *Report) (bool, error) {
+		s := r.Service
+		lease := s.newLease(r.Lease, DefaultReconcileLease)
+		row, err := claim(ctx, lease, s.now())
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		org, id := ids(row)
+		log := s.logger().With("kind", what, "id", id)
+		if err := handle(r.actingFor(ctx, org), row, lease, rep); err != nil {
+			log.WarnContext(ctx, "reconciling: the operation goes on at a later run", "cause", err.Error())
+			rep.Retrying++
+			return true, nil
+		}
+		log.InfoContext(ctx, "reconciled")
+		return true, nil
 	}
-	r.reconcile(r.actingFor(ctx, c.OrgID), c, lease, rep)
-	return true, nil
 }
 
 // actingFor is ctx calling the platform with k8sapi's own token for org.
@@ -98,61 +128,58 @@ func (r *Reconciler) actingFor(ctx context.Context, org int64) context.Context {
 	return platformauth.WithOrg(platformauth.WithToken(ctx, r.ServiceToken), org)
 }
 
-// reconcile handles one claimed cluster and counts the outcome.
-func (r *Reconciler) reconcile(ctx context.Context, c store.Cluster, lease store.Lease, rep *Report) {
+// reconcile handles one claimed cluster: it finishes its deletion, or
+// ends its founding. A failure lets go of the cluster for a later run.
+func (r *Reconciler) reconcile(ctx context.Context, c store.Cluster, lease store.Lease, rep *Report) error {
 	s := r.Service
-	log := s.logger().With("cluster_id", c.ID, "status", c.Status)
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	if err == nil && c.Status == store.StatusDeleting {
-		err = s.finishDeleting(ctx, &c, nodes, lease.Owner)
-		count(rep, err, &rep.Deleted)
+		if err = s.finishDeleting(ctx, &c, nodes, lease.Owner); err == nil {
+			rep.Deleted++
+		}
 	} else if err == nil {
 		err = r.endFounding(ctx, &operation{cluster: c, nodes: nodes, lease: lease}, rep)
 	}
 	if err != nil {
-		log.WarnContext(ctx, "reconciling: the operation goes on at the next run", "cause", err.Error())
 		r.release(ctx, c, lease, err)
-		return
 	}
-	log.InfoContext(ctx, "reconciled")
-}
-
-func count(rep *Report, err error, done *int) {
-	if err != nil {
-		rep.Retrying++
-		return
-	}
-	*done++
+	return err
 }
 
 // endFounding finishes a founding whose caller can still obtain the
 // kubeconfig and that is young enough; it undoes every other. A founding
 // that cannot be finished is undone at once.
 func (r *Reconciler) endFounding(ctx context.Context, op *operation, rep *Report) error {
-	age := r.Service.now().Sub(op.cluster.CreatedAt)
-	if !op.cluster.Resumable {
-		return r.undo(ctx, op, rep, "the founding function stopped (timeout or crash) before answering; nothing is kept")
+	s := r.Service
+	within := orDefault(r.ResumeWithin, DefaultResumeWithin)
+	var res engine.Result
+	switch age := s.now().Sub(op.cluster.CreatedAt); {
+	case !op.cluster.Resumable:
+		res = r.undoNow(ctx, op, "the founding function stopped (timeout or crash) before answering; nothing is kept")
+	case age > within:
+		res = r.undoNow(ctx, op, fmt.Sprintf("the founding did not finish within %s; nothing is kept", within))
+	default:
+		res = r.resume(ctx, op)
 	}
-	if age > orDefault(r.ResumeWithin, DefaultResumeWithin) {
-		return r.undo(ctx, op, rep, fmt.Sprintf("the founding did not finish within %s; nothing is kept", orDefault(r.ResumeWithin, DefaultResumeWithin)))
-	}
-	err := r.resume(ctx, op)
-	if err == nil {
-		rep.Finished++
-		return nil
-	}
-	if errors.Is(err, errOutOfTime) || errors.Is(err, store.ErrLeaseLost) {
-		return err
-	}
-	return r.undo(ctx, op, rep, reasonOf(err))
+	return tally{done: &rep.Finished, undone: &rep.Failed}.count(res)
 }
 
-// resume opens the cluster's trust and runs the founding steps left.
-func (r *Reconciler) resume(ctx context.Context, op *operation) error {
-	if err := r.Service.open(ctx, op); err != nil {
-		return err
+// resume opens the cluster's trust and runs the founding steps left; a
+// trust that does not open undoes the founding.
+func (r *Reconciler) resume(ctx context.Context, op *operation) engine.Result {
+	s := r.Service
+	if err := s.open(ctx, op); err != nil {
+		return r.undoNow(ctx, op, reasonOf(err))
 	}
-	return r.Service.advance(ctx, op, r.deadline(ctx))
+	return engine.Drive(ctx, s.driver(r.RetryAfter), s.foundingKind(), op, r.deadline(ctx))
+}
+
+// undoNow undoes a founding that will not be finished, saying why.
+func (r *Reconciler) undoNow(ctx context.Context, op *operation, reason string) engine.Result {
+	if err := r.Service.undo(ctx, op, reason); err != nil {
+		return engine.Result{Outcome: engine.Retrying, Err: err}
+	}
+	return engine.Result{Outcome: engine.Undone}
 }
 
 // open reads op's spec and opens its cluster's trust, which issuing a
@@ -176,23 +203,11 @@ func (r *Reconciler) deadline(ctx context.Context) time.Time {
 	return within(ctx, r.Service.now().Add(orDefault(r.Lease, DefaultReconcileLease)/2), 30*time.Second)
 }
 
-// undo tears the founding down; a failed teardown leaves it deleting (see
-// Service.undo), which the next run retries.
-func (r *Reconciler) undo(ctx context.Context, op *operation, rep *Report, reason string) error {
-	r.Service.undo(ctx, op, reason)
-	rep.Failed++
-	return nil
-}
-
 // release lets go of a cluster whose handling failed, so a later run
-// retries it: at once for a founding that ran out of time, after
-// RetryAfter for anything else.
+// retries it after RetryAfter.
 func (r *Reconciler) release(ctx context.Context, c store.Cluster, lease store.Lease, cause error) {
 	s := r.Service
 	until := s.now().Add(orDefault(r.RetryAfter, DefaultRetryAfter))
-	if errors.Is(cause, errOutOfTime) {
-		until = s.now()
-	}
 	if errors.Is(cause, store.ErrLeaseLost) {
 		return // another run has it
 	}
@@ -201,7 +216,7 @@ func (r *Reconciler) release(ctx context.Context, c store.Cluster, lease store.L
 		return
 	}
 	reason := current.StatusReason
-	if !errors.Is(cause, errOutOfTime) && current.Status == store.StatusDeleting && reason == "" {
+	if current.Status == store.StatusDeleting && reason == "" {
 		reason = "deleting failed, retried every minute: " + reasonOf(cause)
 	}
 	released := store.Released{Status: current.Status, Until: until, Reason: reason}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -143,13 +144,24 @@ type replacement struct {
 	row store.Replacement
 	old store.Node
 	op  *operation
+	// readyWithin is how long the new node has to report ready.
+	readyWithin time.Duration
 }
 
 func (r *replacement) newNode() store.Node { return r.op.nodes[0] }
 
-// errNotReady stops a replacement whose new node has not reported its
-// bootstrap done: the next run looks again.
-var errNotReady = errors.New("the new node has not reported ready yet")
+// notReadyInTime ends a replacement whose new node did not report ready
+// within its time.
+type notReadyInTime struct {
+	node      string
+	within    time.Duration
+	clusterID int64
+}
+
+func (e *notReadyInTime) Error() string {
+	return fmt.Sprintf("the new node %s did not report ready within %s; both nodes are kept: see its bootstrap "+
+		"(GET /clusters/%d/nodes/{vm_id}/bootstrap), re-open it or replace it", e.node, e.within, e.clusterID)
+}
 
 // replacementSteps is the order of a replacement: the new node is made as
 // founding makes a node; once it reports ready (its etcd joined as a
@@ -163,15 +175,17 @@ func replacementSteps() []step[*replacement] {
 	)
 }
 
-// newNodeSteps is how many of replacementSteps make the new node: a
-// failure among them turns the replacement back.
-func newNodeSteps() int { return len(nodeSteps()) }
-
+// awaitNewNode waits (the engine lets go, and the next runs look again)
+// until the new node reports ready (its etcd joined as a learner and was
+// promoted, its API server serves), for at most readyWithin.
 func (s *Service) awaitNewNode(_ context.Context, r *replacement, _ time.Time) error {
-	if r.newNode().ReadyAt == nil {
-		return errNotReady
+	switch {
+	case r.newNode().ReadyAt != nil:
+		return nil
+	case s.now().Sub(r.row.CreatedAt) <= r.readyWithin:
+		return engine.Wait("the new node has not reported ready yet")
 	}
-	return nil
+	return &notReadyInTime{node: r.newNode().Name, within: r.readyWithin, clusterID: r.row.ClusterID}
 }
 
 func (s *Service) deleteOldVM(ctx context.Context, r *replacement, deadline time.Time) error {
@@ -213,7 +227,7 @@ func liveControlPlane(nodes []store.Node) []store.Node {
 
 // replacementFor loads the replacement of claimed cluster c: its row, the
 // old node and the new one.
-func (s *Service) replacementFor(ctx context.Context, c store.Cluster, lease store.Lease) (*replacement, error) {
+func (s *Service) replacementFor(ctx context.Context, c store.Cluster, lease store.Lease, readyWithin time.Duration) (*replacement, error) {
 	row, err := s.Store.LiveReplacement(ctx, c.ID)
 	if err != nil {
 		return nil, err
@@ -222,7 +236,7 @@ func (s *Service) replacementFor(ctx context.Context, c store.Cluster, lease sto
 	if err != nil {
 		return nil, err
 	}
-	r := &replacement{row: row, op: &operation{cluster: c, lease: lease}}
+	r := &replacement{row: row, op: &operation{cluster: c, lease: lease}, readyWithin: readyWithin}
 	for _, n := range nodes {
 		switch {
 		case n.ID == row.OldNodeID:

@@ -22,12 +22,11 @@ func specOf(c *store.Cluster) (Spec, error) {
 }
 
 // undo tears down what a failed founding made and ends the cluster failed
-// with reason. It runs on a context that outlives the request, bounded by
-// cleanupTimeout. If the teardown fails too, the cluster goes on as
-// deleting with both reasons, and the reconciler retries it.
-func (s *Service) undo(ctx context.Context, op *operation, reason string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
+// with reason. If the teardown fails, the cluster goes on as deleting with
+// both reasons, and the reconciler retries it; either way nil, as how the
+// founding goes on is recorded. An error: not even that could be recorded
+// (the lease then runs out, and the reconciler undoes it).
+func (s *Service) undo(ctx context.Context, op *operation, reason string) error {
 	err := s.teardown(ctx, &op.cluster, op.nodes)
 	if err == nil {
 		err = s.Store.EndOperation(ctx, op.cluster.ID, op.lease.Owner, store.StatusFailed, reason)
@@ -37,9 +36,9 @@ func (s *Service) undo(ctx context.Context, op *operation, reason string) {
 			Status: store.StatusDeleting, Until: s.now(), Reason: reason + "; deleting what it made failed: " + reasonOf(err)})
 	}
 	if err != nil {
-		// The lease runs out by itself and the reconciler undoes it then.
-		s.logger().ErrorContext(ctx, "recording an undone founding failed", "cluster_id", op.cluster.ID, "cause", err.Error())
+		return fmt.Errorf("recording an undone founding: %w", err)
 	}
+	return nil
 }
 
 // teardown deletes every VM of the cluster, the security group founding
