@@ -23,9 +23,7 @@ func main() {
 		// Deleting renders a VM's userdata: a VM whose create answer was
 		// lost is found by repeating that create, byte for byte.
 		r, err := bundle.NewFoundingRenderer()
-		clusters := app.Founding(r)
-		srv.Clusters, srv.KubeconfigLog, srv.Events, srv.Pools = clusters, clusters, clusters, clusters
-		srv.Replacer = clusters
+		srv.ServeClusters(app.UseCases(r))
 		srv.Audit = app.Store // migration 014 grants it the insert
 		srv.Nodes = app.Nodes()
 		srv.Snapshots = &etcdsnapshot.Operator{Store: app.Store}

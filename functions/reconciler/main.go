@@ -1,6 +1,6 @@
 // Command reconciler is the ReconcilerFunction Lambda, run on a schedule
 // (every minute): it finishes or undoes foundings and deletions whose
-// function died, and retries failed deletions (founding.Reconciler); then
+// function died, and retries failed deletions (reconciler.Reconciler); then
 // runs the etcd snapshot schedule (etcdsnapshot.Schedule).
 package main
 
@@ -12,7 +12,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/reconciler"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -30,10 +30,10 @@ func main() {
 	if err != nil {
 		wiring.Fatal(err)
 	}
-	rec := &founding.Reconciler{Service: app.Founding(r), ServiceToken: token}
+	rec := &reconciler.Reconciler{Deps: app.UseCases(r), ServiceToken: token}
 	snapshots := &etcdsnapshot.Schedule{Store: app.Store}
 	// The scheduled event carries nothing the run needs.
-	lambda.Start(func(ctx context.Context) (founding.Report, error) {
+	lambda.Start(func(ctx context.Context) (reconciler.Report, error) {
 		rep, err := rec.Run(ctx)
 		app.Log.InfoContext(ctx, "reconciler run", "finished", rep.Finished, "failed", rep.Failed,
 			"deleted", rep.Deleted, "retrying", rep.Retrying)

@@ -8,7 +8,8 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/cluster"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 )
 
 // maxIdempotencyKeyLen bounds the Idempotency-Key header.
@@ -26,7 +27,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req founding.Request
+	var req clusterspec.Request
 	if err := decodeJSON(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -90,9 +91,9 @@ const (
 )
 
 // listQuery reads GET /clusters' query: status, cursor and limit.
-func listQuery(r *http.Request) (founding.ListQuery, error) {
+func listQuery(r *http.Request) (cluster.ListQuery, error) {
 	v := r.URL.Query()
-	q := founding.ListQuery{Status: v.Get("status"), Cursor: v.Get("cursor"), Limit: DefaultListLimit}
+	q := cluster.ListQuery{Status: v.Get("status"), Cursor: v.Get("cursor"), Limit: DefaultListLimit}
 	if raw := v.Get("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > MaxListLimit {

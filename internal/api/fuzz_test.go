@@ -11,7 +11,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 )
@@ -60,7 +60,7 @@ func FuzzCreateClusterBody(f *testing.F) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, "/clusters", bytes.NewReader(body))
 		req.Body = http.MaxBytesReader(rec, req.Body, MaxBodyBytes)
-		var r founding.Request
+		var r clusterspec.Request
 		if err := decodeJSON(req, &r); err != nil {
 			e, ok := apperr.As(err)
 			if !ok || (e.Kind() != apperr.KindInvalid && e.Kind() != apperr.KindTooLarge) || e.Message == "" {
@@ -79,21 +79,21 @@ func FuzzCreateClusterBody(f *testing.F) {
 	})
 }
 
-func checkSpec(t *testing.T, s founding.Spec) {
+func checkSpec(t *testing.T, s clusterspec.Spec) {
 	t.Helper()
 	fail := func(what string) { t.Fatalf("accepted spec breaks a limit (%s): %+v", what, s) }
-	if !slices.Contains(founding.ControlPlaneCounts, s.ControlPlaneCount) {
+	if !slices.Contains(clusterspec.ControlPlaneCounts, s.ControlPlaneCount) {
 		fail("control_plane_count")
 	}
 	if s.ControlPlaneImageID <= 0 || s.ZoneID <= 0 || s.SubnetID <= 0 {
 		fail("ids")
 	}
 	it := s.ControlPlaneInstanceType
-	if it == "" || len(it) > founding.MaxInstanceTypeLen || strings.Trim(it, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" ||
+	if it == "" || len(it) > clusterspec.MaxInstanceTypeLen || strings.Trim(it, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" ||
 		it[0] == '.' || it[0] == '-' {
 		fail("control_plane_instance_type")
 	}
-	if len(s.SecurityGroupIDs) > founding.MaxSecurityGroups {
+	if len(s.SecurityGroupIDs) > clusterspec.MaxSecurityGroups {
 		fail("security_group_ids count")
 	}
 	seen := map[int64]bool{}
@@ -103,10 +103,10 @@ func checkSpec(t *testing.T, s founding.Spec) {
 		}
 		seen[id] = true
 	}
-	if len(s.SSHPubkey) > founding.MaxSSHPubkeyBytes || strings.ContainsAny(s.SSHPubkey, "\r\n") {
+	if len(s.SSHPubkey) > clusterspec.MaxSSHPubkeyBytes || strings.ContainsAny(s.SSHPubkey, "\r\n") {
 		fail("ssh_pubkey")
 	}
-	if s.RootVolumeSizeGiB != 0 && (s.RootVolumeSizeGiB < founding.MinRootVolumeGiB || s.RootVolumeSizeGiB > founding.MaxRootVolumeGiB) {
+	if s.RootVolumeSizeGiB != 0 && (s.RootVolumeSizeGiB < clusterspec.MinRootVolumeGiB || s.RootVolumeSizeGiB > clusterspec.MaxRootVolumeGiB) {
 		fail("root_volume_size_gib")
 	}
 	if _, err := pki.ParseAlgorithm(string(s.KeyAlgorithm)); err != nil || s.KeyAlgorithm == "" {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 )
 
 func decodeFounding(t *testing.T, contentType, body string) (string, string) {
@@ -16,7 +16,7 @@ func decodeFounding(t *testing.T, contentType, body string) (string, string) {
 	if contentType != "" {
 		r.Header.Set("Content-Type", contentType)
 	}
-	var req founding.Request
+	var req clusterspec.Request
 	e, ok := apperr.As(decodeJSON(r, &req))
 	if !ok {
 		return "", ""

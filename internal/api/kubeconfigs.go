@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 )
 
 // issueKubeconfig serves POST /clusters/{id}/kubeconfig: a fresh admin
@@ -14,7 +14,7 @@ func (s *Server) issueKubeconfig(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req founding.KubeconfigRequest
+	var req adminkubeconfig.KubeconfigRequest
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return

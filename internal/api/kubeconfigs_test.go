@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
-	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestOpenAPIKubeconfigMatchesTheCode(t *testing.T) {
 	ttl := prop(t, "KubeconfigRequest", "ttl")
 	for key, want := range map[string]time.Duration{
-		"default": founding.DefaultKubeconfigTTL, "x-minimum": founding.MinKubeconfigTTL, "x-maximum": founding.MaxKubeconfigTTL,
+		"default": adminkubeconfig.DefaultKubeconfigTTL, "x-minimum": adminkubeconfig.MinKubeconfigTTL, "x-maximum": adminkubeconfig.MaxKubeconfigTTL,
 	} {
 		s, _ := ttl[key].(string)
 		if got, err := time.ParseDuration(s); err != nil || got != want {
@@ -51,7 +51,7 @@ func TestOpenAPIKubeconfigMatchesTheCode(t *testing.T) {
 		{`{"ttl":"1h","x":1}`, false},
 	} {
 		docOK := apidocstest.ValidateJSON(schema, []byte(c.body)) == nil
-		var req founding.KubeconfigRequest
+		var req adminkubeconfig.KubeconfigRequest
 		codeOK := json.Unmarshal([]byte(c.body), &req) == nil
 		if codeOK {
 			_, err := req.Lifetime()

@@ -6,7 +6,8 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/clusterspec"
+	"github.com/excloud/k8sapi/internal/nodepool"
 )
 
 // createNodePool serves POST /clusters/{id}/node-pools: 201 with the pool
@@ -18,11 +19,11 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key, err := idempotencyKey(r)
-	var req founding.PoolRequest
+	var req clusterspec.PoolRequest
 	if err == nil {
 		err = decodeJSON(r, &req)
 	}
-	var res founding.PoolResult
+	var res nodepool.PoolResult
 	if err == nil {
 		res, err = s.Pools.CreatePool(r.Context(), org, org.Bearer(), id, req, key)
 	}
@@ -41,7 +42,7 @@ func poolPath(clusterID int64, name string) string {
 
 // writePoolResult answers a pool operation: done (status), going on after
 // the answer (202: poll the pool), or an Idempotency-Key's replay (200).
-func writePoolResult(w http.ResponseWriter, res founding.PoolResult, done int) {
+func writePoolResult(w http.ResponseWriter, res nodepool.PoolResult, done int) {
 	switch {
 	case res.Accepted:
 		w.Header().Set("Retry-After", "10")
@@ -85,9 +86,9 @@ func (s *Server) scaleNodePool(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req founding.ScaleRequest
+	var req clusterspec.ScaleRequest
 	err := decodeJSON(r, &req)
-	var res founding.PoolResult
+	var res nodepool.PoolResult
 	if err == nil {
 		res, err = s.Pools.ScalePool(r.Context(), org, org.Bearer(), id, name, req)
 	}
@@ -119,8 +120,8 @@ func (s *Server) orgClusterAndPool(w http.ResponseWriter, r *http.Request) (auth
 		return org, id, "", false
 	}
 	name := r.PathValue("pool")
-	if len(name) == 0 || len(name) > founding.MaxPoolNameLen {
-		s.writeError(w, r, apperr.InvalidPath.Detailf("pool: must be a node pool's name, at most %d characters", founding.MaxPoolNameLen))
+	if len(name) == 0 || len(name) > clusterspec.MaxPoolNameLen {
+		s.writeError(w, r, apperr.InvalidPath.Detailf("pool: must be a node pool's name, at most %d characters", clusterspec.MaxPoolNameLen))
 		return org, id, "", false
 	}
 	return org, id, name, true

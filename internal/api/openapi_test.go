@@ -15,7 +15,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 )
@@ -80,11 +80,11 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 		field, key string
 		want       int
 	}{
-		{"security_group_ids", "maxItems", founding.MaxSecurityGroups},
-		{"root_volume_size_gib", "minimum", founding.MinRootVolumeGiB},
-		{"root_volume_size_gib", "maximum", founding.MaxRootVolumeGiB},
-		{"ssh_pubkey", "maxLength", founding.MaxSSHPubkeyBytes},
-		{"control_plane_instance_type", "maxLength", founding.MaxInstanceTypeLen},
+		{"security_group_ids", "maxItems", clusterspec.MaxSecurityGroups},
+		{"root_volume_size_gib", "minimum", clusterspec.MinRootVolumeGiB},
+		{"root_volume_size_gib", "maximum", clusterspec.MaxRootVolumeGiB},
+		{"ssh_pubkey", "maxLength", clusterspec.MaxSSHPubkeyBytes},
+		{"control_plane_instance_type", "maxLength", clusterspec.MaxInstanceTypeLen},
 	} {
 		if got := numberOf(t, prop(t, req, c.field), c.key); got != c.want {
 			t.Errorf("%s.%s = %d in the document, %d in the code", c.field, c.key, got, c.want)
@@ -95,8 +95,8 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 		n, _ := v.(json.Number).Int64()
 		counts = append(counts, int(n))
 	}
-	if !slices.Equal(counts, founding.ControlPlaneCounts) {
-		t.Errorf("control_plane_count enum = %v in the document, %v in the code", counts, founding.ControlPlaneCounts)
+	if !slices.Equal(counts, clusterspec.ControlPlaneCounts) {
+		t.Errorf("control_plane_count enum = %v in the document, %v in the code", counts, clusterspec.ControlPlaneCounts)
 	}
 	create, _ := apidocstest.Find("POST", "/clusters")
 	body := create.Op["requestBody"].(map[string]any)
@@ -172,7 +172,7 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 		}
 		return s
 	}
-	key256 := "ssh-ed25519 " + strings.Repeat("A", founding.MaxSSHPubkeyBytes-len("ssh-ed25519 "))
+	key256 := "ssh-ed25519 " + strings.Repeat("A", clusterspec.MaxSSHPubkeyBytes-len("ssh-ed25519 "))
 	for _, c := range []struct {
 		field     string
 		ok, wrong any
@@ -180,11 +180,11 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 		{"control_plane_count", 3, 4},
 		{"control_plane_count", 3, 2},
 		{"control_plane_count", 1, 0},
-		{"root_volume_size_gib", founding.MinRootVolumeGiB, founding.MinRootVolumeGiB - 1},
-		{"root_volume_size_gib", founding.MaxRootVolumeGiB, founding.MaxRootVolumeGiB + 1},
-		{"security_group_ids", ids(founding.MaxSecurityGroups), ids(founding.MaxSecurityGroups + 1)},
+		{"root_volume_size_gib", clusterspec.MinRootVolumeGiB, clusterspec.MinRootVolumeGiB - 1},
+		{"root_volume_size_gib", clusterspec.MaxRootVolumeGiB, clusterspec.MaxRootVolumeGiB + 1},
+		{"security_group_ids", ids(clusterspec.MaxSecurityGroups), ids(clusterspec.MaxSecurityGroups + 1)},
 		{"security_group_ids", []int{1, 2}, []int{2, 2}},
-		{"control_plane_instance_type", strings.Repeat("a", founding.MaxInstanceTypeLen), strings.Repeat("a", founding.MaxInstanceTypeLen+1)},
+		{"control_plane_instance_type", strings.Repeat("a", clusterspec.MaxInstanceTypeLen), strings.Repeat("a", clusterspec.MaxInstanceTypeLen+1)},
 		{"control_plane_instance_type", "e2.medium", "E2.medium"},
 		{"ssh_pubkey", key256, key256 + "A"},
 		{"zone_id", 1, 0},
@@ -200,7 +200,7 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 		if err := apidocstest.ValidateJSON(schema, []byte(bad)); err == nil {
 			t.Errorf("document accepts %s", bad[:min(len(bad), 120)])
 		}
-		var r founding.Request
+		var r clusterspec.Request
 		_ = json.Unmarshal([]byte(bad), &r)
 		if _, err := r.Validate(); err == nil {
 			t.Errorf("code accepts %s", bad[:min(len(bad), 120)])
@@ -226,9 +226,9 @@ func roundTrip(t *testing.T, v any) any {
 	return out
 }
 
-func mustValidate(t *testing.T, body string) founding.Spec {
+func mustValidate(t *testing.T, body string) clusterspec.Spec {
 	t.Helper()
-	var r founding.Request
+	var r clusterspec.Request
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {

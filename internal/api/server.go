@@ -13,12 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/cluster"
+	"github.com/excloud/k8sapi/internal/clusterspec"
+	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
 	"github.com/excloud/k8sapi/internal/store"
@@ -38,40 +42,40 @@ var _ Authenticator = (*auth.Authenticator)(nil)
 
 // Founder founds clusters (POST /clusters).
 type Founder interface {
-	Found(ctx context.Context, org auth.Principal, bearer string, req founding.Request, idempotencyKey string) (*founding.Result, error)
+	Found(ctx context.Context, org auth.Principal, bearer string, req clusterspec.Request, idempotencyKey string) (*cluster.Result, error)
 }
 
 // Clusters reads and deletes an org's clusters.
 type Clusters interface {
-	List(ctx context.Context, org auth.Principal, q founding.ListQuery) (founding.ClusterPage, error)
-	Get(ctx context.Context, org auth.Principal, id int64) (founding.ClusterView, error)
-	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (founding.ClusterView, error)
+	List(ctx context.Context, org auth.Principal, q cluster.ListQuery) (cluster.ClusterPage, error)
+	Get(ctx context.Context, org auth.Principal, id int64) (cluster.ClusterView, error)
+	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (cluster.ClusterView, error)
 }
 
 // KubeconfigIssuer issues an operator's admin kubeconfigs
 // (POST /clusters/{id}/kubeconfig): it opens the cluster CA.
 type KubeconfigIssuer interface {
-	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req founding.KubeconfigRequest) (*founding.IssuedKubeconfig, error)
+	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req adminkubeconfig.KubeconfigRequest) (*adminkubeconfig.IssuedKubeconfig, error)
 }
 
 // NodePools adds, lists, scales and removes a cluster's worker pools.
 type NodePools interface {
-	CreatePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, req founding.PoolRequest, idempotencyKey string) (founding.PoolResult, error)
-	Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]founding.PoolView, error)
-	Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (founding.PoolView, error)
-	ScalePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string, req founding.ScaleRequest) (founding.PoolResult, error)
-	DeletePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string) (founding.PoolResult, error)
+	CreatePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, req clusterspec.PoolRequest, idempotencyKey string) (nodepool.PoolResult, error)
+	Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]nodepool.PoolView, error)
+	Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (nodepool.PoolView, error)
+	ScalePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string, req clusterspec.ScaleRequest) (nodepool.PoolResult, error)
+	DeletePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string) (nodepool.PoolResult, error)
 }
 
-var _ NodePools = (*founding.Service)(nil)
+var _ NodePools = (*nodepool.Service)(nil)
 
 // NodeReplacements records the replacement of a control-plane node; the
 // reconciler drives it.
 type NodeReplacements interface {
-	ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (founding.ReplacementView, error)
+	ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (controlplane.ReplacementView, error)
 }
 
-var _ NodeReplacements = (*founding.Service)(nil)
+var _ NodeReplacements = (*controlplane.Service)(nil)
 
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
@@ -79,8 +83,8 @@ type KubeconfigLog interface {
 }
 
 var (
-	_ KubeconfigIssuer = (*founding.Service)(nil)
-	_ KubeconfigLog    = (*founding.Service)(nil)
+	_ KubeconfigIssuer = (*adminkubeconfig.Service)(nil)
+	_ KubeconfigLog    = (*adminkubeconfig.Service)(nil)
 )
 
 // AuditRecorder appends an event to its cluster's trail when the cluster is
@@ -96,7 +100,7 @@ type AuditEvents interface {
 
 var (
 	_ AuditRecorder = (*store.Store)(nil)
-	_ AuditEvents   = (*founding.Service)(nil)
+	_ AuditEvents   = (*cluster.Service)(nil)
 )
 
 // Bundles renders a VM's bootstrap bundle.

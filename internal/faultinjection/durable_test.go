@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/reconciler"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -24,14 +24,14 @@ import (
 
 // reconcile runs one reconciler pass, as the scheduled function does, with
 // a clock later than every lease, and returns what it did.
-func (s *stack) reconcile() founding.Report {
+func (s *stack) reconcile() reconciler.Report {
 	s.t.Helper()
 	s.reconciles++ // each run later than the last one's retries
 	return s.reconcileAt(time.Duration(s.reconciles) * 10 * time.Minute)
 }
 
 // reconcileAt runs one pass with a clock later by the given amount.
-func (s *stack) reconcileAt(later time.Duration) founding.Report {
+func (s *stack) reconcileAt(later time.Duration) reconciler.Report {
 	s.t.Helper()
 	rep, err := s.reconcilerAt(later).Run(context.Background())
 	if err != nil {
@@ -41,7 +41,7 @@ func (s *stack) reconcileAt(later time.Duration) founding.Report {
 }
 
 // reconcilerAt is a reconciler whose clock is later by the given amount.
-func (s *stack) reconcilerAt(later time.Duration) *founding.Reconciler {
+func (s *stack) reconcilerAt(later time.Duration) *reconciler.Reconciler {
 	s.t.Helper()
 	token, err := simulator.IssuePrincipalToken(context.Background(), s.pool, 0, simulator.ScopeService, time.Hour)
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *stack) reconcilerAt(later time.Duration) *founding.Reconciler {
 	}
 	svc := *s.reconciler
 	svc.Now = func() time.Time { return time.Now().Add(later) }
-	return &founding.Reconciler{Service: &svc, ServiceToken: token}
+	return &reconciler.Reconciler{Deps: &svc, ServiceToken: token}
 }
 
 // cutOff starts a request whose compute call at g is held for good, and
@@ -298,7 +298,7 @@ func TestTwoReconcilersAtOnce(t *testing.T) {
 	s.cutOff(&s.vmCreates, 1, func() stacktest.Response { return s.Create(1, stacktest.ThreeNodes) })
 	s.cutOff(&s.sgCreates, 1, func() stacktest.Response { return s.Create(2, stacktest.ThreeNodes) })
 	var wg sync.WaitGroup
-	reports := make([]founding.Report, 2)
+	reports := make([]reconciler.Report, 2)
 	for i := range reports {
 		wg.Go(func() { reports[i] = s.reconcileAt(10 * time.Minute) }) // one clock, as in production
 	}

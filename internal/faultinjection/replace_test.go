@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/reconciler"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -75,9 +75,9 @@ func (s *stack) cutOffReconciler(g *gate, n int) {
 // finishReplacement runs the reconciler, marking the new node ready once it
 // has a VM, until the replacement is no longer in progress (at most four
 // runs), and sums what the runs did.
-func (s *stack) finishReplacement() founding.Report {
+func (s *stack) finishReplacement() reconciler.Report {
 	s.t.Helper()
-	var sum founding.Report
+	var sum reconciler.Report
 	for range 4 {
 		rep := s.reconcile()
 		sum.Replaced += rep.Replaced

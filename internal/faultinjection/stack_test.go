@@ -17,11 +17,11 @@ import (
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
-	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/usecase"
 )
 
 // gate holds one kind of call until the test lets it go: the test acts (stops
@@ -72,9 +72,9 @@ type stack struct {
 	vmReads    gate
 	vmDeletes  gate
 	topologies gate
-	founder    *founding.Service // CreateClusterFunction's
-	reconciler *founding.Service // ReconcilerFunction's
-	reconciles int               // reconciler runs so far (durable_test.go)
+	founder    *usecase.Deps // CreateClusterFunction's
+	reconciler *usecase.Deps // ReconcilerFunction's
+	reconciles int           // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
 	// What a real function process needs to reach the same parts
 	// (killed_test.go).

@@ -14,13 +14,13 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
-	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/testenv"
+	"github.com/excloud/k8sapi/internal/usecase"
 )
 
 const baseDomain = "k8s.test.excloud"
@@ -39,8 +39,8 @@ type stack struct {
 	simURL            string
 	api               *httptest.Server
 	envelope          *envelope.Envelope
-	founder           *founding.Service       // CreateClusterFunction's founding
-	clusters          *founding.Service       // ClustersFunction's list, read and delete
+	founder           *usecase.Deps           // CreateClusterFunction's founding
+	clusters          *usecase.Deps           // ClustersFunction's list, read and delete
 	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
 	servers           map[string]*api.Server  // each function's handlers: servers[id].Handler(id)
 	schedule          *etcdsnapshot.Schedule  // ReconcilerFunction's etcd snapshot schedule

@@ -16,8 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
@@ -134,7 +135,7 @@ func (s *stack) clusterCA(t *testing.T, id int64) *x509.Certificate {
 // one keeps: named after the cluster, for its shared name, a system:masters
 // certificate of who asked, signed by the cluster CA, valid until expires
 // and not a second longer.
-func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res founding.Result, org int64, expires time.Time) adminIdentity {
+func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res cluster.Result, org int64, expires time.Time) adminIdentity {
 	t.Helper()
 	a := loadAdmin(t, kubeconfig)
 	if a.cluster != res.Name || a.user != res.Name+"-admin" || a.context != res.Name {
@@ -186,8 +187,8 @@ func TestIssueAdminKubeconfigs(t *testing.T) {
 	// The founding's own: 12 hours, no longer a year (the stack's leaf
 	// lifetime is the cert table's).
 	founded := loadAdmin(t, res.Kubeconfig)
-	if life := founded.cert.NotAfter.Sub(founded.cert.NotBefore); life != founding.DefaultKubeconfigTTL+5*time.Minute {
-		t.Errorf("the founding's kubeconfig lives %v (with 5 min backdated), want %v", life, founding.DefaultKubeconfigTTL)
+	if life := founded.cert.NotAfter.Sub(founded.cert.NotBefore); life != adminkubeconfig.DefaultKubeconfigTTL+5*time.Minute {
+		t.Errorf("the founding's kubeconfig lives %v (with 5 min backdated), want %v", life, adminkubeconfig.DefaultKubeconfigTTL)
 	}
 	s.checkAdmin(t, res.Kubeconfig, res, 1, founded.cert.NotAfter)
 
@@ -196,11 +197,11 @@ func TestIssueAdminKubeconfigs(t *testing.T) {
 		body string
 		ttl  time.Duration
 	}{
-		{"", founding.DefaultKubeconfigTTL},
+		{"", adminkubeconfig.DefaultKubeconfigTTL},
 		{`{"ttl":"30m"}`, 30 * time.Minute},
-		{`{}`, founding.DefaultKubeconfigTTL},
-		{`{"ttl":"5m"}`, founding.MinKubeconfigTTL},
-		{`{"ttl":"168h"}`, founding.MaxKubeconfigTTL},
+		{`{}`, adminkubeconfig.DefaultKubeconfigTTL},
+		{`{"ttl":"5m"}`, adminkubeconfig.MinKubeconfigTTL},
+		{`{"ttl":"168h"}`, adminkubeconfig.MaxKubeconfigTTL},
 		{`{"ttl":"1h30m"}`, 90 * time.Minute},
 	}
 	var issued []issuedKubeconfig
@@ -227,7 +228,7 @@ func TestIssueAdminKubeconfigs(t *testing.T) {
 	// A replay of the founding issues (and records) a fresh one too.
 	h := s.Bearer(1)
 	h["Idempotency-Key"] = "kubeconfig-replay"
-	var replayed founding.Result
+	var replayed cluster.Result
 	var replayRequest string
 	for range 2 {
 		r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`, h)

@@ -18,7 +18,8 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
-	"github.com/excloud/k8sapi/internal/founding"
+	"github.com/excloud/k8sapi/internal/cluster"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
@@ -42,16 +43,16 @@ func (refuse) ProveVM(context.Context, int64, string, string, *store.CallCount) 
 
 type panicking struct{}
 
-func (panicking) Found(context.Context, auth.Principal, string, founding.Request, string) (*founding.Result, error) {
+func (panicking) Found(context.Context, auth.Principal, string, clusterspec.Request, string) (*cluster.Result, error) {
 	panic("boom")
 }
-func (panicking) List(context.Context, auth.Principal, founding.ListQuery) (founding.ClusterPage, error) {
+func (panicking) List(context.Context, auth.Principal, cluster.ListQuery) (cluster.ClusterPage, error) {
 	panic("boom")
 }
-func (panicking) Get(context.Context, auth.Principal, int64) (founding.ClusterView, error) {
+func (panicking) Get(context.Context, auth.Principal, int64) (cluster.ClusterView, error) {
 	panic("boom")
 }
-func (panicking) Delete(context.Context, auth.Principal, string, int64) (founding.ClusterView, error) {
+func (panicking) Delete(context.Context, auth.Principal, string, int64) (cluster.ClusterView, error) {
 	panic("boom")
 }
 func (panicking) Bundle(context.Context, auth.BootstrapVM) (*bundle.Bundle, error) { panic("boom") }

@@ -136,3 +136,13 @@ func (d Driver) logger() *slog.Logger {
 	}
 	return slog.Default()
 }
+
+// On is steps over state P run as steps over state O, which holds a P
+// (of): a replacement makes its new node with a founding's node steps.
+func On[O, P any](steps []Step[P], of func(O) P) []Step[O] {
+	out := make([]Step[O], len(steps))
+	for i, st := range steps {
+		out[i] = Step[O]{Name: st.Name, Run: func(ctx context.Context, o O, d time.Time) error { return st.Run(ctx, of(o), d) }}
+	}
+	return out
+}

@@ -34,12 +34,12 @@ import (
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
-	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/usecase"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -87,9 +87,9 @@ func PinnedArtifacts() bundle.Artifacts {
 
 // Stack is k8sapi in-process.
 type Stack struct {
-	Founder    *founding.Service      // CreateClusterFunction's founding
-	Clusters   *founding.Service      // ClustersFunction's list, read and delete
-	Reconciler *founding.Service      // ReconcilerFunction's, for founding.Reconciler
+	Founder    *usecase.Deps          // CreateClusterFunction's use cases' dependencies
+	Clusters   *usecase.Deps          // ClustersFunction's
+	Reconciler *usecase.Deps          // ReconcilerFunction's, for reconciler.Reconciler
 	Bundles    *nodebootstrap.Service // GetBundleFunction's bundle and renewal use cases
 	// Snapshots is ReconcilerFunction's etcd snapshot schedule.
 	Snapshots *etcdsnapshot.Schedule
@@ -162,16 +162,16 @@ func New(cfg Config) (*Stack, error) {
 	return st, nil
 }
 
-// founder is one function's founding use case over its own store.
-func founder(cfg Config, st *store.Store, r *bundle.Renderer) *founding.Service {
+// founder is one function's use cases' dependencies over its own store.
+func founder(cfg Config, st *store.Store, r *bundle.Renderer) *usecase.Deps {
 	artifacts := artifactsOf(cfg)
-	return &founding.Service{
+	return &usecase.Deps{
 		Store: st, Envelope: cfg.Envelope, Renderer: r, Log: cfg.Log,
 		Compute: compute.NewHTTP(cfg.SimURL+"/compute", cfg.SimClient),
 		DNS:     dns.NewHTTP(cfg.SimURL+"/dns", cfg.SimClient),
-		Settings: founding.Settings{
+		Settings: usecase.Settings{
 			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: bundle.DefaultKubernetesVersion,
-			ServiceCIDR: founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR, ClusterDomain: founding.DefaultClusterDomain,
+			ServiceCIDR: usecase.DefaultServiceCIDR, PodCIDR: usecase.DefaultPodCIDR, ClusterDomain: usecase.DefaultClusterDomain,
 			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: artifacts,
 		},
 		Now: cfg.Now,
@@ -204,9 +204,8 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 		return &api.Server{Auth: &auth.Authenticator{Tokens: stores[fn], Now: cfg.Now}, Audit: stores[fn], Log: cfg.Log}
 	}
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
-	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
-	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
-	clusters.Replacer = st.Clusters
+	create.ServeFounding(st.Founder)
+	clusters.ServeClusters(st.Clusters)
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Workers
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}

@@ -5,7 +5,7 @@
 //
 // In: rows built from the value under check. Out: one error per failing
 // row. The rules themselves live beside what they check
-// (internal/bundle/input.go, internal/founding/request.go).
+// (internal/bundle/input.go, internal/clusterspec/request.go).
 package validation
 
 import (

@@ -25,7 +25,6 @@ import (
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
-	"github.com/excloud/k8sapi/internal/founding"
 	"github.com/excloud/k8sapi/internal/lambdaserve"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
@@ -33,6 +32,7 @@ import (
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/usecase"
 )
 
 // Data keys stay unwrapped in a warm container for at most this long and
@@ -134,20 +134,21 @@ func (a *App) Envelope() *envelope.Envelope {
 	return envelope.New(metrics.CountKMS(kmsCallsOf(a.KMS())), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
 }
 
-// Founding returns the founding use case. r renders userdata and admin
-// kubeconfigs; deleting needs it too (a VM whose create answer was lost is
-// found by repeating the create).
-func (a *App) Founding(r *bundle.Renderer) *founding.Service {
+// UseCases returns the dependencies of the operator use cases (package
+// usecase). r renders userdata and admin kubeconfigs; deleting needs it
+// too (a VM whose create answer was lost is found by repeating the
+// create).
+func (a *App) UseCases(r *bundle.Renderer) *usecase.Deps {
 	hc := &http.Client{Timeout: platformTimeout}
-	return &founding.Service{
+	return &usecase.Deps{
 		Store: a.Store, Envelope: a.Envelope(), Renderer: r, Log: a.Log,
 		Compute: compute.NewHTTP(a.Config.ComputeAPIURL, hc),
 		DNS:     dns.NewHTTP(a.Config.DNSAPIURL, hc),
-		Settings: founding.Settings{
+		Settings: usecase.Settings{
 			BaseDNSDomain: a.Config.BaseDNSDomain, BootstrapBaseURL: a.Config.BootstrapBaseURL,
 			KubernetesVersion: a.Config.KubernetesVersion,
-			ServiceCIDR:       founding.DefaultServiceCIDR, PodCIDR: founding.DefaultPodCIDR,
-			ClusterDomain: founding.DefaultClusterDomain, LeafLifetime: a.Leaves.Lifetime,
+			ServiceCIDR:       usecase.DefaultServiceCIDR, PodCIDR: usecase.DefaultPodCIDR,
+			ClusterDomain: usecase.DefaultClusterDomain, LeafLifetime: a.Leaves.Lifetime,
 			Artifacts: a.Artifacts,
 		},
 	}

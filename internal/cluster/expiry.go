@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
+)
+
+// expiry is when a cluster's certificates stop being valid: the earliest
+// NotAfter among its nodes' stored leaves (what renewal keeps ahead of)
+// and each CA's, which only CA rotation moves.
+type expiry struct {
+	leaves *time.Time
+	cas    map[pki.Name]time.Time
+}
+
+func expiryOf(c store.Cluster, nodes []store.Node) expiry {
+	e := expiry{cas: map[pki.Name]time.Time{}}
+	for name, certPEM := range keyring.CACerts(&c) {
+		if notAfter, err := pki.NotAfter(certPEM); err == nil {
+			e.cas[name] = notAfter.UTC()
+		}
+	}
+	for _, n := range nodes {
+		e.leaves = earliest(e.leaves, n.Expiry.Earliest)
+		for _, certPEM := range n.Expiry.UndatedCerts {
+			if notAfter, err := pki.NotAfter([]byte(certPEM)); err == nil {
+				e.leaves = earliest(e.leaves, &notAfter)
+			}
+		}
+	}
+	if e.leaves != nil {
+		utc := e.leaves.UTC()
+		e.leaves = &utc
+	}
+	return e
+}
+
+func earliest(a, b *time.Time) *time.Time {
+	if a == nil || (b != nil && b.Before(*a)) {
+		return b
+	}
+	return a
+}
