@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/lambdaruntime"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 )
 
 // coldRow is one function's init duration and binary size.
@@ -36,8 +38,8 @@ func (c coldRow) median() time.Duration {
 
 // functions are template.yaml's functions: the ones `make local` runs, each
 // with the Makefile's build-<LogicalId> target.
-func functions() ([]devstack.Function, error) {
-	t, err := devstack.LoadTemplate("template.yaml")
+func functions() ([]samtemplate.Function, error) {
+	t, err := samtemplate.LoadTemplate("template.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +104,7 @@ func startFakeRuntimeAPI() (*fakeRuntimeAPI, error) {
 // measureColdStart builds one function twice, for its size (the Makefile's
 // own sam build target: linux/arm64, stripped) and for this machine with
 // the same flags, then times o.starts inits after one uncounted start.
-func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp string, fn devstack.Function) (coldRow, error) {
+func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp string, fn samtemplate.Function) (coldRow, error) {
 	id := fn.LogicalID
 	row := coldRow{logicalID: id}
 	art := filepath.Join(tmp, "arm64", id)
@@ -140,12 +142,12 @@ func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp string, fn de
 // (devstack: its template variables and what the running stack gives it,
 // such as its database user and the reconciler's service token), against
 // the fake Runtime API.
-func functionEnv(st stack, fn devstack.Function, binary, runtimeAPI string) ([]string, error) {
+func functionEnv(st stack, fn samtemplate.Function, binary, runtimeAPI string) ([]string, error) {
 	env, err := devstack.FunctionEnv(fn, devstack.StackFromEnv(st.env))
 	if err != nil {
 		return nil, err
 	}
-	return devstack.Environ(fn, binary, runtimeAPI, env), nil
+	return lambdaruntime.Environ(fn, binary, runtimeAPI, env), nil
 }
 
 // coldStart execs bin and returns the time to its first GET .../next. A

@@ -13,6 +13,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -22,7 +23,7 @@ import (
 // at its first line fails here, not in `make bench`.
 func TestFunctionEnvCarriesWhatMainRequires(t *testing.T) {
 	root := filepath.Join("..", "..")
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"))
+	tmpl, err := samtemplate.LoadTemplate(filepath.Join(root, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

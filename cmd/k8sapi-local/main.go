@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 )
 
 func main() {
@@ -48,7 +49,7 @@ func main() {
 // listFunctions prints template.yaml's functions, deployment hooks too, for
 // scripts (.ci/check-lambda-builds).
 func listFunctions() error {
-	t, err := devstack.LoadTemplate("template.yaml")
+	t, err := samtemplate.LoadTemplate("template.yaml")
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 // body is the JSON error shape of every k8sapi answer that is not a
 // success: {"error":{"code":...,"message":...,"request_id":...}}. The
 // handlers (internal/api), the Lambda adapter (internal/lambdaserve) and the
-// local gateway (internal/devstack) all write it through Body, so the shape
+// local gateway (internal/devstack/gateway) all write it through Body, so the shape
 // the API description documents has one writer.
 type body struct {
 	Error struct {

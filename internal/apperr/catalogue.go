@@ -11,7 +11,7 @@ type Code struct {
 	kind    Kind
 	message string
 	// gatewayOnly: answered only by the local stand-in of API Gateway
-	// (internal/devstack), never by a function, so the API description
+	// (internal/devstack/gateway), never by a function, so the API description
 	// does not list it.
 	gatewayOnly bool
 }

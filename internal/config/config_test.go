@@ -17,7 +17,8 @@ import (
 	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/config"
-	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/localaws"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/testenv"
 	"github.com/jackc/pgx/v5"
@@ -208,11 +209,11 @@ func TestDatabaseDSNFromSecretsManager(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
 	cfg := testenv.AWSConfig(testenv.Moto(t))
-	secret, err := devstack.DBSecretFromDSN(dsn)
+	secret, err := localaws.DBSecretFromDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	arn, err := devstack.PutDBSecret(ctx, cfg, devstack.UniqueDatabaseName("k8sapi-db"), secret)
+	arn, err := localaws.PutDBSecret(ctx, cfg, localpg.UniqueDatabaseName("k8sapi-db"), secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 var sdkVariables = []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 	"AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"}
 
-// docRow is one row of the configuration table in docs/ARCHITECTURE.md.
+// docRow is one row of the configuration table in docs/CONFIGURATION.md.
 type docRow struct {
 	names []string
 	def   string // the default column's text
@@ -24,13 +24,13 @@ var docName = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
 
 func configurationDocs(t *testing.T) []docRow {
 	t.Helper()
-	text, err := os.ReadFile("../../docs/ARCHITECTURE.md")
+	text, err := os.ReadFile("../../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(text), "\n## Configuration (environment; `internal/config`)\n")
+	_, section, ok := strings.Cut(string(text), "# Configuration (environment; `internal/config`)\n")
 	if !ok {
-		t.Fatal("docs/ARCHITECTURE.md has no configuration section")
+		t.Fatal("docs/CONFIGURATION.md has no configuration section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var rows []docRow
@@ -58,12 +58,12 @@ func TestDocsListEveryVariable(t *testing.T) {
 	}
 	for _, v := range everyVariable {
 		if n := documented[v.name]; n != 1 {
-			t.Errorf("docs/ARCHITECTURE.md documents %s %d times, want once", v.name, n)
+			t.Errorf("docs/CONFIGURATION.md documents %s %d times, want once", v.name, n)
 		}
 	}
 	for name := range documented {
 		if _, ok := lookupVariable(name); !ok && !slices.Contains(sdkVariables, name) {
-			t.Errorf("docs/ARCHITECTURE.md documents %s, which the configuration does not read", name)
+			t.Errorf("docs/CONFIGURATION.md documents %s, which the configuration does not read", name)
 		}
 	}
 }
@@ -81,7 +81,7 @@ func TestDocsDefaultsAreTheTables(t *testing.T) {
 		doc, ok2 := strings.CutSuffix(doc, "`")
 		var fromDocs, fromTable Config
 		if !ok || !ok2 || v.load(&fromDocs, doc) != nil || v.load(&fromTable, v.def) != nil || !reflect.DeepEqual(fromDocs, fromTable) {
-			t.Errorf("docs/ARCHITECTURE.md gives %s the default %s; the table's is %q", v.name, r.def, v.def)
+			t.Errorf("docs/CONFIGURATION.md gives %s the default %s; the table's is %q", v.name, r.def, v.def)
 		}
 	}
 }

@@ -52,7 +52,7 @@ var (
 
 // variables is the truth of what the service reads from its environment,
 // each once, at start; template.yaml declares each of them for every
-// function and docs/ARCHITECTURE.md documents each (tests hold all three
+// function and docs/CONFIGURATION.md documents each (tests hold all three
 // equal).
 var variables = []variable{
 	{"DATABASE_URL", "", func(c *Config) any { return &c.DatabaseURL }, anyText},

@@ -1,6 +1,6 @@
 // Package dbmigrate applies the embedded SQL migrations with tern. It is
 // small on purpose: production (cmd/k8sapi-migrate) links it without any
-// of the local-only machinery in internal/devstack.
+// of the local-only machinery in internal/devstack (localpg applies it).
 //
 // In: a DSN and whether to include the dev-only platform stand-ins. Out: the
 // database at the latest version of each set, each set tracked in its own

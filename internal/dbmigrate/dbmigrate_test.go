@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/dbmigrate"
-	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
 	"github.com/excloud/k8sapi/internal/testenv"
 	"github.com/jackc/pgx/v5"
 )
@@ -15,12 +15,12 @@ import (
 func TestApplyWithoutPlatformDev(t *testing.T) {
 	ctx := context.Background()
 	server := testenv.Postgres(t) // a server we may create databases on
-	name := devstack.UniqueDatabaseName("k8sapi_prod")
-	dsn, err := devstack.CreateDatabase(ctx, server, name)
+	name := localpg.UniqueDatabaseName("k8sapi_prod")
+	dsn, err := localpg.CreateDatabase(ctx, server, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
+	t.Cleanup(func() { _ = localpg.DropDatabase(context.Background(), server, name) })
 	for range 2 {
 		if err := dbmigrate.Apply(ctx, dsn, false); err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@
 // In production each function logs in as its own user (Login), a member of
 // its role and of nothing else: its own Secrets Manager secret with RDS
 // Proxy, or with DB_IAM_AUTH its own rds-db:connect user. Locally
-// internal/devstack creates those users (trust auth, no password).
+// internal/devstack/localpg creates those users (trust auth, no password).
 package dbroles
 
 import "sort"

@@ -11,6 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/excloud/k8sapi/internal/devstack/lambdaruntime"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 )
 
 // InvokeOptions configure Invoke.
@@ -29,7 +33,7 @@ type InvokeOptions struct {
 // like `sam local invoke -e`. The environment is template.yaml's, then the
 // running local stack's (.local/stack.env) if any, then EnvVarsFile's.
 func Invoke(ctx context.Context, opt InvokeOptions) error {
-	tmpl, err := LoadTemplate(filepath.Join(opt.Root, "template.yaml"))
+	tmpl, err := samtemplate.LoadTemplate(filepath.Join(opt.Root, "template.yaml"))
 	if err != nil {
 		return err
 	}
@@ -52,17 +56,17 @@ func Invoke(ctx context.Context, opt InvokeOptions) error {
 	if err != nil {
 		return err
 	}
-	bins, err := BuildFunctions(ctx, opt.Root, tmpl, filepath.Join(opt.Root, ".local", "bin"), fn.LogicalID)
+	bins, err := lambdaruntime.BuildFunctions(ctx, opt.Root, tmpl, filepath.Join(opt.Root, ".local", "bin"), fn.LogicalID)
 	if err != nil {
 		return err
 	}
-	r, err := NewRunner(FunctionSpec{Function: fn, Binary: bins[fn.LogicalID], Env: env}, opt.Log, opt.FunctionOut)
+	r, err := lambdaruntime.NewRunner(lambdaruntime.FunctionSpec{Function: fn, Binary: bins[fn.LogicalID], Env: env}, opt.Log, opt.FunctionOut)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	out, err := r.Invoke(ctx, event)
-	var fe *FunctionError
+	var fe *lambdaruntime.FunctionError
 	if errors.As(err, &fe) {
 		// sam local invoke prints the function's error object as the result.
 		b, _ := json.Marshal(map[string]string{"errorType": fe.ErrorType, "errorMessage": fe.ErrorMessage})
@@ -85,14 +89,14 @@ func Invoke(ctx context.Context, opt InvokeOptions) error {
 // invokeEnv layers the overrides: what the running stack gives fn
 // (FunctionEnv), else a local DATABASE_URL (the pool connects lazily, so
 // requests that need no database work without one); then the env-vars file.
-func invokeEnv(opt InvokeOptions, fn Function) (map[string]string, error) {
+func invokeEnv(opt InvokeOptions, fn samtemplate.Function) (map[string]string, error) {
 	env := map[string]string{}
 	if st, err := ReadStackEnv(filepath.Join(opt.Root, ".local", StackEnvFile)); err == nil {
 		if env, err = FunctionEnv(fn, StackFromEnv(st)); err != nil {
 			return nil, err
 		}
 	} else {
-		env["DATABASE_URL"] = DefaultLocalPostgres
+		env["DATABASE_URL"] = localpg.DefaultLocalPostgres
 		env["LOCAL_RUN"] = "true" // a local database: no TLS to verify
 		if v := os.Getenv("DATABASE_URL"); v != "" {
 			env["DATABASE_URL"] = v

@@ -4,68 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/excloud/k8sapi/internal/devstack/devtest"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 )
 
 const projectRoot = "../.."
 
-// Every route of template.yaml has a sample event in events/, and every event
-// is a valid payload 2.0 event for a route that exists, with the path
-// parameters that route yields.
-func TestEventsCoverEveryRoute(t *testing.T) {
-	tmpl, err := LoadTemplate(filepath.Join(projectRoot, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRouter(tmpl)
-	files, _ := filepath.Glob(filepath.Join(projectRoot, "events", "*.json"))
-	covered := map[string]bool{}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ev events.APIGatewayV2HTTPRequest
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ev); err != nil {
-			t.Errorf("%s: %v", file, err)
-			continue
-		}
-		fn, route, params, ok := r.match(ev.RequestContext.HTTP.Method, ev.RawPath)
-		switch {
-		case ev.Version != "2.0":
-			t.Errorf("%s: version %q", file, ev.Version)
-		case !ok || route.Key() != ev.RouteKey || ev.RequestContext.RouteKey != ev.RouteKey:
-			t.Errorf("%s: %s %s routes to %q, the event says %q", file, ev.RequestContext.HTTP.Method, ev.RawPath, route.Key(), ev.RouteKey)
-		case !maps.Equal(params, ev.PathParameters) && len(params)+len(ev.PathParameters) > 0:
-			t.Errorf("%s: pathParameters %v, the route yields %v", file, ev.PathParameters, params)
-		case ev.RequestContext.HTTP.Path != ev.RawPath || ev.RequestContext.RequestID == "":
-			t.Errorf("%s: requestContext inconsistent", file)
-		default:
-			covered[fn+" "+route.Key()] = true
-		}
-	}
-	for _, f := range tmpl.Functions {
-		for _, rt := range f.Routes {
-			if !covered[f.LogicalID+" "+rt.Key()] {
-				t.Errorf("no event in events/ for %s (%s)", rt.Key(), f.LogicalID)
-			}
-		}
-	}
-}
-
 // Functions link neither Kubernetes (the e2e module's business) nor the
 // local-only and test-only packages and their libraries.
 func TestFunctionsDependencies(t *testing.T) {
-	tmpl, err := LoadTemplate(filepath.Join(projectRoot, "template.yaml"))
+	tmpl, err := samtemplate.LoadTemplate(filepath.Join(projectRoot, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +51,7 @@ func TestInvokeHealth(t *testing.T) {
 	var out bytes.Buffer
 	err := Invoke(context.Background(), InvokeOptions{
 		Root: root, Function: "HealthFunction", EventFile: filepath.Join(root, "events", "health.json"),
-		Log: testLogger(t), Out: &out, FunctionOut: testWriter{t},
+		Log: devtest.Logger(t), Out: &out, FunctionOut: devtest.Writer{T: t},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +63,7 @@ func TestInvokeHealth(t *testing.T) {
 	if resp.StatusCode != 200 || strings.TrimSpace(resp.Body) != `{"status":"ok"}` {
 		t.Fatalf("got %d %q", resp.StatusCode, resp.Body)
 	}
-	if err := Invoke(context.Background(), InvokeOptions{Root: root, Function: "Nope", EventFile: "x", Log: testLogger(t), Out: &out}); err == nil || !strings.Contains(err.Error(), "HealthFunction") {
+	if err := Invoke(context.Background(), InvokeOptions{Root: root, Function: "Nope", EventFile: "x", Log: devtest.Logger(t), Out: &out}); err == nil || !strings.Contains(err.Error(), "HealthFunction") {
 		t.Fatalf("unknown function: %v", err)
 	}
 }

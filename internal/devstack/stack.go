@@ -2,25 +2,27 @@ package devstack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/excloud/k8sapi/internal/devstack/gateway"
+	"github.com/excloud/k8sapi/internal/devstack/lambdaruntime"
+	"github.com/excloud/k8sapi/internal/devstack/localaws"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
+	"github.com/excloud/k8sapi/internal/devstack/proc"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 	"github.com/excloud/k8sapi/internal/simulator"
-	"github.com/excloud/k8sapi/internal/vmstandin"
 )
 
 // Names of the local stack's resources.
@@ -60,36 +62,6 @@ type Stack struct {
 	ServiceToken string
 }
 
-// Env is the stack as KEY=VALUE pairs, in a fixed order.
-func (s Stack) Env() [][2]string {
-	return [][2]string{
-		{"API_URL", s.APIURL},
-		{"DATABASE_URL", s.DatabaseURL},
-		{"SIM_URL", s.SimURL},
-		{"AWS_ENDPOINT_URL", s.AWSEndpointURL},
-		{"AWS_REGION", LocalRegion},
-		{"AWS_ACCESS_KEY_ID", LocalAccessKey},
-		{"AWS_SECRET_ACCESS_KEY", LocalSecretKey},
-		{"KMS_KEY_ID", s.KMSKeyID},
-		{"DB_SECRET_ARN", s.DBSecretARN},
-		{"ETCD_SNAPSHOT_BUCKET", s.SnapshotBucket},
-		{"DEV_TOKEN", s.DevToken},
-		{"DEV_TOKEN_ORG2", s.DevTokenOrg2},
-		// For tools that start a scheduled function themselves against the
-		// running stack (make invoke, the benchmark's cold starts): with
-		// FunctionEnv they give it what the stack gives it.
-		{"SERVICE_TOKEN", s.ServiceToken},
-	}
-}
-
-// StackFromEnv is the stack that Env (a stack.env file) describes.
-func StackFromEnv(env map[string]string) Stack {
-	return Stack{APIURL: env["API_URL"], DatabaseURL: env["DATABASE_URL"], SimURL: env["SIM_URL"],
-		AWSEndpointURL: env["AWS_ENDPOINT_URL"], KMSKeyID: env["KMS_KEY_ID"], DBSecretARN: env["DB_SECRET_ARN"],
-		SnapshotBucket: env["ETCD_SNAPSHOT_BUCKET"],
-		DevToken:       env["DEV_TOKEN"], DevTokenOrg2: env["DEV_TOKEN_ORG2"], ServiceToken: env["SERVICE_TOKEN"]}
-}
-
 // cleanup is a stack of stop functions run in reverse order.
 type cleanup struct {
 	mu    sync.Mutex
@@ -122,7 +94,7 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 	defer b.stops.run()
 	for _, step := range b.steps() {
 		b.log.Debug("local stack: " + step.name)
-		b.gateway.at(step.name)
+		b.gateway.At(step.name)
 		if err := step.run(ctx); errors.Is(err, errStoppedWhileStarting) {
 			return nil
 		} else if err != nil {
@@ -146,14 +118,14 @@ type boot struct {
 	local     string // scratch directory
 	log       *slog.Logger
 	stops     cleanup
-	tmpl      *Template
-	gateway   startingGateway   // what the gateway port serves from the moment it is taken
+	tmpl      *samtemplate.Template
+	gateway   gateway.Starting  // what the gateway port serves from the moment it is taken
 	bins      map[string]string // function binaries by logical id
 	serverDSN string            // the PostgreSQL server
 	dsn       string            // the stack's database on it
 	endpoint  string            // moto
 	pool      *pgxpool.Pool     // the simulator's
-	invokers  map[string]Invoker
+	invokers  map[string]lambdaruntime.Invoker
 	st        Stack
 	envPath   string
 }
@@ -209,7 +181,7 @@ func (b *boot) steps() []bootStep {
 }
 
 func (b *boot) loadTemplate(context.Context) (err error) {
-	b.tmpl, err = LoadTemplate(filepath.Join(b.opt.Root, "template.yaml"))
+	b.tmpl, err = samtemplate.LoadTemplate(filepath.Join(b.opt.Root, "template.yaml"))
 	return err
 }
 
@@ -242,7 +214,7 @@ func (b *boot) startSlowParts(ctx context.Context) error {
 	var buildErr, pgErr, motoErr error
 	wg.Go(func() {
 		b.log.Info("building functions (host bootstrap binaries)")
-		if b.bins, buildErr = BuildFunctions(startCtx, b.opt.Root, b.tmpl, filepath.Join(b.local, "bin")); buildErr != nil {
+		if b.bins, buildErr = lambdaruntime.BuildFunctions(startCtx, b.opt.Root, b.tmpl, filepath.Join(b.local, "bin")); buildErr != nil {
 			cancelStart()
 		}
 	})
@@ -257,8 +229,8 @@ func (b *boot) startSlowParts(ctx context.Context) error {
 			b.stops.add(stop)
 		})
 	}
-	server(EnsurePostgres, "pg", &b.serverDSN, &pgErr)
-	server(StartMoto, "moto", &b.endpoint, &motoErr)
+	server(localpg.EnsurePostgres, "pg", &b.serverDSN, &pgErr)
+	server(localaws.StartMoto, "moto", &b.endpoint, &motoErr)
 	wg.Wait()
 	// A missing dependency is the most useful thing to say; say it first.
 	if err := firstError(pgErr, motoErr, buildErr); err != nil {
@@ -271,33 +243,33 @@ func (b *boot) startSlowParts(ctx context.Context) error {
 }
 
 func (b *boot) prepareDatabase(ctx context.Context) (err error) {
-	if b.dsn, err = CreateDatabase(ctx, b.serverDSN, b.opt.Database); err != nil {
+	if b.dsn, err = localpg.CreateDatabase(ctx, b.serverDSN, b.opt.Database); err != nil {
 		return err
 	}
 	b.st.DatabaseURL = b.dsn
-	if err := ApplyMigrations(ctx, b.dsn, true); err != nil {
+	if err := localpg.ApplyMigrations(ctx, b.dsn, true); err != nil {
 		return err
 	}
-	return EnsureFunctionLogins(ctx, b.dsn)
+	return localpg.EnsureFunctionLogins(ctx, b.dsn)
 }
 
 // prepareAWS makes moto hold what AWS holds in production: the KMS key,
 // the database secret and the etcd snapshots' bucket.
 func (b *boot) prepareAWS(ctx context.Context) (err error) {
-	awsCfg := AWSConfig(b.endpoint)
+	awsCfg := localaws.AWSConfig(b.endpoint)
 	b.st.AWSEndpointURL = b.endpoint
-	if b.st.KMSKeyID, err = CreateKMSKey(ctx, awsCfg, LocalKeyAlias); err != nil {
+	if b.st.KMSKeyID, err = localaws.CreateKMSKey(ctx, awsCfg, localaws.LocalKeyAlias); err != nil {
 		return err
 	}
-	if err = CreateBucket(ctx, awsCfg, LocalSnapshotBucket, b.st.KMSKeyID); err != nil {
+	if err = localaws.CreateBucket(ctx, awsCfg, localaws.LocalSnapshotBucket, b.st.KMSKeyID); err != nil {
 		return err
 	}
-	b.st.SnapshotBucket = LocalSnapshotBucket
-	secret, err := DBSecretFromDSN(b.dsn)
+	b.st.SnapshotBucket = localaws.LocalSnapshotBucket
+	secret, err := localaws.DBSecretFromDSN(b.dsn)
 	if err != nil {
 		return err
 	}
-	b.st.DBSecretARN, err = PutDBSecret(ctx, awsCfg, LocalSecret, secret)
+	b.st.DBSecretARN, err = localaws.PutDBSecret(ctx, awsCfg, LocalSecret, secret)
 	return err
 }
 
@@ -333,7 +305,7 @@ func (b *boot) seedTokens(ctx context.Context) (err error) {
 func (b *boot) runSchedules(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.stops.add(cancel)
-	RunSchedules(ctx, b.tmpl, b.invokers, LocalSchedule, b.log)
+	lambdaruntime.RunSchedules(ctx, b.tmpl, b.invokers, lambdaruntime.LocalSchedule, b.log)
 	return nil
 }
 
@@ -341,19 +313,19 @@ func (b *boot) runSchedules(context.Context) error {
 // one warm process each to begin with: the first request pays no process
 // start, and concurrent requests run side by side, as in Lambda.
 func (b *boot) startFunctions(context.Context) error {
-	b.invokers = map[string]Invoker{}
-	var fleets []*Fleet
+	b.invokers = map[string]lambdaruntime.Invoker{}
+	var fleets []*lambdaruntime.Fleet
 	b.stops.add(func() { closeFleets(fleets) })
 	for _, f := range b.tmpl.Functions {
 		env, err := FunctionEnv(f, b.st)
 		if err != nil {
 			return err
 		}
-		spec := FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env}
-		fleet := NewFleet(func() (*Runner, error) {
+		spec := lambdaruntime.FunctionSpec{Function: f, Binary: b.bins[f.LogicalID], Env: env}
+		fleet := lambdaruntime.NewFleet(func() (*lambdaruntime.Runner, error) {
 			// A writer per process: each buffers its own partial line.
-			return NewRunner(spec, b.log, NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
-		}, MaxEnvironments)
+			return lambdaruntime.NewRunner(spec, b.log, lambdaruntime.NewPrefixWriter(b.opt.FunctionOut, f.LogicalID+" | "))
+		}, lambdaruntime.MaxEnvironments)
 		fleets = append(fleets, fleet)
 		if err := fleet.Warm(); err != nil {
 			return err
@@ -363,20 +335,20 @@ func (b *boot) startFunctions(context.Context) error {
 	return nil
 }
 
-func closeFleets(fleets []*Fleet) {
-	var runners []*Runner
+func closeFleets(fleets []*lambdaruntime.Fleet) {
+	var runners []*lambdaruntime.Runner
 	for _, f := range fleets {
 		runners = append(runners, f.Runners()...)
 	}
-	closeAll(runners)
+	lambdaruntime.CloseAll(runners)
 }
 
 func (b *boot) serveGateway(context.Context) error {
-	gw, err := NewGateway(b.tmpl, b.invokers, b.log)
+	gw, err := gateway.NewGateway(b.tmpl, b.invokers, b.log)
 	if err != nil {
 		return err
 	}
-	b.gateway.ready(gw)
+	b.gateway.Ready(gw)
 	return nil
 }
 
@@ -395,77 +367,6 @@ func (b *boot) writeEnvFiles(context.Context) error {
 	return nil
 }
 
-// FunctionEnv is the environment the local stack gives function f: the
-// overrides every function gets, its own database user (a member of its
-// role only, migration 011; EnsureFunctionLogins made it), and the service
-// token for a scheduled function only (no API function gets it).
-func FunctionEnv(f Function, st Stack) (map[string]string, error) {
-	env := FunctionOverrides(st)
-	dsn, err := FunctionDSN(st.DatabaseURL, f.LogicalID)
-	if err != nil {
-		return nil, err
-	}
-	env["DATABASE_URL"] = dsn
-	if f.Schedule != 0 {
-		env["SERVICE_TOKEN"] = st.ServiceToken
-	}
-	return env, nil
-}
-
-// FunctionOverrides is the environment the local stack gives every function
-// on top of template.yaml's (what `sam local --env-vars` would carry).
-func FunctionOverrides(st Stack) map[string]string {
-	env := map[string]string{
-		"DATABASE_URL":          st.DatabaseURL,
-		"DB_SECRET_ARN":         st.DBSecretARN,
-		"KMS_KEY_ID":            st.KMSKeyID,
-		"ETCD_SNAPSHOT_BUCKET":  st.SnapshotBucket,
-		"AWS_ENDPOINT_URL":      st.AWSEndpointURL,
-		"AWS_REGION":            LocalRegion,
-		"AWS_DEFAULT_REGION":    LocalRegion,
-		"AWS_ACCESS_KEY_ID":     LocalAccessKey,
-		"AWS_SECRET_ACCESS_KEY": LocalSecretKey,
-		"COMPUTE_API_URL":       st.SimURL + "/compute",
-		"DNS_API_URL":           st.SimURL + "/dns",
-		"BOOTSTRAP_BASE_URL":    st.APIURL,
-		// Plain http and an unverified database connection: local only.
-		"LOCAL_RUN": "true",
-		// The simulator's VMs download nothing (nothing runs their bundle's
-		// prerequisites), and the manifest k8sapi ships may pin nothing yet:
-		// founding would refuse without this. A proof whose VMs do download
-		// passes its own manifest and false through (passedThrough).
-		"ARTIFACT_DIGEST_FALLBACK": "true",
-		// Each response says its DB round trips and KMS calls (internal/metrics).
-		"K8SAPI_DEBUG_COUNTERS": "1",
-	}
-	maps.Copy(env, PassedThrough(os.LookupEnv))
-	return env
-}
-
-// passedThrough are the variables `make local` takes from its own
-// environment for every function, so a short-lived stack is one command
-// (LEAF_CERT_LIFETIME=1h CERT_RENEW_BEFORE=59m45s make local), and so is a
-// stack whose clusters download from a mirror (KUBE_DOWNLOAD_BASE=... make
-// local), as the node proof founds its clusters, and one whose nodes reach
-// moto's S3 at another address than the host's loopback
-// (ETCD_SNAPSHOT_NODE_ENDPOINT).
-var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE", "VM_CALL_BUDGET_FACTOR",
-	"KUBE_DOWNLOAD_BASE", "ETCD_DOWNLOAD_BASE", "ETCD_VERSION", "HELM_DOWNLOAD_BASE",
-	"CONTAINERD_DOWNLOAD_BASE", "RUNC_DOWNLOAD_BASE", "CNI_PLUGINS_DOWNLOAD_BASE", "CILIUM_CHART",
-	"IMAGE_REGISTRY", "IMAGE_REGISTRY_PLAIN_HTTP", "ARTIFACT_MANIFEST_FILE", "ARTIFACT_DIGEST_FALLBACK",
-	"ETCD_SNAPSHOT_NODE_ENDPOINT"}
-
-// PassedThrough returns the passed-through variables lookup has a value for.
-func PassedThrough(lookup func(string) (string, bool)) map[string]string {
-	out := map[string]string{}
-	for _, name := range passedThrough {
-		if v, ok := lookup(name); ok && v != "" {
-			out[name] = v
-		}
-	}
-	return out
-}
-
 // standInAPIURL is where the simulator's stand-in VMs reach k8sapi: where
 // its functions tell VMs to (BOOTSTRAP_BASE_URL); "" when VMs do not boot.
 func (b *boot) standInAPIURL() string {
@@ -475,107 +376,7 @@ func (b *boot) standInAPIURL() string {
 	return b.st.APIURL
 }
 
-// StartSimulator serves the platform simulator on a free loopback port,
-// its VMs booting as stand-ins that reach k8sapi at apiURL unless it is "".
-func StartSimulator(pool *pgxpool.Pool, log *slog.Logger, apiURL string) (url string, stop func(), err error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("simulator: %w", err)
-	}
-	url = "http://" + l.Addr().String()
-	cfg := simulator.Config{DB: pool, Logger: log.With("component", "simulator")}
-	closePlayer := func() {}
-	if apiURL != "" {
-		player := vmstandin.New(vmstandin.Config{IMDSBaseURL: url + "/imds", APIBaseURL: apiURL, Log: log.With("component", "stand-in vm")})
-		cfg.Created, closePlayer = player.Boot, player.Close
-	}
-	sim, err := simulator.New(cfg)
-	if err != nil {
-		_ = l.Close()
-		closePlayer()
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return url, func() {
-		closePlayer() // first: no stand-in calls a simulator that is going
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
-}
-
-func writeStackEnv(path string, st Stack) error {
-	var b strings.Builder
-	b.WriteString("# Written by make local while the stack runs; removed when it stops.\n")
-	for _, kv := range st.Env() {
-		fmt.Fprintf(&b, "%s=%s\n", kv[0], kv[1])
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	// 0600: it holds bearer tokens.
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeSAMEnv writes the overrides in the --env-vars format of sam local:
-// what every function gets under "Parameters", and under each function's
-// logical id what is its own (its database user, the service token).
-func writeSAMEnv(path string, tmpl *Template, st Stack) error {
-	overrides := FunctionOverrides(st)
-	delete(overrides, "DATABASE_URL") // each function's own, never the owner's to all
-	file := map[string]map[string]string{"Parameters": overrides}
-	for _, f := range tmpl.Functions {
-		env, err := FunctionEnv(f, st)
-		if err != nil {
-			return err
-		}
-		file[f.LogicalID] = ownEnv(env, overrides)
-	}
-	b, err := json.MarshalIndent(file, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// ownEnv is what env sets differently from shared.
-func ownEnv(env, shared map[string]string) map[string]string {
-	own := map[string]string{}
-	for k, v := range env {
-		if sv, ok := shared[k]; !ok || sv != v {
-			own[k] = v
-		}
-	}
-	return own
-}
-
-// ReadStackEnv reads a stack.env file into a map.
-func ReadStackEnv(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
-	return env, nil
-}
-
-func printSummary(w io.Writer, st Stack, t *Template, envPath string) {
+func printSummary(w io.Writer, st Stack, t *samtemplate.Template, envPath string) {
 	fmt.Fprintf(w, "\nk8sapi local stack is up (Ctrl-C stops everything)\n\n")
 	fmt.Fprintf(w, "  API          %s\n", st.APIURL)
 	for _, f := range t.Functions {
@@ -593,17 +394,8 @@ func printSummary(w io.Writer, st Stack, t *Template, envPath string) {
 	fmt.Fprintf(w, "  sam local: --env-vars %s\n\n", filepath.Join(filepath.Dir(envPath), SAMEnvFile))
 }
 
-// closeAll stops the functions side by side: each may take its grace period.
-func closeAll(runners []*Runner) {
-	var wg sync.WaitGroup
-	for _, r := range runners {
-		wg.Go(r.Close)
-	}
-	wg.Wait()
-}
-
 func firstError(errs ...error) error {
-	var missing *MissingDependencyError
+	var missing *proc.MissingDependencyError
 	for _, err := range errs {
 		if errors.As(err, &missing) {
 			return err

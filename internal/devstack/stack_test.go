@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/devstack/devtest"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
+	"github.com/excloud/k8sapi/internal/devstack/proc"
 )
 
 // The whole stack as make local runs it, in a scratch directory and its own
@@ -19,8 +23,8 @@ import (
 func TestRunServesAndStopsCleanly(t *testing.T) {
 	root, _ := filepath.Abs(projectRoot)
 	local := t.TempDir()
-	db := UniqueDatabaseName("k8sapi_stack")
-	port, err := freePort()
+	db := localpg.UniqueDatabaseName("k8sapi_stack")
+	port, err := proc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +33,7 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	readyCh := make(chan Stack, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, Options{Root: root, LocalDir: local, Database: db, Port: port, Log: testLogger(t), Out: io.Discard, FunctionOut: testWriter{t}},
+		done <- run(ctx, Options{Root: root, LocalDir: local, Database: db, Port: port, Log: devtest.Logger(t), Out: io.Discard, FunctionOut: devtest.Writer{T: t}},
 			func(st Stack) { readyCh <- st })
 	}()
 	var st Stack
@@ -40,11 +44,11 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatal("stack not ready in 3 minutes")
 	}
-	serverDSN := DefaultLocalPostgres
+	serverDSN := localpg.DefaultLocalPostgres
 	if v := os.Getenv("DATABASE_URL"); v != "" {
 		serverDSN = v
 	}
-	t.Cleanup(func() { _ = DropDatabase(context.Background(), serverDSN, db) })
+	t.Cleanup(func() { _ = localpg.DropDatabase(context.Background(), serverDSN, db) })
 
 	get := func(path, token string) (int, string) {
 		req, _ := http.NewRequest("GET", st.APIURL+path, nil)
@@ -97,10 +101,10 @@ func TestRunServesAndStopsCleanly(t *testing.T) {
 			t.Fatalf("%s left behind", f)
 		}
 	}
-	if err := httpAnswers(context.Background(), st.APIURL+"/health"); err == nil {
+	if err := proc.HTTPAnswers(context.Background(), st.APIURL+"/health"); err == nil {
 		t.Fatal("the gateway still answers")
 	}
-	if err := httpAnswers(context.Background(), st.AWSEndpointURL); err == nil && os.Getenv("AWS_ENDPOINT_URL") == "" {
+	if err := proc.HTTPAnswers(context.Background(), st.AWSEndpointURL); err == nil && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("moto still answers")
 	}
 	if leftovers := processesUnder(local); len(leftovers) > 0 {
@@ -125,7 +129,7 @@ func processesUnder(dir string) []string {
 
 func mustFunctionDSN(t *testing.T, dsn, function string) string {
 	t.Helper()
-	fdsn, err := FunctionDSN(dsn, function)
+	fdsn, err := localpg.FunctionDSN(dsn, function)
 	if err != nil {
 		t.Fatal(err)
 	}

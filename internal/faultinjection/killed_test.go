@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/gateway"
+	"github.com/excloud/k8sapi/internal/devstack/lambdaruntime"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -36,11 +39,11 @@ var (
 	buildOnce sync.Once
 	builtBins map[string]string
 	buildErr  error
-	builtTmpl *devstack.Template
+	builtTmpl *samtemplate.Template
 )
 
 // functionBinaries builds the real functions once per test binary.
-func functionBinaries(t *testing.T) (*devstack.Template, map[string]string) {
+func functionBinaries(t *testing.T) (*samtemplate.Template, map[string]string) {
 	t.Helper()
 	buildOnce.Do(func() {
 		root, err := filepath.Abs("../..")
@@ -48,10 +51,10 @@ func functionBinaries(t *testing.T) (*devstack.Template, map[string]string) {
 			buildErr = err
 			return
 		}
-		if builtTmpl, buildErr = devstack.LoadTemplate(filepath.Join(root, "template.yaml")); buildErr != nil {
+		if builtTmpl, buildErr = samtemplate.LoadTemplate(filepath.Join(root, "template.yaml")); buildErr != nil {
 			return
 		}
-		builtBins, buildErr = devstack.BuildFunctions(context.Background(), root, builtTmpl, filepath.Join(scratch, "bin"), realFunctions...)
+		builtBins, buildErr = lambdaruntime.BuildFunctions(context.Background(), root, builtTmpl, filepath.Join(scratch, "bin"), realFunctions...)
 	})
 	if buildErr != nil {
 		t.Fatalf("building the functions: %v", buildErr)
@@ -62,7 +65,7 @@ func functionBinaries(t *testing.T) (*devstack.Template, map[string]string) {
 // processes is the gateway in front of the real function processes.
 type processes struct {
 	url     string
-	runners map[string]*devstack.Runner
+	runners map[string]*lambdaruntime.Runner
 }
 
 // realProcesses starts one warm process per real function, configured as
@@ -75,9 +78,9 @@ func (s *stack) realProcesses() *processes {
 		APIURL: "https://k8sapi.faults.excloud",
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := &processes{runners: map[string]*devstack.Runner{}}
-	invokers := map[string]devstack.Invoker{}
-	routed := &devstack.Template{} // the gateway serves these functions' routes only
+	p := &processes{runners: map[string]*lambdaruntime.Runner{}}
+	invokers := map[string]lambdaruntime.Invoker{}
+	routed := &samtemplate.Template{} // the gateway serves these functions' routes only
 	for _, id := range realFunctions {
 		f, _ := tmpl.Function(id)
 		routed.Functions = append(routed.Functions, f)
@@ -85,7 +88,7 @@ func (s *stack) realProcesses() *processes {
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		r, err := devstack.NewRunner(devstack.FunctionSpec{Function: f, Binary: bins[id], Env: env}, quiet, io.Discard)
+		r, err := lambdaruntime.NewRunner(lambdaruntime.FunctionSpec{Function: f, Binary: bins[id], Env: env}, quiet, io.Discard)
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -95,7 +98,7 @@ func (s *stack) realProcesses() *processes {
 		}
 		p.runners[id], invokers[id] = r, r
 	}
-	gw, err := devstack.NewGateway(routed, invokers, quiet)
+	gw, err := gateway.NewGateway(routed, invokers, quiet)
 	if err != nil {
 		s.t.Fatal(err)
 	}

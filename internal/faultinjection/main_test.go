@@ -8,11 +8,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
 )
 
 // pg is this package's own PostgreSQL server: tests stop and start it.
-var pg *devstack.PostgresServer
+var pg *localpg.PostgresServer
 
 // scratch is a directory of this test binary's own, removed when it ends
 // (the server's data, the function binaries).
@@ -30,7 +30,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	scratch = dir
-	pg, err = devstack.StartPostgresServer(context.Background(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pg, err = localpg.StartPostgresServer(context.Background(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faultinjection: postgres:", err)
 		return 1

@@ -15,7 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/compute"
-	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/localaws"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/simulator"
@@ -103,15 +104,15 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	name := devstack.UniqueDatabaseName("k8sapi_faults")
-	dsn, err := devstack.CreateDatabase(ctx, pg.DSN(), name)
+	name := localpg.UniqueDatabaseName("k8sapi_faults")
+	dsn, err := localpg.CreateDatabase(ctx, pg.DSN(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := devstack.ApplyMigrations(ctx, dsn, true); err != nil {
+	if err := localpg.ApplyMigrations(ctx, dsn, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := devstack.EnsureFunctionLogins(ctx, dsn); err != nil {
+	if err := localpg.EnsureFunctionLogins(ctx, dsn); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := store.Open(ctx, dsn, nil)
@@ -126,7 +127,7 @@ func newStack(t *testing.T) *stack {
 		pool.Close()
 		simPool.Close()
 		if err := pg.Start(ctx); err == nil {
-			_ = devstack.DropDatabase(ctx, pg.DSN(), name)
+			_ = localpg.DropDatabase(ctx, pg.DSN(), name)
 		}
 	})
 	s := &stack{t: t, pool: pool, simPool: simPool, logs: &stacktest.LockedBuffer{}}
@@ -154,16 +155,16 @@ func newStack(t *testing.T) *stack {
 
 	// A moto of this test's own: the test may stop it.
 	t.Setenv("AWS_ENDPOINT_URL", "")
-	endpoint, stopMoto, err := devstack.StartMoto(ctx, "", quiet)
+	endpoint, stopMoto, err := localaws.StartMoto(ctx, "", quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopMoto)
 	s.stopMoto = stopMoto
 	s.motoEndpoint = endpoint
-	cfg := devstack.AWSConfig(endpoint)
+	cfg := localaws.AWSConfig(endpoint)
 	cfg.RetryMaxAttempts = 1
-	keyID, err := devstack.CreateKMSKey(ctx, cfg, "")
+	keyID, err := localaws.CreateKMSKey(ctx, cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func newStack(t *testing.T) *stack {
 	env := envelope.New(kms.NewFromConfig(cfg), keyID, nil)
 
 	s.pools = stacktest.FunctionPools(t, func(fn string) string {
-		fdsn, err := devstack.FunctionDSN(dsn, fn)
+		fdsn, err := localpg.FunctionDSN(dsn, fn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,6 @@
 // In: a VM that passed the four proofs and its report. Out: nothing (the
 // phase is recorded) or an *apperr.Error: 400 for a report that is not one,
 // 404 for a VM that is no control-plane node of its org, 409 for a report
-// that would move a node backwards or out of failed. docs/ARCHITECTURE.md
-// ("Bootstrap progress") says why the rules are what they are.
+// that would move a node backwards or out of failed. docs/BOOTSTRAP-PROGRESS.md
+// says why the rules are what they are.
 package progress

@@ -11,7 +11,7 @@ import (
 )
 
 // PoolSettings shape a function's pool. The zero value of each field is the
-// shape for Lambda behind RDS Proxy (docs/ARCHITECTURE.md, "Scale"): one
+// shape for Lambda behind RDS Proxy (docs/RUNBOOK.md, "Database connections"): one
 // execution environment serves one request at a time, so it needs one
 // connection for a transaction and one for a read beside it, kept briefly
 // and never holding server-side state a proxy would have to pin.

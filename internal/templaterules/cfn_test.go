@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 )
 
 // cfnTemplate is template.yaml as generic values, with CloudFormation's
 // short-form tags in their long form (!Ref X is {"Ref": "X"}, !If [...] is
-// {"Fn::If": [...]}, by devstack.LongForm, the one reader of the template),
+// {"Fn::If": [...]}, by samtemplate.LongForm, the one reader of the template),
 // so a reference never reads as a literal.
 type cfnTemplate struct {
 	Parameters map[string]map[string]any
@@ -35,7 +35,7 @@ func loadTemplate(t *testing.T) *cfnTemplate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := devstack.LongForm(b)
+	doc, err := samtemplate.LongForm(b)
 	if err != nil {
 		t.Fatalf("template.yaml: %v", err)
 	}

@@ -280,7 +280,7 @@ func alarmActionsRule(t *testing.T, c *cfnTemplate) {
 	}
 }
 
-// routeThrottleRule: the fleet arithmetic is in docs/ARCHITECTURE.md; the
+// routeThrottleRule: the fleet arithmetic is in docs/RUNBOOK.md ("Throttles per route"); the
 // floor here is 10,000 VMs in an hour at ten times the average rate.
 func routeThrottleRule(t *testing.T, c *cfnTemplate) {
 	settings := mapAt(c.Resources["HttpApi"].Properties, "RouteSettings")

@@ -13,7 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/excloud/k8sapi/internal/devstack"
+	"github.com/excloud/k8sapi/internal/devstack/localaws"
+	"github.com/excloud/k8sapi/internal/devstack/localpg"
 )
 
 // quiet discards the servers' chatter; failures come back as errors.
@@ -49,7 +50,7 @@ func serverDSN(t testing.TB) string {
 		if err != nil {
 			return "", err
 		}
-		dsn, _, err := devstack.EnsurePostgres(context.Background(), dir, quiet)
+		dsn, _, err := localpg.EnsurePostgres(context.Background(), dir, quiet)
 		return dsn, err
 	})
 	if err != nil {
@@ -66,19 +67,19 @@ func Postgres(t testing.TB) string {
 	server := serverDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := devstack.UniqueDatabaseName("k8sapi_test")
-	dsn, err := devstack.CreateDatabase(ctx, server, name)
+	name := localpg.UniqueDatabaseName("k8sapi_test")
+	dsn, err := localpg.CreateDatabase(ctx, server, name)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := devstack.DropDatabase(ctx, server, name); err != nil {
+		if err := localpg.DropDatabase(ctx, server, name); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
 	})
-	if err := devstack.ApplyMigrations(ctx, dsn, true); err != nil {
+	if err := localpg.ApplyMigrations(ctx, dsn, true); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	return dsn
@@ -92,12 +93,12 @@ func FunctionDSN(t testing.TB, dsn, function string) string {
 	_, err := logins.get(func() (struct{}, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return struct{}{}, devstack.EnsureFunctionLogins(ctx, dsn)
+		return struct{}{}, localpg.EnsureFunctionLogins(ctx, dsn)
 	})
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	fdsn, err := devstack.FunctionDSN(dsn, function)
+	fdsn, err := localpg.FunctionDSN(dsn, function)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -108,7 +109,7 @@ func FunctionDSN(t testing.TB, dsn, function string) string {
 func Moto(t testing.TB) string {
 	t.Helper()
 	endpoint, err := motoServer.get(func() (string, error) {
-		endpoint, _, err := devstack.StartMoto(context.Background(), "", quiet)
+		endpoint, _, err := localaws.StartMoto(context.Background(), "", quiet)
 		return endpoint, err
 	})
 	if err != nil {
@@ -118,7 +119,7 @@ func Moto(t testing.TB) string {
 }
 
 // AWSConfig is the SDK configuration for the moto server at endpoint.
-func AWSConfig(endpoint string) aws.Config { return devstack.AWSConfig(endpoint) }
+func AWSConfig(endpoint string) aws.Config { return localaws.AWSConfig(endpoint) }
 
 // KMSKey creates a fresh symmetric KMS key in moto and returns a client for
 // it and its id. Keys are never shared between tests, so a test may disable
@@ -128,7 +129,7 @@ func KMSKey(t testing.TB) (*kms.Client, string) {
 	cfg := AWSConfig(Moto(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	keyID, err := devstack.CreateKMSKey(ctx, cfg, "")
+	keyID, err := localaws.CreateKMSKey(ctx, cfg, "")
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -142,12 +143,12 @@ func KMSKey(t testing.TB) (*kms.Client, string) {
 func EmptyDatabase(t testing.TB, prefix string) string {
 	t.Helper()
 	server := serverDSN(t)
-	name := devstack.UniqueDatabaseName(prefix)
-	dsn, err := devstack.CreateDatabase(context.Background(), server, name)
+	name := localpg.UniqueDatabaseName(prefix)
+	dsn, err := localpg.CreateDatabase(context.Background(), server, name)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	t.Cleanup(func() { _ = devstack.DropDatabase(context.Background(), server, name) })
+	t.Cleanup(func() { _ = localpg.DropDatabase(context.Background(), server, name) })
 	return dsn
 }
 
@@ -161,7 +162,7 @@ func SnapshotBucket(t testing.TB) (string, aws.Config) {
 	name := fmt.Sprintf("k8sapi-test-%d-%d", os.Getpid(), bucketSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := devstack.CreateBucket(ctx, cfg, name, keyID); err != nil {
+	if err := localaws.CreateBucket(ctx, cfg, name, keyID); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	return name, cfg
