@@ -74,7 +74,7 @@ type Cluster struct {
 	// bundle.Artifacts as JSON); nil for a cluster founded before it.
 	Artifacts []byte `db:"artifacts"`
 	// CreateTokenKey keys the idempotency tokens of the cluster's creates at
-	// the compute API (migration 012; founding's tokenFor); nil for a
+	// the compute API (migration 012; vm.Token); nil for a
 	// cluster founded before it.
 	CreateTokenKey []byte `db:"create_token_key"`
 	// SecretsEncryptionKeySealed is the API servers' key for Secrets at
