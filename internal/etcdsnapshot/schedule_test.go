@@ -75,7 +75,7 @@ func TestDueAndPlan(t *testing.T) {
 		hourly(1, nil, false, ready),
 		hourly(2, ago(10*time.Minute), false, ready),
 		hourly(3, nil, false, []store.SnapshotNode{cp(1, 301, false), cp(2, 302, true)}),
-		hourly(4, nil, false, []store.SnapshotNode{cp(1, 401, false)}), // due, no Ready node
+		hourly(4, nil, false, []store.SnapshotNode{cp(1, 401, false)}),                 // due, no Ready node
 		hourly(5, nil, false, []store.SnapshotNode{cp(1, 501, false), worker(2, 502)}), // due, only a worker Ready
 	}, now)
 	if len(plan) != 2 || plan[0].ClusterID != 1 || plan[0].NodeVMID != 101 || plan[1].ClusterID != 3 || plan[1].NodeVMID != 302 {

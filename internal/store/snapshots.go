@@ -74,7 +74,7 @@ const snapshotClusterJSON = `json_build_object('id', k.id, 'org_id', k.org_id, '
 	'pending', EXISTS (SELECT 1 FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id AND s.state = 'pending'),
 	'nodes', COALESCE((SELECT json_agg(json_build_object('ordinal', n.ordinal, 'vm_id', COALESCE(n.vm_id, 0),
 		'role', n.role, 'ready', n.ready_at IS NOT NULL AND n.phase = 'ready') ORDER BY n.ordinal)
-		FROM kube_nodes n WHERE n.kube_cluster_id = k.id AND `+etcdMemberSQL+`), '[]'))`
+		FROM kube_nodes n WHERE n.kube_cluster_id = k.id AND ` + etcdMemberSQL + `), '[]'))`
 
 // SnapshotCluster reads one of org's clusters for an on-demand snapshot.
 // ErrNotFound: no such cluster of org.
