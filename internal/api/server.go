@@ -208,14 +208,14 @@ func (s *Server) Handler(fn Function) http.Handler {
 		route := r.Method + " " + r.Path
 		s.budgets[route] = r.PerVM
 		methods = append(methods, r.Method)
-		mux.Handle(route, s.observe(route, s.audited(r.Audit, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) })))
+		mux.Handle(route, s.observe(route, s.audited(r.Audit, s.screened(func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))))
 	}
 	slices.Sort(methods)
 	methods = slices.Compact(methods)
 	// Anything else: a JSON 405 or 404, never Go's text page.
-	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
+	unmatched := s.observe("unmatched", s.screened(func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, unmatchedError(w, mux, methods, req))
-	})
+	}))
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
 	// redirect to its cleaned form; no route of ours has such a path, so it
