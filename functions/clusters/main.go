@@ -11,6 +11,7 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
+	"github.com/excloud/k8sapi/internal/trail"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
 
@@ -24,7 +25,8 @@ func main() {
 		// lost is found by repeating that create, byte for byte.
 		r, err := bundle.NewFoundingRenderer()
 		clusters := app.Founding(r)
-		srv.Clusters, srv.KubeconfigLog, srv.Events, srv.Pools = clusters, clusters, clusters, clusters
+		srv.Clusters, srv.KubeconfigLog, srv.Pools = clusters, clusters, clusters
+		srv.Events = &trail.Trail{Store: app.Store}
 		srv.Replacer = clusters
 		srv.Audit = app.Store // migration 014 grants it the insert
 		srv.Nodes = app.Nodes()

@@ -47,11 +47,13 @@ func badValues(values []string) bool {
 	return false
 }
 
-// screened answers a request screenRequest refuses; any other goes on.
+// screened answers a request screenRequest refuses (then names its
+// operator for the audit trail); any other goes on.
 func (s *Server) screened(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		if err := screenRequest(req); err != nil {
 			s.writeError(w, req, err)
+			s.noteRefusedOperator(req)
 			return
 		}
 		next(w, req)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -111,13 +110,6 @@ func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id in
 func (s *Service) Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error) {
 	issues, err := s.Store.KubeconfigIssues(ctx, org.OrgID, id)
 	return issues, recordError(err)
-}
-
-// AuditEvents lists the audit trail of one of org's clusters, newest first
-// (store.MaxAuditEventsShown of them), of any status.
-func (s *Service) AuditEvents(ctx context.Context, org auth.Principal, id int64) ([]audit.Event, error) {
-	events, err := s.Store.AuditEvents(ctx, org.OrgID, id)
-	return events, recordError(err)
 }
 
 // recordError is the answer to a failure to list a record of one of an

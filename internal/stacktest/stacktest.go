@@ -40,6 +40,7 @@ import (
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/trail"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -205,7 +206,8 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	}
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
 	create.Founder, create.Kubeconfigs = st.Founder, st.Founder
-	clusters.Clusters, clusters.KubeconfigLog, clusters.Events, clusters.Pools = st.Clusters, st.Clusters, st.Clusters, st.Clusters
+	clusters.Clusters, clusters.KubeconfigLog, clusters.Pools = st.Clusters, st.Clusters, st.Clusters
+	clusters.Events = &trail.Trail{Store: stores["ClustersFunction"]}
 	clusters.Replacer = st.Clusters
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Workers
