@@ -117,7 +117,7 @@ func measureColdStart(o options, st stack, rt *fakeRuntimeAPI, tmp string, fn sa
 	}
 	row.arm64Size = fi.Size()
 	host := filepath.Join(tmp, "host", id, "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -buildid=", "-o", host, "./"+fn.CodeURI)
+	cmd := exec.Command("go", "build", "-tags", lambdaruntime.BuildTags, "-trimpath", "-ldflags=-s -w -buildid=", "-o", host, "./"+fn.CodeURI)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return row, fmt.Errorf("host build of %s: %w: %s", id, err, out)

@@ -23,7 +23,7 @@ func main() {
 		// Deleting renders a VM's userdata: a VM whose create answer was
 		// lost is found by repeating that create, byte for byte.
 		r, err := bundle.NewFoundingRenderer()
-		srv.ServeClusters(app.UseCases(r))
+		wiring.ServeClusters(srv, app.UseCases(r))
 		srv.Audit = app.Store // migration 014 grants it the insert
 		srv.Nodes = app.Nodes()
 		srv.Snapshots = &etcdsnapshot.Operator{Store: app.Store}

@@ -92,16 +92,23 @@ const (
 
 // listQuery reads GET /clusters' query: status, cursor and limit.
 func listQuery(r *http.Request) (cluster.ListQuery, error) {
+	cursor, limit, err := pageQuery(r, DefaultListLimit, MaxListLimit)
+	return cluster.ListQuery{Status: r.URL.Query().Get("status"), Cursor: cursor, Limit: limit}, err
+}
+
+// pageQuery reads a listing's page of the query: its cursor, and its limit
+// (def unless given, from 1 to most).
+func pageQuery(r *http.Request, def, most int) (cursor string, limit int, err error) {
 	v := r.URL.Query()
-	q := cluster.ListQuery{Status: v.Get("status"), Cursor: v.Get("cursor"), Limit: DefaultListLimit}
-	if raw := v.Get("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 1 || n > MaxListLimit {
-			return q, apperr.InvalidQuery.Detailf("limit: must be an integer from 1 to %d", MaxListLimit)
-		}
-		q.Limit = n
+	raw := v.Get("limit")
+	if raw == "" {
+		return v.Get("cursor"), def, nil
 	}
-	return q, nil
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > most {
+		return "", def, apperr.InvalidQuery.Detailf("limit: must be an integer from 1 to %d", most)
+	}
+	return v.Get("cursor"), n, nil
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) {

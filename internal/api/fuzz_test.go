@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -171,4 +172,61 @@ func FuzzStatusReportBody(f *testing.F) {
 			t.Fatalf("accepted phase %q with a %d-byte message", phase, len(msg))
 		}
 	})
+}
+
+// TestBadBytesAreRefusedAtTheEdge: a NUL or bytes that are not UTF-8 in
+// any path parameter or query value of any route of any function are 400
+// before the handler runs: the server here has no dependency at all, so a
+// request that got past the edge to a query would panic (500).
+func TestBadBytesAreRefusedAtTheEdge(t *testing.T) {
+	s := &Server{Log: slog.New(slog.DiscardHandler)}
+	for _, fn := range Functions() {
+		h := s.Handler(fn)
+		for _, r := range fn.Routes() {
+			for _, c := range badBytesCases(r.Path) {
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest(r.Method, "/", strings.NewReader(`{}`))
+				req.URL.Path, req.URL.RawQuery = c.path, c.query
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"code":"`+c.code+`"`) {
+					t.Errorf("%s %s %q?%q = %d %s, want 400 %s", fn.Name, r.Method, c.path, c.query, rec.Code, rec.Body, c.code)
+				}
+			}
+		}
+	}
+}
+
+type badBytesCase struct{ path, query, code string }
+
+// badBytesCases are route's path with each parameter a NUL or not UTF-8,
+// and its path with a NUL and a non-UTF-8 query value.
+func badBytesCases(route string) []badBytesCase {
+	plain := strings.NewReplacer("{id}", "1", "{vm_id}", "1", "{pool}", "p").Replace(route)
+	cases := []badBytesCase{{plain, "limit=%00", "invalid_query"}, {plain, "cursor=%FF", "invalid_query"}, {plain, "a%00=1", "invalid_query"}}
+	for _, param := range []string{"{id}", "{vm_id}", "{pool}"} {
+		if !strings.Contains(route, param) {
+			continue
+		}
+		for _, bad := range []string{"1\x00", "\xff", "p\x00q"} {
+			p := strings.NewReplacer(param, bad, "{id}", "1", "{vm_id}", "1", "{pool}", "p").Replace(route)
+			cases = append(cases, badBytesCase{p, "", "invalid_path"})
+		}
+	}
+	return cases
+}
+
+// A body's strings may not spell a NUL or half a surrogate pair, nor may
+// the body be other than UTF-8; every other escape and a well-formed pair
+// pass.
+func TestScreenJSONStrings(t *testing.T) {
+	for body, bad := range map[string]bool{
+		`{"a":"x\u0000"}`: true, `{"a":"\u0000"}`: true, `{"a":"\ud800"}`: true, `{"a":"\udc00"}`: true,
+		`{"a":"\ud800\u0041"}`: true, `{"a":"\ud800x"}`: true, "{\"a\":\"\xff\"}": true, `{"\u0000":1}`: true,
+		`{"a":"\\u0000"}`: false, `{"a":"\ud83d\ude00"}`: false, `{"a":"\u00e9\n\"\\"}`: false, `{"a":"é"}`: false,
+		`{"a":"\u12"}`: false, `{"a":1}`: false, `"\`: false,
+	} {
+		if err := screenJSONStrings([]byte(body)); (err != nil) != bad {
+			t.Errorf("%s: refused %v, want %v", body, err != nil, bad)
+		}
+	}
 }

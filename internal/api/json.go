@@ -27,8 +27,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeJSON reads exactly one JSON object into v, refusing a media type
-// that is not JSON, unknown fields, duplicate keys, trailing data and bodies
-// over MaxBodyBytes.
+// that is not JSON, unknown fields, duplicate keys, bad bytes in a string
+// (badbytes.go), trailing data and bodies over MaxBodyBytes.
 func decodeJSON(r *http.Request, v any) error {
 	if err := jsonMediaType(r.Header.Get("Content-Type")); err != nil {
 		return err
@@ -38,6 +38,9 @@ func decodeJSON(r *http.Request, v any) error {
 		return decodeError(err)
 	}
 	if err := refuseDuplicateKeys(body); err != nil {
+		return err
+	}
+	if err := screenJSONStrings(body); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -19,6 +19,12 @@ type Route struct {
 	handle   func(*Server, http.ResponseWriter, *http.Request)
 	PerVM    vmlimit.Budget
 	Audit    string // "" for a read
+	// Trail: the route's events are kept in its cluster's trail (GET
+	// /clusters/{id}/events, whose action enum lists exactly these); any
+	// other audited route's are in the functions' logs only (a VM's
+	// fetches, reports and renewals: many, and the node's own view shows
+	// them).
+	Trail bool
 }
 
 // Key is the route's "METHOD /path".
@@ -66,28 +72,28 @@ var (
 	// founding's KMS right serves it (a replay of POST /clusters issues the
 	// same way); ClustersFunction lists the issues, reading rows only.
 	CreateClusterFunction = Function{"CreateClusterFunction", []Route{
-		{Method: http.MethodPost, Path: "/clusters", handle: (*Server).createCluster, Audit: "cluster.create"},
-		{Method: http.MethodPost, Path: "/clusters/{id}/kubeconfig", handle: (*Server).issueKubeconfig, Audit: "kubeconfig.issue"},
+		{Method: http.MethodPost, Path: "/clusters", handle: (*Server).createCluster, Audit: "cluster.create", Trail: true},
+		{Method: http.MethodPost, Path: "/clusters/{id}/kubeconfig", handle: (*Server).issueKubeconfig, Audit: "kubeconfig.issue", Trail: true},
 	}}
 	ClustersFunction = Function{"ClustersFunction", []Route{
 		{Method: http.MethodGet, Path: "/clusters", handle: (*Server).listClusters},
 		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
-		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete"},
+		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete", Trail: true},
 		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
-		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap"},
+		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap", Trail: true},
 		// Recorded here (no VM is created, no key opened); the reconciler,
 		// which holds the KMS right, drives it.
-		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/replace", handle: (*Server).replaceNode, Audit: "node.replace"},
+		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/replace", handle: (*Server).replaceNode, Audit: "node.replace", Trail: true},
 		{Method: http.MethodGet, Path: "/clusters/{id}/kubeconfigs", handle: (*Server).listKubeconfigs},
 		{Method: http.MethodGet, Path: "/clusters/{id}/events", handle: (*Server).listEvents},
-		{Method: http.MethodPost, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).takeEtcdSnapshot, Audit: "etcd_snapshot.take"},
+		{Method: http.MethodPost, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).takeEtcdSnapshot, Audit: "etcd_snapshot.take", Trail: true},
 		{Method: http.MethodGet, Path: "/clusters/{id}/etcd-snapshots", handle: (*Server).listEtcdSnapshots},
 		// Node pools create and delete VMs and open no key: this function's.
-		{Method: http.MethodPost, Path: "/clusters/{id}/node-pools", handle: (*Server).createNodePool, Audit: "node_pool.create"},
+		{Method: http.MethodPost, Path: "/clusters/{id}/node-pools", handle: (*Server).createNodePool, Audit: "node_pool.create", Trail: true},
 		{Method: http.MethodGet, Path: "/clusters/{id}/node-pools", handle: (*Server).listNodePools},
 		{Method: http.MethodGet, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).getNodePool},
-		{Method: http.MethodPatch, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).scaleNodePool, Audit: "node_pool.scale"},
-		{Method: http.MethodDelete, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).deleteNodePool, Audit: "node_pool.delete"},
+		{Method: http.MethodPatch, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).scaleNodePool, Audit: "node_pool.scale", Trail: true},
+		{Method: http.MethodDelete, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).deleteNodePool, Audit: "node_pool.delete", Trail: true},
 	}}
 	// A bundle fetch changes state too: the window's first issues the
 	// node's identities and records bundle_fetched.
@@ -97,11 +103,11 @@ var (
 		{Method: http.MethodPost, Path: bundle.RenewPathTemplate, handle: (*Server).renewCertificates, PerVM: renewBudget, Audit: "node.renew"},
 		// The node chosen to take a cluster's etcd snapshot gets its upload
 		// URL (an issued credential: audited) and reports the upload.
-		{Method: http.MethodGet, Path: bundle.SnapshotPathTemplate, handle: (*Server).nextEtcdSnapshot, PerVM: snapshotAskBudget, Audit: "etcd_snapshot.upload_url"},
-		{Method: http.MethodPost, Path: bundle.SnapshotPathTemplate, handle: (*Server).reportEtcdSnapshot, PerVM: snapshotReportBudget, Audit: "etcd_snapshot.report"},
+		{Method: http.MethodGet, Path: bundle.SnapshotPathTemplate, handle: (*Server).nextEtcdSnapshot, PerVM: snapshotAskBudget, Audit: "etcd_snapshot.upload_url", Trail: true},
+		{Method: http.MethodPost, Path: bundle.SnapshotPathTemplate, handle: (*Server).reportEtcdSnapshot, PerVM: snapshotReportBudget, Audit: "etcd_snapshot.report", Trail: true},
 		// A restored cluster's node gets the download URL of its snapshot
 		// (an issued credential: audited).
-		{Method: http.MethodGet, Path: bundle.RestorePathTemplate, handle: (*Server).etcdRestoreURL, PerVM: restoreBudget, Audit: "etcd_restore.download_url"},
+		{Method: http.MethodGet, Path: bundle.RestorePathTemplate, handle: (*Server).etcdRestoreURL, PerVM: restoreBudget, Audit: "etcd_restore.download_url", Trail: true},
 		// A worker's bootstrap: its bundle holds no key, but signing its
 		// certificate requests opens the cluster CA, this function's KMS
 		// right. Its fetch is the start of a node joining: audited like

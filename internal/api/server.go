@@ -26,6 +26,7 @@ import (
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/trail"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -93,14 +94,14 @@ type AuditRecorder interface {
 	RecordAudit(ctx context.Context, e audit.Event) (bool, error)
 }
 
-// AuditEvents lists a cluster's trail for its org.
+// AuditEvents lists a page of a cluster's trail for its org.
 type AuditEvents interface {
-	AuditEvents(ctx context.Context, org auth.Principal, id int64) ([]audit.Event, error)
+	Events(ctx context.Context, org auth.Principal, id int64, q trail.Query) (trail.Page, error)
 }
 
 var (
 	_ AuditRecorder = (*store.Store)(nil)
-	_ AuditEvents   = (*cluster.Service)(nil)
+	_ AuditEvents   = (*trail.Trail)(nil)
 )
 
 // Bundles renders a VM's bootstrap bundle.
@@ -212,14 +213,14 @@ func (s *Server) Handler(fn Function) http.Handler {
 		route := r.Method + " " + r.Path
 		s.budgets[route] = r.PerVM
 		methods = append(methods, r.Method)
-		mux.Handle(route, s.observe(route, s.audited(r.Audit, func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) })))
+		mux.Handle(route, s.observe(route, s.audited(r, s.screened(func(w http.ResponseWriter, req *http.Request) { handle(s, w, req) }))))
 	}
 	slices.Sort(methods)
 	methods = slices.Compact(methods)
 	// Anything else: a JSON 405 or 404, never Go's text page.
-	unmatched := s.observe("unmatched", func(w http.ResponseWriter, req *http.Request) {
+	unmatched := s.observe("unmatched", s.screened(func(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, unmatchedError(w, mux, methods, req))
-	})
+	}))
 	mux.Handle("/", unmatched)
 	// ServeMux answers an unclean path ("//", "/./", "/../") with a bare
 	// redirect to its cleaned form; no route of ours has such a path, so it

@@ -2,7 +2,9 @@ package audit
 
 import (
 	"context"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -89,10 +91,10 @@ func (n *Note) Cluster(id int64) {
 }
 
 // Event is the record of the request: the route's action, the resource
-// (the request's path), the status answered.
-func (n *Note) Event(action, resource, requestID string, status int, at time.Time) Event {
+// (the request's path, as Resource keeps it), the status answered.
+func (n *Note) Event(action, path, requestID string, status int, at time.Time) Event {
 	e := Event{At: at, OrgID: n.orgID, ClusterID: n.clusterID, Principal: n.principal, Action: action,
-		Resource: resource, Outcome: OutcomeOf(status), Status: status, RequestID: requestID}
+		Resource: Resource(path), Outcome: OutcomeOf(status), Status: status, RequestID: requestID}
 	if e.Principal == "" {
 		e.Principal = Unauthenticated
 	}
@@ -103,4 +105,28 @@ func (n *Note) Event(action, resource, requestID string, status int, at time.Tim
 // form auth.Principal.Who names an operator.
 func VMPrincipal(orgID, vmID int64) string {
 	return "org:" + strconv.FormatInt(orgID, 10) + ":vm:" + strconv.FormatInt(vmID, 10)
+}
+
+// MaxResourceBytes bounds an event's resource (migration 014's CHECK).
+const MaxResourceBytes = 300
+
+// truncatedMark ends a resource cut to MaxResourceBytes.
+const truncatedMark = "...(truncated)"
+
+// Resource is how an event keeps the decoded request path: escaped as a
+// URL path is (a NUL as %00, a byte that is not UTF-8 as %FF, so the trail
+// can store a path PostgreSQL would refuse and it reads back unambiguous),
+// and cut to MaxResourceBytes with a mark saying so: a refused request
+// with an odd path is kept like any other, never dropped.
+func Resource(path string) string {
+	r := (&url.URL{Path: path}).EscapedPath()
+	if len(r) <= MaxResourceBytes {
+		return r
+	}
+	cut := MaxResourceBytes - len(truncatedMark)
+	// An escape is three bytes: never keep half of one.
+	if i := strings.LastIndexByte(r[cut-2:cut], '%'); i >= 0 {
+		cut -= 2 - i
+	}
+	return r[:cut] + truncatedMark
 }

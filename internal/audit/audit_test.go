@@ -3,8 +3,10 @@ package audit
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestOutcomeOf(t *testing.T) {
@@ -38,5 +40,31 @@ func TestNote(t *testing.T) {
 	NoteFrom(context.Background()).Cluster(1)
 	if VMPrincipal(7, 12) != "org:7:vm:12" {
 		t.Errorf("VMPrincipal = %s", VMPrincipal(7, 12))
+	}
+}
+
+// A resource is the path escaped as a URL path and at most
+// MaxResourceBytes: a NUL or a byte that is not UTF-8 is stored as its
+// escape, a long path is cut with a mark and never through an escape
+// (issue 43: such events were not stored at all).
+func TestResource(t *testing.T) {
+	a := func(n int) string { return "/" + strings.Repeat("a", n) }
+	tail := "\x00" + strings.Repeat("x", 50)
+	for path, want := range map[string]string{
+		"/clusters/1":                  "/clusters/1",
+		"/clusters/1/node-pools/x\x00": "/clusters/1/node-pools/x%00",
+		"/clusters/1/node-pools/\xff":  "/clusters/1/node-pools/%FF",
+		"/clusters/1/node-pools/é":     "/clusters/1/node-pools/%C3%A9",
+		a(299):                         a(299),
+		a(300):                         a(285) + truncatedMark,
+		a(283) + tail:                  a(283) + truncatedMark, // the escape would start at the cut's last two bytes
+		a(284) + tail:                  a(284) + truncatedMark,
+		a(285) + tail:                  a(285) + truncatedMark,
+		a(282) + tail:                  a(282) + "%00" + truncatedMark,
+	} {
+		got := Resource(path)
+		if got != want || len(got) > MaxResourceBytes || strings.IndexByte(got, 0) >= 0 || !utf8.ValidString(got) {
+			t.Errorf("Resource(%q) = %q (%d bytes), want %q", path, got, len(got), want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/keyring"
+	"github.com/excloud/k8sapi/internal/paging"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
@@ -81,13 +82,9 @@ func (q ListQuery) storeQuery() (store.ClusterQuery, error) {
 	if q.Status != "" && !slices.Contains(store.ClusterStatuses, q.Status) {
 		return sq, apperr.InvalidQuery.Detail("status: must be one of " + strings.Join(store.ClusterStatuses, ", "))
 	}
-	if q.Cursor != "" {
-		var ok bool
-		if sq.BeforeID, ok = decodeCursor(q.Cursor); !ok {
-			return sq, apperr.InvalidQuery.Detail("cursor: not a cursor this API gave; start again without one")
-		}
-	}
-	return sq, nil
+	var err error
+	sq.BeforeID, err = paging.After(q.Cursor)
+	return sq, err
 }
 
 // List returns the page of org's clusters q selects (q.Limit of them at
@@ -97,17 +94,12 @@ func (s *Service) List(ctx context.Context, org auth.Principal, q ListQuery) (Cl
 	if err != nil {
 		return ClusterPage{}, err
 	}
-	want := q.Limit
 	cs, err := s.Store.ListClusters(ctx, org.OrgID, sq)
 	if err != nil {
 		return ClusterPage{}, usecase.DatabaseError(err)
 	}
 	var page ClusterPage
-	if len(cs) > want {
-		cs = cs[:want]
-		cursor := encodeCursor(cs[want-1].ID)
-		page.NextCursor = &cursor
-	}
+	cs, page.NextCursor = paging.Cut(cs, q.Limit, func(c store.Cluster) int64 { return c.ID })
 	page.Clusters, err = s.views(ctx, cs)
 	return page, err
 }

@@ -14,11 +14,15 @@ import (
 // ordinal makes the choice stable (the same node snapshots hour after hour
 // while it stays Ready, so its timer's logs tell the story), and a node
 // that is not Ready (bootstrapping, re-opened, failed) is skipped rather
-// than asked for a snapshot it may not be able to take. false: none is.
+// than asked for a snapshot it may not be able to take. A worker is never
+// chosen, even Ready while no control-plane node is: it runs no etcd
+// member, so what it would upload is no snapshot of the cluster's etcd
+// (the store lists none; this holds it whoever builds the list). false:
+// none is.
 func ChooseNode(nodes []store.SnapshotNode) (vmID int64, ok bool) {
 	best := -1
 	for i, n := range nodes {
-		if n.VMID == 0 || !n.Ready {
+		if !takesSnapshots(n) {
 			continue
 		}
 		if best < 0 || n.Ordinal < nodes[best].Ordinal {
@@ -29,6 +33,11 @@ func ChooseNode(nodes []store.SnapshotNode) (vmID int64, ok bool) {
 		return 0, false
 	}
 	return nodes[best].VMID, true
+}
+
+// takesSnapshots: n is a control-plane node with a VM, Ready.
+func takesSnapshots(n store.SnapshotNode) bool {
+	return n.Role == store.RoleControlPlane && n.VMID != 0 && n.Ready
 }
 
 // Due reports whether the schedule asks c for a snapshot at now: its

@@ -63,7 +63,8 @@ func ProvePossession(csrPEM, certPEM []byte) (crypto.PublicKey, error) {
 	return csr.PublicKey, nil
 }
 
-// ParseCSR reads one PEM certificate request and checks its signature.
+// ParseCSR reads one PEM certificate request and checks its signature and
+// its key (CheckKeyPolicy): every request k8sapi signs is read here.
 func ParseCSR(p []byte) (*x509.CertificateRequest, error) {
 	block, rest := pem.Decode(p)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" || len(bytes.TrimSpace(rest)) > 0 {
@@ -75,6 +76,9 @@ func ParseCSR(p []byte) (*x509.CertificateRequest, error) {
 	}
 	if err := csr.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("certificate request signature: %w", err)
+	}
+	if err := CheckKeyPolicy(csr.PublicKey); err != nil {
+		return nil, fmt.Errorf("certificate request: %w", err)
 	}
 	return csr, nil
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/usecase"
 	"github.com/excloud/k8sapi/internal/vmlimit"
+	"github.com/excloud/k8sapi/internal/wiring"
 )
 
 // Config is what the in-process stack is built from.
@@ -204,8 +205,8 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 		return &api.Server{Auth: &auth.Authenticator{Tokens: stores[fn], Now: cfg.Now}, Audit: stores[fn], Log: cfg.Log}
 	}
 	create, clusters, vm := server("CreateClusterFunction"), server("ClustersFunction"), server("GetBundleFunction")
-	create.ServeFounding(st.Founder)
-	clusters.ServeClusters(st.Clusters)
+	wiring.ServeFounding(create, st.Founder)
+	wiring.ServeClusters(clusters, st.Clusters)
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Workers
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}

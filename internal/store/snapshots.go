@@ -36,12 +36,23 @@ type EtcdSnapshot struct {
 }
 
 // SnapshotNode is one control-plane node as the choice of who snapshots
-// sees it.
+// sees it (SnapshotCluster lists no worker: a worker runs no etcd member).
 type SnapshotNode struct {
-	Ordinal int   `json:"ordinal"`
-	VMID    int64 `json:"vm_id"` // 0: no VM yet
-	Ready   bool  `json:"ready"` // reported ready in its current bootstrap
+	Ordinal int    `json:"ordinal"`
+	VMID    int64  `json:"vm_id"` // 0: no VM yet
+	Role    string `json:"role"`  // RoleControlPlane: the one role the query lists
+	Ready   bool   `json:"ready"` // reported ready in its current bootstrap
 }
+
+// etcdMemberSQL holds a kube_nodes row n to a node that runs a member of
+// its cluster's etcd: a control-plane node, not retiring. A worker holds
+// no etcd data and no etcd client identity, so a snapshot it would take,
+// upload or report is none of the cluster's (issue 43).
+const etcdMemberSQL = `n.role = '` + RoleControlPlane + `' AND NOT n.retiring`
+
+// snapshotTakerSQL holds n to a node that may take, upload and report a
+// snapshot: an etcd member that reported ready in its current bootstrap.
+const snapshotTakerSQL = etcdMemberSQL + ` AND n.ready_at IS NOT NULL AND n.phase = 'ready'`
 
 // SnapshotCluster is a cluster as a snapshot's recording needs it: its
 // status, schedule, newest snapshot and nodes.
@@ -62,8 +73,8 @@ const snapshotClusterJSON = `json_build_object('id', k.id, 'org_id', k.org_id, '
 	'newest_at', (SELECT max(requested_at) FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id),
 	'pending', EXISTS (SELECT 1 FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id AND s.state = 'pending'),
 	'nodes', COALESCE((SELECT json_agg(json_build_object('ordinal', n.ordinal, 'vm_id', COALESCE(n.vm_id, 0),
-		'ready', n.ready_at IS NOT NULL AND n.phase = 'ready') ORDER BY n.ordinal)
-		FROM kube_nodes n WHERE n.kube_cluster_id = k.id AND NOT n.retiring), '[]'))`
+		'role', n.role, 'ready', n.ready_at IS NOT NULL AND n.phase = 'ready') ORDER BY n.ordinal)
+		FROM kube_nodes n WHERE n.kube_cluster_id = k.id AND ` + etcdMemberSQL + `), '[]'))`
 
 // SnapshotCluster reads one of org's clusters for an on-demand snapshot.
 // ErrNotFound: no such cluster of org.
@@ -161,13 +172,16 @@ func (s *Store) EtcdSnapshots(ctx context.Context, orgID, clusterID int64) ([]Et
 
 // EtcdSnapshot is snapshot id of org's cluster clusterID, in any state:
 // the fields a restore reads (id, key, state, size, digest). ErrNotFound:
-// no such snapshot of that cluster, or the cluster is not org's (a restore
-// from another org's snapshot learns nothing).
+// no such snapshot of that cluster, the cluster is not org's (a restore
+// from another org's snapshot learns nothing), or no control-plane node of
+// that cluster took it (a worker's upload is no etcd of the cluster's; a
+// node's row outlives its retirement, so a replaced node's still counts).
 func (s *Store) EtcdSnapshot(ctx context.Context, orgID, clusterID, id int64) (EtcdSnapshot, error) {
 	snap := EtcdSnapshot{ID: id, ClusterID: clusterID}
 	err := s.pool.QueryRow(ctx, `SELECT e.object_key, e.state, e.size_bytes, e.sha256
 		FROM etcd_snapshots e JOIN kube_clusters k ON k.id = e.kube_cluster_id
-		WHERE k.org_id = $1 AND k.id = $2 AND e.id = $3`, orgID, clusterID, id).Scan(&snap.ObjectKey, &snap.State, &snap.SizeBytes, &snap.SHA256)
+		JOIN kube_nodes n ON n.kube_cluster_id = k.id AND n.vm_id = e.node_vm_id AND n.role = $4
+		WHERE k.org_id = $1 AND k.id = $2 AND e.id = $3`, orgID, clusterID, id, RoleControlPlane).Scan(&snap.ObjectKey, &snap.State, &snap.SizeBytes, &snap.SHA256)
 	if err != nil {
 		return snap, fmt.Errorf("reading snapshot %d of cluster %d: %w", id, clusterID, notFound(err))
 	}
@@ -176,13 +190,15 @@ func (s *Store) EtcdSnapshot(ctx context.Context, orgID, clusterID, id int64) (E
 
 // PendingEtcdSnapshot is the pending snapshot vm of org is to take: id's,
 // or (id 0) its cluster's. Only while the cluster is org's and active and
-// vm is still one of its nodes. ErrNotFound: none.
+// vm is still one of its Ready control-plane nodes (snapshotTakerSQL): a
+// worker, or a node re-opened since it was chosen, gets no upload URL and
+// is not believed. ErrNotFound: none.
 func (s *Store) PendingEtcdSnapshot(ctx context.Context, vmID, orgID, id int64) (EtcdSnapshot, error) {
 	var raw []byte
 	err := s.pool.QueryRow(ctx, `
 		SELECT row_to_json(e) FROM etcd_snapshots e
 		JOIN kube_clusters k ON k.id = e.kube_cluster_id
-		JOIN kube_nodes n ON n.kube_cluster_id = k.id AND n.vm_id = e.node_vm_id
+		JOIN kube_nodes n ON n.kube_cluster_id = k.id AND n.vm_id = e.node_vm_id AND `+snapshotTakerSQL+`
 		WHERE e.node_vm_id = $1 AND k.org_id = $2 AND k.status = 'active' AND e.state = 'pending'
 		  AND ($3 = 0 OR e.id = $3)
 		ORDER BY e.id LIMIT 1`, vmID, orgID, id).Scan(&raw)
@@ -208,7 +224,9 @@ type SnapshotOutcome struct {
 }
 
 // FinishEtcdSnapshot writes o, only while the snapshot is still pending and
-// vm's (of org); ErrNotFound otherwise. It returns the row as written.
+// vm's (of org), and vm still a Ready control-plane node of its cluster
+// (as PendingEtcdSnapshot found it, in the same statement as the write);
+// ErrNotFound otherwise. It returns the row as written.
 func (s *Store) FinishEtcdSnapshot(ctx context.Context, o SnapshotOutcome) (EtcdSnapshot, error) {
 	var size *int64
 	var sum, failure *string
@@ -222,6 +240,7 @@ func (s *Store) FinishEtcdSnapshot(ctx context.Context, o SnapshotOutcome) (Etcd
 		UPDATE etcd_snapshots e SET state = $4, size_bytes = $5, sha256 = $6, failure = $7, finished_at = $8
 		FROM kube_clusters k
 		WHERE e.id = $1 AND e.node_vm_id = $2 AND k.id = e.kube_cluster_id AND k.org_id = $3 AND e.state = 'pending'
+		  AND EXISTS (SELECT 1 FROM kube_nodes n WHERE n.kube_cluster_id = k.id AND n.vm_id = e.node_vm_id AND `+snapshotTakerSQL+`)
 		RETURNING row_to_json(e)`, o.ID, o.VMID, o.OrgID, o.State, size, sum, failure, o.At).Scan(&raw)
 	var row snapshotRow
 	if err == nil {

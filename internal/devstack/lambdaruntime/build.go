@@ -41,7 +41,7 @@ func BuildFunctions(ctx context.Context, root string, t *samtemplate.Template, b
 	}
 	defer os.RemoveAll(staging)
 
-	args := []string{"build", "-tags", "lambda.norpc", "-o", staging + string(os.PathSeparator)}
+	args := []string{"build", "-tags", BuildTags, "-o", staging + string(os.PathSeparator)}
 	seen := map[string]bool{}
 	for _, f := range fns {
 		if !seen[f.CodeURI] {
@@ -81,3 +81,8 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// BuildTags are the Lambda build's tags (the Makefile's LAMBDA_GOFLAGS), so
+// a local function is the binary AWS runs: no RPC fallback in
+// aws-lambda-go, no HTTP/2 in net/http.
+const BuildTags = "lambda.norpc,nethttpomithttp2"
