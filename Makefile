@@ -47,11 +47,21 @@ SHELL_SCRIPTS := .ci/run .ci/check-lambda-builds e2e/build-components.sh e2e/bui
 	e2e/node-image/cloud-init-standin e2e/node-image/sandbox-cgroups e2e/node-image/sandbox-kernel-tunables scripts/pin-artifacts.sh \
 	scripts/dev-prerequisites.sh
 
-## lint: gofmt, go vet, cfn-lint (its informational checks too), shellcheck
+# staticcheck at a pinned version: go run fetches and builds it once (the
+# module proxy, checked against the checksum database) and caches the binary, so
+# a fresh clone needs nothing installed and the tool stays out of go.mod.
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The one finding let through until internal/founding's split removes it
+# (issue 37; that worktree owns the file): delete this and the grep below then.
+STATICCHECK_KNOWN := ^internal/founding/replace.go:[0-9]*:[0-9]*: func newNodeSteps is unused (U1000)$$
+
+## lint: gofmt, go vet, staticcheck (dead code too), cfn-lint (its informational checks too), shellcheck
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted (gofmt -w them):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@found="$$($(STATICCHECK) ./... 2>&1 | grep -v -e '$(STATICCHECK_KNOWN)' -e '^exit status 1$$')"; \
+	  if [ -n "$$found" ]; then echo "staticcheck:"; echo "$$found"; exit 1; fi
 	cfn-lint --include-checks I -- template.yaml
 	shellcheck $(SHELL_SCRIPTS)
 
