@@ -178,7 +178,7 @@ func runPrereqs(t *testing.T, a Artifacts, calls string) (string, string, error)
 	dir := t.TempDir()
 	for name, path := range map[string]string{
 		"cluster.env": configDir + "/cluster.env", "artifacts.sha256": configDir + "/artifacts.sha256",
-		"exk8s-progress.sh": binDir + "/exk8s-progress.sh", "prereqs.sh": binDir + "/exk8s-install-control-plane-prereqs.sh",
+		"exk8s-progress.sh": binDir + "/exk8s-progress.sh", "prereqs.sh": binDir + "/exk8s-install-prereqs.sh",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(mustFile(t, b, path)), 0o644); err != nil {
 			t.Fatal(err)

@@ -179,7 +179,7 @@ func workerPKIPart(v *view) []fileSpec {
 // etcd and no helm), the worker's bootstrap script and the shell library.
 func workerScriptPart(v *view) []fileSpec {
 	var out []fileSpec
-	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-worker.sh", "exk8s-progress.sh"} {
+	for _, s := range []string{"exk8s-install-prereqs.sh", "exk8s-bootstrap-worker.sh", "exk8s-progress.sh"} {
 		out = append(out, tmpl(binDir+"/"+s, s, modeScript, v))
 	}
 	return out

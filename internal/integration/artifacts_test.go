@@ -106,7 +106,7 @@ func TestRecordedArtifactsOutliveAConfigChange(t *testing.T) {
 
 	again := s.bundleFiles(vm)
 	for _, f := range []string{"/etc/exk8s/config/artifacts.sha256", "/etc/exk8s/config/cluster.env",
-		"/usr/local/bin/exk8s-install-control-plane-prereqs.sh", "/etc/kubernetes/manifests/kube-apiserver.yaml"} {
+		"/usr/local/bin/exk8s-install-prereqs.sh", "/etc/kubernetes/manifests/kube-apiserver.yaml"} {
 		if again[f] != founded[f] {
 			t.Errorf("%s changed with the configuration:\n%s\n---\n%s", f, founded[f], again[f])
 		}
