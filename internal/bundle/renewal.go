@@ -68,7 +68,9 @@ func newRenewalView(v *view) renewalView {
 }
 
 // renewalPart installs the daily renewal: its timer, service and script.
-func renewalPart(v *view) []fileSpec { return renewalFiles(v, "exk8s-renew-control-plane-certificates.sh") }
+func renewalPart(v *view) []fileSpec {
+	return renewalFiles(v, "exk8s-renew-control-plane-certificates.sh")
+}
 
 // renewalFiles are the renewal's timer and service, and its script
 // rendered from the role's template script: a worker's renews what it holds.
