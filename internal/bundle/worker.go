@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
@@ -33,7 +34,7 @@ type WorkerInput struct {
 	Pool         string
 	Labels       map[string]string
 	Taints       []Taint
-	Artifacts    Artifacts
+	Artifacts    artifacts.Set
 	CACert       []byte // the cluster CA's certificate PEM
 }
 
