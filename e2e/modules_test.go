@@ -75,7 +75,7 @@ func pins(t *testing.T, path string) map[string]string {
 
 // TestProofImagesAreTheProductDefaults: the stack is started without
 // image versions of its own, so the bundles name the product's defaults
-// (bundle.DefaultArtifacts) and the registry must serve those tags. A
+// (artifacts.Default) and the registry must serve those tags. A
 // bump on one side only is a proof whose pods never pull.
 func TestProofImagesAreTheProductDefaults(t *testing.T) {
 	defaults := productDefaults(t)
@@ -83,23 +83,23 @@ func TestProofImagesAreTheProductDefaults(t *testing.T) {
 		"CoreDNSVersion": corednsVersion, "PauseVersion": pauseVersion, "FlannelVersion": flannelVersion,
 	} {
 		if defaults[field] != want {
-			errorf(t, "bundle.DefaultArtifacts' %s is %q, the proof serves %q", field, defaults[field], want)
+			errorf(t, "artifacts.Default's %s is %q, the proof serves %q", field, defaults[field], want)
 		}
 	}
 }
 
-// productDefaults reads the string fields of the literal DefaultArtifacts
+// productDefaults reads the string fields of the literal artifacts.Default
 // returns, from the product's source (this module does not import it).
 func productDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot(), "internal", "bundle", "input.go"), nil, 0)
+	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot(), "internal", "artifacts", "artifacts.go"), nil, 0)
 	if err != nil {
 		fatal(t, err)
 	}
 	out := map[string]string{}
 	for _, decl := range file.Decls {
 		fn, ok := decl.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "DefaultArtifacts" {
+		if !ok || fn.Name.Name != "Default" {
 			continue
 		}
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -116,7 +116,7 @@ func productDefaults(t *testing.T) map[string]string {
 		})
 	}
 	if len(out) == 0 {
-		fatalf(t, "internal/bundle/input.go: no DefaultArtifacts literal found")
+		fatalf(t, "internal/artifacts/artifacts.go: no Default literal found")
 	}
 	return out
 }

@@ -33,7 +33,7 @@ const (
 	corednsVersion = "v1.13.1"
 	pauseVersion   = "3.10.1"
 	// flannelVersion is what e2e/components/flannel builds and the
-	// product's artifacts name (bundle.DefaultArtifacts' flannel_version).
+	// product's artifacts name (artifacts.Default's flannel_version).
 	flannelVersion = "v0.28.10"
 	// suiteEtcdTag is the tag the conformance suite names for its etcd
 	// image (the aggregator test's); the project's etcd build answers to it.

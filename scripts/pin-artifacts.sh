@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pin-artifacts.sh [PLAN]: fills the artifact manifest k8sapi ships
-# (internal/bundle/artifact-pins.sha256) with the SHA-256 upstream publishes
+# (internal/artifacts/artifact-pins.sha256) with the SHA-256 upstream publishes
 # beside every file nodes download for the default versions, on every
 # architecture. Run it where there is network, read the diff, commit it:
 # clusters are then founded without the published-digest fallback.
@@ -15,7 +15,7 @@ set -euo pipefail
 shopt -s inherit_errexit # a failure inside $(...) fails the caller too
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-manifest="${PIN_MANIFEST:-internal/bundle/artifact-pins.sha256}"
+manifest="${PIN_MANIFEST:-internal/artifacts/artifact-pins.sha256}"
 
 die() { printf 'pin-artifacts: %s\n' "$*" >&2; exit 1; }
 

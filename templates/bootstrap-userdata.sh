@@ -115,8 +115,8 @@ if command -v kubelet >/dev/null 2>&1; then
   progress_report {{ phase "prerequisites_installed" }} "already installed in the image"
 {{- end }}
 else
-  step "running exk8s-install-control-plane-prereqs.sh"
-  "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"
+  step "running exk8s-install-prereqs.sh"
+  "${ROOT}/usr/local/bin/exk8s-install-prereqs.sh"
 fi
 {{- if .Worker }}
 step "running exk8s-bootstrap-worker.sh"

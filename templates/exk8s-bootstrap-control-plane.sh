@@ -20,7 +20,7 @@ step "reading ${CLUSTER_ENV}"
 load_cluster_env NODE_NAME CNI
 
 for bin in containerd ctr etcd kubelet kubectl; do
-  command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
+  command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-prereqs.sh)"
 done
 
 mkdir -p /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s "$KUBELET_DROPIN_DIR"
@@ -77,26 +77,8 @@ step "promoting this etcd member once it has caught up"
 {{ end -}}
 progress_report {{ phase "etcd_started" }}
 
-# Pods must never reach IMDS (it hands out this VM's credentials): the
-# guard's nftables rule is in place before the kubelet starts any pod, and
-# the kubelet requires it on every boot (exk8s-imds-guard.service).
-step "installing the IMDS guard"
-start_unit exk8s-imds-guard.service
-
-# Under the bridge CNI the node routes its peers' pod subnets itself, on
-# every boot before the kubelet (exk8s-pod-network.service); Cilium needs
-# nothing on the host.
-if [[ "$CNI" == bridge ]]; then
-  step "routing the pod network to the other control-plane nodes"
-  start_unit exk8s-pod-network.service
-fi{{- if .Flannel }}
-
-# Under flannel the node's conflist follows flanneld's lease: written
-# whenever the lease changes (the service follows it), and removed on
-# every boot before the kubelet until flanneld writes the lease again.
-step "writing the pod network's CNI configuration from flannel's lease"
-start_unit {{ .Flannel.Unit }}.service
-{{- end }}
+# The IMDS guard and the pod network, before the kubelet starts any pod.
+start_pod_network "$CNI"
 
 # The controller-manager and the scheduler start once their API server
 # answers. Started with it, they exited while it could not answer them yet,

@@ -28,7 +28,7 @@ if [[ -e "${DATA_DIR}/member" ]]; then
   log "${DATA_DIR} holds an etcd member already: nothing to restore"
   exit 0
 fi
-command -v etcdutl >/dev/null 2>&1 || die "missing required binary: etcdutl (run exk8s-install-control-plane-prereqs.sh)"
+command -v etcdutl >/dev/null 2>&1 || die "missing required binary: etcdutl (run exk8s-install-prereqs.sh)"
 
 # Beside the data directory, on its disk: the snapshot may be gigabytes,
 # and the member is moved into place by a rename.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -116,7 +117,7 @@ func BenchmarkBundle(b *testing.B) {
 			env := envelope.New(newFakeKMS(), "bench", envelope.NewCache(time.Hour, 1<<30, 16))
 			topo := topologies{founded(b, alg, env)}
 			svc := &nodebootstrap.Service{Store: topo, Envelope: env, Renderer: r,
-				Artifacts: bundle.DefaultArtifacts(), Window: progress.DefaultWindow}
+				Artifacts: artifacts.Default(), Window: progress.DefaultWindow}
 			vm := auth.BootstrapVM{VMID: 101, OrgID: 7}
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -1,5 +1,5 @@
 // Command k8sapi-artifacts prints the files nodes download for the default
-// versions on every architecture, as internal/bundle's table has them: one
+// versions on every architecture, as internal/artifacts' table has them: one
 // line each, "<manifest name> <URL> <published digest URL> <entry there, or
 // ->". scripts/pin-artifacts.sh reads it to pin them.
 package main
@@ -7,9 +7,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/artifacts"
 )
 
 func main() {
-	fmt.Print(bundle.PinPlan(bundle.DefaultArtifacts(), bundle.DefaultKubernetesVersion))
+	fmt.Print(artifacts.PinPlan(artifacts.Default(), artifacts.DefaultKubernetesVersion))
 }

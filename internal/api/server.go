@@ -36,7 +36,7 @@ const MaxBodyBytes = 64 << 10
 // Authenticator proves who calls.
 type Authenticator interface {
 	Operator(ctx context.Context, authorization string) (auth.Principal, error)
-	ProveVM(ctx context.Context, vmID int64, imdsToken, authorization string, count *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error)
+	ProveVM(ctx context.Context, vmID int64, imdsToken, authorization string, count *vmlimit.Count) (auth.BootstrapVM, *vmlimit.Window, error)
 }
 
 var _ Authenticator = (*auth.Authenticator)(nil)
@@ -99,10 +99,9 @@ type AuditEvents interface {
 	Events(ctx context.Context, org auth.Principal, id int64, q trail.Query) (trail.Page, error)
 }
 
-var (
-	_ AuditRecorder = (*store.Store)(nil)
-	_ AuditEvents   = (*trail.Trail)(nil)
-)
+// The store is the AuditRecorder: each function's wiring sets it, which
+// checks it is one.
+var _ AuditEvents = (*trail.Trail)(nil)
 
 // Bundles renders a VM's bootstrap bundle.
 type Bundles interface {
@@ -141,8 +140,8 @@ var _ NodeBootstraps = (*progress.Nodes)(nil)
 // Limiter says which calls of a VM count against its budget of a route,
 // and answers the count.
 type Limiter interface {
-	Call(route string, b vmlimit.Budget) *store.CallCount
-	Judge(call *store.CallCount, w *store.CallWindow, b vmlimit.Budget) error
+	Call(route string, b vmlimit.Budget) *vmlimit.Count
+	Judge(call *vmlimit.Count, w *vmlimit.Window, b vmlimit.Budget) error
 }
 
 var _ Limiter = (*vmlimit.Limiter)(nil)

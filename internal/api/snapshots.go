@@ -8,19 +8,18 @@ import (
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/requestid"
-	"github.com/excloud/k8sapi/internal/store"
 )
 
 // SnapshotOperator takes and lists a cluster's etcd snapshots for its org.
 type SnapshotOperator interface {
-	Take(ctx context.Context, org auth.Principal, clusterID int64, requestID string) (store.EtcdSnapshot, error)
-	List(ctx context.Context, org auth.Principal, clusterID int64) ([]store.EtcdSnapshot, error)
+	Take(ctx context.Context, org auth.Principal, clusterID int64, requestID string) (etcdsnapshot.Snapshot, error)
+	List(ctx context.Context, org auth.Principal, clusterID int64) ([]etcdsnapshot.Snapshot, error)
 }
 
 // SnapshotNode is the chosen node's side of a snapshot.
 type SnapshotNode interface {
 	Next(ctx context.Context, vm auth.BootstrapVM) (*etcdsnapshot.Upload, error)
-	Finish(ctx context.Context, vm auth.BootstrapVM, r etcdsnapshot.Report) (store.EtcdSnapshot, error)
+	Finish(ctx context.Context, vm auth.BootstrapVM, r etcdsnapshot.Report) (etcdsnapshot.Snapshot, error)
 	Restore(ctx context.Context, vm auth.BootstrapVM) (etcdsnapshot.Download, error)
 }
 
@@ -58,7 +57,7 @@ func (s *Server) listEtcdSnapshots(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if list == nil {
-		list = []store.EtcdSnapshot{}
+		list = []etcdsnapshot.Snapshot{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"snapshots": list})
 }
@@ -97,7 +96,7 @@ func (s *Server) reportEtcdSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	var rep etcdsnapshot.Report
 	err := decodeJSON(r, &rep)
-	var snap store.EtcdSnapshot
+	var snap etcdsnapshot.Snapshot
 	if err == nil {
 		snap, err = s.SnapshotNodes.Finish(r.Context(), vm, rep)
 	}

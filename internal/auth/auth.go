@@ -25,6 +25,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
 // Tokens is the part of the store auth reads.
@@ -183,7 +184,7 @@ func (a *Authenticator) BootstrapVM(ctx context.Context, vmID int64, imdsToken, 
 // comes back only when the call was counted: the store counts a call only
 // when both tokens name vmID, so a stranger cannot spend a VM's budget.
 func (a *Authenticator) ProveVM(ctx context.Context, vmID int64, imdsToken, authorization string,
-	count *store.CallCount) (BootstrapVM, *store.CallWindow, error) {
+	count *vmlimit.Count) (BootstrapVM, *vmlimit.Window, error) {
 	imdsToken = strings.TrimSpace(imdsToken)
 	if imdsToken == "" || len(imdsToken) > maxTokenLen {
 		return BootstrapVM{}, nil, unauthenticated("an X-exc-imds-token header is required")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -278,9 +279,9 @@ func checkFlannelPod(t *testing.T, pod corev1.PodSpec, sa, cm string) {
 // the same repository names. Only a flannel cluster runs (and pulls ahead)
 // flannel's image, after kube-proxy's and before CoreDNS's.
 func TestImagesComeFromTheirHomeOrTheMirror(t *testing.T) {
-	a := DefaultArtifacts()
+	a := artifacts.Default()
 	for _, tc := range []struct{ registry, flannel, apiserver string }{
-		{UpstreamImageRegistry, "ghcr.io/flannel-io/flannel:v0.28.10", "registry.k8s.io/kube-apiserver:v1.35.4"},
+		{artifacts.UpstreamImageRegistry, "ghcr.io/flannel-io/flannel:v0.28.10", "registry.k8s.io/kube-apiserver:v1.35.4"},
 		{"198.51.100.1:5000", "198.51.100.1:5000/flannel-io/flannel:v0.28.10", "198.51.100.1:5000/kube-apiserver:v1.35.4"},
 	} {
 		a.ImageRegistry = tc.registry

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
@@ -99,7 +100,7 @@ func (cp *clusterPKI) input(c clusterfacts.Cluster, nodes []clusterfacts.Node, s
 		cas[name] = ca.CertPEM
 	}
 	return Input{
-		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: DefaultArtifacts(),
+		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: artifacts.Default(),
 		CACerts: cas, ServiceAccountKeyPEM: cp.saKey, ServiceAccountPubPEM: cp.saPub,
 		Identities: cp.identities[self], SecretsEncryptionKey: cp.trust.SecretsEncryptionKey,
 	}
@@ -183,7 +184,7 @@ func writeFixtures(t testing.TB) {
 
 func (f fixtures) input(c clusterfacts.Cluster, nodes []clusterfacts.Node, self int64) Input {
 	in := Input{
-		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: DefaultArtifacts(),
+		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: artifacts.Default(),
 		CACerts: map[pki.Name][]byte{}, ServiceAccountKeyPEM: []byte(f.SAKey), ServiceAccountPubPEM: []byte(f.SAPub),
 		Identities: map[pki.Name]pki.KeyPair{}, SecretsEncryptionKey: fixtureSecretsKey,
 	}

@@ -1,23 +1,18 @@
 package bundle
 
-import "github.com/excloud/k8sapi/internal/clusterfacts"
-
-// UpstreamImageRegistry is Kubernetes' own registry, the default
-// ImageRegistry: the control plane, kube-proxy, CoreDNS and pause are
-// published there. An image upstream publishes elsewhere (flannel's, at
-// ghcr.io) is pulled from its own home while a cluster's registry is this
-// one, and from the cluster's registry when that is a mirror: a mirror
-// holds every image under the same repository names.
-const UpstreamImageRegistry = "registry.k8s.io"
+import (
+	"github.com/excloud/k8sapi/internal/artifacts"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
+)
 
 // containerImage is an image by its repository below a registry, its tag,
 // and home, the registry upstream publishes it at when that is not
-// UpstreamImageRegistry.
+// artifacts.UpstreamImageRegistry.
 type containerImage struct{ repo, tag, home string }
 
 // ref is the image's reference for a cluster whose registry is registry.
 func (i containerImage) ref(registry string) string {
-	if registry == UpstreamImageRegistry && i.home != "" {
+	if registry == artifacts.UpstreamImageRegistry && i.home != "" {
 		registry = i.home
 	}
 	return registry + "/" + i.repo + ":" + i.tag
@@ -49,7 +44,7 @@ type nodeImage struct {
 }
 
 // newImagesView fills the view from the images table, in Ahead's order.
-func newImagesView(a Artifacts, kubernetesVersion string, cni clusterfacts.CNI) imagesView {
+func newImagesView(a artifacts.Set, kubernetesVersion string, cni clusterfacts.CNI) imagesView {
 	var v imagesView
 	kube := func(repo string) containerImage { return containerImage{repo: repo, tag: kubernetesVersion} }
 	table := []nodeImage{

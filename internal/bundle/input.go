@@ -9,89 +9,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
 )
-
-// Artifacts says where a node downloads binaries, charts and images from,
-// which versions, and how each download is verified. Point the bases at a
-// mirror for an air-gapped install. A cluster records its set at founding
-// (Record; the JSON names are that record's and must not change).
-type Artifacts struct {
-	KubeDownloadBase string `json:"kube_download_base"` // <base>/<k8s version>/bin/linux/<arch>/<bin> (+ .sha256)
-	EtcdDownloadBase string `json:"etcd_download_base"` // <base>/<etcd version>/etcd-<v>-linux-<arch>.tar.gz (+ SHA256SUMS)
-	EtcdVersion      string `json:"etcd_version"`
-	HelmDownloadBase string `json:"helm_download_base"` // <base>/helm-<v>-linux-<arch>.tar.gz (+ .sha256sum)
-	HelmVersion      string `json:"helm_version"`
-	// The container runtime comes from release artifacts, never the
-	// distribution: Debian 12's containerd 1.6 is outside what Kubernetes
-	// 1.35 supports (2.2.0+, 2.1.5+, 1.7.28+).
-	ContainerdDownloadBase string `json:"containerd_download_base"` // <base>/<v>/containerd-<v without "v">-linux-<arch>.tar.gz (+ .sha256sum)
-	ContainerdVersion      string `json:"containerd_version"`
-	RuncDownloadBase       string `json:"runc_download_base"` // <base>/<v>/runc.<arch> (+ runc.sha256sum)
-	RuncVersion            string `json:"runc_version"`
-	CNIPluginsDownloadBase string `json:"cni_plugins_download_base"` // <base>/<v>/cni-plugins-linux-<arch>-<v>.tgz (+ .sha256)
-	CNIPluginsVersion      string `json:"cni_plugins_version"`
-	CiliumChart            string `json:"cilium_chart"`
-	CiliumVersion          string `json:"cilium_version"`
-	// FlannelVersion is flanneld's image tag under the flannel CNI
-	// (<registry>/flannel-io/flannel:<version>; images.go).
-	FlannelVersion string `json:"flannel_version"`
-	// ImageRegistry holds every image a node runs: the control plane,
-	// kube-proxy, CoreDNS, pause and flannel. Upstream's (the default),
-	// each image comes from where upstream publishes it (images.go).
-	ImageRegistry string `json:"image_registry"`
-	// ImageRegistryPlainHTTP: containerd pulls from ImageRegistry over plain
-	// HTTP (a registry on a private network, as kind's local registry).
-	ImageRegistryPlainHTTP bool   `json:"image_registry_plain_http"`
-	CoreDNSVersion         string `json:"coredns_version"`
-	PauseVersion           string `json:"pause_version"`
-	// SHA256 pins digests by artifact file name (artifactFiles: the names
-	// kubelet-v1.35.4-linux-amd64, etcd-v3.6.10-linux-amd64.tar.gz, ...).
-	// Rendered into /etc/exk8s/config/artifacts.sha256; the prereqs script
-	// refuses a download it pins nothing for unless DigestFallback is set.
-	SHA256 map[string]string `json:"sha256"`
-	// DigestFallback is the operator's explicit allowance to check an
-	// artifact no pin covers against the digest published beside it, that
-	// is, to trust whatever the mirror serves.
-	DigestFallback bool `json:"digest_fallback"`
-}
-
-// DefaultKubernetesVersion is the Kubernetes version clusters are founded
-// with unless configured (KUBERNETES_VERSION); the artifacts below are the
-// versions that go with it.
-const DefaultKubernetesVersion = "v1.35.4"
-
-// DefaultArtifacts returns the upstream sources and versions.
-func DefaultArtifacts() Artifacts {
-	return Artifacts{
-		KubeDownloadBase:       "https://dl.k8s.io",
-		EtcdDownloadBase:       "https://github.com/etcd-io/etcd/releases/download",
-		EtcdVersion:            "v3.6.10",
-		HelmDownloadBase:       "https://get.helm.sh",
-		HelmVersion:            "v3.19.2",
-		ContainerdDownloadBase: "https://github.com/containerd/containerd/releases/download",
-		ContainerdVersion:      "v2.2.9",
-		RuncDownloadBase:       "https://github.com/opencontainers/runc/releases/download",
-		RuncVersion:            "v1.3.6",
-		CNIPluginsDownloadBase: "https://github.com/containernetworking/plugins/releases/download",
-		CNIPluginsVersion:      "v1.9.1",
-		CiliumChart:            "oci://quay.io/cilium/charts/cilium",
-		CiliumVersion:          "1.19.2",
-		FlannelVersion:         "v0.28.10",
-		ImageRegistry:          UpstreamImageRegistry,
-		CoreDNSVersion:         "v1.13.1",
-		PauseVersion:           "3.10.1",
-	}
-}
 
 // Input is everything one bundle is rendered from.
 type Input struct {
 	Cluster   clusterfacts.Cluster
 	Nodes     []clusterfacts.Node // every control-plane peer, this VM included
 	SelfVMID  int64               // the VM the bundle is for
-	Artifacts Artifacts
+	Artifacts artifacts.Set
 	// CACerts holds the certificate PEMs of ca, etcd-ca and front-proxy-ca.
 	// Never CA keys: VMs never get them.
 	CACerts                                    map[pki.Name][]byte
@@ -128,8 +57,6 @@ var (
 	tokenRE   = regexp.MustCompile(`^[A-Za-z0-9._/:@+-]+$`) // URLs, chart refs, registries: no spaces or quotes
 	// artifactVersionRE is looser than versionRE: pause is "3.10.1", etcd "v3.6.10".
 	artifactVersionRE = regexp.MustCompile(`^v?[0-9][0-9A-Za-z.+-]*$`)
-	sha256RE          = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	artifactRE        = regexp.MustCompile(`^[A-Za-z0-9._+-]+$`)
 )
 
 // validate collects every problem of the input with its field path, so one
@@ -215,7 +142,7 @@ func nodeRules(nodes []clusterfacts.Node, selfVMID int64) []validation.Rule {
 	return append(rules, rule("self_vm_id", self, fmt.Sprintf("VM %d is not one of the nodes", selfVMID)))
 }
 
-func artifactRules(a Artifacts) []validation.Rule {
+func artifactRules(a artifacts.Set) []validation.Rule {
 	rules := []validation.Rule{
 		rule("artifacts.kube_download_base", isDownloadURL(a.KubeDownloadBase), got("must be an http(s) URL", a.KubeDownloadBase)),
 		rule("artifacts.etcd_download_base", isDownloadURL(a.EtcdDownloadBase), got("must be an http(s) URL", a.EtcdDownloadBase)),
@@ -238,7 +165,7 @@ func artifactRules(a Artifacts) []validation.Rule {
 	}
 	for _, file := range slices.Sorted(maps.Keys(a.SHA256)) {
 		rules = append(rules, rule("artifacts.sha256["+file+"]",
-			artifactRE.MatchString(file) && sha256RE.MatchString(a.SHA256[file]), "must map a file name to a lowercase hex SHA-256"))
+			artifacts.IsPin(file, a.SHA256[file]), "must map a file name to a lowercase hex SHA-256"))
 	}
 	return rules
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
@@ -21,7 +22,7 @@ func TestValidateSaysEveryRuleExactly(t *testing.T) {
 			{VMID: -3, Ordinal: 0, Name: "CP", IPv4: "", IPv6: "fd00::3", PublicIPv4: "203.0.113.3"},
 		},
 		SelfVMID: 9,
-		Artifacts: Artifacts{KubeDownloadBase: "ftp://mirror", EtcdDownloadBase: "https://", HelmDownloadBase: "https://get.helm.sh/a b",
+		Artifacts: artifacts.Set{KubeDownloadBase: "ftp://mirror", EtcdDownloadBase: "https://", HelmDownloadBase: "https://get.helm.sh/a b",
 			EtcdVersion: "v3.6.10", HelmVersion: "latest", CiliumChart: "", CiliumVersion: "1.19.2", ImageRegistry: `reg"istry`,
 			CoreDNSVersion: "", PauseVersion: "3.10.1",
 			ContainerdDownloadBase: "https://mirror/containerd", ContainerdVersion: "2.2.9",

@@ -256,7 +256,7 @@ func addonPart(v *view) []fileSpec {
 // its phases to k8sapi, among others; shell.go).
 func scriptPart(v *view) []fileSpec {
 	var out []fileSpec
-	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-control-plane.sh", "exk8s-install-cluster-addons.sh", "exk8s-progress.sh"} {
+	for _, s := range []string{"exk8s-install-prereqs.sh", "exk8s-bootstrap-control-plane.sh", "exk8s-install-cluster-addons.sh", "exk8s-progress.sh"} {
 		out = append(out, tmpl(binDir+"/"+s, s, modeScript, v))
 	}
 	return out

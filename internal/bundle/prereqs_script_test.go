@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/artifacts"
 )
 
 // artifactMirror serves every file of the artifact table at its URL, each
@@ -40,7 +42,7 @@ type artifactMirror struct {
 // newArtifactMirror serves the files of a's versions, a's bases pointed at
 // it (mirrored), for every architecture. With wrongPublished every
 // published digest is wrong: a mirror that lies.
-func newArtifactMirror(t *testing.T, a Artifacts, k8s string, wrongPublished bool) (*artifactMirror, Artifacts) {
+func newArtifactMirror(t *testing.T, a artifacts.Set, k8s string, wrongPublished bool) (*artifactMirror, artifacts.Set) {
 	m := &artifactMirror{files: map[string][]byte{}, digests: map[string]string{}}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
@@ -63,7 +65,7 @@ func newArtifactMirror(t *testing.T, a Artifacts, k8s string, wrongPublished boo
 
 // artifactContent is what the mirror serves for f: what the install
 // functions unpack (upstream's archive layouts), else a fake binary.
-func artifactContent(t *testing.T, f ArtifactFile) []byte {
+func artifactContent(t *testing.T, f artifacts.File) []byte {
 	switch f.Key {
 	case "etcd":
 		return tarGz(t, strings.TrimSuffix(f.Name, ".tar.gz")+"/", "etcd", "etcdctl")
@@ -129,7 +131,7 @@ func (m *artifactMirror) requests() []string {
 }
 
 // bases points a's download bases at the mirror.
-func (m *artifactMirror) bases(a Artifacts) Artifacts {
+func (m *artifactMirror) bases(a artifacts.Set) artifacts.Set {
 	a.KubeDownloadBase, a.EtcdDownloadBase, a.HelmDownloadBase = m.srv.URL+"/kube", m.srv.URL+"/etcd", m.srv.URL+"/helm"
 	a.ContainerdDownloadBase, a.RuncDownloadBase, a.CNIPluginsDownloadBase = m.srv.URL+"/containerd", m.srv.URL+"/runc", m.srv.URL+"/cni"
 	return a
@@ -165,7 +167,7 @@ func tarGz(t *testing.T, prefix string, names ...string) []byte {
 // script (which then only defines its functions), points its paths into
 // the folder, reads cluster.env (load_facts) and runs calls. It returns
 // the folder and the output.
-func runPrereqs(t *testing.T, a Artifacts, calls string) (string, string, error) {
+func runPrereqs(t *testing.T, a artifacts.Set, calls string) (string, string, error) {
 	t.Helper()
 	requireTools(t, "bash", "curl", "sha256sum", "tar", "install", "awk")
 	c, nodes := testCluster()
@@ -178,7 +180,7 @@ func runPrereqs(t *testing.T, a Artifacts, calls string) (string, string, error)
 	dir := t.TempDir()
 	for name, path := range map[string]string{
 		"cluster.env": configDir + "/cluster.env", "artifacts.sha256": configDir + "/artifacts.sha256",
-		"exk8s-progress.sh": binDir + "/exk8s-progress.sh", "prereqs.sh": binDir + "/exk8s-install-control-plane-prereqs.sh",
+		"exk8s-progress.sh": binDir + "/exk8s-progress.sh", "prereqs.sh": binDir + "/exk8s-install-prereqs.sh",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(mustFile(t, b, path)), 0o644); err != nil {
 			t.Fatal(err)
@@ -198,7 +200,7 @@ load_facts
 }
 
 // pinned is a's manifest: the digest the mirror serves for each of names.
-func (m *artifactMirror) pinned(a Artifacts, names ...string) Artifacts {
+func (m *artifactMirror) pinned(a artifacts.Set, names ...string) artifacts.Set {
 	a.SHA256 = map[string]string{}
 	for _, n := range names {
 		a.SHA256[n] = m.digests[n]
@@ -227,7 +229,7 @@ func hostArch(t *testing.T) string {
 // over the published digest (here every published one is wrong, and none
 // is even fetched).
 func TestPrereqsInstallPinnedArtifacts(t *testing.T) {
-	m, a := newArtifactMirror(t, DefaultArtifacts(), "v1.35.4", true)
+	m, a := newArtifactMirror(t, artifacts.Default(), "v1.35.4", true)
 	a = m.pinned(a, slices.Collect(maps.Keys(m.digests))...)
 	keys := []string{"kubelet", "kubectl", "etcd", "helm"}
 	m.holdAll(len(keys))
@@ -253,11 +255,11 @@ func TestPrereqsInstallPinnedArtifacts(t *testing.T) {
 
 // What happens to one download (helm) by its pin and the fallback.
 func TestPrereqsVerifyEachDownload(t *testing.T) {
-	m, a := newArtifactMirror(t, DefaultArtifacts(), "v1.35.4", false)
+	m, a := newArtifactMirror(t, artifacts.Default(), "v1.35.4", false)
 	helm := "helm-" + a.HelmVersion + "-linux-" + hostArch(t) + ".tar.gz"
 	for _, tc := range []struct {
 		name      string
-		artifacts Artifacts
+		artifacts artifacts.Set
 		installed bool
 		says      []string
 		fetched   bool // the archive was downloaded
@@ -303,12 +305,12 @@ func downloadAll(keys ...string) string {
 	return "download_all \"$DOWNLOADS\" " + strings.Join(keys, " ") + "\n"
 }
 
-func mismatched(a Artifacts, name string) Artifacts {
+func mismatched(a artifacts.Set, name string) artifacts.Set {
 	a.SHA256[name] = strings.Repeat("e", 64)
 	return a
 }
 
-func withFallback(a Artifacts) Artifacts {
+func withFallback(a artifacts.Set) artifacts.Set {
 	a.DigestFallback = true
 	return a
 }
@@ -317,7 +319,7 @@ func withFallback(a Artifacts) Artifacts {
 // cluster says so (a registry on a private network).
 func TestPrereqsRegistryHostConfig(t *testing.T) {
 	for _, plain := range []bool{false, true} {
-		a := DefaultArtifacts()
+		a := artifacts.Default()
 		a.ImageRegistry, a.ImageRegistryPlainHTTP = "mirror.internal:5000/k8s", plain
 		dir, out, err := runPrereqs(t, a, `write_registry_hosts "$1/certs.d"`+"\n")
 		if err != nil {
@@ -338,11 +340,11 @@ func TestPrereqsRegistryHostConfig(t *testing.T) {
 // refuses a published digest the file does not have, and writes nothing.
 func TestPinArtifactsScript(t *testing.T) {
 	requireTools(t, "bash", "curl", "sha256sum", "awk", "sort")
-	m, a := newArtifactMirror(t, DefaultArtifacts(), DefaultKubernetesVersion, false)
+	m, a := newArtifactMirror(t, artifacts.Default(), artifacts.DefaultKubernetesVersion, false)
 	dir := t.TempDir()
 	plan, manifest := filepath.Join(dir, "plan"), filepath.Join(dir, "pins.sha256")
 	header := "# reviewed like code\n"
-	for _, f := range []struct{ path, content string }{{plan, PinPlan(a, DefaultKubernetesVersion)}, {manifest, header + "# stale\n"}} {
+	for _, f := range []struct{ path, content string }{{plan, artifacts.PinPlan(a, artifacts.DefaultKubernetesVersion)}, {manifest, header + "# stale\n"}} {
 		if err := os.WriteFile(f.path, []byte(f.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -357,14 +359,14 @@ func TestPinArtifactsScript(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	written, _ := os.ReadFile(manifest)
-	pins, err := ParseManifest(string(written))
-	if err != nil || !maps.Equal(pins, m.digests) || len(pins) != len(Arches)*len(artifactFiles) ||
+	pins, err := artifacts.ParseManifest(string(written))
+	if err != nil || !maps.Equal(pins, m.digests) || len(pins) != len(a.Files(artifacts.DefaultKubernetesVersion, "")) ||
 		!strings.HasPrefix(string(written), header+"# stale\n") {
 		t.Fatalf("manifest (%v):\n%s", err, written)
 	}
 
-	liar, _ := newArtifactMirror(t, DefaultArtifacts(), DefaultKubernetesVersion, true)
-	liarPlan := strings.ReplaceAll(PinPlan(a, DefaultKubernetesVersion), m.srv.URL, liar.srv.URL)
+	liar, _ := newArtifactMirror(t, artifacts.Default(), artifacts.DefaultKubernetesVersion, true)
+	liarPlan := strings.ReplaceAll(artifacts.PinPlan(a, artifacts.DefaultKubernetesVersion), m.srv.URL, liar.srv.URL)
 	if err := os.WriteFile(plan, []byte(liarPlan), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/textexec"
 	"github.com/excloud/k8sapi/templates"
@@ -170,7 +171,7 @@ type view struct {
 	in                 *Input
 	Cluster            clusterfacts.Cluster
 	Node               clusterfacts.Node
-	Artifacts          Artifacts
+	Artifacts          artifacts.Set
 	ServiceIP          string
 	DNSServiceIP       string
 	APIServerEndpoint  string // https://<node ipv4>:6443, the node's own apiserver
@@ -205,7 +206,7 @@ type view struct {
 	// kubelet starts (which wants it); empty under Cilium.
 	NetworkUnit   string
 	Checksums     []checksum
-	ArtifactFiles []ArtifactFile // what the prereqs script downloads, by the manifest's names
+	ArtifactFiles []artifacts.File // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
 	Snapshot      snapshotView
 	Taint         taintView
@@ -244,7 +245,7 @@ func newView(in *Input) (*view, *topology, error) {
 
 // nodeView is the view of what every node of c has, whatever its role: its
 // facts, the cluster's networks and the artifacts it installs.
-func nodeView(c clusterfacts.Cluster, a Artifacts, topo topology) (*view, error) {
+func nodeView(c clusterfacts.Cluster, a artifacts.Set, topo topology) (*view, error) {
 	svc, dns, err := clusterfacts.ServiceIPs(c.ServiceCIDR)
 	if err != nil {
 		return nil, err

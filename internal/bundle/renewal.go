@@ -3,7 +3,9 @@ package bundle
 import "github.com/excloud/k8sapi/internal/pki"
 
 // Renewal unit and script, installed with every bundle and started once the
-// node is ready (exk8s-bootstrap-control-plane.sh).
+// node is ready (exk8s-bootstrap-control-plane.sh, exk8s-bootstrap-worker.sh).
+// Every role's script has the same path, so one timer and unit serve them
+// all; each role renders its own template there (renewalFiles).
 const (
 	RenewalScript = binDir + "/exk8s-renew-certificates.sh"
 	RenewalTimer  = unitDir + "/exk8s-renew-certificates.timer"
@@ -66,10 +68,12 @@ func newRenewalView(v *view) renewalView {
 }
 
 // renewalPart installs the daily renewal: its timer, service and script.
-func renewalPart(v *view) []fileSpec { return renewalFiles(v, "exk8s-renew-certificates.sh") }
+func renewalPart(v *view) []fileSpec {
+	return renewalFiles(v, "exk8s-renew-control-plane-certificates.sh")
+}
 
 // renewalFiles are the renewal's timer and service, and its script
-// rendered from the template script: a worker's renews what it holds.
+// rendered from the role's template script: a worker's renews what it holds.
 func renewalFiles(v *view, script string) []fileSpec {
 	return []fileSpec{
 		tmpl(RenewalTimer, "exk8s-renew-certificates.timer", modePublic, v),

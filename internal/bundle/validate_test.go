@@ -366,14 +366,15 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 	_, joining := realBundlesOf(t, rc, rn)
 	scripts["exk8s-etcd-join.sh"] = mustFile(t, joining[104], EtcdJoinScript)
 	scripts["exk8s-bootstrap-control-plane-joining.sh"] = mustFile(t, joining[104], binDir+"/exk8s-bootstrap-control-plane.sh")
-	// A worker's shim, bootstrap script and prerequisites script (no etcd).
+	// A worker's shim, bootstrap, prerequisites (no etcd) and renewal scripts.
 	worker, err := r.RenderWorker(workerInput(t, bc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	scripts["exk8s-bootstrap-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-bootstrap-worker.sh")
-	scripts["exk8s-install-control-plane-prereqs-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-install-control-plane-prereqs.sh")
+	scripts["exk8s-install-prereqs-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-install-prereqs.sh")
 	scripts["exk8s-drain-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-drain-worker.sh")
+	scripts["exk8s-renew-worker-certificates.sh"] = fileIn(t, worker, RenewalScript)
 	if scripts["bootstrap-userdata-worker.sh"], err = r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -388,8 +389,8 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts["exk8s-bootstrap-worker-flannel.sh"] = fileIn(t, flannelWorker, binDir+"/exk8s-bootstrap-worker.sh")
-	if len(scripts) != 20 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites and drain scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
+	if len(scripts) != 21 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites, drain and renewal scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
@@ -33,7 +34,7 @@ type WorkerInput struct {
 	Pool         string
 	Labels       map[string]string
 	Taints       []Taint
-	Artifacts    Artifacts
+	Artifacts    artifacts.Set
 	CACert       []byte // the cluster CA's certificate PEM
 }
 
@@ -179,7 +180,7 @@ func workerPKIPart(v *view) []fileSpec {
 // etcd and no helm), the worker's bootstrap script and the shell library.
 func workerScriptPart(v *view) []fileSpec {
 	var out []fileSpec
-	for _, s := range []string{"exk8s-install-control-plane-prereqs.sh", "exk8s-bootstrap-worker.sh", "exk8s-progress.sh"} {
+	for _, s := range []string{"exk8s-install-prereqs.sh", "exk8s-bootstrap-worker.sh", "exk8s-progress.sh"} {
 		out = append(out, tmpl(binDir+"/"+s, s, modeScript, v))
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
@@ -28,7 +29,7 @@ func testWorker(c clusterfacts.Cluster) ([]clusterfacts.Node, clusterfacts.Node)
 func workerInput(t testing.TB, c clusterfacts.Cluster) WorkerInput {
 	t.Helper()
 	cp, w := testWorker(c)
-	return WorkerInput{Cluster: c, ControlPlane: cp, Worker: w, Pool: "web", Artifacts: DefaultArtifacts(),
+	return WorkerInput{Cluster: c, ControlPlane: cp, Worker: w, Pool: "web", Artifacts: artifacts.Default(),
 		Labels: map[string]string{"tier": "web", "node.kubernetes.io/pool": "web"},
 		Taints: []Taint{{Key: "dedicated", Value: "web", Effect: "NoSchedule"}, {Key: "spot", Effect: "PreferNoSchedule"}},
 		CACert: []byte(loadFixtures(t).CACerts[pki.ClusterCA])}

@@ -6,19 +6,19 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
 // recordedArtifacts is the artifact set a cluster founded now records (as
 // JSON for its row): the configured one, its pins narrowed to the files of
 // the cluster's versions. Founding refuses when a node could not verify
-// every download: some file of bundle.FoundingArch is pinned nowhere and
+// every download: some file of artifacts.FoundingArch is pinned nowhere and
 // the operator has not allowed the published-digest fallback.
 func (s *Service) recordedArtifacts(cni clusterfacts.CNI) ([]byte, error) {
 	version := s.Settings.KubernetesVersion
 	a := s.Settings.Artifacts.Record(version, cni)
-	if missing := a.Unpinned(version, cni, bundle.FoundingArch); len(missing) > 0 && !a.DigestFallback {
+	if missing := a.Unpinned(version, cni, artifacts.FoundingArch); len(missing) > 0 && !a.DigestFallback {
 		return nil, notPinned(missing)
 	}
 	doc, err := json.Marshal(a)
@@ -33,5 +33,5 @@ func notPinned(missing []string) error {
 		"the artifact manifest pins no SHA-256 for %s (%s), and the nodes would have to trust whatever the download "+
 			"mirror serves; nothing was created. Pin them in the manifest (ARTIFACT_MANIFEST_FILE, or run "+
 			"scripts/pin-artifacts.sh to fill the one k8sapi ships), or allow the published-digest fallback "+
-			"(ARTIFACT_DIGEST_FALLBACK=true)", strings.Join(missing, ", "), bundle.FoundingArch)
+			"(ARTIFACT_DIGEST_FALLBACK=true)", strings.Join(missing, ", "), artifacts.FoundingArch)
 }

@@ -56,7 +56,6 @@ type SecurityGroup struct {
 // Protocol and port-range values of a Rule, as the Terraform provider spells them.
 const (
 	ProtocolTCPv4 = "TCPv4"
-	ProtocolUDPv4 = "UDPv4"
 	ProtocolAny   = "ANY"
 	PortRangeAny  = "ANY"
 )

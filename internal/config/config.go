@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/artifacts"
 )
 
 // Config is the process configuration as typed values, each parsed and
@@ -38,12 +38,12 @@ type Config struct {
 	LocalRun bool
 	// Artifacts are where nodes download from, configurable for air-gapped
 	// installs, with the published-digest fallback and the registry's
-	// scheme. Their defaults are the bundle's (bundle.DefaultArtifacts),
+	// scheme. Their defaults are the bundle's (artifacts.Default),
 	// the one place upstream sources and versions are written.
 	// NodeArtifacts adds the manifest's pins.
-	Artifacts bundle.Artifacts
+	Artifacts artifacts.Set
 	// ArtifactManifestFile replaces the manifest of pins k8sapi ships
-	// (bundle.ShippedManifest) with an operator's.
+	// (artifacts.ShippedManifest) with an operator's.
 	ArtifactManifestFile string
 	DB                   DB
 	// k8sapi's own platform credential, for the reconciler only: the token
@@ -74,7 +74,7 @@ func FromEnv() (Config, error) { return FromLookup(os.LookupEnv) }
 // prefixed by its variable's name. An empty value counts as unset, because
 // SAM declares every variable and leaves the unused ones empty.
 func FromLookup(lookup func(string) (string, bool)) (Config, error) {
-	c := Config{Artifacts: bundle.DefaultArtifacts()} // versions no variable sets stay upstream's
+	c := Config{Artifacts: artifacts.Default()} // versions no variable sets stay upstream's
 	var errs []error
 	for _, v := range everyVariable {
 		if err := c.load(v, lookup); err != nil {
@@ -139,10 +139,10 @@ func (c Config) Require(names ...string) error {
 // NodeArtifacts is the artifact set clusters are founded with: Artifacts
 // with the pins of ARTIFACT_MANIFEST_FILE (else the manifest k8sapi ships).
 // A manifest that cannot be read or parsed is an error.
-func (c Config) NodeArtifacts() (bundle.Artifacts, error) {
+func (c Config) NodeArtifacts() (artifacts.Set, error) {
 	pins, err := c.artifactManifest()
 	if err != nil {
-		return bundle.Artifacts{}, err
+		return artifacts.Set{}, err
 	}
 	a := c.Artifacts
 	a.SHA256 = pins
@@ -151,13 +151,13 @@ func (c Config) NodeArtifacts() (bundle.Artifacts, error) {
 
 func (c Config) artifactManifest() (map[string]string, error) {
 	if c.ArtifactManifestFile == "" {
-		return bundle.ShippedManifest()
+		return artifacts.ShippedManifest()
 	}
 	text, err := os.ReadFile(c.ArtifactManifestFile)
 	if err != nil {
 		return nil, fmt.Errorf("ARTIFACT_MANIFEST_FILE: %w", err)
 	}
-	pins, err := bundle.ParseManifest(string(text))
+	pins, err := artifacts.ParseManifest(string(text))
 	if err != nil {
 		return nil, fmt.Errorf("ARTIFACT_MANIFEST_FILE %s: %w", c.ArtifactManifestFile, err)
 	}

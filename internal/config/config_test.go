@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/awssecret"
-	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/devstack/localaws"
 	"github.com/excloud/k8sapi/internal/devstack/localpg"
@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 		KubernetesVersion: "v1.35.4",
 		LogLevel:          slog.LevelInfo,
 		// No manifest file: the one k8sapi ships; no fallback; https.
-		Artifacts:        bundle.DefaultArtifacts(),
+		Artifacts:        artifacts.Default(),
 		LeafCertLifetime: 8760 * time.Hour,
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 	c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db?sslmode=verify-full", "ETCD_VERSION": "v3.6.11",
 		"IMAGE_REGISTRY": "mirror.example:5000/k8s"}))
 	if err != nil || c.Artifacts.EtcdVersion != "v3.6.11" || c.Artifacts.ImageRegistry != "mirror.example:5000/k8s" ||
-		c.Artifacts.PauseVersion != bundle.DefaultArtifacts().PauseVersion {
+		c.Artifacts.PauseVersion != artifacts.Default().PauseVersion {
 		t.Fatalf("overrides: %+v, %v", c.Artifacts, err)
 	}
 	if c, err = config.FromLookup(lookup(map[string]string{"DATABASE_URL": "postgres://x@h/db?sslmode=verify-full", "LOG_LEVEL": "WARN"})); err != nil || c.LogLevel != slog.LevelWarn {
@@ -149,7 +149,7 @@ func TestFromLookupCollectsErrors(t *testing.T) {
 func TestNodeArtifacts(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full"}
 	c, err := config.FromLookup(lookup(env))
-	shipped, serr := bundle.ShippedManifest()
+	shipped, serr := artifacts.ShippedManifest()
 	a, aerr := c.NodeArtifacts()
 	if err != nil || serr != nil || aerr != nil || !maps.Equal(a.SHA256, shipped) || a.DigestFallback || a.ImageRegistryPlainHTTP {
 		t.Fatalf("defaults: %+v, %v %v %v", a, err, serr, aerr)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -34,7 +34,7 @@ func (v variable) load(c *Config, text string) error {
 func (v variable) set(c Config) bool { return !reflect.ValueOf(v.field(&c)).Elem().IsZero() }
 
 // upstream is where the artifact variables' defaults come from.
-var upstream = bundle.DefaultArtifacts()
+var upstream = artifacts.Default()
 
 // The parsers several rows share, made once (each is a closure).
 var (
@@ -65,7 +65,7 @@ var variables = []variable{
 	{"LOCAL_RUN", "false", func(c *Config) any { return &c.LocalRun }, boolean},
 	{"BOOTSTRAP_WINDOW", "1h", func(c *Config) any { return &c.BootstrapWindow }, windowLen},
 	{"VM_CALL_BUDGET_FACTOR", "1", func(c *Config) any { return &c.VMCallBudgetFactor }, budget},
-	{"KUBERNETES_VERSION", bundle.DefaultKubernetesVersion, func(c *Config) any { return &c.KubernetesVersion }, version},
+	{"KUBERNETES_VERSION", artifacts.DefaultKubernetesVersion, func(c *Config) any { return &c.KubernetesVersion }, version},
 	{"ETCD_VERSION", upstream.EtcdVersion, func(c *Config) any { return &c.Artifacts.EtcdVersion }, version},
 	{"LOG_LEVEL", "info", func(c *Config) any { return &c.LogLevel }, logLevel},
 	{"KUBE_DOWNLOAD_BASE", upstream.KubeDownloadBase, func(c *Config) any { return &c.Artifacts.KubeDownloadBase }, webURL},

@@ -40,6 +40,11 @@ const ScheduledBy = "k8sapi:schedule"
 // each: a function links only the queries of the use case it serves
 // (GetBundleFunction's binary has little room: .ci/check-lambda-builds).
 
+// Snapshot is one etcd snapshot as this use case answers it: for now the
+// stored row itself, whose JSON is the snapshot routes' wire shape. Named
+// here so the handlers speak the use case's type, not the store's.
+type Snapshot = store.EtcdSnapshot
+
 // OperatorStore is the operator's part.
 type OperatorStore interface {
 	SnapshotCluster(ctx context.Context, orgID, clusterID int64) (store.SnapshotCluster, error)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -23,7 +23,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // withArtifacts configures the stack's artifact set.
-func withArtifacts(a bundle.Artifacts) func(*stacktest.Config) {
+func withArtifacts(a artifacts.Set) func(*stacktest.Config) {
 	return func(c *stacktest.Config) { c.Artifacts = &a }
 }
 
@@ -33,7 +33,7 @@ func withArtifacts(a bundle.Artifacts) func(*stacktest.Config) {
 // are told so.
 func TestFoundingRefusesUnpinnedArtifacts(t *testing.T) {
 	a := stacktest.PinnedArtifacts()
-	for _, f := range a.Files(bundle.DefaultKubernetesVersion, "") {
+	for _, f := range a.Files(artifacts.DefaultKubernetesVersion, "") {
 		if f.Key == "etcd" || f.Key == "helm" {
 			delete(a.SHA256, f.Name)
 		}
@@ -106,7 +106,7 @@ func TestRecordedArtifactsOutliveAConfigChange(t *testing.T) {
 
 	again := s.bundleFiles(vm)
 	for _, f := range []string{"/etc/exk8s/config/artifacts.sha256", "/etc/exk8s/config/cluster.env",
-		"/usr/local/bin/exk8s-install-control-plane-prereqs.sh", "/etc/kubernetes/manifests/kube-apiserver.yaml"} {
+		"/usr/local/bin/exk8s-install-prereqs.sh", "/etc/kubernetes/manifests/kube-apiserver.yaml"} {
 		if again[f] != founded[f] {
 			t.Errorf("%s changed with the configuration:\n%s\n---\n%s", f, founded[f], again[f])
 		}
@@ -127,7 +127,7 @@ func TestRecordedArtifactsOutliveAConfigChange(t *testing.T) {
 
 // assertRendersFrom checks that files were rendered from a (its registry,
 // kube base, fallback and kubelet pin).
-func assertRendersFrom(t *testing.T, files map[string]string, what string, a bundle.Artifacts) {
+func assertRendersFrom(t *testing.T, files map[string]string, what string, a artifacts.Set) {
 	t.Helper()
 	env, pins := files["/etc/exk8s/config/cluster.env"], files["/etc/exk8s/config/artifacts.sha256"]
 	for _, want := range []string{"\nIMAGE_REGISTRY='" + a.ImageRegistry + "'\n", "\nKUBE_DOWNLOAD_BASE='" + a.KubeDownloadBase + "'\n",

@@ -39,7 +39,7 @@ func TestEveryVMFetchesItsOwnBundle(t *testing.T) {
 		"/etc/kubernetes/manifests/kube-controller-manager.yaml", "/etc/kubernetes/manifests/kube-scheduler.yaml",
 		"/etc/cni/net.d/10-exk8s.conflist", "/etc/exk8s/config/cilium-values.yaml",
 		"/etc/exk8s/manifests/kube-proxy.yaml", "/etc/exk8s/manifests/coredns.yaml",
-		"/usr/local/bin/exk8s-install-control-plane-prereqs.sh", "/usr/local/bin/exk8s-bootstrap-control-plane.sh",
+		"/usr/local/bin/exk8s-install-prereqs.sh", "/usr/local/bin/exk8s-bootstrap-control-plane.sh",
 		"/usr/local/bin/exk8s-install-cluster-addons.sh", "/usr/local/bin/exk8s-progress.sh",
 	}
 	apiserverKeys := map[string]bool{}

@@ -138,14 +138,14 @@ func TestBootstrapProgressWalk(t *testing.T) {
 	s.mustReport(vm2, `{"phase":"ready"}`, 204) // nothing before ready is required
 
 	// failed: the cluster's state, with the first failure's reason.
-	s.mustReport(vm3, `{"phase":"failed","message":"exk8s-install-control-plane-prereqs: step \"installing etcd\" failed (exit 1)\nSHA-256 MISMATCH"}`, 204)
-	s.mustReport(vm3, `{"phase":"failed","message":"bootstrap-userdata: step \"running exk8s-install-control-plane-prereqs.sh\" failed"}`, 204)
+	s.mustReport(vm3, `{"phase":"failed","message":"exk8s-install-prereqs: step \"installing etcd\" failed (exit 1)\nSHA-256 MISMATCH"}`, 204)
+	s.mustReport(vm3, `{"phase":"failed","message":"bootstrap-userdata: step \"running exk8s-install-prereqs.sh\" failed"}`, 204)
 	if r := s.report(vm3, `{"phase":"ready"}`); r.Status != 409 || r.ErrorCode(t) != "bootstrap_failed" {
 		t.Fatalf("forward after failed: %d %s", r.Status, r.Body)
 	}
 	c = s.bootstrapOf(1, res.ClusterID)
 	c.want(t, "failed", "apiserver_ready", "ready", "failed")
-	if m := c.Bootstrap.Nodes[2].Message; m != "exk8s-install-control-plane-prereqs: step \"installing etcd\" failed (exit 1)\nSHA-256 MISMATCH" {
+	if m := c.Bootstrap.Nodes[2].Message; m != "exk8s-install-prereqs: step \"installing etcd\" failed (exit 1)\nSHA-256 MISMATCH" {
 		t.Errorf("failed message %q, want the first failure's", m)
 	}
 

@@ -382,15 +382,6 @@ func sameRow(a, b identityRow) bool {
 	return a.VMID == b.VMID && a.Name == b.Name && a.Cert == b.Cert && string(a.Key) == string(b.Key) && a.NotAfter.Equal(b.NotAfter)
 }
 
-func dirOf(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[:i]
-		}
-	}
-	return ""
-}
-
 func verifyChain(t *testing.T, caPEM, leafPEM string) {
 	t.Helper()
 	ca, err := pki.ParseCert([]byte(caPEM))

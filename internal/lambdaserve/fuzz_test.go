@@ -12,7 +12,6 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -24,7 +23,7 @@ func (refuseAll) Operator(context.Context, string) (auth.Principal, error) {
 	return auth.Principal{}, apperr.Unauthenticated.Detail("no")
 }
 
-func (refuseAll) ProveVM(context.Context, int64, string, string, *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error) {
+func (refuseAll) ProveVM(context.Context, int64, string, string, *vmlimit.Count) (auth.BootstrapVM, *vmlimit.Window, error) {
 	return auth.BootstrapVM{}, nil, apperr.Unauthenticated.Detail("no")
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/clusterspec"
-	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -37,7 +36,7 @@ func (refuse) Operator(_ context.Context, authorization string) (auth.Principal,
 	return auth.Principal{}, apperr.Unauthenticated.Detail("the bearer token is not valid")
 }
 
-func (refuse) ProveVM(context.Context, int64, string, string, *store.CallCount) (auth.BootstrapVM, *store.CallWindow, error) {
+func (refuse) ProveVM(context.Context, int64, string, string, *vmlimit.Count) (auth.BootstrapVM, *vmlimit.Window, error) {
 	return auth.BootstrapVM{}, nil, apperr.Unauthenticated.Detail("the IMDS token is not valid")
 }
 

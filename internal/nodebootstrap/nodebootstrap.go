@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -55,7 +56,7 @@ type Service struct {
 	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
 	// for clusters founded before sets were recorded (artifacts).
-	Artifacts bundle.Artifacts
+	Artifacts artifacts.Set
 	// Leaves is the leaf lifetime every identity is issued with and when a
 	// stored one is renewed (renew.go).
 	Leaves pki.LeafSchedule
@@ -283,7 +284,7 @@ func (s *Service) prepare(ctx context.Context, t *target) (*plan, error) {
 // pins never change what an existing cluster's nodes download. A cluster
 // without a record, and any field its record lacks, render from the
 // configuration: there is nothing else to render them from.
-func (s *Service) artifacts(c *store.Cluster, cluster clusterfacts.Cluster) (bundle.Artifacts, error) {
+func (s *Service) artifacts(c *store.Cluster, cluster clusterfacts.Cluster) (artifacts.Set, error) {
 	a := s.Artifacts.Record(cluster.KubernetesVersion, cluster.CNI)
 	if c.Artifacts == nil {
 		return a, nil
@@ -302,7 +303,7 @@ func (s *Service) issuer(alg pki.Algorithm) pki.Issuer {
 }
 
 // bundleInput is the renderer's view of t and this fetch's keys.
-func bundleInput(t *target, artifacts bundle.Artifacts, opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
+func bundleInput(t *target, artifacts artifacts.Set, opened *keyring.Opened, ids map[pki.Name]pki.KeyPair) bundle.Input {
 	return bundle.Input{
 		Cluster:              t.cluster,
 		Nodes:                t.peers,

@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
@@ -67,7 +68,7 @@ type Config struct {
 	BootstrapWindow time.Duration
 	// Artifacts is the configured artifact set with its pins (nil:
 	// PinnedArtifacts, every file of the default versions pinned).
-	Artifacts *bundle.Artifacts
+	Artifacts *artifacts.Set
 	// SnapshotBucket is the etcd snapshots' bucket (nil: a bucket that
 	// is unavailable, for tests that take no snapshot).
 	SnapshotBucket etcdsnapshot.Bucket
@@ -76,10 +77,10 @@ type Config struct {
 // PinnedArtifacts is the default artifact set with a made-up pin for every
 // file of the default versions on every architecture (the digest of its
 // name), so founding never refuses for want of pins.
-func PinnedArtifacts() bundle.Artifacts {
-	a := bundle.DefaultArtifacts()
+func PinnedArtifacts() artifacts.Set {
+	a := artifacts.Default()
 	a.SHA256 = map[string]string{}
-	for _, f := range a.Files(bundle.DefaultKubernetesVersion, "") {
+	for _, f := range a.Files(artifacts.DefaultKubernetesVersion, "") {
 		sum := sha256.Sum256([]byte(f.Name))
 		a.SHA256[f.Name] = hex.EncodeToString(sum[:])
 	}
@@ -165,21 +166,21 @@ func New(cfg Config) (*Stack, error) {
 
 // founder is one function's use cases' dependencies over its own store.
 func founder(cfg Config, st *store.Store, r *bundle.Renderer) *usecase.Deps {
-	artifacts := artifactsOf(cfg)
+	pinned := artifactsOf(cfg)
 	return &usecase.Deps{
 		Store: st, Envelope: cfg.Envelope, Renderer: r, Log: cfg.Log,
 		Compute: compute.NewHTTP(cfg.SimURL+"/compute", cfg.SimClient),
 		DNS:     dns.NewHTTP(cfg.SimURL+"/dns", cfg.SimClient),
 		Settings: usecase.Settings{
-			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: bundle.DefaultKubernetesVersion,
+			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: artifacts.DefaultKubernetesVersion,
 			ServiceCIDR: usecase.DefaultServiceCIDR, PodCIDR: usecase.DefaultPodCIDR, ClusterDomain: usecase.DefaultClusterDomain,
-			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: artifacts,
+			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: pinned,
 		},
 		Now: cfg.Now,
 	}
 }
 
-func artifactsOf(cfg Config) bundle.Artifacts {
+func artifactsOf(cfg Config) artifacts.Set {
 	if cfg.Artifacts != nil {
 		return *cfg.Artifacts
 	}

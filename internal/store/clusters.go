@@ -71,7 +71,7 @@ type Cluster struct {
 	SecurityGroupRequested bool       `db:"security_group_requested"`
 	Resumable              bool       `db:"resumable"`
 	// Artifacts is the artifact set recorded at founding (migration 008,
-	// bundle.Artifacts as JSON); nil for a cluster founded before it.
+	// artifacts.Set as JSON); nil for a cluster founded before it.
 	Artifacts []byte `db:"artifacts"`
 	// CreateTokenKey keys the idempotency tokens of the cluster's creates at
 	// the compute API (migration 012; vm.Token); nil for a

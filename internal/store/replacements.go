@@ -14,10 +14,9 @@ import (
 // and failing (being turned back) are an operation the reconciler drives
 // under the cluster's lease; the others are settled.
 const (
-	ReplacementReplacing = "replacing"
-	ReplacementFailing   = "failing"
-	ReplacementDone      = "done"
-	ReplacementFailed    = "failed"
+	ReplacementFailing = "failing"
+	ReplacementDone    = "done"
+	ReplacementFailed  = "failed"
 )
 
 // ErrReplacing means a replacement of the cluster is already in progress.

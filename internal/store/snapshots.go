@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// The states and triggers of an etcd snapshot (migration 016's CHECKs).
+// The states and triggers of an etcd snapshot (migration 016's CHECKs);
+// the first state, pending, only SQL writes.
 const (
-	SnapshotPending  = "pending"
 	SnapshotUploaded = "uploaded"
 	SnapshotFailed   = "failed"
 

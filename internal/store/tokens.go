@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/vmlimit"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -52,14 +53,7 @@ func scanIMDS(row pgx.Row, t *IMDSToken) error {
 type VMCall struct {
 	VMID                 int64
 	IMDSHash, BearerHash string
-	Count                *CallCount // nil: the route has no budget
-}
-
-// CallCount is one call of Route to count at Now in windows of Per.
-type CallCount struct {
-	Route string
-	Now   time.Time
-	Per   time.Duration
+	Count                *vmlimit.Count // nil: the route has no budget
 }
 
 // VMCallRows are what VMCallLookup found: each token's row or why not
@@ -70,7 +64,7 @@ type VMCallRows struct {
 	IMDSErr      error
 	Principal    PrincipalToken
 	PrincipalErr error
-	Window       *CallWindow
+	Window       *vmlimit.Window
 }
 
 // countVMCall counts a call only when both tokens name the VM of the path:
@@ -117,7 +111,7 @@ func queueCount(b *pgx.Batch, c VMCall, r *VMCallRows) {
 	b.Queue(countVMCall, c.VMID, n.Route, n.Now, n.Per.Microseconds(), c.IMDSHash, c.BearerHash).Query(
 		func(rows pgx.Rows) error {
 			for rows.Next() {
-				var w CallWindow
+				var w vmlimit.Window
 				if err := rows.Scan(&w.Calls, &w.Started); err != nil {
 					return err
 				}
@@ -125,10 +119,4 @@ func queueCount(b *pgx.Batch, c VMCall, r *VMCallRows) {
 			}
 			return rows.Err()
 		})
-}
-
-// CallWindow is one VM's calls of one route in the current fixed window.
-type CallWindow struct {
-	Calls   int
-	Started time.Time
 }

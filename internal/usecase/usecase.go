@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/dns"
@@ -47,7 +48,7 @@ type Settings struct {
 	LeafLifetime        time.Duration // zero: the cert table's
 	// Artifacts is the configured artifact set with its manifest's pins;
 	// a cluster records its part of it at founding.
-	Artifacts bundle.Artifacts
+	Artifacts artifacts.Set
 }
 
 // DefaultNetworks are the seed's cluster networks.

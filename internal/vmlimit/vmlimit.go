@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/store"
 )
 
 // Budget is how many calls of one route a VM may make per period. The zero
@@ -26,6 +25,21 @@ type Budget struct {
 
 // Limited reports whether b limits anything.
 func (b Budget) Limited() bool { return b.Calls > 0 }
+
+// Count is one call of Route to count at Now in windows of Per: what the
+// VM's token lookup counts (store.VMCallLookup).
+type Count struct {
+	Route string
+	Now   time.Time
+	Per   time.Duration
+}
+
+// Window is one VM's calls of one route in the current fixed window, as
+// counted.
+type Window struct {
+	Calls   int
+	Started time.Time
+}
 
 // Limiter spends VMs' budgets. The count itself travels with the VM's
 // token lookups (auth.Authenticator.ProveVM, one round trip): Call says
@@ -39,18 +53,18 @@ type Limiter struct {
 
 // Call is the count of one call of route against b, nil when b limits
 // nothing.
-func (l *Limiter) Call(route string, b Budget) *store.CallCount {
+func (l *Limiter) Call(route string, b Budget) *Count {
 	if !b.Limited() {
 		return nil
 	}
-	return &store.CallCount{Route: route, Now: l.now(), Per: b.Per}
+	return &Count{Route: route, Now: l.now(), Per: b.Per}
 }
 
 // Judge answers call, counted into w: nil while the VM is within b (or b
 // limits nothing), 429 rate_limited with when to come back once it is
 // spent, 500 when a limited call was not counted (a call that cannot be
 // counted is not served).
-func (l *Limiter) Judge(call *store.CallCount, w *store.CallWindow, b Budget) error {
+func (l *Limiter) Judge(call *Count, w *Window, b Budget) error {
 	if call == nil {
 		return nil
 	}

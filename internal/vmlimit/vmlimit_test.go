@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/store"
 )
 
 func TestJudge(t *testing.T) {
@@ -20,10 +19,10 @@ func TestJudge(t *testing.T) {
 		t.Fatalf("call %+v", call)
 	}
 	started := now.Add(-4 * time.Minute)
-	if err := l.Judge(call, &store.CallWindow{Calls: 6, Started: started}, b); err != nil {
+	if err := l.Judge(call, &Window{Calls: 6, Started: started}, b); err != nil {
 		t.Errorf("the 6th call of 3 × factor 2: %v", err)
 	}
-	err := l.Judge(call, &store.CallWindow{Calls: 7, Started: started}, b)
+	err := l.Judge(call, &Window{Calls: 7, Started: started}, b)
 	e, ok := apperr.As(err)
 	if !ok || e.RetryAfter != 6*time.Minute || e.Code != apperr.RateLimited {
 		t.Errorf("the 7th call: %+v, want rate_limited, retry after 6m", e)

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/awssecret"
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -56,7 +57,7 @@ type App struct {
 	Leaves pki.LeafSchedule
 	// Artifacts is the configured artifact set with its manifest's pins:
 	// what a cluster founded now records (config.NodeArtifacts).
-	Artifacts bundle.Artifacts
+	Artifacts artifacts.Set
 	draining  atomic.Bool
 }
 
@@ -67,9 +68,9 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err == nil {
 		err = cfg.Require(required...)
 	}
-	var artifacts bundle.Artifacts
+	var nodeArtifacts artifacts.Set
 	if err == nil {
-		artifacts, err = cfg.NodeArtifacts()
+		nodeArtifacts, err = cfg.NodeArtifacts()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -84,7 +85,7 @@ func Load(ctx context.Context, required ...string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Leaves: cfg.LeafSchedule(), Artifacts: artifacts}
+	a := &App{Config: cfg, Log: log, AWS: awsCfg, Store: store.New(pool), Leaves: cfg.LeafSchedule(), Artifacts: nodeArtifacts}
 	a.watchSIGTERM()
 	return a, nil
 }

@@ -414,8 +414,8 @@ fi
 if command -v kubelet >/dev/null 2>&1; then
   progress_report prerequisites_installed "already installed in the image"
 else
-  step "running exk8s-install-control-plane-prereqs.sh"
-  "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"
+  step "running exk8s-install-prereqs.sh"
+  "${ROOT}/usr/local/bin/exk8s-install-prereqs.sh"
 fi
 step "running exk8s-bootstrap-control-plane.sh"
 systemctl daemon-reload

@@ -414,8 +414,8 @@ fi
 if command -v kubelet >/dev/null 2>&1; then
   log "the prerequisites are already installed in the image"
 else
-  step "running exk8s-install-control-plane-prereqs.sh"
-  "${ROOT}/usr/local/bin/exk8s-install-control-plane-prereqs.sh"
+  step "running exk8s-install-prereqs.sh"
+  "${ROOT}/usr/local/bin/exk8s-install-prereqs.sh"
 fi
 step "running exk8s-bootstrap-worker.sh"
 systemctl daemon-reload

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# exk8s-renew-certificates.sh: renews this node's certificates, run daily by
-# exk8s-renew-certificates.timer once the node is ready. It proves it holds
-# each of its keys: one certificate request per identity, signed with the
-# key the node already has, sent to k8sapi
+# exk8s-renew-control-plane-certificates.sh, installed on a control-plane
+# node as exk8s-renew-certificates.sh: renews the node's certificates, run
+# daily by exk8s-renew-certificates.timer once the node is ready. It
+# proves it holds each of its keys: one certificate request per identity,
+# signed with the key the node already has, sent to k8sapi
 # (POST /bootstrap/control-plane/{vm_id}/renew, the bundle's proofs).
 # k8sapi re-issues the certificates that are due over the same keys and
 # answers certificates only: no key ever travels. Nothing due: nothing
@@ -39,23 +40,7 @@ IDENTITIES=(
 step "fetching this VM's credentials from IMDS"
 vm_proofs "$work"
 
-step "signing a certificate request with each key this node holds"
-requests="{}"
-for entry in "${IDENTITIES[@]}"; do
-  read -r name key _ <<<"$entry"
-  openssl req -new -key "${ROOT}${key}" -subj "/CN=${name}" -out "$work/${name}.csr" 2>"$work/openssl.log" ||
-    { cat "$work/openssl.log" >&2; die "cannot sign with ${key}"; }
-  requests="$(jq --arg n "$name" --rawfile csr "$work/${name}.csr" '.csrs[$n] = $csr' <<<"$requests")"
-done
-printf '%s' "$requests" >"$work/request.json"
-
-step "asking k8sapi for this node's certificates"
-# A renew call, not a report's: the renewal signs every due certificate and
-# seals it (KMS) in one call, and on a busy machine one attempt can outlast
-# a report's 10 s (internal/bundle's table of calls).
-k8sapi_call renew renew "$work" "$work/renewal.json" -X POST -H 'Content-Type: application/json' \
-  --data-binary "@$work/request.json"
-log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
+ask_renewal "$work" renew key "${IDENTITIES[@]}"
 
 # served NAME FILE: writes the answered certificate of NAME to FILE.
 served() {

@@ -34,7 +34,7 @@ readyz() { kubectl get --raw=/readyz >/dev/null 2>&1; }
 
 if [[ "$CNI" == cilium ]] && ! command -v helm >/dev/null 2>&1; then
   step "installing helm"
-  /usr/local/bin/exk8s-install-control-plane-prereqs.sh helm
+  /usr/local/bin/exk8s-install-prereqs.sh helm
 fi
 
 step "waiting for the API server to be ready"

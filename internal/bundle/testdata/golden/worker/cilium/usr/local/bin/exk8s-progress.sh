@@ -339,8 +339,8 @@ progress_begin() {
 }
 # --- end of the exk8s shell library ---
 
-# For the bootstrap scripts of every role (not the shim, which has no
-# kubelet yet):
+# For the node scripts of every role (not the shim, which has no kubelet
+# yet): configure_kubelet_resolv_conf, start_pod_network, ask_renewal.
 
 # configure_kubelet_resolv_conf DROPIN_DIR: on a systemd-resolved host
 # /etc/resolv.conf names the local stub (127.0.0.53), which pods cannot
@@ -354,6 +354,55 @@ configure_kubelet_resolv_conf() {
   else
     rm -f "$dropin"
   fi
+}
+
+# start_pod_network CNI: what stands between the pods and the host, and
+# what connects them under the cluster's CNI, started before the kubelet
+# starts any pod. Pods must never
+# reach IMDS (it hands out this VM's credentials): the guard's nftables
+# rule comes first, and the kubelet requires it on every boot
+# (exk8s-imds-guard.service). Under the bridge CNI the node routes its
+# peers' pod subnets itself, on every boot before the kubelet
+# (exk8s-pod-network.service); Cilium needs nothing on the host.
+start_pod_network() {
+  step "installing the IMDS guard"
+  start_unit exk8s-imds-guard.service
+  if [[ "$1" == bridge ]]; then
+    step "routing the pod network to the node's peers"
+    start_unit exk8s-pod-network.service
+  fi
+}
+
+# ask_renewal WORK ROUTE PROOF ENTRY...: the renewal's one call. For each
+# ENTRY ("NAME KEY CERT ...") a certificate request signed with the KEY the
+# node already holds, all sent to k8sapi's ROUTE (renew, worker_renew) with
+# the proofs in WORK; the answer in WORK/renewal.json. PROOF says what else
+# proves the key is the node's: "key" nothing (k8sapi holds the node's
+# certificates), "certificate" each CERT beside its request (a worker's:
+# k8sapi keeps no copy of them).
+ask_renewal() {
+  local work=$1 route=$2 proof=$3 entry name key cert certfile requests="{}"
+  shift 3
+  [[ "$proof" == key || "$proof" == certificate ]] || die "ask_renewal: no proof ${proof}"
+  step "signing a certificate request with each key this node holds"
+  for entry in "$@"; do
+    read -r name key cert _ <<<"$entry"
+    openssl req -new -key "${ROOT}${key}" -subj "/CN=${name}" -out "$work/${name}.csr" 2>"$work/openssl.log" ||
+      { cat "$work/openssl.log" >&2; die "cannot sign with ${key}"; }
+    certfile=/dev/null
+    [[ "$proof" == key ]] || certfile="${ROOT}${cert}"
+    requests="$(jq --arg n "$name" --arg proof "$proof" --rawfile csr "$work/${name}.csr" --rawfile cert "$certfile" \
+      '.csrs[$n] = $csr | if $proof == "certificate" then .certificates[$n] = $cert else . end' <<<"$requests")"
+  done
+  printf '%s' "$requests" >"$work/request.json"
+
+  step "asking k8sapi for this node's certificates"
+  # A renew call, not a report's: the renewal signs every due certificate
+  # and seals it (KMS) in one call, and on a busy machine one attempt can
+  # outlast a report's 10 s (internal/bundle's table of calls).
+  k8sapi_call renew "$route" "$work" "$work/renewal.json" -X POST -H 'Content-Type: application/json' \
+    --data-binary "@$work/request.json"
+  log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

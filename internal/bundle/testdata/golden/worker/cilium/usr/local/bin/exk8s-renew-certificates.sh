@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# exk8s-renew-certificates.sh, a worker's: renews the kubelet's client and
+# exk8s-renew-worker-certificates.sh, installed on a worker as
+# exk8s-renew-certificates.sh: renews the kubelet's client and
 # serving certificates, run daily by exk8s-renew-certificates.timer once
 # the worker's Node is Ready. k8sapi keeps no copy of a worker's
 # certificates, so for each identity the worker sends the certificate it
@@ -35,21 +36,7 @@ PENDING="${ROOT}/etc/exk8s/renewal-restarts-pending"
 step "fetching this VM's credentials from IMDS"
 vm_proofs "$work"
 
-step "signing a certificate request with each key this worker holds"
-requests="{}"
-for entry in "${IDENTITIES[@]}"; do
-  read -r name key cert <<<"$entry"
-  openssl req -new -key "${ROOT}${key}" -subj "/CN=${name}" -out "$work/${name}.csr" 2>"$work/openssl.log" ||
-    { cat "$work/openssl.log" >&2; die "cannot sign with ${key}"; }
-  requests="$(jq --arg n "$name" --rawfile csr "$work/${name}.csr" --rawfile cert "${ROOT}${cert}" \
-    '.csrs[$n] = $csr | .certificates[$n] = $cert' <<<"$requests")"
-done
-printf '%s' "$requests" >"$work/request.json"
-
-step "asking k8sapi for this worker's certificates"
-k8sapi_call renew worker_renew "$work" "$work/renewal.json" -X POST -H 'Content-Type: application/json' \
-  --data-binary "@$work/request.json"
-log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
+ask_renewal "$work" worker_renew certificate "${IDENTITIES[@]}"
 
 # Every answer is checked before any is written: a worker never holds a
 # certificate k8sapi's CA did not sign for its key.

@@ -135,7 +135,7 @@ if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then
 fi
 
 for bin in containerd kubelet kubectl; do
-  command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-control-plane-prereqs.sh)"
+  command -v "$bin" >/dev/null 2>&1 || die "missing required binary: ${bin} (run exk8s-install-prereqs.sh)"
 done
 mkdir -p /var/lib/kubelet /var/log/exk8s "$KUBELET_DROPIN_DIR"
 
@@ -146,19 +146,8 @@ step "starting containerd"
 systemctl daemon-reload
 start_unit containerd
 
-# Pods must never reach IMDS: the guard is in place before any pod starts.
-step "installing the IMDS guard"
-start_unit exk8s-imds-guard.service
-if [[ "$CNI" == bridge ]]; then
-  step "routing the pod network to the control-plane nodes"
-  start_unit exk8s-pod-network.service
-fi
-
-# Under flannel the node's conflist follows flanneld's lease: written
-# whenever the lease changes (the service follows it), and removed on
-# every boot before the kubelet until flanneld writes the lease again.
-step "writing the pod network's CNI configuration from flannel's lease"
-start_unit exk8s-flannel-cni.service
+# The IMDS guard and the pod network, before the kubelet starts any pod.
+start_pod_network "$CNI"
 
 step "starting the kubelet"
 systemctl enable kubelet

@@ -1,4 +1,4 @@
-package bundle
+package artifacts
 
 import (
 	"maps"
@@ -22,7 +22,7 @@ func TestArtifactFilesAreUpstreams(t *testing.T) {
 		runc = gh + "opencontainers/runc/releases/download/v1.3.6/"
 		cni  = gh + "containernetworking/plugins/releases/download/v1.9.1/"
 	)
-	want := []ArtifactFile{
+	want := []File{
 		{"kubelet", "amd64", "kubelet-v1.35.4-linux-amd64", k8s + "kubelet", k8s + "kubelet.sha256", ""},
 		{"kubectl", "amd64", "kubectl-v1.35.4-linux-amd64", k8s + "kubectl", k8s + "kubectl.sha256", ""},
 		{"etcd", "amd64", "etcd-v3.6.10-linux-amd64.tar.gz", etcd + "etcd-v3.6.10-linux-amd64.tar.gz", etcd + "SHA256SUMS",
@@ -35,7 +35,7 @@ func TestArtifactFilesAreUpstreams(t *testing.T) {
 		{"helm", "amd64", "helm-v3.19.2-linux-amd64.tar.gz", "https://get.helm.sh/helm-v3.19.2-linux-amd64.tar.gz",
 			"https://get.helm.sh/helm-v3.19.2-linux-amd64.tar.gz.sha256sum", "helm-v3.19.2-linux-amd64.tar.gz"},
 	}
-	a := DefaultArtifacts()
+	a := Default()
 	a.KubeDownloadBase += "/" // a base given with its slash makes the same URLs
 	all := a.Files(DefaultKubernetesVersion, "")
 	if !slices.Equal(all[:len(want)], want) {
@@ -43,7 +43,7 @@ func TestArtifactFilesAreUpstreams(t *testing.T) {
 	}
 	names := map[string]bool{}
 	for _, f := range all {
-		if names[f.Name] || !artifactRE.MatchString(f.Name) || !strings.Contains(f.Name, f.Arch) || !strings.Contains(f.URL, f.Arch) {
+		if names[f.Name] || !fileRE.MatchString(f.Name) || !strings.Contains(f.Name, f.Arch) || !strings.Contains(f.URL, f.Arch) {
 			t.Errorf("%+v: names must be unique, plain, and name their architecture, as must URLs", f)
 		}
 		names[f.Name] = true
@@ -56,7 +56,7 @@ func TestArtifactFilesAreUpstreams(t *testing.T) {
 // A cluster records the pins of its own versions only, on every
 // architecture the manifest covers; Unpinned names what is left.
 func TestRecordKeepsTheVersionsPins(t *testing.T) {
-	a := DefaultArtifacts()
+	a := Default()
 	d := strings.Repeat("a", 64)
 	a.SHA256 = map[string]string{
 		"kubelet-v1.35.4-linux-amd64": d, "kubelet-v1.35.4-linux-arm64": d,
@@ -104,7 +104,7 @@ func TestShippedManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := DefaultArtifacts()
+	a := Default()
 	files := map[string]bool{}
 	for _, f := range a.Files(DefaultKubernetesVersion, "") {
 		files[f.Name] = true
@@ -120,7 +120,7 @@ func TestShippedManifest(t *testing.T) {
 // Only a Cilium cluster downloads helm (it installs Cilium), so founding
 // a bridge or flannel cluster needs no helm pin.
 func TestOnlyCiliumClustersNeedAHelmPin(t *testing.T) {
-	a := DefaultArtifacts()
+	a := Default()
 	a.SHA256 = map[string]string{}
 	helm := "helm-" + a.HelmVersion + "-linux-amd64.tar.gz"
 	for _, cni := range clusterfacts.CNIs() {

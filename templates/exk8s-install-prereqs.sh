@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
+# exk8s-install-prereqs.sh [all|helm] (a worker's: [all])
 #
 # Prepares a host: OS packages, kernel settings, containerd, runc and the
 # CNI plugins from their release artifacts (configured here), the kubelet
@@ -28,7 +28,14 @@ BIN_DIR=/usr/local/bin
 # architecture as the artifact manifest does. (What is downloaded from
 # where is rendered into download_artifact, from the same facts.)
 load_facts() {
+{{- if .ControlPlane }}
+  load_cluster_env KUBERNETES_VERSION ETCD_VERSION CNI IMAGE_REGISTRY PAUSE_VERSION
+  if [[ "$CNI" == cilium ]]; then
+    require_env HELM_VERSION
+  fi
+{{- else }}
   load_cluster_env KUBERNETES_VERSION CNI IMAGE_REGISTRY PAUSE_VERSION
+{{- end }}
   case "$(uname -m)" in
     x86_64 | amd64) ARCH=amd64 ;;
     aarch64 | arm64) ARCH=arm64 ;;
@@ -41,18 +48,9 @@ load_facts() {
 # pins it by, its URL, and its published digest's URL and entry.
 download_artifact() {
   case "${ARCH}/$1" in
-    amd64/kubelet) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubelet' 'kubelet-v1.35.4-linux-amd64' 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubelet.sha256' '' "$2" ;;
-    amd64/kubectl) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubectl' 'kubectl-v1.35.4-linux-amd64' 'https://dl.k8s.io/v1.35.4/bin/linux/amd64/kubectl.sha256' '' "$2" ;;
-    amd64/etcd) download_verified 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/etcd-v3.6.10-linux-amd64.tar.gz' 'etcd-v3.6.10-linux-amd64.tar.gz' 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/SHA256SUMS' 'etcd-v3.6.10-linux-amd64.tar.gz' "$2" ;;
-    amd64/containerd) download_verified 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz' 'containerd-2.2.9-linux-amd64.tar.gz' 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz.sha256sum' 'containerd-2.2.9-linux-amd64.tar.gz' "$2" ;;
-    amd64/runc) download_verified 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.amd64' 'runc-v1.3.6-linux-amd64' 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.sha256sum' 'runc.amd64' "$2" ;;
-    amd64/cni-plugins) download_verified 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz' 'cni-plugins-linux-amd64-v1.9.1.tgz' 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-amd64-v1.9.1.tgz.sha256' 'cni-plugins-linux-amd64-v1.9.1.tgz' "$2" ;;
-    arm64/kubelet) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubelet' 'kubelet-v1.35.4-linux-arm64' 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubelet.sha256' '' "$2" ;;
-    arm64/kubectl) download_verified 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubectl' 'kubectl-v1.35.4-linux-arm64' 'https://dl.k8s.io/v1.35.4/bin/linux/arm64/kubectl.sha256' '' "$2" ;;
-    arm64/etcd) download_verified 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/etcd-v3.6.10-linux-arm64.tar.gz' 'etcd-v3.6.10-linux-arm64.tar.gz' 'https://github.com/etcd-io/etcd/releases/download/v3.6.10/SHA256SUMS' 'etcd-v3.6.10-linux-arm64.tar.gz' "$2" ;;
-    arm64/containerd) download_verified 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-arm64.tar.gz' 'containerd-2.2.9-linux-arm64.tar.gz' 'https://github.com/containerd/containerd/releases/download/v2.2.9/containerd-2.2.9-linux-arm64.tar.gz.sha256sum' 'containerd-2.2.9-linux-arm64.tar.gz' "$2" ;;
-    arm64/runc) download_verified 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.arm64' 'runc-v1.3.6-linux-arm64' 'https://github.com/opencontainers/runc/releases/download/v1.3.6/runc.sha256sum' 'runc.arm64' "$2" ;;
-    arm64/cni-plugins) download_verified 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz' 'cni-plugins-linux-arm64-v1.9.1.tgz' 'https://github.com/containernetworking/plugins/releases/download/v1.9.1/cni-plugins-linux-arm64-v1.9.1.tgz.sha256' 'cni-plugins-linux-arm64-v1.9.1.tgz' "$2" ;;
+{{- range .ArtifactFiles }}
+    {{ .Arch }}/{{ .Key }}) download_verified {{ shq .URL }} {{ shq .Name }} {{ shq .SumsURL }} {{ shq .SumsEntry }} "$2" ;;
+{{- end }}
     *) die "no artifact ${1} for ${ARCH}" ;;
   esac
 }
@@ -160,7 +158,14 @@ download_all() {
 # kubelet and kubectl; a control-plane host's etcd, and helm for a Cilium
 # cluster.
 host_artifacts() {
+{{- if .ControlPlane }}
+  echo containerd runc cni-plugins kubelet kubectl etcd
+  if [[ "$CNI" == cilium ]]; then
+    echo helm
+  fi
+{{- else }}
   echo containerd runc cni-plugins kubelet kubectl
+{{- end }}
 }
 
 install_container_runtime() {
@@ -248,12 +253,16 @@ install_helm() {
 make_dirs() {
   mkdir -p /etc/exk8s/pki /etc/exk8s/kubeconfig /etc/exk8s/config /etc/exk8s/manifests \
     /etc/kubernetes/manifests /var/lib/kubelet /var/log/exk8s
+{{- if .ControlPlane }}
+  mkdir -p /var/lib/etcd
+  chmod 0700 /var/lib/etcd
+{{- end }}
 }
 
 main() {
   # shellcheck source=/dev/null
   . /usr/local/bin/exk8s-progress.sh
-  progress_begin exk8s-install-control-plane-prereqs exk8s-prereqs
+  progress_begin exk8s-install-prereqs exk8s-prereqs
   step "reading ${CLUSTER_ENV}"
   load_facts
   DOWNLOADS="$(mktemp -d)"
@@ -273,11 +282,34 @@ main() {
       make_dirs
       step "installing kubelet and kubectl ${KUBERNETES_VERSION}"
       install_kube_binaries
+{{- if .ControlPlane }}
+      step "installing etcd ${ETCD_VERSION}"
+      install_etcd
+      if [[ "$CNI" == cilium ]]; then
+        step "installing helm ${HELM_VERSION}"
+        install_helm
+      fi
+{{- end }}
       ;;
+{{- if .ControlPlane }}
+    helm)
+      [[ "$CNI" == cilium ]] || die "this cluster's CNI is ${CNI}: only Cilium is installed with helm"
+      step "installing helm ${HELM_VERSION}"
+      download_all "$DOWNLOADS" helm
+      install_helm
+      ;;
+    *) die "usage: $0 [all|helm]" ;;
+{{- else }}
     *) die "usage: $0 [all] (a worker installs no helm)" ;;
+{{- end }}
   esac
   rm -rf "$DOWNLOADS"
   log "prerequisites installed (${1:-all})"
+{{- if .ControlPlane }}
+  if [[ "${1:-all}" == "all" ]]; then
+    progress_report {{ phase "prerequisites_installed" }}
+  fi
+{{- end }}
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

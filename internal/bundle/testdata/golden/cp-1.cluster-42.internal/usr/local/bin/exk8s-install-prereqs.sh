@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# exk8s-install-control-plane-prereqs.sh [all|helm] (a worker's: [all])
+# exk8s-install-prereqs.sh [all|helm] (a worker's: [all])
 #
 # Prepares a host: OS packages, kernel settings, containerd, runc and the
 # CNI plugins from their release artifacts (configured here), the kubelet
@@ -263,7 +263,7 @@ make_dirs() {
 main() {
   # shellcheck source=/dev/null
   . /usr/local/bin/exk8s-progress.sh
-  progress_begin exk8s-install-control-plane-prereqs exk8s-prereqs
+  progress_begin exk8s-install-prereqs exk8s-prereqs
   step "reading ${CLUSTER_ENV}"
   load_facts
   DOWNLOADS="$(mktemp -d)"
