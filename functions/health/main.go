@@ -12,6 +12,7 @@ func main() {
 	wiring.Serve(api.HealthFunction, nil, func(app *wiring.App, srv *api.Server) error {
 		srv.Checks = app.HealthChecks()
 		srv.Docs = apidocs.Document{}
+		srv.DefaultKubernetesVersion = app.Config.KubernetesVersion
 		return nil
 	})
 }

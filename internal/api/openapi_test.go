@@ -14,6 +14,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apidocs"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -128,6 +129,9 @@ func TestOpenAPILimitsMatchTheCode(t *testing.T) {
 	}
 	if !slices.Equal(cnis, clusterfacts.CNIs()) {
 		t.Errorf("cni enum %v in the document, %v in the code", cnis, clusterfacts.CNIs())
+	}
+	if got := fmt.Sprint(prop(t, req, "kubernetes_version")["enum"]); got != fmt.Sprint(artifacts.SupportedVersions()) {
+		t.Errorf("kubernetes_version enum %v in the document, %v in the release table", got, artifacts.SupportedVersions())
 	}
 	if p := prop(t, req, "control_plane_instance_type")["pattern"]; p != `^[a-z0-9][a-z0-9.\-]*$` {
 		t.Errorf("instance type pattern %v", p)

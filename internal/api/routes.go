@@ -67,6 +67,7 @@ var (
 		{Method: http.MethodGet, Path: "/health", handle: (*Server).health},
 		{Method: http.MethodGet, Path: "/openapi.json", handle: (*Server).openAPI},
 		{Method: http.MethodGet, Path: "/docs", handle: (*Server).docs},
+		{Method: http.MethodGet, Path: "/kubernetes-versions", handle: (*Server).kubernetesVersions},
 	}}
 	// Issuing a kubeconfig opens the cluster CA: the function with
 	// founding's KMS right serves it (a replay of POST /clusters issues the

@@ -173,7 +173,10 @@ type Server struct {
 	Docs     Docs
 	Checks   []Check
 	Draining func() bool
-	Log      *slog.Logger
+	// DefaultKubernetesVersion is the deployment's (KUBERNETES_VERSION): a
+	// founding without kubernetes_version gets it.
+	DefaultKubernetesVersion string
+	Log                      *slog.Logger
 	// DebugCounters sends each request's DB round trips and KMS calls as
 	// response headers (internal/metrics); the access log always has them.
 	DebugCounters bool

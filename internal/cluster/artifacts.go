@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,16 +9,32 @@ import (
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 )
 
-// recordedArtifacts is the artifact set a cluster founded now records (as
-// JSON for its row): the configured one, its pins narrowed to the files of
-// the cluster's versions. Founding refuses when a node could not verify
-// every download: some file of artifacts.FoundingArch is pinned nowhere and
-// the operator has not allowed the published-digest fallback.
-func (s *Service) recordedArtifacts(cni clusterfacts.CNI) ([]byte, error) {
-	version := s.Settings.KubernetesVersion
-	a := s.Settings.Artifacts.Record(version, cni)
+// versionOf is the Kubernetes version a founding of spec is at: as asked,
+// or the deployment's.
+func (s *Service) versionOf(spec clusterspec.Spec) string {
+	return cmp.Or(spec.KubernetesVersion, s.Settings.KubernetesVersion)
+}
+
+// artifactsFor is the configured artifact set for a cluster at version:
+// the components of its release (artifacts.Set.For) when the table has it.
+func (s *Service) artifactsFor(version string) artifacts.Set {
+	if r, ok := artifacts.ReleaseOf(version); ok {
+		return s.Settings.Artifacts.For(r, s.Settings.KubernetesVersion)
+	}
+	return s.Settings.Artifacts
+}
+
+// recordedArtifacts is the artifact set a cluster founded now at version
+// records (as JSON for its row): the configured one for its release, its
+// pins narrowed to the files of the cluster's versions. Founding refuses
+// when a node could not verify every download: some file of
+// artifacts.FoundingArch is pinned nowhere and the operator has not
+// allowed the published-digest fallback.
+func (s *Service) recordedArtifacts(version string, cni clusterfacts.CNI) ([]byte, error) {
+	a := s.artifactsFor(version).Record(version, cni)
 	if missing := a.Unpinned(version, cni, artifacts.FoundingArch); len(missing) > 0 && !a.DigestFallback {
 		return nil, notPinned(missing)
 	}

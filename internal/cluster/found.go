@@ -39,7 +39,7 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	}
 	// Before any remote call: a cluster whose nodes could not verify their
 	// downloads is not founded.
-	artifacts, err := s.recordedArtifacts(spec.CNI)
+	artifacts, err := s.recordedArtifacts(s.versionOf(spec), spec.CNI)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (s *Service) newCluster(org, id int64, spec clusterspec.Spec, key string) s
 		ID: id, OrgID: org, ProjectID: 1, Name: name,
 		ControlPlaneDNSName: name + "." + s.Settings.BaseDNSDomain,
 		Status:              store.StatusFounding, KeyAlgorithm: string(spec.KeyAlgorithm),
-		KubernetesVersion: s.Settings.KubernetesVersion, ClusterDomain: s.Settings.ClusterDomain,
+		KubernetesVersion: s.versionOf(spec), ClusterDomain: s.Settings.ClusterDomain,
 		ServiceCIDR: s.Settings.ServiceCIDR, PodCIDR: s.Settings.PodCIDR, CNI: string(spec.CNI),
 		ControlPlaneCount: spec.ControlPlaneCount, SecurityGroupIDs: spec.SecurityGroupIDs,
 		IdempotencyKey: &key, RequestFingerprint: &fp, FoundingSpec: specJSON,

@@ -42,7 +42,7 @@ type restoreMatch struct {
 // which row is why).
 func (s *Service) restoreMatches(old *store.Cluster, spec clusterspec.Spec) []restoreMatch {
 	return []restoreMatch{
-		{"kubernetes_version", old.KubernetesVersion, s.Settings.KubernetesVersion},
+		{"kubernetes_version", old.KubernetesVersion, s.versionOf(spec)},
 		{"service_cidr", old.ServiceCIDR, s.Settings.ServiceCIDR},
 		{"pod_cidr", old.PodCIDR, s.Settings.PodCIDR},
 		{"cluster_domain", old.ClusterDomain, s.Settings.ClusterDomain},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/validation"
@@ -42,6 +43,9 @@ type Request struct {
 	RootVolumeSizeGiB        *int    `json:"root_volume_size_gib"`
 	KeyAlgorithm             *string `json:"key_algorithm"`
 	CNI                      *string `json:"cni"`
+	// KubernetesVersion is one of artifacts.Releases; absent: the
+	// deployment's (KUBERNETES_VERSION).
+	KubernetesVersion *string `json:"kubernetes_version"`
 	// RestoreFrom founds the cluster from an uploaded etcd snapshot of
 	// another of the org's clusters (restore.go).
 	RestoreFrom *RestoreRequest `json:"restore_from"`
@@ -66,6 +70,10 @@ type Spec struct {
 	RootVolumeSizeGiB        int              `json:"root_volume_size_gib"`
 	KeyAlgorithm             pki.Algorithm    `json:"key_algorithm"`
 	CNI                      clusterfacts.CNI `json:"cni"`
+	// KubernetesVersion is as asked, "" for the deployment's: omitted when
+	// absent, so a request without it keeps the fingerprint it had before
+	// versions could be chosen.
+	KubernetesVersion string `json:"kubernetes_version,omitempty"`
 	// Omitted when absent: a request without it keeps the fingerprint it
 	// had before restores existed.
 	RestoreFrom *RestoreRef `json:"restore_from,omitempty"`
@@ -101,6 +109,7 @@ func (r Request) withDefaults() Spec {
 	}
 	s.KeyAlgorithm, _ = pki.ParseAlgorithm(valueOr(r.KeyAlgorithm, "")) // refused by optionRules
 	s.CNI, _ = clusterfacts.ParseCNI(valueOr(r.CNI, ""))                // refused by optionRules
+	s.KubernetesVersion = valueOr(r.KubernetesVersion, "")
 	if r.RestoreFrom != nil {
 		s.RestoreFrom = &RestoreRef{ClusterID: valueOr(r.RestoreFrom.ClusterID, 0), SnapshotID: valueOr(r.RestoreFrom.SnapshotID, 0)}
 	}
@@ -162,6 +171,8 @@ func optionRules(r Request, s Spec) []validation.Rule {
 			fmt.Sprintf("must be %d to %d", MinRootVolumeGiB, MaxRootVolumeGiB)),
 		rule("key_algorithm", algErr == nil, validation.Describe(algErr)),
 		rule("cni", cniErr == nil, validation.Describe(cniErr)),
+		rule("kubernetes_version", r.KubernetesVersion == nil || supported(s.KubernetesVersion),
+			"must be a supported Kubernetes version: "+artifacts.SupportedList()+" (GET /kubernetes-versions)"),
 	}
 }
 
@@ -175,6 +186,11 @@ func restoreRules(r *RestoreRequest) []validation.Rule {
 		rule("restore_from.cluster_id", valueOr(r.ClusterID, 0) > 0, "is required, a positive integer"),
 		rule("restore_from.snapshot_id", valueOr(r.SnapshotID, 0) > 0, "is required, a positive integer"),
 	}
+}
+
+func supported(version string) bool {
+	_, ok := artifacts.ReleaseOf(version)
+	return ok
 }
 
 func looksLikeSSHKey(s string) bool {

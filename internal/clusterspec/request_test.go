@@ -31,7 +31,7 @@ func TestValidateAppliesDefaults(t *testing.T) {
 
 func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 	_, err := decode(t, `{"control_plane_count":4,"control_plane_image_id":0,"control_plane_instance_type":"E2 Medium",
-		"zone_id":-1,"security_group_ids":[5,5,0,1,2,3],"root_volume_size_gib":4096,"ssh_pubkey":"x","key_algorithm":"rsa-1024","cni":"calico"}`).Validate()
+		"zone_id":-1,"security_group_ids":[5,5,0,1,2,3],"root_volume_size_gib":4096,"ssh_pubkey":"x","key_algorithm":"rsa-1024","cni":"calico","kubernetes_version":"v1.29.0"}`).Validate()
 	e, ok := apperr.As(err)
 	if !ok || e.Kind() != apperr.KindInvalid {
 		t.Fatalf("err = %v", err)
@@ -47,7 +47,8 @@ func TestValidateCollectsEveryErrorWithItsField(t *testing.T) {
 		"ssh_pubkey: must be one OpenSSH public key line (ssh-ed25519, ssh-rsa or ecdsa-sha2-*); " +
 		"root_volume_size_gib: must be 10 to 2048; " +
 		`key_algorithm: must be "ecdsa-p256" or "rsa-2048"; ` +
-		`cni: must be "cilium", "bridge" or "flannel"`
+		`cni: must be "cilium", "bridge" or "flannel"; ` +
+		"kubernetes_version: must be a supported Kubernetes version: v1.35.4, v1.36.3 (GET /kubernetes-versions)"
 	if e.Message != want {
 		t.Errorf("message:\n got %s\nwant %s", e.Message, want)
 	}
@@ -123,5 +124,23 @@ func TestValidateRestoreFrom(t *testing.T) {
 	}
 	if b, _ := json.Marshal(plain); strings.Contains(string(b), "restore_from") {
 		t.Fatalf("an empty founding's spec names restore_from: %s", b)
+	}
+}
+
+// kubernetes_version is kept as asked, and a request without it keeps
+// the fingerprint it had before versions could be chosen (a retried
+// founding of then replays, not 409s).
+func TestKubernetesVersionIsAsAskedAndAbsentKeepsTheFingerprint(t *testing.T) {
+	base := `"control_plane_image_id":7,"control_plane_instance_type":"e2.medium","subnet_id":3`
+	asked, err := decode(t, `{`+base+`,"kubernetes_version":"v1.36.3"}`).Validate()
+	if err != nil || asked.KubernetesVersion != "v1.36.3" {
+		t.Fatalf("asked v1.36.3: %+v %v", asked, err)
+	}
+	plain, err := decode(t, `{`+base+`}`).Validate()
+	if err != nil || plain.KubernetesVersion != "" || plain.Fingerprint() == asked.Fingerprint() {
+		t.Fatalf("absent: %+v %v", plain, err)
+	}
+	if b, _ := json.Marshal(plain); strings.Contains(string(b), "kubernetes_version") {
+		t.Fatalf("an absent version is in the spec: %s", b)
 	}
 }
