@@ -23,6 +23,7 @@ import (
 	"github.com/excloud/k8sapi/internal/devstack/proc"
 	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/vmstandin"
 )
 
 // Names of the local stack's resources.
@@ -278,7 +279,7 @@ func (b *boot) startSimulator(ctx context.Context) (err error) {
 		return fmt.Errorf("connecting the simulator: %w", err)
 	}
 	b.stops.add(b.pool.Close)
-	simURL, stopSim, err := StartSimulator(b.pool, b.log, b.standInAPIURL())
+	simURL, stopSim, err := StartSimulator(b.pool, b.log, vmstandin.Config{APIBaseURL: b.standInAPIURL()})
 	if err != nil {
 		return err
 	}
