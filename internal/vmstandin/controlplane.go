@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
@@ -63,17 +64,26 @@ func (p *Player) fetchRestoreSnapshot(vmID int64) error {
 	return nil
 }
 
-// takeSnapshots asks every SnapshotEvery, as the node's snapshot timer
-// does, and takes the snapshot it is given. Only the VM's being gone or
-// the player closing ends it.
+// firstSnapshotAsk is how long after ready a stand-in first asks: the
+// schedule (every 10 s locally) asks for a cluster's first snapshot once a
+// node is Ready, and while that one is pending an operator's
+// `etcd-snapshots create` is 409; taken at once, it is out of the way.
+const firstSnapshotAsk = 15 * time.Second
+
+// takeSnapshots asks firstSnapshotAsk after ready, then every
+// SnapshotEvery, as the node's snapshot timer does, and takes the
+// snapshot it is given. Only the VM's being gone or the player closing
+// ends it.
 func (p *Player) takeSnapshots(vmID int64, log *slog.Logger) error {
+	wait := min(firstSnapshotAsk, p.cfg.SnapshotEvery)
 	for {
+		if err := p.pause(wait); err != nil {
+			return err
+		}
 		if err := p.takeSnapshot(vmID, log); err != nil {
 			return err
 		}
-		if err := p.pause(p.cfg.SnapshotEvery); err != nil {
-			return err
-		}
+		wait = p.cfg.SnapshotEvery
 	}
 }
 
