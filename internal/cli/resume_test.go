@@ -86,3 +86,23 @@ func TestFailedNodeHasNoResumeHint(t *testing.T) {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 }
+
+// replace --wait follows the new node's phase and the old node's leaving
+// until both are done.
+func TestReplaceWaitFollowsTheNewNode(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters/5/nodes/11/replace", reply{status: 202, body: `{"replacement_id":3,"cluster_id":5,"old_vm_id":11,
+		"old_node_name":"cp-1.cluster-5.internal","new_node_name":"cp-2.cluster-5.internal","state":"replacing"}`})
+	before := cluster(5, "active", "ready", "ready", "ready") // cp-0 (vm 10), cp-1 (vm 11)
+	joining := cluster(5, "active", "bootstrapping", "ready", "ready", "etcd_started")
+	done := cluster(5, "active", "ready", "ready", "ready", "ready")
+	done.ControlPlaneVMIDs = []int64{10, 12}
+	f.on("GET /clusters/5", ok(before), ok(joining), ok(joining), ok(done))
+	r := runCLI(t, f, nil, "nodes", "replace", "5", "11", "--wait")
+	r.want(t, 0)
+	r.wantOut(t, `node cp-1.cluster-5.internal (vm 11) is being replaced by cp-2.cluster-5.internal (replacement 3, replacing)
+13:00:00 cp-2.cluster-5.internal (vm 0): no VM yet; old node cp-1.cluster-5.internal (vm 11): retiring
+13:00:00 cp-2.cluster-5.internal (vm 12): etcd_started; old node cp-1.cluster-5.internal (vm 11): retiring
+13:00:00 cp-2.cluster-5.internal (vm 12): ready; old node cp-1.cluster-5.internal (vm 11): gone
+node cp-2.cluster-5.internal replaced cp-1.cluster-5.internal: ready, the old VM 11 deleted`)
+}
