@@ -48,7 +48,7 @@ type Options struct {
 	// BootVMs makes each VM the simulator creates boot as a stand-in
 	// (internal/vmstandin): it fetches its bundle and reports its phases,
 	// so a cluster becomes ready with no VMs played by hand. Off, the
-	// bootstrap stays pending until someone plays them (README).
+	// bootstrap stays pending until someone plays them (docs/API-WALKTHROUGH.md).
 	BootVMs bool
 }
 

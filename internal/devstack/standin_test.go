@@ -26,7 +26,7 @@ import (
 // With BootVMs the simulator's VMs boot as stand-ins: a cluster founded
 // through the stack reaches bootstrap ready, every node ready, with no VM
 // played by hand. Without it (the default, and the node proof's stack) the
-// bootstrap stays pending, as the README's hand-played walk-throughs need.
+// bootstrap stays pending, as docs/API-WALKTHROUGH.md's hand-played walk-throughs need.
 func TestStandInVMsBootAClusterOnlyWhenAsked(t *testing.T) {
 	for _, boot := range []bool{true, false} {
 		t.Run("boot_vms="+strconv.FormatBool(boot), func(t *testing.T) {

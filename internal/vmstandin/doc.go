@@ -1,7 +1,7 @@
 // Package vmstandin is a LOCAL-ONLY stand-in for the VMs the simulator's
 // compute API makes (make local BOOT_VMS=1). Under make local no VM boots,
 // so without it a cluster's bootstrap stays pending until someone plays
-// the VMs by hand (README "Watch a cluster bootstrap").
+// the VMs by hand (docs/API-WALKTHROUGH.md "Watch a cluster bootstrap").
 //
 // A stand-in is not a machine and runs nothing of the bundle: it does on
 // the API side what a VM's userdata and scripts do and nothing else, as
