@@ -138,13 +138,13 @@ func TestGetClustersTables(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("GET /clusters", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready", "ready", "ready", "ready"), cluster(6, "founding", "pending")}}))
 	runCLI(t, f, nil, "get", "clusters").wantOut(t, `
-ID   NAME        STATUS     BOOTSTRAP   NODES   CNI      VERSION   AGE
-5    exk8s-1-5   active     ready       3/3     cilium   v1.35.4   60m
-6    exk8s-1-6   founding   pending     0/0     cilium   v1.35.4   60m`)
+ID   NAME        STATUS     BOOTSTRAP   NODES   WORKERS   CNI      VERSION   AGE
+5    exk8s-1-5   active     ready       3/3     0/0       cilium   v1.35.4   60m
+6    exk8s-1-6   founding   pending     0/0     0/0       cilium   v1.35.4   60m`)
 	runCLI(t, f, nil, "get", "clusters", "-o", "wide").wantOut(t, `
-ID   NAME        STATUS     BOOTSTRAP   NODES   CNI      VERSION   AGE   ENDPOINT                KEY-ALGORITHM   CERTS-EXPIRE
-5    exk8s-1-5   active     ready       3/3     cilium   v1.35.4   60m   exk8s-1-5.k8s.example   ecdsa-p256      <none>
-6    exk8s-1-6   founding   pending     0/0     cilium   v1.35.4   60m   exk8s-1-6.k8s.example   ecdsa-p256      <none>`)
+ID   NAME        STATUS     BOOTSTRAP   NODES   WORKERS   CNI      VERSION   AGE   ENDPOINT                KEY-ALGORITHM   CERTS-EXPIRE
+5    exk8s-1-5   active     ready       3/3     0/0       cilium   v1.35.4   60m   exk8s-1-5.k8s.example   ecdsa-p256      <none>
+6    exk8s-1-6   founding   pending     0/0     0/0       cilium   v1.35.4   60m   exk8s-1-6.k8s.example   ecdsa-p256      <none>`)
 }
 
 func TestGetClustersFollowsNextCursorAndFilters(t *testing.T) {
@@ -177,9 +177,9 @@ func TestGetNodes(t *testing.T) {
 	c.Bootstrap.Nodes[1].Message = "etcd failed\nlast lines"
 	f.on("GET /clusters/5", ok(c))
 	runCLI(t, f, nil, "get", "nodes", "5", "-o", "wide").wantOut(t, `
-NAME                      VM-ID   ORDINAL   PHASE    IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
-cp-0.cluster-5.internal   10      0         ready    10.0.0.10   60s     <none>   <none>        <none>
-cp-1.cluster-5.internal   11      1         failed   10.0.0.11   60s     <none>   <none>        etcd failed`)
+NAME                      ROLE            VM-ID   ORDINAL   PHASE    IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
+cp-0.cluster-5.internal   control-plane   10      0         ready    10.0.0.10   60s     <none>   <none>        <none>
+cp-1.cluster-5.internal   control-plane   11      1         failed   10.0.0.11   60s     <none>   <none>        etcd failed`)
 }
 
 func TestIDArgumentsAreChecked(t *testing.T) {

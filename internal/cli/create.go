@@ -157,13 +157,13 @@ func (a *app) createCluster(ctx context.Context, body map[string]any, opts creat
 	}
 	res, err := c.CreateCluster(ctx, body, key)
 	if err != nil {
-		return err
+		return a.withResume(err, key, 0)
 	}
 	id, err := a.reportFounding(res, key, opts.output)
 	if err != nil || !opts.wait {
 		return err
 	}
-	return a.waitReady(ctx, c, id, opts.timeout)
+	return a.withResume(a.waitReady(ctx, c, id, opts.timeout), key, id)
 }
 
 // reportFounding prints the founding's answer and returns the cluster id.

@@ -16,7 +16,7 @@ func (a *app) describeCommand() *cobra.Command {
 	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
 	describe.AddCommand(&cobra.Command{
 		Use:               "cluster ID",
-		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, expiries, kubeconfigs and events",
+		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, expiries, kubeconfigs and events",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE:              a.run(a.describeCluster),
@@ -25,7 +25,7 @@ func (a *app) describeCommand() *cobra.Command {
 }
 
 func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []string) error {
-	cl, _, err := a.fetchCluster(ctx, args[0])
+	cl, res, err := a.fetchCluster(ctx, args[0])
 	if err != nil {
 		return err
 	}
@@ -41,6 +41,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	w := &describer{w: a.stdout, now: a.now()}
 	w.cluster(cl)
 	w.nodes(details, cl.Bootstrap.Nodes)
+	w.pools(poolsOf(res.Body))
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)

@@ -40,7 +40,11 @@ func (a *app) getClustersCommand() *cobra.Command {
 				doc, _ := json.Marshal(map[string]any{"clusters": raw})
 				return o.printDocument(a.stdout, doc)
 			}
-			return a.printClusters(clusters, o)
+			pools := make([][]NodePool, len(raw))
+			for i, r := range raw {
+				pools[i] = poolsOf(r)
+			}
+			return a.printClusters(clusters, pools, o)
 		}),
 	}
 	addOutputFlag(cmd, &o, outputWide, outputJSON, outputYAML)
@@ -95,7 +99,7 @@ func (a *app) getClusterCommand() *cobra.Command {
 		if o.structured() {
 			return o.printDocument(a.stdout, res.Body)
 		}
-		return a.printClusters([]Cluster{cl}, o)
+		return a.printClusters([]Cluster{cl}, [][]NodePool{poolsOf(res.Body)}, o)
 	})
 }
 
@@ -126,15 +130,16 @@ func (a *app) fetchCluster(ctx context.Context, arg string) (Cluster, *response,
 	return c.GetCluster(ctx, id)
 }
 
-func (a *app) printClusters(clusters []Cluster, o output) error {
-	headers := []string{"ID", "NAME", "STATUS", "BOOTSTRAP", "NODES", "CNI", "VERSION", "AGE"}
+// printClusters prints clusters, pools[i] being clusters[i]'s node pools.
+func (a *app) printClusters(clusters []Cluster, pools [][]NodePool, o output) error {
+	headers := []string{"ID", "NAME", "STATUS", "BOOTSTRAP", "NODES", "WORKERS", "CNI", "VERSION", "AGE"}
 	if o == outputWide {
 		headers = append(headers, "ENDPOINT", "KEY-ALGORITHM", "CERTS-EXPIRE")
 	}
 	t := newTable(a.stdout, headers...)
-	for _, c := range clusters {
+	for i, c := range clusters {
 		row := []string{strconv.FormatInt(c.ID, 10), c.Name, c.Status, c.Bootstrap.State,
-			readyNodes(c.Bootstrap), c.CNI, c.KubernetesVersion, age(a.now(), c.CreatedAt)}
+			readyNodes(c.Bootstrap), clusterWorkers(pools[i]), c.CNI, c.KubernetesVersion, age(a.now(), c.CreatedAt)}
 		if o == outputWide {
 			row = append(row, c.ControlPlaneDNSName, c.KeyAlgorithm, certsExpire(c))
 		}
@@ -162,19 +167,21 @@ func certsExpire(c Cluster) string {
 }
 
 func (a *app) getNodesCommand() *cobra.Command {
-	short := "List a cluster's control-plane nodes and their bootstrap phases"
-	return a.clusterViewCommand("nodes ID", short, func(cl Cluster, _ *response, o output) error {
+	short := "List a cluster's nodes, control plane and workers, and their bootstrap phases"
+	return a.clusterViewCommand("nodes ID", short, func(cl Cluster, res *response, o output) error {
+		rows := append(nodeRows(cl), workerRows(poolsOf(res.Body))...)
 		if o.structured() {
-			doc, _ := json.Marshal(map[string]any{"nodes": nodeRows(cl)})
+			doc, _ := json.Marshal(map[string]any{"nodes": rows})
 			return o.printDocument(a.stdout, doc)
 		}
-		return printNodes(a.stdout, a.now(), nodeRows(cl), o)
+		return printNodes(a.stdout, a.now(), rows, o)
 	})
 }
 
-// nodeRow joins a node's view with its bootstrap phase.
+// nodeRow joins a node's view with its role and bootstrap phase.
 type nodeRow struct {
 	Node
+	Role      string `json:"role"` // control-plane, or worker (its pool)
 	Phase     string `json:"phase"`
 	Message   string `json:"message"`
 	UpdatedAt string `json:"updated_at"`
@@ -189,19 +196,23 @@ func nodeRows(c Cluster) []nodeRow {
 	rows := []nodeRow{}
 	for _, n := range c.Nodes {
 		b := phases[n.VMID]
-		rows = append(rows, nodeRow{Node: n, Phase: b.Phase, Message: b.Message, UpdatedAt: timestamp(b.UpdatedAt), updated: b})
+		rows = append(rows, nodeRow{Node: n, Role: "control-plane", Phase: b.Phase, Message: b.Message, UpdatedAt: timestamp(b.UpdatedAt), updated: b})
 	}
 	return rows
 }
 
 func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
-	headers := []string{"NAME", "VM-ID", "ORDINAL", "PHASE", "IPV4", "SINCE"}
+	headers := []string{"NAME", "ROLE", "VM-ID", "ORDINAL", "PHASE", "IPV4", "SINCE"}
 	if o == outputWide {
 		headers = append(headers, "IPV6", "PUBLIC-IPV4", "MESSAGE")
 	}
 	t := newTable(w, headers...)
 	for _, r := range rows {
-		row := []string{r.Name, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.Phase), r.IPv4, age(now, r.updated.UpdatedAt)}
+		since := "-" // a pool's view has no worker's time
+		if !r.updated.UpdatedAt.IsZero() {
+			since = age(now, r.updated.UpdatedAt)
+		}
+		row := []string{r.Name, r.Role, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.Phase), r.IPv4, since}
 		if o == outputWide {
 			row = append(row, orNone(r.IPv6), orNone(r.PublicIPv4), orNone(firstLine(r.Message)))
 		}

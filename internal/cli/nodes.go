@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -15,12 +17,71 @@ func (a *app) nodesCommand() *cobra.Command {
 }
 
 func (a *app) replaceNodeCommand() *cobra.Command {
-	return a.nodeCommand("replace ID VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
+	var wait bool
+	var timeout time.Duration
+	cmd := a.nodeCommand("replace ID VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
 		func(ctx context.Context, c *Client, id, vmID int64) (string, error) {
 			r, _, err := c.ReplaceNode(ctx, id, vmID)
-			return fmt.Sprintf("node %s (vm %d) is being replaced by %s (replacement %d, %s); follow it with: k8sapi describe cluster %d",
-				r.OldNodeName, r.OldVMID, r.NewNodeName, r.ID, r.State, id), err
+			if err != nil {
+				return "", err
+			}
+			started := fmt.Sprintf("node %s (vm %d) is being replaced by %s (replacement %d, %s)", r.OldNodeName, r.OldVMID, r.NewNodeName, r.ID, r.State)
+			if !wait {
+				return fmt.Sprintf("%s; follow it with: k8sapi describe cluster %d", started, id), nil
+			}
+			fmt.Fprintln(a.stdout, started)
+			if err := a.waitReplaced(ctx, c, r, timeout); err != nil {
+				return "", fmt.Errorf("%w\nlook at it: k8sapi describe cluster %d", err, id)
+			}
+			return fmt.Sprintf("node %s replaced %s: ready, the old VM %d deleted", r.NewNodeName, r.OldNodeName, r.OldVMID), nil
 		})
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the new node is ready and the old one is gone, showing the new node's phase")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+// waitReplaced waits until r's new node is ready and its old VM is gone
+// from the control plane (the replacement's end, as GET /clusters/{id}
+// shows it: the replacement's own row is in no route yet), printing each
+// state it passes; the new node failing ends it.
+func (a *app) waitReplaced(ctx context.Context, c *Client, r NodeReplacement, timeout time.Duration) error {
+	last := ""
+	return a.poll(ctx, timeout, fmt.Sprintf("%s to replace %s", r.NewNodeName, r.OldNodeName), func(ctx context.Context) (bool, error) {
+		cl, _, err := c.GetCluster(ctx, r.ClusterID)
+		if err != nil {
+			return false, err
+		}
+		state, done, failed := replacementState(cl, r)
+		if state != last {
+			last = state
+			fmt.Fprintf(a.stdout, "%s %s\n", a.now().UTC().Format(time.TimeOnly), state)
+		}
+		if failed != "" {
+			return true, fmt.Errorf("%s (vm replacing %d) failed: %s", r.NewNodeName, r.OldVMID, failed)
+		}
+		return done, nil
+	})
+}
+
+// replacementState is where r stands in cl: a line that says it, whether
+// it is done, and the new node's failure message if it failed.
+func replacementState(cl Cluster, r NodeReplacement) (state string, done bool, failed string) {
+	phase, vm := "no VM yet", int64(0)
+	for _, n := range cl.Bootstrap.Nodes {
+		if n.NodeName == r.NewNodeName {
+			phase, vm = n.Phase, n.VMID
+			if n.Phase == "failed" {
+				failed = orNone(n.Message)
+			}
+		}
+	}
+	oldGone := !slices.Contains(cl.ControlPlaneVMIDs, r.OldVMID)
+	old := "retiring"
+	if oldGone {
+		old = "gone"
+	}
+	state = fmt.Sprintf("%s (vm %d): %s; old node %s (vm %d): %s", r.NewNodeName, vm, phase, r.OldNodeName, r.OldVMID, old)
+	return state, phase == "ready" && oldGone, failed
 }
 
 // nodeCommand is a command on one node of a cluster (its arguments ID

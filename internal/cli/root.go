@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,21 +37,33 @@ type app struct {
 
 	flags      settings
 	configPath string
+
+	ctx  context.Context // nil: context.Background; Main's ends on Ctrl-C
+	args []string        // the command line, for a resume command
 }
 
 // Main runs the CLI with args (without the program name) and returns the
 // exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	home, _ := os.UserHomeDir()
+	// Ctrl-C ends the context rather than the process: a wait that is
+	// interrupted still prints how to resume it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now,
-		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home}
+		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx}
 	return a.main(args)
 }
 
 func (a *app) main(args []string) int {
+	a.args = args
+	ctx := a.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	root := a.rootCommand()
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}

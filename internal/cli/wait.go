@@ -11,8 +11,8 @@ import (
 
 // poll calls step every a.pollEvery until it is done, fails, or timeout
 // passes.
-func (a *app) poll(ctx context.Context, timeout time.Duration, what string, step func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (a *app) poll(parent context.Context, timeout time.Duration, what string, step func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	for {
 		done, err := step(ctx)
@@ -21,7 +21,10 @@ func (a *app) poll(ctx context.Context, timeout time.Duration, what string, step
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("gave up waiting %s for %s", timeout, what)
+			if parent.Err() != nil { // Ctrl-C, not --timeout
+				return &waitEnded{"interrupted waiting for " + what}
+			}
+			return &waitEnded{fmt.Sprintf("gave up waiting %s for %s", timeout, what)}
 		case <-time.After(a.pollEvery):
 		}
 	}
@@ -78,24 +81,54 @@ func (a *app) progressView() progressView {
 	return &lineView{w: a.stdout, phases: map[int64]string{}}
 }
 
-// lineView prints a plain line for each change (logs, pipes, CI).
+// heartbeatEvery is how long a lineView stays quiet with nothing changing:
+// off a terminal a wait must not look hung (a node's step takes minutes).
+const heartbeatEvery = 30 * time.Second
+
+// lineView prints a plain line for each change (logs, pipes, CI), and a
+// heartbeat when nothing changed for heartbeatEvery.
 type lineView struct {
 	w      io.Writer
 	state  string
 	phases map[int64]string
+	last   time.Time // of the last line
+	since  time.Time // of the last change
 }
 
 func (v *lineView) show(now time.Time, cl Cluster) {
+	at := now.UTC().Format(time.TimeOnly)
+	changed := false
 	for _, n := range cl.Bootstrap.Nodes {
 		if v.phases[n.VMID] != n.Phase {
 			v.phases[n.VMID] = n.Phase
-			fmt.Fprintf(v.w, "%s %s (vm %d): %s\n", now.UTC().Format(time.TimeOnly), n.NodeName, n.VMID, n.Phase)
+			fmt.Fprintf(v.w, "%s %s (vm %d): %s\n", at, n.NodeName, n.VMID, n.Phase)
+			changed = true
 		}
 	}
 	if state := clusterState(cl); state != v.state {
 		v.state = state
-		fmt.Fprintf(v.w, "%s cluster %d (%s): %s\n", now.UTC().Format(time.TimeOnly), cl.ID, cl.Name, state)
+		fmt.Fprintf(v.w, "%s cluster %d (%s): %s\n", at, cl.ID, cl.Name, state)
+		changed = true
 	}
+	switch {
+	case changed || v.last.IsZero():
+		v.last, v.since = now, now
+	case now.Sub(v.last) >= heartbeatEvery:
+		v.last = now
+		fmt.Fprintf(v.w, "%s still waiting for cluster %d (%s): %s, no change for %s%s\n",
+			at, cl.ID, cl.Name, v.state, now.Sub(v.since).Round(time.Second), unfetchedHint(cl))
+	}
+}
+
+// unfetchedHint says why no node moves when none has fetched its bundle:
+// most often a local stack whose VMs do not boot.
+func unfetchedHint(cl Cluster) string {
+	for _, n := range cl.Bootstrap.Nodes {
+		if n.Phase != "pending" {
+			return ""
+		}
+	}
+	return " (no VM has fetched its bundle yet; under make local VMs boot only with BOOT_VMS=1)"
 }
 
 // clusterState is a cluster's status, and its bootstrap's once active.

@@ -15,8 +15,9 @@ import (
 )
 
 // StartSimulator serves the platform simulator on a free loopback port,
-// its VMs booting as stand-ins that reach k8sapi at apiURL unless it is "".
-func StartSimulator(pool *pgxpool.Pool, log *slog.Logger, apiURL string) (url string, stop func(), err error) {
+// its VMs booting as stand-ins configured by standIns unless its
+// APIBaseURL is "" (StartSimulator sets its IMDS and its log).
+func StartSimulator(pool *pgxpool.Pool, log *slog.Logger, standIns vmstandin.Config) (url string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("simulator: %w", err)
@@ -24,9 +25,11 @@ func StartSimulator(pool *pgxpool.Pool, log *slog.Logger, apiURL string) (url st
 	url = "http://" + l.Addr().String()
 	cfg := simulator.Config{DB: pool, Logger: log.With("component", "simulator")}
 	closePlayer := func() {}
-	if apiURL != "" {
-		player := vmstandin.New(vmstandin.Config{IMDSBaseURL: url + "/imds", APIBaseURL: apiURL, Log: log.With("component", "stand-in vm")})
-		cfg.Created, closePlayer = player.Boot, player.Close
+	if standIns.APIBaseURL != "" {
+		standIns.IMDSBaseURL, standIns.Log = url+"/imds", log.With("component", "stand-in vm")
+		player := vmstandin.New(standIns)
+		cfg.Created = func(vm simulator.CreatedVM) { player.Boot(vm.ID, vmstandin.Role(vm.Role)) }
+		closePlayer = player.Close
 	}
 	sim, err := simulator.New(cfg)
 	if err != nil {

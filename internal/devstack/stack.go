@@ -23,6 +23,7 @@ import (
 	"github.com/excloud/k8sapi/internal/devstack/proc"
 	"github.com/excloud/k8sapi/internal/devstack/samtemplate"
 	"github.com/excloud/k8sapi/internal/simulator"
+	"github.com/excloud/k8sapi/internal/vmstandin"
 )
 
 // Names of the local stack's resources.
@@ -47,7 +48,7 @@ type Options struct {
 	// BootVMs makes each VM the simulator creates boot as a stand-in
 	// (internal/vmstandin): it fetches its bundle and reports its phases,
 	// so a cluster becomes ready with no VMs played by hand. Off, the
-	// bootstrap stays pending until someone plays them (README).
+	// bootstrap stays pending until someone plays them (docs/API-WALKTHROUGH.md).
 	BootVMs bool
 }
 
@@ -278,7 +279,7 @@ func (b *boot) startSimulator(ctx context.Context) (err error) {
 		return fmt.Errorf("connecting the simulator: %w", err)
 	}
 	b.stops.add(b.pool.Close)
-	simURL, stopSim, err := StartSimulator(b.pool, b.log, b.standInAPIURL())
+	simURL, stopSim, err := StartSimulator(b.pool, b.log, vmstandin.Config{APIBaseURL: b.standInAPIURL()})
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,12 @@ package devstack_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
+	"github.com/excloud/k8sapi/internal/nodepool"
+	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/testenv"
 	"github.com/excloud/k8sapi/internal/vmstandin"
@@ -22,7 +26,7 @@ import (
 // With BootVMs the simulator's VMs boot as stand-ins: a cluster founded
 // through the stack reaches bootstrap ready, every node ready, with no VM
 // played by hand. Without it (the default, and the node proof's stack) the
-// bootstrap stays pending, as the README's hand-played walk-throughs need.
+// bootstrap stays pending, as docs/API-WALKTHROUGH.md's hand-played walk-throughs need.
 func TestStandInVMsBootAClusterOnlyWhenAsked(t *testing.T) {
 	for _, boot := range []bool{true, false} {
 		t.Run("boot_vms="+strconv.FormatBool(boot), func(t *testing.T) {
@@ -33,7 +37,7 @@ func TestStandInVMsBootAClusterOnlyWhenAsked(t *testing.T) {
 				return
 			}
 			// Longer than a stand-in would take to fetch and report.
-			time.Sleep(3 * vmstandin.DefaultDelay)
+			time.Sleep(3 * time.Second)
 			if st, phases := bootstrapOf(t, c, id); st != "pending" || len(phases) != 3 || phases[0] != "pending" {
 				t.Fatalf("without stand-ins: bootstrap %s, nodes %v; want pending", st, phases)
 			}
@@ -56,19 +60,21 @@ func standInStack(t *testing.T, boot bool) *stacktest.Client {
 	var handler atomic.Pointer[http.Handler]
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(api.Close)
-	apiURL := ""
+	standIns := vmstandin.Config{Delay: 50 * time.Millisecond, SnapshotEvery: 200 * time.Millisecond}
 	if boot {
-		apiURL = api.URL
+		standIns.APIBaseURL = api.URL
 	}
-	simURL, stop, err := devstack.StartSimulator(simPool, logger(t), apiURL)
+	simURL, stop, err := devstack.StartSimulator(simPool, logger(t), standIns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	kms, keyID := testenv.KMSKey(t)
+	bucket, awsCfg := testenv.SnapshotBucket(t)
 	in, err := stacktest.New(stacktest.Config{
-		Pools:    stacktest.FunctionPools(t, func(fn string) string { return testenv.FunctionDSN(t, dsn, fn) }, nil),
-		Envelope: envelope.New(kms, keyID, nil), SimURL: simURL,
+		SnapshotBucket: &objectstore.Bucket{AWS: awsCfg, Name: bucket},
+		Pools:          stacktest.FunctionPools(t, func(fn string) string { return testenv.FunctionDSN(t, dsn, fn) }, nil),
+		Envelope:       envelope.New(kms, keyID, nil), SimURL: simURL,
 		BaseDomain: "k8s.test.excloud", BootstrapBaseURL: "https://k8sapi.test.excloud", Log: logger(t),
 	})
 	if err != nil {
@@ -125,4 +131,89 @@ func allAre(phases []string, want string) bool {
 // logger writes to the test's output, which outlives no cleanup.
 func logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// With BootVMs the operator's journey runs with no VM played by hand: a
+// pool's workers boot as workers (their own route, their CSRs over keys
+// born on the stand-in, their reports) and end ready; a snapshot asked for
+// is taken by the chosen control-plane stand-in, uploaded to S3 (moto)
+// and reported; and a cluster restored from it boots ready, its stand-in
+// having downloaded the snapshot and checked its size and SHA-256.
+func TestStandInVMsBootWorkersAndTakeSnapshots(t *testing.T) {
+	c := standInStack(t, true)
+	id := c.Found(1, stacktest.OneNode).ClusterID
+	waitBootstrap(t, c, id, "ready", 90*time.Second)
+
+	c.AddPool(1, id, stacktest.TwoWorkers)
+	waitFor(t, "the pool's workers ready", 90*time.Second, func() (bool, string) {
+		phases := workerPhases(t, c, id, "workers")
+		return len(phases) == 2 && allAre(phases, "ready"), strings.Join(phases, ",")
+	})
+
+	r := stacktest.Do(t, http.MethodPost, clusterURL(c, id)+"/etcd-snapshots", "", c.Bearer(1))
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("POST etcd-snapshots = %d %s", r.Status, r.Body)
+	}
+	var snap struct{ ID int64 }
+	r.JSON(t, &snap)
+	waitFor(t, "the snapshot uploaded", 30*time.Second, func() (bool, string) {
+		st := snapshotState(t, c, id, snap.ID)
+		return st == "uploaded", st
+	})
+
+	restore := strings.TrimSuffix(stacktest.OneNode, "}") +
+		fmt.Sprintf(`,"restore_from":{"cluster_id":%d,"snapshot_id":%d}}`, id, snap.ID)
+	restored := c.Found(1, restore).ClusterID
+	waitBootstrap(t, c, restored, "ready", 90*time.Second)
+}
+
+func clusterURL(c *stacktest.Client, id int64) string {
+	return c.APIURL + "/clusters/" + strconv.FormatInt(id, 10)
+}
+
+// waitFor polls done until it holds, failing the test with what it last
+// said after within.
+func waitFor(t *testing.T, what string, within time.Duration, done func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, said := done()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s (%s)", what, within, said)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// workerPhases are the phases of pool's workers of cluster id.
+func workerPhases(t *testing.T, c *stacktest.Client, id int64, pool string) []string {
+	t.Helper()
+	var p nodepool.PoolView
+	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
+	var phases []string
+	for _, n := range p.Nodes {
+		phases = append(phases, n.Phase)
+	}
+	return phases
+}
+
+// snapshotState is the state of cluster id's snapshot snap.
+func snapshotState(t *testing.T, c *stacktest.Client, id, snap int64) string {
+	t.Helper()
+	var list struct {
+		Snapshots []struct {
+			ID    int64
+			State string
+		}
+	}
+	stacktest.Do(t, http.MethodGet, clusterURL(c, id)+"/etcd-snapshots", "", c.Bearer(1)).JSON(t, &list)
+	for _, s := range list.Snapshots {
+		if s.ID == snap {
+			return s.State
+		}
+	}
+	return "absent"
 }

@@ -93,7 +93,7 @@ func (s *stack) bootAll(t *testing.T, vms []int64) {
 
 func (s *stack) checkListedAndDescribed(t *testing.T, id int64) {
 	_, table, _ := s.k8sapiCLI("get", "clusters")
-	if !regexp.MustCompile(`(?m)^` + itoa(id) + ` +exk8s-1-\w+ +active +ready +3/3 +cilium `).MatchString(table) {
+	if !regexp.MustCompile(`(?m)^` + itoa(id) + ` +exk8s-1-\w+ +active +ready +3/3 +0/0 +cilium `).MatchString(table) {
 		t.Fatalf("get clusters:\n%s", table)
 	}
 	_, nodes, _ := s.k8sapiCLI("get", "nodes", itoa(id))

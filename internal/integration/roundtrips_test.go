@@ -11,7 +11,7 @@ import (
 // A founding's database round trips, counted by the pgx tracer against
 // real PostgreSQL (a batch counts as one), do not grow with its node count:
 // each of its writes covers every node in one statement. The count is held
-// exactly, so the figure the README gives stays the one measured.
+// exactly, so the figure docs/API-WALKTHROUGH.md gives stays the one measured.
 func TestFoundingRoundTripsDoNotGrowWithNodes(t *testing.T) {
 	s := newStack(t)
 	s.servers["CreateClusterFunction"].DebugCounters = true

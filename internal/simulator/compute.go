@@ -260,7 +260,7 @@ func (s *Simulator) insertInstance(ctx context.Context, orgID int64, in compute.
 	if err := tx.Commit(ctx); err != nil {
 		return 0, 0, "", fmt.Errorf("committing vm: %w", err)
 	}
-	s.created(id)
+	s.created(CreatedVM{ID: id, Role: in.Tags["role"]})
 	return id, 0, "", nil
 }
 

@@ -36,7 +36,16 @@ type Config struct {
 	// Created, when set, is told of every VM the compute API makes, once,
 	// after its row commits (a replayed create makes none): the local
 	// stack's stand-in VMs (internal/vmstandin) boot from it.
-	Created func(vmID int64)
+	Created func(vm CreatedVM)
+}
+
+// CreatedVM is what Config.Created is told of a new VM: its id and its
+// "role" tag (k8sapi tags each VM control-plane or worker), which a
+// stand-in boots as, as a real VM boots as the userdata rendered for its
+// role says.
+type CreatedVM struct {
+	ID   int64
+	Role string
 }
 
 // Simulator serves the simulated platform APIs. Its in-memory state
@@ -46,7 +55,7 @@ type Simulator struct {
 	log *slog.Logger
 	now func() time.Time
 	// created is Config.Created, never nil.
-	created func(vmID int64)
+	created func(vm CreatedVM)
 
 	mu      sync.Mutex // guards the fields below
 	lastID  int64      // security group and rule ids
@@ -87,7 +96,7 @@ func New(cfg Config) (*Simulator, error) {
 		s.now = time.Now
 	}
 	if s.created == nil {
-		s.created = func(int64) {}
+		s.created = func(CreatedVM) {}
 	}
 	return s, nil
 }

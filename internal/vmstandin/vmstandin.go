@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
 
@@ -22,6 +21,13 @@ import (
 // long enough that an operator watching (k8sapi create cluster --wait
 // polls every 2 s) sees the phases go by, short enough to wait for.
 const DefaultDelay = time.Second
+
+// DefaultSnapshotEvery is how often a ready control-plane stand-in asks
+// whether it is to take an etcd snapshot. A real node's timer asks every
+// 5 minutes; a local operator who ran `etcd-snapshots create` should not
+// wait that long, but the route's per-VM budget (40 asks an hour, fixed
+// windows) must hold, so 36 an hour.
+const DefaultSnapshotEvery = 100 * time.Second
 
 // fetchAttempts bounds the fetch's retries, Delay apart: the shim tries
 // for minutes because a real k8sapi may not answer yet; locally, a minute
@@ -38,13 +44,34 @@ const imdsTokenHeader = "X-exc-imds-token"
 // errGone is IMDS not knowing the VM any more: it was deleted.
 var errGone = errors.New("the vm is gone")
 
+// Role is what a VM boots as: its "role" tag, as k8sapi sets it (vm.Create)
+// and renders its userdata for.
+type Role string
+
+// The roles a stand-in boots as.
+const (
+	ControlPlane Role = "control-plane"
+	Worker       Role = "worker"
+)
+
+// phasesRole is the phase table's role of r.
+func (r Role) phasesRole() clusterfacts.Role {
+	if r == Worker {
+		return clusterfacts.Worker
+	}
+	return clusterfacts.ControlPlane
+}
+
 // Config is what the stand-ins need.
 type Config struct {
 	IMDSBaseURL string        // the simulator's IMDS; a VM's is IMDSBaseURL/<vm_id>
 	APIBaseURL  string        // k8sapi, as its functions' BOOTSTRAP_BASE_URL
 	Delay       time.Duration // 0: DefaultDelay
-	Client      *http.Client  // nil: one with a 30 s timeout
-	Log         *slog.Logger  // nil: discard
+	// SnapshotEvery is how often a ready control-plane stand-in asks for
+	// an etcd snapshot to take (0: DefaultSnapshotEvery).
+	SnapshotEvery time.Duration
+	Client        *http.Client // nil: one with a 30 s timeout
+	Log           *slog.Logger // nil: discard
 }
 
 // Player boots a stand-in for each VM it is told of.
@@ -62,6 +89,9 @@ func New(cfg Config) *Player {
 	if cfg.Delay <= 0 {
 		cfg.Delay = DefaultDelay
 	}
+	if cfg.SnapshotEvery <= 0 {
+		cfg.SnapshotEvery = DefaultSnapshotEvery
+	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -74,16 +104,21 @@ func New(cfg Config) *Player {
 	return &Player{cfg: cfg, ctx: ctx, cancel: cancel, booted: map[int64]bool{}}
 }
 
-// Boot starts vmID's stand-in unless it already runs or ran. It returns at
-// once: the simulator calls it while answering the create.
-func (p *Player) Boot(vmID int64) {
+// Boot starts vmID's stand-in as role unless it already runs or ran. It
+// returns at once: the simulator calls it while answering the create. A
+// VM of no role k8sapi gives is not booted (nothing would serve it).
+func (p *Player) Boot(vmID int64, role Role) {
+	if role != ControlPlane && role != Worker {
+		p.cfg.Log.Warn("stand-in vm: not booted, its role tag is neither control-plane nor worker", "vm_id", vmID, "role", string(role))
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.booted[vmID] || p.ctx.Err() != nil {
 		return
 	}
 	p.booted[vmID] = true
-	p.wg.Go(func() { p.run(vmID) })
+	p.wg.Go(func() { p.run(vmID, role) })
 }
 
 // Close stops every stand-in and waits for them.
@@ -94,10 +129,15 @@ func (p *Player) Close() {
 	p.wg.Wait()
 }
 
-// run is one VM's boot, logged as it ends.
-func (p *Player) run(vmID int64) {
-	log := p.cfg.Log.With("vm_id", vmID)
-	err := p.boot(vmID, log)
+// run is one VM's life, logged as it ends.
+func (p *Player) run(vmID int64, role Role) {
+	log := p.cfg.Log.With("vm_id", vmID, "role", string(role))
+	var err error
+	if role == Worker {
+		err = p.bootWorker(vmID, log)
+	} else {
+		err = p.bootControlPlane(vmID, log)
+	}
 	switch {
 	case errors.Is(err, errGone), p.ctx.Err() != nil:
 		log.Info("stand-in vm stopped: deleted or the stack stopping")
@@ -108,31 +148,12 @@ func (p *Player) run(vmID int64) {
 	}
 }
 
-// boot fetches the bundle, then reports each phase the node passes.
-func (p *Player) boot(vmID int64, log *slog.Logger) error {
-	initial, err := p.fetchWithRetries(vmID, log)
-	if err != nil {
-		if !errors.Is(err, errGone) && p.ctx.Err() == nil {
-			p.report(vmID, clusterfacts.Failed, "stand-in vm: cannot fetch the bootstrap bundle: "+err.Error(), log)
-		}
-		return err
-	}
-	for _, phase := range Phases(initial) {
-		if err := p.pause(); err != nil {
-			return err
-		}
-		if err := p.report(vmID, phase, message, log); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Phases are the phases a node reports after its fetch, in order: every
-// phase a VM reports but failed, the initial node's own only if initial.
-func Phases(initial bool) []clusterfacts.Phase {
+// Phases are the phases a node of role reports after its fetch, in order:
+// every phase such a VM reports but failed, the initial node's own only if
+// initial.
+func Phases(role Role, initial bool) []clusterfacts.Phase {
 	var out []clusterfacts.Phase
-	for _, ph := range clusterfacts.Reportable() {
+	for _, ph := range clusterfacts.ReportableBy(role.phasesRole()) {
 		if ph != clusterfacts.Failed && (initial || !clusterfacts.InitialOnly(ph)) {
 			out = append(out, ph)
 		}
@@ -140,9 +161,22 @@ func Phases(initial bool) []clusterfacts.Phase {
 	return out
 }
 
-// pause waits Delay unless the player closes first.
-func (p *Player) pause() error {
-	t := time.NewTimer(p.cfg.Delay)
+// reportPhases reports phases to statusPath in order, Delay apart.
+func (p *Player) reportPhases(vmID int64, statusPath string, phases []clusterfacts.Phase, log *slog.Logger) error {
+	for _, phase := range phases {
+		if err := p.pause(p.cfg.Delay); err != nil {
+			return err
+		}
+		if err := p.report(vmID, statusPath, phase, message, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pause waits d unless the player closes first.
+func (p *Player) pause(d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -152,46 +186,41 @@ func (p *Player) pause() error {
 	}
 }
 
-// fetchWithRetries fetches vmID's bundle, Delay apart until it answers,
-// the VM is gone or attempts run out; it returns whether the node is the
-// cluster's initial one.
-func (p *Player) fetchWithRetries(vmID int64, log *slog.Logger) (initial bool, err error) {
+// fetchWithRetries GETs vmID's bundle at path into out, Delay apart until
+// it answers, the VM is gone or attempts run out; a fetch that never
+// answers is reported failed to statusPath, as the shim reports it.
+func (p *Player) fetchWithRetries(vmID int64, path, statusPath string, out any, log *slog.Logger) error {
 	for i := 1; ; i++ {
-		initial, err = p.fetch(vmID)
-		if err == nil || errors.Is(err, errGone) || i == fetchAttempts {
-			return initial, err
+		err := p.vmCall(vmID, http.MethodGet, path, nil, out)
+		if err == nil || errors.Is(err, errGone) || p.ctx.Err() != nil {
+			return err
+		}
+		if i == fetchAttempts {
+			p.fail(vmID, statusPath, "cannot fetch the bootstrap bundle", err, log)
+			return err
 		}
 		log.Debug("stand-in vm: bundle fetch failed; trying again", slog.Int("attempt", i), slog.String("error", err.Error()))
-		if err := p.pause(); err != nil {
-			return false, err
+		if err := p.pause(p.cfg.Delay); err != nil {
+			return err
 		}
 	}
 }
 
-// fetch is one GET of the bundle with fresh proofs.
-func (p *Player) fetch(vmID int64) (initial bool, err error) {
-	pr, err := p.proofs(vmID)
-	if err != nil {
-		return false, err
+// fail reports failed with the step and its error, unless the VM is gone
+// or the player closing (nobody is left to read it).
+func (p *Player) fail(vmID int64, statusPath, step string, err error, log *slog.Logger) {
+	if errors.Is(err, errGone) || p.ctx.Err() != nil {
+		return
 	}
-	var b struct {
-		Initial bool `json:"is_initial_control_plane"`
-	}
-	err = p.call(http.MethodGet, p.apiURL(bundle.PathTemplate, vmID), nil, pr.headers(), &b)
-	return b.Initial, err
+	_ = p.report(vmID, statusPath, clusterfacts.Failed, "stand-in vm: "+step+": "+err.Error(), log)
 }
 
-// report posts phase for vmID with fresh proofs. Only the VM's being gone
-// (or the player closing) is an error: like the scripts' reports, a failed
-// one is logged and the bootstrap goes on.
-func (p *Player) report(vmID int64, phase clusterfacts.Phase, msg string, log *slog.Logger) error {
-	pr, err := p.proofs(vmID)
-	if err == nil {
-		body, _ := json.Marshal(map[string]string{"phase": string(phase), "message": msg})
-		h := pr.headers()
-		h.Set("Content-Type", "application/json")
-		err = p.call(http.MethodPost, p.apiURL(bundle.StatusPathTemplate, vmID), body, h, nil)
-	}
+// report posts phase for vmID to statusPath with fresh proofs. Only the
+// VM's being gone (or the player closing) is an error: like the scripts'
+// reports, a failed one is logged and the bootstrap goes on.
+func (p *Player) report(vmID int64, statusPath string, phase clusterfacts.Phase, msg string, log *slog.Logger) error {
+	body, _ := json.Marshal(map[string]string{"phase": string(phase), "message": msg})
+	err := p.vmCall(vmID, http.MethodPost, statusPath, body, nil)
 	if p.ctx.Err() != nil {
 		return p.ctx.Err()
 	}
@@ -202,6 +231,21 @@ func (p *Player) report(vmID int64, phase clusterfacts.Phase, msg string, log *s
 		log.Warn("stand-in vm: could not report "+string(phase)+"; going on", slog.String("error", err.Error()))
 	}
 	return nil
+}
+
+// vmCall calls k8sapi's VM route at path (a template with {vm_id}) as
+// vmID, with proofs taken afresh as the VM's scripts take them; a body is
+// sent as JSON.
+func (p *Player) vmCall(vmID int64, method, path string, body []byte, out any) error {
+	pr, err := p.proofs(vmID)
+	if err != nil {
+		return err
+	}
+	h := pr.headers()
+	if body != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	return p.call(method, p.apiURL(path, vmID), body, h, out)
 }
 
 // proofs are what a VM presents to k8sapi's VM routes.
@@ -220,7 +264,7 @@ func (p *Player) proofs(vmID int64) (proofs, error) {
 	base := p.cfg.IMDSBaseURL + "/" + strconv.FormatInt(vmID, 10)
 	var session bytes.Buffer
 	err := p.call(http.MethodGet, base+"/token", nil, nil, &session)
-	if st := (*statusError)(nil); errors.As(err, &st) && st.status == http.StatusNotFound {
+	if isStatus(err, http.StatusNotFound) {
 		return proofs{}, errGone
 	}
 	if err != nil {
@@ -255,8 +299,15 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.status, e.body)
 }
 
+// isStatus reports whether err is an answer of status.
+func isStatus(err error, status int) bool {
+	st := (*statusError)(nil)
+	return errors.As(err, &st) && st.status == status
+}
+
 // call makes one request and reads a 2xx answer into out: a *bytes.Buffer
-// takes it as it came, anything else as JSON (nil: discarded).
+// takes it as it came, anything else JSON (nil: discarded). A 204 leaves
+// out as it was.
 func (p *Player) call(method, url string, body []byte, h http.Header, out any) error {
 	req, err := http.NewRequestWithContext(p.ctx, method, url, bytes.NewReader(body))
 	if err != nil {
@@ -276,6 +327,9 @@ func (p *Player) call(method, url string, body []byte, h http.Header, out any) e
 	}
 	if resp.StatusCode/100 != 2 {
 		return &statusError{resp.StatusCode, strings.TrimSpace(string(b[:min(len(b), 512)]))}
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		return nil
 	}
 	return decodeInto(b, out)
 }

@@ -15,7 +15,7 @@ import (
 // The initial node reports the addons, the others skip them; every node
 // ends ready and reports neither failed nor what k8sapi records itself.
 func TestPhases(t *testing.T) {
-	initial, other := vmstandin.Phases(true), vmstandin.Phases(false)
+	initial, other := vmstandin.Phases(vmstandin.ControlPlane, true), vmstandin.Phases(vmstandin.ControlPlane, false)
 	if !slices.Contains(initial, clusterfacts.AddonsInstalled) || slices.Contains(other, clusterfacts.AddonsInstalled) {
 		t.Fatalf("addons_installed: initial %v, other %v", initial, other)
 	}
@@ -39,8 +39,8 @@ func TestDeletedVMStopsAtOnce(t *testing.T) {
 	api := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { apiCalls.Add(1) }))
 	defer api.Close()
 	p := vmstandin.New(vmstandin.Config{IMDSBaseURL: imds.URL, APIBaseURL: api.URL, Delay: 10 * time.Millisecond})
-	p.Boot(7)
-	p.Boot(7)
+	p.Boot(7, vmstandin.ControlPlane)
+	p.Boot(7, vmstandin.ControlPlane)
 	time.Sleep(200 * time.Millisecond) // twenty Delays: time enough to retry, were it to
 	p.Close()
 	if imdsCalls.Load() != 1 || apiCalls.Load() != 0 {

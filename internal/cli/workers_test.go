@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// withPools is c's view with node_pools, as the API answers it.
+func withPools(c Cluster, pools ...NodePool) reply {
+	var m map[string]any
+	_ = json.Unmarshal([]byte(mustJSON(c)), &m)
+	m["node_pools"] = pools
+	return ok(m)
+}
+
+// webPool is a pool "web" of cluster 5 asked for two workers: one ready,
+// one still bootstrapping, and one retiring (a scale-down under way).
+func webPool() NodePool {
+	return NodePool{Name: "web", Count: 2, InstanceType: "e2.medium", ImageID: 1, SubnetID: 1, State: "scaling", Nodes: []Worker{
+		{Node: Node{VMID: 20, Ordinal: 3, Name: "web-3.cluster-5.internal", IPv4: "10.0.0.20"}, Phase: "ready"},
+		{Node: Node{VMID: 21, Ordinal: 4, Name: "web-4.cluster-5.internal", IPv4: "10.0.0.21"}, Phase: "bundle_fetched"},
+		{Node: Node{VMID: 22, Ordinal: 5, Name: "web-5.cluster-5.internal", IPv4: "10.0.0.22"}, Phase: "ready", Retiring: true},
+	}}
+}
+
+// Workers are counted in get clusters, listed in get nodes with their
+// pool, and described under their pool.
+func TestWorkersAreShown(t *testing.T) {
+	f := newFakeAPI(t)
+	c := cluster(5, "active", "ready", "ready")
+	f.on("GET /clusters", ok(map[string]any{"clusters": []any{json.RawMessage(withPools(c, webPool()).body)}}))
+	f.on("GET /clusters/5", withPools(c, webPool()))
+	runCLI(t, f, nil, "get", "clusters").wantOut(t, `
+ID   NAME        STATUS   BOOTSTRAP   NODES   WORKERS   CNI      VERSION   AGE
+5    exk8s-1-5   active   ready       1/1     1/2       cilium   v1.35.4   60m`)
+	runCLI(t, f, nil, "get", "nodes", "5").wantOut(t, `
+NAME                       ROLE                     VM-ID   ORDINAL   PHASE            IPV4        SINCE
+cp-0.cluster-5.internal    control-plane            10      0         ready            10.0.0.10   60s
+web-3.cluster-5.internal   worker (web)             20      3         ready            10.0.0.20   -
+web-4.cluster-5.internal   worker (web)             21      4         bundle_fetched   10.0.0.21   -
+web-5.cluster-5.internal   worker (web), retiring   22      5         ready            10.0.0.22   -`)
+	f.on("GET /clusters/5/nodes/10/bootstrap", ok(NodeBootstrapDetail{ClusterID: 5, VMID: 10, NodeName: "cp-0.cluster-5.internal", Phase: "ready"}))
+	r := runCLI(t, f, nil, "describe", "cluster", "5")
+	r.want(t, 0)
+	r.wantLines(t,
+		"Node pools:",
+		"  web:",
+		"    State:              scaling",
+		"    Workers:            1/2 ready",
+		"    Instance type:      e2.medium (image 1, subnet 1)",
+		"      web-4.cluster-5.internal (vm 21, 10.0.0.21): bundle_fetched",
+		"      web-5.cluster-5.internal (vm 22, 10.0.0.22): ready, retiring")
+}

@@ -1,0 +1,140 @@
+package vmstandin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/etcdsnapshot"
+)
+
+// controlPlaneBundle is what a control-plane stand-in reads of its bundle:
+// whether it installs the addons, and which files it was given (a
+// restored cluster's founding nodes get the restore script).
+type controlPlaneBundle struct {
+	Initial bool              `json:"is_initial_control_plane"`
+	Files   map[string]string `json:"files"`
+}
+
+// bootControlPlane fetches the bundle, fetches and checks the snapshot a
+// restored cluster starts from, reports each phase, then takes the etcd
+// snapshots it is asked for until the VM is gone or the player closes.
+func (p *Player) bootControlPlane(vmID int64, log *slog.Logger) error {
+	var b controlPlaneBundle
+	if err := p.fetchWithRetries(vmID, bundle.PathTemplate, bundle.StatusPathTemplate, &b, log); err != nil {
+		return err
+	}
+	// As the node's bootstrap runs the restore before etcd starts: only a
+	// node whose bundle brings the script.
+	if _, restored := b.Files[bundle.EtcdRestoreScript]; restored {
+		if err := p.fetchRestoreSnapshot(vmID); err != nil {
+			p.fail(vmID, bundle.StatusPathTemplate, "restoring etcd from the cluster's snapshot", err, log)
+			return err
+		}
+	}
+	if err := p.reportPhases(vmID, bundle.StatusPathTemplate, Phases(ControlPlane, b.Initial), log); err != nil {
+		return err
+	}
+	log.Info("stand-in vm reported ready; it takes the etcd snapshots it is asked for", "every", p.cfg.SnapshotEvery.String())
+	return p.takeSnapshots(vmID, log)
+}
+
+// fetchRestoreSnapshot downloads the snapshot vmID's cluster was restored
+// from and checks its size and SHA-256 against k8sapi's answer, as
+// exk8s-etcd-restore.sh does; there is no etcd to restore it into.
+func (p *Player) fetchRestoreSnapshot(vmID int64) error {
+	var d etcdsnapshot.Download
+	if err := p.vmCall(vmID, http.MethodGet, bundle.RestorePathTemplate, nil, &d); err != nil {
+		return fmt.Errorf("asking for the snapshot's download URL: %w", err)
+	}
+	var got bytes.Buffer
+	if err := p.call(http.MethodGet, d.URL, nil, nil, &got); err != nil {
+		return fmt.Errorf("downloading the snapshot: %w", err)
+	}
+	if sum := sha256Hex(got.Bytes()); int64(got.Len()) != d.SizeBytes || sum != d.SHA256 {
+		return fmt.Errorf("the snapshot downloaded is %d bytes of SHA-256 %s, k8sapi recorded %d bytes of %s", got.Len(), sum, d.SizeBytes, d.SHA256)
+	}
+	return nil
+}
+
+// firstSnapshotAsk is how long after ready a stand-in first asks: the
+// schedule (every 10 s locally) asks for a cluster's first snapshot once a
+// node is Ready, and while that one is pending an operator's
+// `etcd-snapshots create` is 409; taken at once, it is out of the way.
+const firstSnapshotAsk = 15 * time.Second
+
+// takeSnapshots asks firstSnapshotAsk after ready, then every
+// SnapshotEvery, as the node's snapshot timer does, and takes the
+// snapshot it is given. Only the VM's being gone or the player closing
+// ends it.
+func (p *Player) takeSnapshots(vmID int64, log *slog.Logger) error {
+	wait := min(firstSnapshotAsk, p.cfg.SnapshotEvery)
+	for {
+		if err := p.pause(wait); err != nil {
+			return err
+		}
+		if err := p.takeSnapshot(vmID, log); err != nil {
+			return err
+		}
+		wait = p.cfg.SnapshotEvery
+	}
+}
+
+// takeSnapshot asks for vmID's pending snapshot; given one, it uploads a
+// few bytes that say what they are to its URL and reports their size and
+// SHA-256 (or the upload's failure). A failed ask or report is logged and
+// left to the next ask: the snapshot stays pending and its next ask
+// brings a fresh URL.
+func (p *Player) takeSnapshot(vmID int64, log *slog.Logger) error {
+	var up etcdsnapshot.Upload
+	err := p.vmCall(vmID, http.MethodGet, bundle.SnapshotPathTemplate, nil, &up)
+	if errors.Is(err, errGone) || p.ctx.Err() != nil {
+		return err
+	}
+	if err != nil || up.ID == 0 { // 204: nothing to take
+		if err != nil {
+			log.Warn("stand-in vm: asking for an etcd snapshot failed; asking again later", slog.String("error", err.Error()))
+		}
+		return nil
+	}
+	rep := p.upload(up)
+	body, _ := json.Marshal(rep)
+	err = p.vmCall(vmID, http.MethodPost, bundle.SnapshotPathTemplate, body, nil)
+	if errors.Is(err, errGone) || p.ctx.Err() != nil {
+		return err
+	}
+	if err != nil {
+		log.Warn("stand-in vm: reporting etcd snapshot failed; it stays pending", "snapshot_id", up.ID, slog.String("error", err.Error()))
+		return nil
+	}
+	log.Info("stand-in vm: took etcd snapshot", "snapshot_id", up.ID, "size_bytes", rep.SizeBytes, "error", rep.Error)
+	return nil
+}
+
+// upload PUTs the stand-in's snapshot to up's presigned URL: its report.
+func (p *Player) upload(up etcdsnapshot.Upload) etcdsnapshot.Report {
+	data := SnapshotBytes(up.ClusterID, up.ID)
+	if err := p.call(http.MethodPut, up.UploadURL, data, nil, nil); err != nil {
+		return etcdsnapshot.Report{ID: up.ID, Error: "stand-in vm: uploading the snapshot: " + err.Error()}
+	}
+	return etcdsnapshot.Report{ID: up.ID, SizeBytes: int64(len(data)), SHA256: sha256Hex(data)}
+}
+
+// SnapshotBytes is what a stand-in uploads as snapshot id of cluster: no
+// etcd ran, so a line that says so (a restore's stand-ins download and
+// check it, and restore nothing from it).
+func SnapshotBytes(cluster, id int64) []byte {
+	return fmt.Appendf(nil, "etcd snapshot %d of cluster %d by the local simulator's stand-in VM: not an etcd snapshot, no etcd ran\n", id, cluster)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
