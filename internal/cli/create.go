@@ -48,6 +48,8 @@ var createFields = []createField{
 	{flag: "root-volume-gib", field: "root_volume_size_gib", kind: intField, usage: "root volume size in GiB, 10-2048 (default: the image's)"},
 	{flag: "key-algorithm", field: "key_algorithm", kind: stringField, values: []string{"ecdsa-p256", "rsa-2048"}, usage: "algorithm of every key of the cluster (default ecdsa-p256)"},
 	{flag: "cni", field: "cni", kind: stringField, values: []string{"cilium", "bridge", "flannel"}, usage: "pod network: cilium, bridge or flannel (default cilium); node pools need cilium or flannel"},
+	{flag: "kubernetes-version", field: "kubernetes_version", kind: stringField, values: []string{"v1.35.4", "v1.36.3"},
+		usage: "Kubernetes version of the cluster (default: the deployment's; GET /kubernetes-versions lists them)"},
 	{flag: "restore-from", field: "restore_from", kind: snapshotRefField, usage: "CLUSTER:SNAPSHOT, found the cluster from that uploaded etcd snapshot (its CAs and keys are kept)"},
 }
 
