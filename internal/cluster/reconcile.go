@@ -37,19 +37,11 @@ func (s *Service) reconcileCluster(ctx context.Context, c store.Cluster, lease s
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	switch {
 	case err != nil:
-		return Founding, engine.Result{Outcome: engine.Retrying, Err: err}
+		return Founding, engine.Retry(err)
 	case c.Status == store.StatusDeleting:
-		return Deletion, doneOr(s.finishDeleting(ctx, &c, nodes, lease.Owner))
+		return Deletion, engine.Ended(engine.Done, s.finishDeleting(ctx, &c, nodes, lease.Owner))
 	}
 	return Founding, s.endFounding(ctx, &controlplane.NodeOp{Cluster: c, Nodes: nodes, Lease: lease}, pass)
-}
-
-// doneOr is Done, or Retrying when err says it failed.
-func doneOr(err error) engine.Result {
-	if err != nil {
-		return engine.Result{Outcome: engine.Retrying, Err: err}
-	}
-	return engine.Result{Outcome: engine.Done}
 }
 
 // endFounding finishes a founding whose caller can still obtain the
@@ -81,7 +73,7 @@ func (s *Service) resume(ctx context.Context, op *controlplane.NodeOp, pass usec
 // undoNow undoes a founding that will not be finished, saying why.
 func (s *Service) undoNow(ctx context.Context, op *controlplane.NodeOp, reason string) engine.Result {
 	if err := s.undo(ctx, op, reason); err != nil {
-		return engine.Result{Outcome: engine.Retrying, Err: err}
+		return engine.Retry(err)
 	}
 	return engine.Result{Outcome: engine.Undone}
 }

@@ -48,25 +48,17 @@ func (s *Service) ReconcileReplacement(ctx context.Context, c store.Cluster, lea
 func (s *Service) reconcileReplacement(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) engine.Result {
 	op, err := s.replacementFor(ctx, c, lease, cmp.Or(pass.ReplaceWithin, DefaultReplaceWithin))
 	if err != nil {
-		return engine.Result{Outcome: engine.Retrying, Err: err}
+		return engine.Retry(err)
 	}
 	if op.row.State == store.ReplacementFailing {
-		return undoneOr(s.removeNewNode(ctx, op))
+		return engine.Ended(engine.Undone, s.removeNewNode(ctx, op))
 	}
 	if !op.newNode().Issued {
 		if err := s.Open(ctx, op.op); err != nil {
-			return engine.Result{Outcome: engine.Retrying, Err: err}
+			return engine.Retry(err)
 		}
 	}
 	return engine.Drive(ctx, s.Driver(pass.RetryAfter), s.replacementKind(), op, pass.Deadline)
-}
-
-// undoneOr is Undone, or Retrying when err says the undo failed.
-func undoneOr(err error) engine.Result {
-	if err != nil {
-		return engine.Result{Outcome: engine.Retrying, Err: err}
-	}
-	return engine.Result{Outcome: engine.Undone}
 }
 
 // undoReplacement ends a replacement one of whose steps failed: one whose

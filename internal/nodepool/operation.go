@@ -234,23 +234,15 @@ const Pool = "node pool"
 func (s *Service) ReconcilePool(ctx context.Context, p store.Pool, lease store.Lease, pass usecase.Pass) (string, engine.Result) {
 	c, err := s.Store.Cluster(ctx, p.OrgID, p.ClusterID)
 	if err != nil {
-		return Pool, engine.Result{Outcome: engine.Retrying, Err: err}
+		return Pool, engine.Retry(err)
 	}
 	if c.Status != store.StatusActive {
 		err = s.Store.SettlePool(ctx, p.ID, lease.Owner, store.PoolDeleted, "the cluster is "+c.Status, nil)
-		return Pool, doneOr(err)
+		return Pool, engine.Ended(engine.Done, err)
 	}
 	op, err := s.loadPoolOperation(ctx, c, p, lease)
 	if err != nil {
-		return Pool, engine.Result{Outcome: engine.Retrying, Err: err}
+		return Pool, engine.Retry(err)
 	}
 	return Pool, engine.Drive(ctx, s.Driver(pass.RetryAfter), s.poolKind(), op, pass.Deadline)
-}
-
-// doneOr is Done, or Retrying when err says it failed.
-func doneOr(err error) engine.Result {
-	if err != nil {
-		return engine.Result{Outcome: engine.Retrying, Err: err}
-	}
-	return engine.Result{Outcome: engine.Done}
 }

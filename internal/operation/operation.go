@@ -146,3 +146,18 @@ func On[O, P any](steps []Step[P], of func(O) P) []Step[O] {
 	}
 	return out
 }
+
+// Retry is the Result of a handling that failed before or outside the
+// steps (a row that did not load, a trust that did not open): a later
+// driver tries again.
+func Retry(err error) Result { return Result{Outcome: Retrying, Err: err} }
+
+// Ended is the Result of a handling that ended the operation itself
+// without the steps (outcome: Done or Undone), or Retry when err says that
+// failed.
+func Ended(outcome Outcome, err error) Result {
+	if err != nil {
+		return Retry(err)
+	}
+	return Result{Outcome: outcome}
+}
