@@ -17,8 +17,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
@@ -135,7 +135,7 @@ func (s *stack) clusterCA(t *testing.T, id int64) *x509.Certificate {
 // one keeps: named after the cluster, for its shared name, a system:masters
 // certificate of who asked, signed by the cluster CA, valid until expires
 // and not a second longer.
-func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res cluster.Result, org int64, expires time.Time) adminIdentity {
+func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res apitypes.FoundingResult, org int64, expires time.Time) adminIdentity {
 	t.Helper()
 	a := loadAdmin(t, kubeconfig)
 	if a.cluster != res.Name || a.user != res.Name+"-admin" || a.context != res.Name {
@@ -228,7 +228,7 @@ func TestIssueAdminKubeconfigs(t *testing.T) {
 	// A replay of the founding issues (and records) a fresh one too.
 	h := s.Bearer(1)
 	h["Idempotency-Key"] = "kubeconfig-replay"
-	var replayed cluster.Result
+	var replayed apitypes.FoundingResult
 	var replayRequest string
 	for range 2 {
 		r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`, h)
