@@ -24,26 +24,15 @@ import (
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// issuedKubeconfig is the 201 of POST /clusters/{id}/kubeconfig.
+// issuedKubeconfig is the 201 of POST /clusters/{id}/kubeconfig, with
+// the request id it was answered under.
 type issuedKubeconfig struct {
-	ClusterID  int64     `json:"cluster_id"`
-	Name       string    `json:"name"`
-	Kubeconfig string    `json:"kubeconfig"`
-	User       string    `json:"user"`
-	Context    string    `json:"context"`
-	Serial     string    `json:"serial"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	requestID  string
+	apitypes.IssuedKubeconfig
+	requestID string
 }
 
 // kubeconfigIssue is one item of GET /clusters/{id}/kubeconfigs.
-type kubeconfigIssue struct {
-	Serial    string    `json:"serial"`
-	IssuedAt  time.Time `json:"issued_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	IssuedBy  string    `json:"issued_by"`
-	RequestID string    `json:"request_id"`
-}
+type kubeconfigIssue = apitypes.KubeconfigIssue
 
 func kubeconfigPath(id int64) string  { return "/clusters/" + itoa(id) + "/kubeconfig" }
 func kubeconfigsPath(id int64) string { return "/clusters/" + itoa(id) + "/kubeconfigs" }
