@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -72,22 +73,9 @@ func shortDuration(d time.Duration) string {
 	return d.String()
 }
 
-// IssuedKubeconfig is the 201 body of POST /clusters/{id}/kubeconfig.
-type IssuedKubeconfig struct {
-	ClusterID  int64  `json:"cluster_id"`
-	Name       string `json:"name"`
-	Kubeconfig string `json:"kubeconfig"`
-	// User and Context are the kubeconfig's user and context (its cluster
-	// entry is Name): bundle.AdminUser and bundle.AdminContext.
-	User      string    `json:"user"`
-	Context   string    `json:"context"`
-	Serial    string    `json:"serial"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
 // IssueKubeconfig issues a fresh admin kubeconfig of one of org's active
 // clusters, living the request's ttl.
-func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req KubeconfigRequest) (*IssuedKubeconfig, error) {
+func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req KubeconfigRequest) (*apitypes.IssuedKubeconfig, error) {
 	ttl, err := req.Lifetime()
 	if err != nil {
 		return nil, err
@@ -105,16 +93,24 @@ func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id in
 
 // Kubeconfigs lists the recorded issues of admin kubeconfigs of one of
 // org's clusters, newest first (store.MaxKubeconfigIssuesShown of them).
-func (s *Service) Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error) {
-	issues, err := s.Store.KubeconfigIssues(ctx, org.OrgID, id)
-	return issues, usecase.NoSuchCluster(err)
+func (s *Service) Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]apitypes.KubeconfigIssue, error) {
+	rows, err := s.Store.KubeconfigIssues(ctx, org.OrgID, id)
+	if err != nil {
+		return nil, usecase.NoSuchCluster(err)
+	}
+	issues := make([]apitypes.KubeconfigIssue, len(rows))
+	for i, r := range rows {
+		issues[i] = apitypes.KubeconfigIssue{Serial: r.Serial, IssuedAt: r.IssuedAt, ExpiresAt: r.ExpiresAt,
+			IssuedBy: r.IssuedBy, RequestID: r.RequestID}
+	}
+	return issues, nil
 }
 
 // IssueAdmin mints an admin identity of cluster c for org's operator,
 // living ttl, signed by the cluster CA in t; renders its kubeconfig for
 // the shared control-plane name; and records the issue. A kubeconfig whose
 // issue is not recorded is not handed out.
-func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Trust, c *store.Cluster, ttl time.Duration) (*IssuedKubeconfig, error) {
+func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Trust, c *store.Cluster, ttl time.Duration) (*apitypes.IssuedKubeconfig, error) {
 	cluster, _, err := clusterfacts.FromRows(c, nil)
 	if err != nil {
 		return nil, err
@@ -147,7 +143,7 @@ func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Tru
 		}
 		return nil, usecase.DatabaseError(err)
 	}
-	return &IssuedKubeconfig{
+	return &apitypes.IssuedKubeconfig{
 		ClusterID: c.ID, Name: c.Name, Kubeconfig: kubeconfig,
 		User: bundle.AdminUser(c.Name), Context: bundle.AdminContext(c.Name),
 		Serial: issue.Serial, ExpiresAt: issue.ExpiresAt,

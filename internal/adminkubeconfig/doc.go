@@ -5,5 +5,6 @@
 // answered; the private key is never stored.
 //
 // In: the operator's principal, a cluster id, the requested lifetime. Out:
-// an IssuedKubeconfig, or an *apperr.Error.
+// an apitypes.IssuedKubeconfig (the list: apitypes.KubeconfigIssue), or
+// an *apperr.Error.
 package adminkubeconfig

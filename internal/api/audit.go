@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/requestid"
@@ -87,7 +88,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cursor, limit, err := pageQuery(r, DefaultEventsLimit, MaxEventsLimit)
-	var page trail.Page
+	var page apitypes.AuditEventList
 	if err == nil {
 		page, err = s.Events.Events(r.Context(), org, id, trail.Query{Cursor: cursor, Limit: limit})
 	}

@@ -52,7 +52,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusCreated, res)
+	writeJSON(w, http.StatusCreated, res.FoundingResult)
 }
 
 // idempotencyKey is the request's Idempotency-Key header ("" when absent).

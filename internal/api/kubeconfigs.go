@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 // issueKubeconfig serves POST /clusters/{id}/kubeconfig: a fresh admin
@@ -40,5 +41,5 @@ func (s *Server) listKubeconfigs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kubeconfigs": issues})
+	writeJSON(w, http.StatusOK, apitypes.KubeconfigIssueList{Kubeconfigs: issues})
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterspec"
@@ -64,7 +65,7 @@ func (s *Server) listNodePools(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"node_pools": pools})
+	writeJSON(w, http.StatusOK, apitypes.NodePoolList{NodePools: pools})
 }
 
 func (s *Server) getNodePool(w http.ResponseWriter, r *http.Request) {

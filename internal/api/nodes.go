@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/controlplane"
 )
 
 // nodeBootstrap serves GET /clusters/{id}/nodes/{vm_id}/bootstrap: one
@@ -26,7 +26,7 @@ func (s *Server) rebootstrap(w http.ResponseWriter, r *http.Request) {
 // control-plane node's replacement is recorded (202) and the reconciler
 // drives it. It takes no body.
 func (s *Server) replaceNode(w http.ResponseWriter, r *http.Request) {
-	serveNode(s, w, r, http.StatusAccepted, func(ctx context.Context, org auth.Principal, id, vmID int64) (controlplane.ReplacementView, error) {
+	serveNode(s, w, r, http.StatusAccepted, func(ctx context.Context, org auth.Principal, id, vmID int64) (apitypes.NodeReplacement, error) {
 		v, err := s.Replacer.ReplaceNode(ctx, org, id, vmID)
 		if err == nil {
 			w.Header().Set("Location", "/clusters/"+strconv.FormatInt(id, 10)) // where it is followed

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -25,7 +26,6 @@ import (
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
-	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/trail"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
@@ -48,22 +48,22 @@ type Founder interface {
 
 // Clusters reads and deletes an org's clusters.
 type Clusters interface {
-	List(ctx context.Context, org auth.Principal, q cluster.ListQuery) (cluster.ClusterPage, error)
-	Get(ctx context.Context, org auth.Principal, id int64) (cluster.ClusterView, error)
-	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (cluster.ClusterView, error)
+	List(ctx context.Context, org auth.Principal, q cluster.ListQuery) (apitypes.ClusterList, error)
+	Get(ctx context.Context, org auth.Principal, id int64) (apitypes.ClusterView, error)
+	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (apitypes.ClusterView, error)
 }
 
 // KubeconfigIssuer issues an operator's admin kubeconfigs
 // (POST /clusters/{id}/kubeconfig): it opens the cluster CA.
 type KubeconfigIssuer interface {
-	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req adminkubeconfig.KubeconfigRequest) (*adminkubeconfig.IssuedKubeconfig, error)
+	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req adminkubeconfig.KubeconfigRequest) (*apitypes.IssuedKubeconfig, error)
 }
 
 // NodePools adds, lists, scales and removes a cluster's worker pools.
 type NodePools interface {
 	CreatePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, req clusterspec.PoolRequest, idempotencyKey string) (nodepool.PoolResult, error)
-	Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]nodepool.PoolView, error)
-	Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (nodepool.PoolView, error)
+	Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]apitypes.NodePool, error)
+	Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (apitypes.NodePool, error)
 	ScalePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string, req clusterspec.ScaleRequest) (nodepool.PoolResult, error)
 	DeletePool(ctx context.Context, org auth.Principal, bearer string, clusterID int64, name string) (nodepool.PoolResult, error)
 }
@@ -73,14 +73,14 @@ var _ NodePools = (*nodepool.Service)(nil)
 // NodeReplacements records the replacement of a control-plane node; the
 // reconciler drives it.
 type NodeReplacements interface {
-	ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (controlplane.ReplacementView, error)
+	ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeReplacement, error)
 }
 
 var _ NodeReplacements = (*controlplane.Service)(nil)
 
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
-	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]store.KubeconfigIssue, error)
+	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]apitypes.KubeconfigIssue, error)
 }
 
 var (
@@ -96,7 +96,7 @@ type AuditRecorder interface {
 
 // AuditEvents lists a page of a cluster's trail for its org.
 type AuditEvents interface {
-	Events(ctx context.Context, org auth.Principal, id int64, q trail.Query) (trail.Page, error)
+	Events(ctx context.Context, org auth.Principal, id int64, q trail.Query) (apitypes.AuditEventList, error)
 }
 
 // The store is the AuditRecorder: each function's wiring sets it, which
@@ -131,8 +131,8 @@ type Reporter interface {
 
 // NodeBootstraps shows and re-opens a node's bootstrap for its operator.
 type NodeBootstraps interface {
-	Bootstrap(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
-	Reopen(ctx context.Context, org auth.Principal, clusterID, vmID int64) (progress.NodeBootstrap, error)
+	Bootstrap(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeBootstrapDetail, error)
+	Reopen(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeBootstrapDetail, error)
 }
 
 var _ NodeBootstraps = (*progress.Nodes)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
@@ -12,14 +13,14 @@ import (
 
 // SnapshotOperator takes and lists a cluster's etcd snapshots for its org.
 type SnapshotOperator interface {
-	Take(ctx context.Context, org auth.Principal, clusterID int64, requestID string) (etcdsnapshot.Snapshot, error)
-	List(ctx context.Context, org auth.Principal, clusterID int64) ([]etcdsnapshot.Snapshot, error)
+	Take(ctx context.Context, org auth.Principal, clusterID int64, requestID string) (apitypes.EtcdSnapshot, error)
+	List(ctx context.Context, org auth.Principal, clusterID int64) ([]apitypes.EtcdSnapshot, error)
 }
 
 // SnapshotNode is the chosen node's side of a snapshot.
 type SnapshotNode interface {
 	Next(ctx context.Context, vm auth.BootstrapVM) (*etcdsnapshot.Upload, error)
-	Finish(ctx context.Context, vm auth.BootstrapVM, r etcdsnapshot.Report) (etcdsnapshot.Snapshot, error)
+	Finish(ctx context.Context, vm auth.BootstrapVM, r etcdsnapshot.Report) (apitypes.EtcdSnapshot, error)
 	Restore(ctx context.Context, vm auth.BootstrapVM) (etcdsnapshot.Download, error)
 }
 
@@ -56,10 +57,7 @@ func (s *Server) listEtcdSnapshots(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if list == nil {
-		list = []etcdsnapshot.Snapshot{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"snapshots": list})
+	writeJSON(w, http.StatusOK, apitypes.EtcdSnapshotList{Snapshots: list})
 }
 
 // nextEtcdSnapshot serves GET /bootstrap/control-plane/{vm_id}/etcd-snapshot:
@@ -96,7 +94,7 @@ func (s *Server) reportEtcdSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	var rep etcdsnapshot.Report
 	err := decodeJSON(r, &rep)
-	var snap etcdsnapshot.Snapshot
+	var snap apitypes.EtcdSnapshot
 	if err == nil {
 		snap, err = s.SnapshotNodes.Finish(r.Context(), vm, rep)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/textexec"
@@ -27,17 +28,17 @@ type File struct {
 
 // Metadata is what the bundle says about the node beside its files.
 type Metadata struct {
-	ClusterID             int64                    `json:"cluster_id"`
-	VMID                  int64                    `json:"vm_id"`
-	ClusterName           string                   `json:"cluster_name"`
-	NodeName              string                   `json:"node_name"`
-	ServiceIP             string                   `json:"service_ip"`
-	DNSServiceIP          string                   `json:"dns_service_ip"`
-	APIServerEndpoint     string                   `json:"apiserver_endpoint"`
-	ControlPlaneDNSName   string                   `json:"control_plane_dns_name"`
-	EtcdInitialCluster    string                   `json:"etcd_initial_cluster"`
-	SuggestedDNSRecords   []clusterfacts.DNSRecord `json:"suggested_dns_records"`
-	IsInitialControlPlane bool                     `json:"is_initial_control_plane"`
+	ClusterID             int64                `json:"cluster_id"`
+	VMID                  int64                `json:"vm_id"`
+	ClusterName           string               `json:"cluster_name"`
+	NodeName              string               `json:"node_name"`
+	ServiceIP             string               `json:"service_ip"`
+	DNSServiceIP          string               `json:"dns_service_ip"`
+	APIServerEndpoint     string               `json:"apiserver_endpoint"`
+	ControlPlaneDNSName   string               `json:"control_plane_dns_name"`
+	EtcdInitialCluster    string               `json:"etcd_initial_cluster"`
+	SuggestedDNSRecords   []apitypes.DNSRecord `json:"suggested_dns_records"`
+	IsInitialControlPlane bool                 `json:"is_initial_control_plane"`
 }
 
 // Bundle is one VM's rendered bundle; Files are sorted by path.

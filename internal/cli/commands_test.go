@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", Status: "active",
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", Status: "active",
 		ControlPlaneVMIDs: []int64{10, 11, 12}, ControlPlaneDNSName: "exk8s-1-5.k8s.example", DNSConfigured: true, Kubeconfig: "secret"})})
 	r := runCLI(t, f, nil, "create", "cluster", "--count", "3", "--image", "1", "--instance-type", "c1.large",
 		"--subnet", "2", "--security-group", "7,8", "--public-ipv4", "--cni", "bridge")
@@ -33,7 +35,7 @@ func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
 // --restore-from CLUSTER:SNAPSHOT is restore_from's two ids.
 func TestCreateClusterRestoreFrom(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 6, Name: "exk8s-1-6", Status: "active"})})
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 6, Name: "exk8s-1-6", Status: "active"})})
 	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "2", "--restore-from", "4:9")
 	r.want(t, 0)
 	want := `{"control_plane_image_id":1,"control_plane_instance_type":"c1.large","restore_from":{"cluster_id":4,"snapshot_id":9},"subnet_id":2}`
@@ -85,7 +87,7 @@ func TestGatewayErrorWithoutRequestID(t *testing.T) {
 
 func TestCreateWaitPrintsEachPhaseChange(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", ControlPlaneVMIDs: []int64{10, 11}, DNSConfigured: true})})
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", ControlPlaneVMIDs: []int64{10, 11}, DNSConfigured: true})})
 	f.on("GET /clusters/5",
 		ok(cluster(5, "active", "pending", "pending", "pending")),
 		ok(cluster(5, "active", "bootstrapping", "bundle_fetched", "pending")),
@@ -109,7 +111,7 @@ func TestCreateWaitPrintsEachPhaseChange(t *testing.T) {
 
 func TestCreateWaitEndsWithTheFailedNodesMessage(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
 	failed := cluster(5, "active", "failed", "ready", "failed")
 	failed.Bootstrap.Nodes[1].Message = `step "installing etcd" failed (exit 1)`
 	f.on("GET /clusters/5", ok(failed))
@@ -136,7 +138,7 @@ func TestLiveViewRedrawsInPlace(t *testing.T) {
 
 func TestGetClustersTables(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("GET /clusters", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready", "ready", "ready", "ready"), cluster(6, "founding", "pending")}}))
+	f.on("GET /clusters", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(5, "active", "ready", "ready", "ready", "ready"), cluster(6, "founding", "pending")}}))
 	runCLI(t, f, nil, "get", "clusters").wantOut(t, `
 ID   NAME        STATUS     BOOTSTRAP   NODES   WORKERS   CNI      VERSION   AGE
 5    exk8s-1-5   active     ready       3/3     0/0       cilium   v1.35.4   60m
@@ -149,15 +151,15 @@ ID   NAME        STATUS     BOOTSTRAP   NODES   WORKERS   CNI      VERSION   AGE
 
 func TestGetClustersFollowsNextCursorAndFilters(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("GET /clusters?status=active", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready")}, NextCursor: "c2"}))
-	f.on("GET /clusters?cursor=c2&status=active", ok(ClusterList{Clusters: []Cluster{cluster(7, "active", "ready"), cluster(8, "failed", "pending")}}))
+	f.on("GET /clusters?status=active", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(5, "active", "ready")}, NextCursor: ptr("c2")}))
+	f.on("GET /clusters?cursor=c2&status=active", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(7, "active", "ready"), cluster(8, "failed", "pending")}}))
 	r := runCLI(t, f, nil, "get", "clusters", "--status", "active", "-o", "json")
 	r.want(t, 0)
-	var l ClusterList
+	var l apitypes.ClusterList
 	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Clusters) != 2 || l.Clusters[1].ID != 7 {
 		t.Fatalf("%v %s", err, r.stdout)
 	}
-	f.on("GET /clusters?limit=1", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready")}, NextCursor: "c2"}))
+	f.on("GET /clusters?limit=1", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(5, "active", "ready")}, NextCursor: ptr("c2")}))
 	runCLI(t, f, nil, "get", "clusters", "--limit", "1", "-o", "yaml").want(t, 0)
 	if len(f.callsTo("GET /clusters?cursor=c2&limit=1")) != 0 {
 		t.Fatal("--limit followed the cursor")
@@ -309,7 +311,7 @@ func TestCompletionScripts(t *testing.T) {
 
 func TestCompletionOffersClusterIDs(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("GET /clusters", ok(ClusterList{Clusters: []Cluster{cluster(5, "active", "ready")}}))
+	f.on("GET /clusters", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(5, "active", "ready")}}))
 	r := runCLI(t, f, nil, "__complete", "get", "cluster", "")
 	if !strings.HasPrefix(r.stdout, "5\texk8s-1-5 (active)\n") {
 		t.Fatalf("%q", r.stdout)
@@ -322,11 +324,11 @@ func TestDescribeShowsWhereTheTimeWent(t *testing.T) {
 	f := newFakeAPI(t)
 	c := cluster(5, "active", "bootstrapping", "etcd_started")
 	opened := now.Add(-time.Minute)
-	c.Bootstrap.Nodes[0].Steps = []Step{
+	c.Bootstrap.Nodes[0].Steps = []apitypes.BootstrapStep{
 		{Phase: "bundle_fetched", StartedAt: opened, EndedAt: opened.Add(3 * time.Second), Seconds: 3},
 		{Phase: "etcd_started", StartedAt: opened.Add(3 * time.Second), EndedAt: now.Add(-12 * time.Second), Seconds: 45.25},
 	}
-	c.Bootstrap.Nodes[0].Running = &RunningStep{Phase: "kubelet_started", StartedAt: now.Add(-12 * time.Second)}
+	c.Bootstrap.Nodes[0].Running = &apitypes.RunningStep{Phase: "kubelet_started", StartedAt: now.Add(-12 * time.Second)}
 	f.on("GET /clusters/5", ok(c))
 	f.on("GET /clusters/5/nodes/10/bootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":10,"node_name":"cp-0.cluster-5.internal","phase":"etcd_started","message":"","updated_at":"2026-11-24T12:59:48Z",
 		"window":{"opened_at":"2026-11-24T12:59:00Z","closes_at":"2026-11-24T13:59:00Z","open":true},"fetches":[]}`})

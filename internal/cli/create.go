@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -172,27 +173,27 @@ func (a *app) createCluster(ctx context.Context, body map[string]any, opts creat
 // The kubeconfig of a 201 is printed only with -o json|yaml: it is shown
 // once and `k8sapi kubeconfig` mints named ones on demand.
 func (a *app) reportFounding(res *response, key string, o output) (int64, error) {
-	var f FoundingResult
+	var f apitypes.FoundingResult
 	if err := json.Unmarshal(res.Body, &f); err != nil {
 		return 0, fmt.Errorf("k8sapi's answer to POST /clusters is not what this CLI expects: %w", err)
 	}
 	if o.structured() {
-		return f.ID, o.printDocument(a.stdout, res.Body)
+		return f.ClusterID, o.printDocument(a.stdout, res.Body)
 	}
 	if res.Status == http.StatusAccepted {
-		fmt.Fprintf(a.stdout, "cluster %d (%s) is still founding; it goes on without this call (Idempotency-Key %s)\n", f.ID, f.Name, res.Header.Get("Idempotency-Key"))
-		return f.ID, nil
+		fmt.Fprintf(a.stdout, "cluster %d (%s) is still founding; it goes on without this call (Idempotency-Key %s)\n", f.ClusterID, f.Name, res.Header.Get("Idempotency-Key"))
+		return f.ClusterID, nil
 	}
 	replayed := ""
 	if res.Header.Get("Idempotent-Replayed") == "true" {
 		replayed = " (replayed: founded earlier under Idempotency-Key " + key + ")"
 	}
 	fmt.Fprintf(a.stdout, "cluster %d (%s) founded%s: %d control-plane VMs %s, endpoint https://%s:6443\n",
-		f.ID, f.Name, replayed, len(f.ControlPlaneVMIDs), joinIDs(f.ControlPlaneVMIDs), f.ControlPlaneDNSName)
+		f.ClusterID, f.Name, replayed, len(f.ControlPlaneVMIDs), joinIDs(f.ControlPlaneVMIDs), f.ControlPlaneDNSName)
 	if !f.DNSConfigured {
 		fmt.Fprintf(a.stdout, "DNS not configured: %s (create the suggested records: k8sapi create cluster -o json)\n", f.DNSError)
 	}
-	return f.ID, nil
+	return f.ClusterID, nil
 }
 
 func joinIDs(ids []int64) string {

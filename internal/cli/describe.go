@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 )
 
@@ -25,12 +26,12 @@ func (a *app) describeCommand() *cobra.Command {
 }
 
 func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []string) error {
-	cl, res, err := a.fetchCluster(ctx, args[0])
+	cl, _, err := a.fetchCluster(ctx, args[0])
 	if err != nil {
 		return err
 	}
 	c, _ := a.client() // fetchCluster resolved the same settings
-	details := make([]NodeBootstrapDetail, 0, len(cl.Nodes))
+	details := make([]apitypes.NodeBootstrapDetail, 0, len(cl.Nodes))
 	for _, n := range cl.Nodes {
 		d, _, err := c.NodeBootstrap(ctx, cl.ID, n.VMID)
 		if err != nil {
@@ -41,7 +42,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	w := &describer{w: a.stdout, now: a.now()}
 	w.cluster(cl)
 	w.nodes(details, cl.Bootstrap.Nodes)
-	w.pools(poolsOf(res.Body))
+	w.pools(cl.NodePools)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)
@@ -60,7 +61,7 @@ func (d *describer) field(indent int, key, value string) {
 	fmt.Fprintf(d.w, "%s%-*s%s\n", strings.Repeat("  ", indent), 24-2*indent, key+":", value)
 }
 
-func (d *describer) cluster(cl Cluster) {
+func (d *describer) cluster(cl apitypes.ClusterView) {
 	d.field(0, "ID", fmt.Sprint(cl.ID))
 	d.field(0, "Name", cl.Name)
 	d.field(0, "Status", cl.Status)
@@ -80,14 +81,14 @@ func (d *describer) cluster(cl Cluster) {
 	d.expiries(cl)
 }
 
-func dnsConfigured(cl Cluster) string {
+func dnsConfigured(cl apitypes.ClusterView) string {
 	if cl.DNSConfigured {
 		return "yes"
 	}
 	return "no: " + orNone(cl.DNSError)
 }
 
-func (d *describer) expiries(cl Cluster) {
+func (d *describer) expiries(cl apitypes.ClusterView) {
 	fmt.Fprintln(d.w, "Expiries:")
 	d.field(1, "Certificates", certsExpire(cl))
 	names := make([]string, 0, len(cl.CAsExpireAt))
@@ -96,13 +97,13 @@ func (d *describer) expiries(cl Cluster) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		d.field(1, name, cl.CAsExpireAt[name])
+		d.field(1, name, timestamp(cl.CAsExpireAt[name]))
 	}
 }
 
 // nodes describes each node's bootstrap; statuses (the cluster's view,
 // by VM) carry the steps' times.
-func (d *describer) nodes(details []NodeBootstrapDetail, statuses []NodeBootstrap) {
+func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap) {
 	fmt.Fprintln(d.w, "Nodes:")
 	for _, n := range details {
 		fmt.Fprintf(d.w, "  %s (vm %d):\n", n.NodeName, n.VMID)
@@ -110,7 +111,7 @@ func (d *describer) nodes(details []NodeBootstrapDetail, statuses []NodeBootstra
 		if n.Message != "" {
 			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))
 		}
-		if i := slices.IndexFunc(statuses, func(s NodeBootstrap) bool { return s.VMID == n.VMID }); i >= 0 {
+		if i := slices.IndexFunc(statuses, func(s apitypes.NodeBootstrap) bool { return s.VMID == n.VMID }); i >= 0 {
 			d.steps(statuses[i])
 		}
 		d.field(2, "Window", window(n))
@@ -120,7 +121,7 @@ func (d *describer) nodes(details []NodeBootstrapDetail, statuses []NodeBootstra
 
 // steps shows where the node's bootstrap time went, step by step, and the
 // step it is on now with how long it has been running.
-func (d *describer) steps(s NodeBootstrap) {
+func (d *describer) steps(s apitypes.NodeBootstrap) {
 	if len(s.Steps) == 0 {
 		d.field(2, "Steps", "<none>")
 	} else {
@@ -142,7 +143,7 @@ func seconds(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond).String()
 }
 
-func window(n NodeBootstrapDetail) string {
+func window(n apitypes.NodeBootstrapDetail) string {
 	state := "closed"
 	if n.Window.Open {
 		state = "open"
@@ -150,7 +151,7 @@ func window(n NodeBootstrapDetail) string {
 	return fmt.Sprintf("%s (opened %s, closes %s)", state, timestamp(n.Window.OpenedAt), timestamp(n.Window.ClosesAt))
 }
 
-func (d *describer) fetches(fetches []Fetch) {
+func (d *describer) fetches(fetches []apitypes.Fetch) {
 	if len(fetches) == 0 {
 		d.field(2, "Fetches", "<none>")
 		return
@@ -163,7 +164,7 @@ func (d *describer) fetches(fetches []Fetch) {
 
 // events lists the cluster's audit trail (who did what, and how it ended);
 // a deployment without the route still gets the rest, with the reason.
-func (d *describer) events(list []AuditEvent, err error) {
+func (d *describer) events(list []apitypes.AuditEvent, err error) {
 	if err != nil {
 		d.field(0, "Events", "unavailable: "+err.Error())
 		return
@@ -182,7 +183,7 @@ func (d *describer) events(list []AuditEvent, err error) {
 
 // kubeconfigs lists the issued kubeconfigs; a deployment without the
 // route still gets the rest of the description, with the reason.
-func (d *describer) kubeconfigs(list []KubeconfigRecord, err error) {
+func (d *describer) kubeconfigs(list []apitypes.KubeconfigIssue, err error) {
 	if err != nil {
 		d.field(0, "Kubeconfigs", "unavailable: "+err.Error())
 		return

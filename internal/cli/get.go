@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 )
 
@@ -40,9 +41,9 @@ func (a *app) getClustersCommand() *cobra.Command {
 				doc, _ := json.Marshal(map[string]any{"clusters": raw})
 				return o.printDocument(a.stdout, doc)
 			}
-			pools := make([][]NodePool, len(raw))
-			for i, r := range raw {
-				pools[i] = poolsOf(r)
+			pools := make([][]apitypes.NodePool, len(clusters))
+			for i, c := range clusters {
+				pools[i] = c.NodePools
 			}
 			return a.printClusters(clusters, pools, o)
 		}),
@@ -56,7 +57,7 @@ func (a *app) getClustersCommand() *cobra.Command {
 // listClusters reads the clusters: one page of limit when a limit is
 // given, else every page (following next_cursor where the API pages).
 // The status filter is applied here too, for servers that ignore it.
-func listClusters(ctx context.Context, c *Client, status string, limit int) ([]Cluster, []json.RawMessage, error) {
+func listClusters(ctx context.Context, c *Client, status string, limit int) ([]apitypes.ClusterView, []json.RawMessage, error) {
 	q := url.Values{}
 	if status != "" {
 		q.Set("status", status)
@@ -64,7 +65,7 @@ func listClusters(ctx context.Context, c *Client, status string, limit int) ([]C
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var all []Cluster
+	var all []apitypes.ClusterView
 	var raw []json.RawMessage
 	for {
 		page, res, err := c.ListClusters(ctx, q)
@@ -80,10 +81,10 @@ func listClusters(ctx context.Context, c *Client, status string, limit int) ([]C
 				all, raw = append(all, cl), append(raw, items[i])
 			}
 		}
-		if limit > 0 || page.NextCursor == "" {
+		if limit > 0 || page.NextCursor == nil || *page.NextCursor == "" {
 			return all, raw, nil
 		}
-		q.Set("cursor", page.NextCursor)
+		q.Set("cursor", *page.NextCursor)
 	}
 }
 
@@ -95,17 +96,17 @@ func rawItems(body []byte) ([]json.RawMessage, error) {
 }
 
 func (a *app) getClusterCommand() *cobra.Command {
-	return a.clusterViewCommand("cluster ID", "Show one cluster", func(cl Cluster, res *response, o output) error {
+	return a.clusterViewCommand("cluster ID", "Show one cluster", func(cl apitypes.ClusterView, res *response, o output) error {
 		if o.structured() {
 			return o.printDocument(a.stdout, res.Body)
 		}
-		return a.printClusters([]Cluster{cl}, [][]NodePool{poolsOf(res.Body)}, o)
+		return a.printClusters([]apitypes.ClusterView{cl}, [][]apitypes.NodePool{cl.NodePools}, o)
 	})
 }
 
 // clusterViewCommand is a command that reads one cluster and prints it
 // with show, in the format of -o.
-func (a *app) clusterViewCommand(use, short string, show func(Cluster, *response, output) error) *cobra.Command {
+func (a *app) clusterViewCommand(use, short string, show func(apitypes.ClusterView, *response, output) error) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
@@ -122,16 +123,16 @@ func (a *app) clusterViewCommand(use, short string, show func(Cluster, *response
 }
 
 // fetchCluster reads the cluster the argument names.
-func (a *app) fetchCluster(ctx context.Context, arg string) (Cluster, *response, error) {
+func (a *app) fetchCluster(ctx context.Context, arg string) (apitypes.ClusterView, *response, error) {
 	c, id, err := a.clientFor(arg)
 	if err != nil {
-		return Cluster{}, nil, err
+		return apitypes.ClusterView{}, nil, err
 	}
 	return c.GetCluster(ctx, id)
 }
 
 // printClusters prints clusters, pools[i] being clusters[i]'s node pools.
-func (a *app) printClusters(clusters []Cluster, pools [][]NodePool, o output) error {
+func (a *app) printClusters(clusters []apitypes.ClusterView, pools [][]apitypes.NodePool, o output) error {
 	headers := []string{"ID", "NAME", "STATUS", "BOOTSTRAP", "NODES", "WORKERS", "CNI", "VERSION", "AGE"}
 	if o == outputWide {
 		headers = append(headers, "ENDPOINT", "KEY-ALGORITHM", "CERTS-EXPIRE")
@@ -149,7 +150,7 @@ func (a *app) printClusters(clusters []Cluster, pools [][]NodePool, o output) er
 }
 
 // readyNodes is "ready/all", as kubectl shows a deployment's pods.
-func readyNodes(b Bootstrap) string {
+func readyNodes(b apitypes.Bootstrap) string {
 	ready := 0
 	for _, n := range b.Nodes {
 		if n.Phase == "ready" {
@@ -159,7 +160,7 @@ func readyNodes(b Bootstrap) string {
 	return fmt.Sprintf("%d/%d", ready, len(b.Nodes))
 }
 
-func certsExpire(c Cluster) string {
+func certsExpire(c apitypes.ClusterView) string {
 	if c.CertificatesExpireAt == nil {
 		return "<none>"
 	}
@@ -168,8 +169,8 @@ func certsExpire(c Cluster) string {
 
 func (a *app) getNodesCommand() *cobra.Command {
 	short := "List a cluster's nodes, control plane and workers, and their bootstrap phases"
-	return a.clusterViewCommand("nodes ID", short, func(cl Cluster, res *response, o output) error {
-		rows := append(nodeRows(cl), workerRows(poolsOf(res.Body))...)
+	return a.clusterViewCommand("nodes ID", short, func(cl apitypes.ClusterView, res *response, o output) error {
+		rows := append(nodeRows(cl), workerRows(cl.NodePools)...)
 		if o.structured() {
 			doc, _ := json.Marshal(map[string]any{"nodes": rows})
 			return o.printDocument(a.stdout, doc)
@@ -180,23 +181,23 @@ func (a *app) getNodesCommand() *cobra.Command {
 
 // nodeRow joins a node's view with its role and bootstrap phase.
 type nodeRow struct {
-	Node
+	apitypes.NodeView
 	Role      string `json:"role"` // control-plane, or worker (its pool)
 	Phase     string `json:"phase"`
 	Message   string `json:"message"`
 	UpdatedAt string `json:"updated_at"`
-	updated   NodeBootstrap
+	updated   apitypes.NodeBootstrap
 }
 
-func nodeRows(c Cluster) []nodeRow {
-	phases := map[int64]NodeBootstrap{}
+func nodeRows(c apitypes.ClusterView) []nodeRow {
+	phases := map[int64]apitypes.NodeBootstrap{}
 	for _, b := range c.Bootstrap.Nodes {
 		phases[b.VMID] = b
 	}
 	rows := []nodeRow{}
 	for _, n := range c.Nodes {
 		b := phases[n.VMID]
-		rows = append(rows, nodeRow{Node: n, Role: "control-plane", Phase: b.Phase, Message: b.Message, UpdatedAt: timestamp(b.UpdatedAt), updated: b})
+		rows = append(rows, nodeRow{NodeView: n, Role: "control-plane", Phase: b.Phase, Message: b.Message, UpdatedAt: timestamp(b.UpdatedAt), updated: b})
 	}
 	return rows
 }

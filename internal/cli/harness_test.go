@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 // fakeAPI is k8sapi's operator routes as a test scripts them: each
@@ -158,20 +160,22 @@ func mustJSON(v any) string {
 
 // cluster is a cluster view with nodes in the given phases (ordinal i is
 // VM 10+i), founded an hour before now.
-func cluster(id int64, status, state string, phases ...string) Cluster {
-	c := Cluster{ID: id, Name: "exk8s-1-" + jsonInt(id), Status: status,
+func cluster(id int64, status, state string, phases ...string) apitypes.ClusterView {
+	c := apitypes.ClusterView{ID: id, Name: "exk8s-1-" + jsonInt(id), Status: status,
 		ControlPlaneDNSName: "exk8s-1-" + jsonInt(id) + ".k8s.example", ServiceCIDR: "10.96.0.0/12", PodCIDR: "172.16.0.0/12",
 		CNI: "cilium", KubernetesVersion: "v1.35.4", KeyAlgorithm: "ecdsa-p256", DNSConfigured: true,
-		Bootstrap: Bootstrap{State: state, Nodes: []NodeBootstrap{}}, Nodes: []Node{},
-		CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour), CAsExpireAt: map[string]string{"ca": "2036-11-24T12:00:00Z"}}
+		Bootstrap: apitypes.Bootstrap{State: state, Nodes: []apitypes.NodeBootstrap{}}, Nodes: []apitypes.NodeView{},
+		CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour), CAsExpireAt: map[string]time.Time{"ca": time.Date(2036, 11, 24, 12, 0, 0, 0, time.UTC)}}
 	for i, p := range phases {
 		vm := int64(10 + i)
 		name := "cp-" + jsonInt(int64(i)) + ".cluster-" + jsonInt(id) + ".internal"
 		c.ControlPlaneVMIDs = append(c.ControlPlaneVMIDs, vm)
-		c.Nodes = append(c.Nodes, Node{VMID: vm, Ordinal: i, Name: name, IPv4: "10.0.0." + jsonInt(int64(10+i))})
-		c.Bootstrap.Nodes = append(c.Bootstrap.Nodes, NodeBootstrap{VMID: vm, NodeName: name, Phase: p, UpdatedAt: now.Add(-time.Minute)})
+		c.Nodes = append(c.Nodes, apitypes.NodeView{VMID: vm, Ordinal: i, Name: name, IPv4: "10.0.0." + jsonInt(int64(10+i))})
+		c.Bootstrap.Nodes = append(c.Bootstrap.Nodes, apitypes.NodeBootstrap{VMID: vm, NodeName: name, Phase: p, UpdatedAt: now.Add(-time.Minute)})
 	}
 	return c
 }
 
 func jsonInt(n int64) string { return mustJSON(n) }
+
+func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +62,7 @@ func (a *app) kubeconfig(ctx context.Context, arg string, opts kubeconfigOptions
 	return err
 }
 
-func (a *app) mergeKubeconfig(k IssuedKubeconfig) error {
+func (a *app) mergeKubeconfig(k apitypes.IssuedKubeconfig) error {
 	path := kubeconfigPath(a.getenv, a.home)
 	if err := mergeKubeconfigFile(path, []byte(k.Kubeconfig)); err != nil {
 		return err

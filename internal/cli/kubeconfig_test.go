@@ -6,16 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // issued is the API's kubeconfig of cluster name, named as the route
 // names it (cluster = context = name, user = name-admin).
-func issued(name, server string) IssuedKubeconfig {
+func issued(name, server string) apitypes.IssuedKubeconfig {
 	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name + "\n  cluster:\n    server: " + server +
 		"\nusers:\n- name: " + name + "-admin\n  user:\n    token: t-" + name +
 		"\ncontexts:\n- name: " + name + "\n  context:\n    cluster: " + name + "\n    user: " + name + "-admin\ncurrent-context: " + name + "\n"
-	return IssuedKubeconfig{Name: name, Kubeconfig: kc, User: name + "-admin", Context: name, Serial: "ab", ExpiresAt: now.Add(3600e9)}
+	return apitypes.IssuedKubeconfig{Name: name, Kubeconfig: kc, User: name + "-admin", Context: name, Serial: "ab", ExpiresAt: now.Add(3600e9)}
 }
 
 func TestKubeconfigMergeKeepsOtherClusters(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +39,7 @@ func (a *app) createPoolCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.poolCall(ctx, args[0], f.output, func(c *Client, id int64) (NodePool, *response, error) {
+			return a.poolCall(ctx, args[0], f.output, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.CreatePool(ctx, id, body, orNewKey(f.idempotencyKey))
 			})
 		}),
@@ -101,15 +102,15 @@ func parseLabels(flags []string) (map[string]string, error) {
 }
 
 // parseTaints reads key[=value]:Effect, as kubectl taint does.
-func parseTaints(flags []string) ([]Taint, error) {
-	var out []Taint
+func parseTaints(flags []string) ([]apitypes.Taint, error) {
+	var out []apitypes.Taint
 	for _, s := range flags {
 		kv, effect, ok := strings.Cut(s, ":")
 		k, v, _ := strings.Cut(kv, "=")
 		if !ok || k == "" || effect == "" {
 			return nil, usageErrorf("--taint %q is not key[=value]:Effect", s)
 		}
-		out = append(out, Taint{Key: k, Value: v, Effect: effect})
+		out = append(out, apitypes.Taint{Key: k, Value: v, Effect: effect})
 	}
 	return out, nil
 }
@@ -143,7 +144,7 @@ func (a *app) getPoolCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "get CLUSTER_ID NAME", Short: "Show one worker pool and its workers", Args: cobra.ExactArgs(2),
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (NodePool, *response, error) {
+			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.GetPool(ctx, id, args[1])
 			})
 		}),
@@ -158,7 +159,7 @@ func (a *app) scalePoolCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "scale CLUSTER_ID NAME --count N", Short: "Change a worker pool's count", Args: cobra.ExactArgs(2),
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (NodePool, *response, error) {
+			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.ScalePool(ctx, id, args[1], count)
 			})
 		}),
@@ -174,7 +175,7 @@ func (a *app) deletePoolCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "delete CLUSTER_ID NAME", Short: "Delete a worker pool: every worker's VM", Args: cobra.ExactArgs(2),
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (NodePool, *response, error) {
+			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.DeletePool(ctx, id, args[1])
 			})
 		}),
@@ -185,7 +186,7 @@ func (a *app) deletePoolCommand() *cobra.Command {
 
 // poolCall makes one call about a pool of the cluster arg names and prints
 // the pool it answers in o's format.
-func (a *app) poolCall(ctx context.Context, arg string, o output, call func(*Client, int64) (NodePool, *response, error)) error {
+func (a *app) poolCall(ctx context.Context, arg string, o output, call func(*Client, int64) (apitypes.NodePool, *response, error)) error {
 	c, id, err := a.clientFor(arg)
 	if err != nil {
 		return err
@@ -197,11 +198,11 @@ func (a *app) poolCall(ctx context.Context, arg string, o output, call func(*Cli
 	if o.structured() {
 		return o.printDocument(a.stdout, res.Body)
 	}
-	return a.printPools([]NodePool{p}, o)
+	return a.printPools([]apitypes.NodePool{p}, o)
 }
 
 // printPools is the pools' table; wide adds each pool's workers.
-func (a *app) printPools(pools []NodePool, o output) error {
+func (a *app) printPools(pools []apitypes.NodePool, o output) error {
 	headers := []string{"NAME", "STATE", "COUNT", "READY", "INSTANCE-TYPE", "IMAGE", "AGE"}
 	if o == outputWide {
 		headers = append(headers, "SUBNET", "LABELS", "TAINTS", "WORKERS")
@@ -218,7 +219,7 @@ func (a *app) printPools(pools []NodePool, o output) error {
 	return t.flush()
 }
 
-func readyWorkers(p NodePool) int {
+func readyWorkers(p apitypes.NodePool) int {
 	n := 0
 	for _, w := range p.Nodes {
 		if w.Phase == "ready" && !w.Retiring {
@@ -237,7 +238,7 @@ func labelList(labels map[string]string) string {
 	return strings.Join(out, ",")
 }
 
-func taintList(taints []Taint) string {
+func taintList(taints []apitypes.Taint) string {
 	var out []string
 	for _, t := range taints {
 		kv := t.Key
@@ -249,7 +250,7 @@ func taintList(taints []Taint) string {
 	return strings.Join(out, ",")
 }
 
-func workerList(nodes []Worker) string {
+func workerList(nodes []apitypes.WorkerView) string {
 	var out []string
 	for _, w := range nodes {
 		out = append(out, fmt.Sprintf("%s(%d,%s)", w.Name, w.VMID, w.Phase))

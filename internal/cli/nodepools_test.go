@@ -4,14 +4,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
-func pool(name, state string, count int, phases ...string) NodePool {
-	p := NodePool{Name: name, State: state, Count: count, InstanceType: "e2.medium", ImageID: 1, SubnetID: 2,
-		Labels: map[string]string{"tier": "web"}, Taints: []Taint{{Key: "dedicated", Value: "web", Effect: "NoSchedule"}},
+func pool(name, state string, count int, phases ...string) apitypes.NodePool {
+	p := apitypes.NodePool{Name: name, State: state, Count: count, InstanceType: "e2.medium", ImageID: 1, SubnetID: 2,
+		Labels: map[string]string{"tier": "web"}, Taints: []apitypes.Taint{{Key: "dedicated", Value: "web", Effect: "NoSchedule"}},
 		CreatedAt: now.Add(-time.Hour)}
 	for i, ph := range phases {
-		p.Nodes = append(p.Nodes, Worker{Node: Node{VMID: int64(20 + i), Name: name + "-" + jsonInt(int64(2+i))}, Phase: ph})
+		p.Nodes = append(p.Nodes, apitypes.WorkerView{NodeView: apitypes.NodeView{VMID: int64(20 + i), Name: name + "-" + jsonInt(int64(2+i))}, Phase: ph})
 	}
 	return p
 }
@@ -51,7 +53,7 @@ func TestNodePoolsUsageErrors(t *testing.T) {
 
 func TestNodePoolsListScaleDelete(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("GET /clusters/5/node-pools", ok(map[string]any{"node_pools": []NodePool{pool("workers", "active", 2, "ready", "kubelet_started")}}))
+	f.on("GET /clusters/5/node-pools", ok(map[string]any{"node_pools": []apitypes.NodePool{pool("workers", "active", 2, "ready", "kubelet_started")}}))
 	f.on("PATCH /clusters/5/node-pools/workers", ok(pool("workers", "active", 3)))
 	f.on("DELETE /clusters/5/node-pools/workers", ok(pool("workers", "deleted", 0)))
 	r := runCLI(t, f, nil, "node-pools", "list", "5", "-o", "wide")

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +45,7 @@ func (a *app) replaceNodeCommand() *cobra.Command {
 // from the control plane (the replacement's end, as GET /clusters/{id}
 // shows it: the replacement's own row is in no route yet), printing each
 // state it passes; the new node failing ends it.
-func (a *app) waitReplaced(ctx context.Context, c *Client, r NodeReplacement, timeout time.Duration) error {
+func (a *app) waitReplaced(ctx context.Context, c *Client, r apitypes.NodeReplacement, timeout time.Duration) error {
 	last := ""
 	return a.poll(ctx, timeout, fmt.Sprintf("%s to replace %s", r.NewNodeName, r.OldNodeName), func(ctx context.Context) (bool, error) {
 		cl, _, err := c.GetCluster(ctx, r.ClusterID)
@@ -65,7 +66,7 @@ func (a *app) waitReplaced(ctx context.Context, c *Client, r NodeReplacement, ti
 
 // replacementState is where r stands in cl: a line that says it, whether
 // it is done, and the new node's failure message if it failed.
-func replacementState(cl Cluster, r NodeReplacement) (state string, done bool, failed string) {
+func replacementState(cl apitypes.ClusterView, r apitypes.NodeReplacement) (state string, done bool, failed string) {
 	phase, vm := "no VM yet", int64(0)
 	for _, n := range cl.Bootstrap.Nodes {
 		if n.NodeName == r.NewNodeName {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 // Off a terminal a wait with nothing changing prints a heartbeat every
@@ -45,7 +47,7 @@ func TestGateway502PrintsHowToResume(t *testing.T) {
 	}
 
 	f = newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
 	f.on("GET /clusters/5", ok(cluster(5, "active", "pending", "pending")), reply{status: 502, body: "<html>Bad Gateway</html>"})
 	r = runCLI(t, f, nil, createArgs...)
 	r.want(t, 1)
@@ -58,7 +60,7 @@ func TestGateway502PrintsHowToResume(t *testing.T) {
 // resume; the key is added to a command line that had none.
 func TestInterruptedWaitPrintsHowToResume(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
 	f.on("GET /clusters/5", ok(cluster(5, "active", "pending", "pending")))
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -78,7 +80,7 @@ func TestInterruptedWaitPrintsHowToResume(t *testing.T) {
 // resume.
 func TestFailedNodeHasNoResumeHint(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(FoundingResult{ID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
 	f.on("GET /clusters/5", ok(cluster(5, "active", "failed", "failed")))
 	r := runCLI(t, f, nil, createArgs...)
 	r.want(t, 1)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +70,7 @@ func (a *app) listEtcdSnapshotsCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printEtcdSnapshots(list []EtcdSnapshot, o output) error {
+func (a *app) printEtcdSnapshots(list []apitypes.EtcdSnapshot, o output) error {
 	headers := []string{"ID", "STATE", "TRIGGER", "NODE VM", "SIZE", "SHA256", "AGE"}
 	if o == outputWide {
 		headers = append(headers, "REQUESTED BY", "OBJECT KEY", "FAILURE")

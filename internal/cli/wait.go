@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 // poll calls step every a.pollEvery until it is done, fails, or timeout
@@ -46,7 +48,7 @@ func (a *app) waitReady(ctx context.Context, c *Client, id int64, timeout time.D
 }
 
 // bootstrapOver says whether waiting for cl is over, and how it ended.
-func bootstrapOver(cl Cluster) (bool, error) {
+func bootstrapOver(cl apitypes.ClusterView) (bool, error) {
 	switch {
 	case cl.Status == "failed":
 		return true, fmt.Errorf("cluster %d (%s) failed: %s", cl.ID, cl.Name, cl.StatusReason)
@@ -58,7 +60,7 @@ func bootstrapOver(cl Cluster) (bool, error) {
 	return cl.Status == "active" && cl.Bootstrap.State == "ready", nil
 }
 
-func failedNodes(cl Cluster) string {
+func failedNodes(cl apitypes.ClusterView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %d (%s) failed to bootstrap", cl.ID, cl.Name)
 	for _, n := range cl.Bootstrap.Nodes {
@@ -71,7 +73,7 @@ func failedNodes(cl Cluster) string {
 
 // progressView shows a cluster's bootstrap as it moves.
 type progressView interface {
-	show(now time.Time, cl Cluster)
+	show(now time.Time, cl apitypes.ClusterView)
 }
 
 func (a *app) progressView() progressView {
@@ -95,7 +97,7 @@ type lineView struct {
 	since  time.Time // of the last change
 }
 
-func (v *lineView) show(now time.Time, cl Cluster) {
+func (v *lineView) show(now time.Time, cl apitypes.ClusterView) {
 	at := now.UTC().Format(time.TimeOnly)
 	changed := false
 	for _, n := range cl.Bootstrap.Nodes {
@@ -122,7 +124,7 @@ func (v *lineView) show(now time.Time, cl Cluster) {
 
 // unfetchedHint says why no node moves when none has fetched its bundle:
 // most often a local stack whose VMs do not boot.
-func unfetchedHint(cl Cluster) string {
+func unfetchedHint(cl apitypes.ClusterView) string {
 	for _, n := range cl.Bootstrap.Nodes {
 		if n.Phase != "pending" {
 			return ""
@@ -132,7 +134,7 @@ func unfetchedHint(cl Cluster) string {
 }
 
 // clusterState is a cluster's status, and its bootstrap's once active.
-func clusterState(cl Cluster) string {
+func clusterState(cl apitypes.ClusterView) string {
 	if cl.Status != "active" {
 		return cl.Status
 	}
@@ -146,7 +148,7 @@ type liveView struct {
 	start time.Time
 }
 
-func (v *liveView) show(now time.Time, cl Cluster) {
+func (v *liveView) show(now time.Time, cl apitypes.ClusterView) {
 	if v.start.IsZero() {
 		v.start = now
 	}
@@ -160,7 +162,7 @@ func (v *liveView) show(now time.Time, cl Cluster) {
 	v.lines = len(block)
 }
 
-func (v *liveView) render(now time.Time, cl Cluster) []string {
+func (v *liveView) render(now time.Time, cl apitypes.ClusterView) []string {
 	lines := []string{fmt.Sprintf("cluster %d (%s): %s  [%s]", cl.ID, cl.Name, clusterState(cl), now.Sub(v.start).Round(time.Second))}
 	for _, n := range cl.Bootstrap.Nodes {
 		lines = append(lines, fmt.Sprintf("  %-3s %-28s %-24s %s", phaseMark(n.Phase), n.NodeName, n.Phase, age(now, n.UpdatedAt)))

@@ -1,29 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
-
-// clusterPools is the node_pools of a cluster's view: types.go's Cluster
-// does not carry them (its shapes move to internal/apitypes), so they
-// are read from the same answer.
-type clusterPools struct {
-	NodePools []NodePool `json:"node_pools"`
-}
-
-// poolsOf reads the node pools of a cluster's raw view; an answer
-// without them (an older server) has none.
-func poolsOf(raw []byte) []NodePool {
-	var p clusterPools
-	_ = json.Unmarshal(raw, &p)
-	return p.NodePools
-}
 
 // clusterWorkers is "ready/asked" over every pool of a cluster, as each
 // pool's READY column counts (a retiring worker is on its way out).
-func clusterWorkers(pools []NodePool) string {
+func clusterWorkers(pools []apitypes.NodePool) string {
 	ready, asked := 0, 0
 	for _, p := range pools {
 		ready += readyWorkers(p)
@@ -33,7 +19,7 @@ func clusterWorkers(pools []NodePool) string {
 }
 
 // workerRows are every pool's workers as rows of get nodes.
-func workerRows(pools []NodePool) []nodeRow {
+func workerRows(pools []apitypes.NodePool) []nodeRow {
 	var rows []nodeRow
 	for _, p := range pools {
 		for _, w := range p.Nodes {
@@ -41,14 +27,14 @@ func workerRows(pools []NodePool) []nodeRow {
 			if w.Retiring {
 				role += ", retiring"
 			}
-			rows = append(rows, nodeRow{Node: w.Node, Role: role, Phase: w.Phase})
+			rows = append(rows, nodeRow{NodeView: w.NodeView, Role: role, Phase: w.Phase})
 		}
 	}
 	return rows
 }
 
 // pools describes each pool and its workers.
-func (d *describer) pools(pools []NodePool) {
+func (d *describer) pools(pools []apitypes.NodePool) {
 	if len(pools) == 0 {
 		d.field(0, "Node pools", "<none>")
 		return

@@ -3,10 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 // withPools is c's view with node_pools, as the API answers it.
-func withPools(c Cluster, pools ...NodePool) reply {
+func withPools(c apitypes.ClusterView, pools ...apitypes.NodePool) reply {
 	var m map[string]any
 	_ = json.Unmarshal([]byte(mustJSON(c)), &m)
 	m["node_pools"] = pools
@@ -15,11 +17,11 @@ func withPools(c Cluster, pools ...NodePool) reply {
 
 // webPool is a pool "web" of cluster 5 asked for two workers: one ready,
 // one still bootstrapping, and one retiring (a scale-down under way).
-func webPool() NodePool {
-	return NodePool{Name: "web", Count: 2, InstanceType: "e2.medium", ImageID: 1, SubnetID: 1, State: "scaling", Nodes: []Worker{
-		{Node: Node{VMID: 20, Ordinal: 3, Name: "web-3.cluster-5.internal", IPv4: "10.0.0.20"}, Phase: "ready"},
-		{Node: Node{VMID: 21, Ordinal: 4, Name: "web-4.cluster-5.internal", IPv4: "10.0.0.21"}, Phase: "bundle_fetched"},
-		{Node: Node{VMID: 22, Ordinal: 5, Name: "web-5.cluster-5.internal", IPv4: "10.0.0.22"}, Phase: "ready", Retiring: true},
+func webPool() apitypes.NodePool {
+	return apitypes.NodePool{Name: "web", Count: 2, InstanceType: "e2.medium", ImageID: 1, SubnetID: 1, State: "scaling", Nodes: []apitypes.WorkerView{
+		{NodeView: apitypes.NodeView{VMID: 20, Ordinal: 3, Name: "web-3.cluster-5.internal", IPv4: "10.0.0.20"}, Phase: "ready"},
+		{NodeView: apitypes.NodeView{VMID: 21, Ordinal: 4, Name: "web-4.cluster-5.internal", IPv4: "10.0.0.21"}, Phase: "bundle_fetched"},
+		{NodeView: apitypes.NodeView{VMID: 22, Ordinal: 5, Name: "web-5.cluster-5.internal", IPv4: "10.0.0.22"}, Phase: "ready", Retiring: true},
 	}}
 }
 
@@ -39,7 +41,7 @@ cp-0.cluster-5.internal    control-plane            10      0         ready     
 web-3.cluster-5.internal   worker (web)             20      3         ready            10.0.0.20   -
 web-4.cluster-5.internal   worker (web)             21      4         bundle_fetched   10.0.0.21   -
 web-5.cluster-5.internal   worker (web), retiring   22      5         ready            10.0.0.22   -`)
-	f.on("GET /clusters/5/nodes/10/bootstrap", ok(NodeBootstrapDetail{ClusterID: 5, VMID: 10, NodeName: "cp-0.cluster-5.internal", Phase: "ready"}))
+	f.on("GET /clusters/5/nodes/10/bootstrap", ok(apitypes.NodeBootstrapDetail{ClusterID: 5, VMID: 10, NodeName: "cp-0.cluster-5.internal", Phase: "ready"}))
 	r := runCLI(t, f, nil, "describe", "cluster", "5")
 	r.want(t, 0)
 	r.wantLines(t,

@@ -13,14 +13,14 @@ import (
 // and each CA's, which only CA rotation moves.
 type expiry struct {
 	leaves *time.Time
-	cas    map[pki.Name]time.Time
+	cas    map[string]time.Time // by cert-table name (pki.Name)
 }
 
 func expiryOf(c store.Cluster, nodes []store.Node) expiry {
-	e := expiry{cas: map[pki.Name]time.Time{}}
+	e := expiry{cas: map[string]time.Time{}}
 	for name, certPEM := range keyring.CACerts(&c) {
 		if notAfter, err := pki.NotAfter(certPEM); err == nil {
-			e.cas[name] = notAfter.UTC()
+			e.cas[string(name)] = notAfter.UTC()
 		}
 	}
 	for _, n := range nodes {

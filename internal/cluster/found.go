@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterspec"
@@ -154,7 +155,7 @@ func (s *Service) drive(ctx context.Context, org auth.Principal, op *controlplan
 // operator polls, and the key to repeat the request with.
 func accepted(op *controlplane.NodeOp) *Result {
 	view := viewOf(op.Cluster, store.Members{Nodes: op.Nodes})
-	return &Result{ClusterID: op.Cluster.ID, Accepted: &view, Key: *op.Cluster.IdempotencyKey}
+	return &Result{FoundingResult: apitypes.FoundingResult{ClusterID: op.Cluster.ID}, Accepted: &view, Key: *op.Cluster.IdempotencyKey}
 }
 
 func foundingInProgress() error {

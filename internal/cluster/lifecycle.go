@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterspec"
@@ -62,12 +63,6 @@ func (s *Service) replay(ctx context.Context, org auth.Principal, key string, sp
 	return res, nil
 }
 
-// ClusterPage is one page of a listing; NextCursor is nil on the last.
-type ClusterPage struct {
-	Clusters   []ClusterView `json:"clusters"`
-	NextCursor *string       `json:"next_cursor"`
-}
-
 // ListQuery asks for a page of an org's clusters.
 type ListQuery struct {
 	Status string // "" is every status but deleted
@@ -89,23 +84,23 @@ func (q ListQuery) storeQuery() (store.ClusterQuery, error) {
 
 // List returns the page of org's clusters q selects (q.Limit of them at
 // most, newest first), and a cursor to the next page if there is one.
-func (s *Service) List(ctx context.Context, org auth.Principal, q ListQuery) (ClusterPage, error) {
+func (s *Service) List(ctx context.Context, org auth.Principal, q ListQuery) (apitypes.ClusterList, error) {
 	sq, err := q.storeQuery()
 	if err != nil {
-		return ClusterPage{}, err
+		return apitypes.ClusterList{}, err
 	}
 	cs, err := s.Store.ListClusters(ctx, org.OrgID, sq)
 	if err != nil {
-		return ClusterPage{}, usecase.DatabaseError(err)
+		return apitypes.ClusterList{}, usecase.DatabaseError(err)
 	}
-	var page ClusterPage
+	var page apitypes.ClusterList
 	cs, page.NextCursor = paging.Cut(cs, q.Limit, func(c store.Cluster) int64 { return c.ID })
 	page.Clusters, err = s.views(ctx, cs)
 	return page, err
 }
 
 // views are the clusters with their nodes and pools, read in one round trip.
-func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]ClusterView, error) {
+func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]apitypes.ClusterView, error) {
 	ids := make([]int64, len(cs))
 	for i, c := range cs {
 		ids[i] = c.ID
@@ -124,7 +119,7 @@ func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]ClusterView,
 	for _, p := range m.Pools {
 		byCluster[p.ClusterID].Pools = append(byCluster[p.ClusterID].Pools, p)
 	}
-	views := make([]ClusterView, 0, len(cs))
+	views := make([]apitypes.ClusterView, 0, len(cs))
 	for _, c := range cs {
 		views = append(views, viewOf(c, *byCluster[c.ID]))
 	}
@@ -132,10 +127,10 @@ func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]ClusterView,
 }
 
 // Get returns one of org's clusters; another org's is not found.
-func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (ClusterView, error) {
+func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (apitypes.ClusterView, error) {
 	c, m, err := s.load(ctx, org, id)
 	if err != nil {
-		return ClusterView{}, err
+		return apitypes.ClusterView{}, err
 	}
 	return viewOf(c, m), nil
 }
@@ -163,21 +158,21 @@ func (s *Service) load(ctx context.Context, org auth.Principal, id int64) (store
 // GET, and the reconciler (or a second call) carries on; deleting a deleted
 // cluster returns it unchanged. A cluster being founded cannot be deleted
 // until its founding ends.
-func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (ClusterView, error) {
+func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (apitypes.ClusterView, error) {
 	c, m, err := s.load(ctx, org, id)
 	if err != nil {
-		return ClusterView{}, err
+		return apitypes.ClusterView{}, err
 	}
 	if c.Status == store.StatusDeleted {
 		return viewOf(c, m), nil
 	}
 	lease := s.RequestLease()
 	if err := s.Store.BeginDeleting(ctx, org.OrgID, id, lease, s.Clock()); err != nil {
-		return ClusterView{}, s.deletionRefused(ctx, c, err)
+		return apitypes.ClusterView{}, s.deletionRefused(ctx, c, err)
 	}
 	ctx = platformauth.WithToken(ctx, bearer)
 	if err := s.finishDeleting(ctx, &c, m.Nodes, lease.Owner); err != nil {
-		return ClusterView{}, err
+		return apitypes.ClusterView{}, err
 	}
 	return s.Get(ctx, org, id)
 }

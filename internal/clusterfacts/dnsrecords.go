@@ -3,6 +3,8 @@ package clusterfacts
 import (
 	"cmp"
 	"slices"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
 )
 
 // DNSRecordTTL is the TTL of the control-plane name's A records, those
@@ -14,31 +16,23 @@ import (
 // nothing. It is also what bundles have always suggested.
 const DNSRecordTTL = 300
 
-// DNSRecord is a DNS record the operator (or the DNS API) should create.
-type DNSRecord struct {
-	Type  string `json:"type"`
-	Name  string `json:"name"`
-	Value string `json:"value"`
-	TTL   int    `json:"ttl"`
-}
-
 // ControlPlaneRecords is the one rule for the shared control-plane name:
 // one A record per node, in ordinal order, holding the nodes' public
 // addresses when any node has one, else their private ones. Never a mix:
 // a client outside the subnet cannot reach a private address and a client
 // inside may not route to a public one, so a mixed answer would send some
 // clients to an address they cannot reach.
-func ControlPlaneRecords(name string, nodes []Node) []DNSRecord {
+func ControlPlaneRecords(name string, nodes []Node) []apitypes.DNSRecord {
 	peers := slices.SortedFunc(slices.Values(nodes), func(a, b Node) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
 	public := slices.ContainsFunc(peers, func(n Node) bool { return n.PublicIPv4 != "" })
-	records := []DNSRecord{}
+	records := []apitypes.DNSRecord{}
 	for _, n := range peers {
 		addr := n.IPv4
 		if public {
 			addr = n.PublicIPv4
 		}
 		if addr != "" {
-			records = append(records, DNSRecord{Type: "A", Name: name, Value: addr, TTL: DNSRecordTTL})
+			records = append(records, apitypes.DNSRecord{Type: "A", Name: name, Value: addr, TTL: DNSRecordTTL})
 		}
 	}
 	return records

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/store"
@@ -34,7 +35,7 @@ type PoolRequest struct {
 	ImageID      *int64            `json:"image_id"`
 	SubnetID     *int64            `json:"subnet_id"`
 	Labels       map[string]string `json:"labels"`
-	Taints       []store.Taint     `json:"taints"`
+	Taints       []apitypes.Taint  `json:"taints"`
 }
 
 // PoolSpec is a validated PoolRequest; SubnetID 0 is the cluster's subnet.
@@ -45,7 +46,7 @@ type PoolSpec struct {
 	ImageID      int64             `json:"image_id"`
 	SubnetID     int64             `json:"subnet_id"`
 	Labels       map[string]string `json:"labels"`
-	Taints       []store.Taint     `json:"taints"`
+	Taints       []apitypes.Taint  `json:"taints"`
 }
 
 // ScaleRequest is the body of PATCH /clusters/{id}/node-pools/{pool}.
@@ -70,7 +71,7 @@ func (r PoolRequest) Validate() (PoolSpec, error) {
 		s.Labels = map[string]string{}
 	}
 	if s.Taints == nil {
-		s.Taints = []store.Taint{}
+		s.Taints = []apitypes.Taint{}
 	}
 	if err := invalid(poolRules(r, s), labelRules(s.Labels), taintRules(s.Taints)); err != nil {
 		return PoolSpec{}, err
@@ -135,14 +136,14 @@ func labelRules(labels map[string]string) []validation.Rule {
 
 // taintRules: at most MaxPoolTaints, each a key, a label value and an
 // effect, no key and effect twice.
-func taintRules(taints []store.Taint) []validation.Rule {
+func taintRules(taints []apitypes.Taint) []validation.Rule {
 	rules := []validation.Rule{rule("taints", len(taints) <= MaxPoolTaints, fmt.Sprintf("must hold at most %d taints", MaxPoolTaints))}
 	for i, t := range taints {
 		field := fmt.Sprintf("taints[%d]", i)
 		rules = append(rules, keyRule(field+".key", t.Key),
 			rule(field+".value", labelValuePattern.MatchString(t.Value), "must be at most 63 letters, digits, '-', '_' or '.'"),
 			rule(field+".effect", slices.Contains(TaintEffects, t.Effect), "must be one of "+strings.Join(TaintEffects, ", ")),
-			rule(field, !slices.ContainsFunc(taints[:i], func(o store.Taint) bool { return o.Key == t.Key && o.Effect == t.Effect }),
+			rule(field, !slices.ContainsFunc(taints[:i], func(o apitypes.Taint) bool { return o.Key == t.Key && o.Effect == t.Effect }),
 				"repeats an earlier taint's key and effect"))
 	}
 	return rules
@@ -176,3 +177,27 @@ func reservedPrefix(prefix string) bool {
 
 // Fingerprint identifies the normalized request (see Spec.Fingerprint).
 func (s PoolSpec) Fingerprint() string { return fingerprintOf(s) }
+
+// TaintRows are a request's taints as the store keeps them.
+func TaintRows(taints []apitypes.Taint) []store.Taint {
+	return convert(taints, func(t apitypes.Taint) store.Taint { return store.Taint(t) })
+}
+
+// TaintsOf are a pool's stored taints as the API shows them (in the pool
+// and in a worker's bundle).
+func TaintsOf(rows []store.Taint) []apitypes.Taint {
+	return convert(rows, func(t store.Taint) apitypes.Taint { return apitypes.Taint(t) })
+}
+
+// convert is each of in as f makes it; nil stays nil (so the wire's null
+// or [] is the row's).
+func convert[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	engine "github.com/excloud/k8sapi/internal/operation"
 
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -137,7 +138,7 @@ func (s *Service) Open(ctx context.Context, op *NodeOp) error {
 
 // SuggestedRecords are the control-plane name's records by the one rule
 // (clusterfacts.ControlPlaneRecords), which founding also creates from.
-func SuggestedRecords(dnsName string, nodes []store.Node) []clusterfacts.DNSRecord {
+func SuggestedRecords(dnsName string, nodes []store.Node) []apitypes.DNSRecord {
 	peers := []clusterfacts.Node{}
 	for _, n := range nodes {
 		if n.IPv4 != "" { // a founding still going on may not know every address yet

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	engine "github.com/excloud/k8sapi/internal/operation"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
+	engine "github.com/excloud/k8sapi/internal/operation"
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
@@ -14,21 +16,8 @@ import (
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
-// ReplacementView is a control-plane node's replacement as the API
-// answers it: the node replaced, the node replacing it and how far it is.
-type ReplacementView struct {
-	ID          int64     `json:"replacement_id"`
-	ClusterID   int64     `json:"cluster_id"`
-	OldVMID     int64     `json:"old_vm_id"`
-	OldNodeName string    `json:"old_node_name"`
-	NewNodeName string    `json:"new_node_name"`
-	State       string    `json:"state"`
-	StateReason string    `json:"state_reason,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-}
-
-func replacementViewOf(r store.Replacement) ReplacementView {
-	return ReplacementView{ID: r.ID, ClusterID: r.ClusterID, OldVMID: r.OldVMID, OldNodeName: r.OldNodeName,
+func replacementViewOf(r store.Replacement) apitypes.NodeReplacement {
+	return apitypes.NodeReplacement{ID: r.ID, ClusterID: r.ClusterID, OldVMID: r.OldVMID, OldNodeName: r.OldNodeName,
 		NewNodeName: r.NewNodeName, State: r.State, StateReason: r.StateReason, CreatedAt: r.CreatedAt}
 }
 
@@ -36,26 +25,26 @@ func replacementViewOf(r store.Replacement) ReplacementView {
 // is vmID in one of org's active clusters; the reconciler drives it (the
 // new node's VM, its identities, the old VM's deletion once the new node
 // is ready). It is refused (409) when it could lose etcd's quorum.
-func (s *Service) ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (ReplacementView, error) {
+func (s *Service) ReplaceNode(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeReplacement, error) {
 	c, err := s.ActiveCluster(ctx, org, clusterID, "its nodes are replaced")
 	if err != nil {
-		return ReplacementView{}, err
+		return apitypes.NodeReplacement{}, err
 	}
 	if err := s.noLiveReplacement(ctx, c.ID); err != nil {
-		return ReplacementView{}, err
+		return apitypes.NodeReplacement{}, err
 	}
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
 	if err != nil {
-		return ReplacementView{}, usecase.DatabaseError(err)
+		return apitypes.NodeReplacement{}, usecase.DatabaseError(err)
 	}
 	old, err := replaceable(ControlPlaneOf(nodes), vmID)
 	if err != nil {
-		return ReplacementView{}, err
+		return apitypes.NodeReplacement{}, err
 	}
 	r, err := s.Store.BeginReplacement(ctx, store.ReplacementStart{OrgID: org.OrgID, Old: old,
 		Name: func(ordinal int) string { return clusterspec.NodeName(ordinal, c.ID) }})
 	if err != nil {
-		return ReplacementView{}, s.replacementRefused(ctx, c.ID, err)
+		return apitypes.NodeReplacement{}, s.replacementRefused(ctx, c.ID, err)
 	}
 	return replacementViewOf(r), nil
 }

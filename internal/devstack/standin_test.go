@@ -14,9 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/devstack"
 	"github.com/excloud/k8sapi/internal/envelope"
-	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/testenv"
@@ -191,7 +191,7 @@ func waitFor(t *testing.T, what string, within time.Duration, done func() (bool,
 // workerPhases are the phases of pool's workers of cluster id.
 func workerPhases(t *testing.T, c *stacktest.Client, id int64, pool string) []string {
 	t.Helper()
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
 	var phases []string
 	for _, n := range p.Nodes {

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/objectstore"
@@ -39,11 +40,6 @@ const ScheduledBy = "k8sapi:schedule"
 // The parts of the store each use case reads and writes, one interface
 // each: a function links only the queries of the use case it serves
 // (GetBundleFunction's binary has little room: .ci/check-lambda-builds).
-
-// Snapshot is one etcd snapshot as this use case answers it: for now the
-// stored row itself, whose JSON is the snapshot routes' wire shape. Named
-// here so the handlers speak the use case's type, not the store's.
-type Snapshot = store.EtcdSnapshot
 
 // OperatorStore is the operator's part.
 type OperatorStore interface {
@@ -96,40 +92,52 @@ type Operator struct {
 
 // Take records a pending on-demand snapshot of one of org's active
 // clusters, taken by the node ChooseNode picks.
-func (o *Operator) Take(ctx context.Context, org auth.Principal, clusterID int64, requestID string) (store.EtcdSnapshot, error) {
+func (o *Operator) Take(ctx context.Context, org auth.Principal, clusterID int64, requestID string) (apitypes.EtcdSnapshot, error) {
 	c, err := o.Store.SnapshotCluster(ctx, org.OrgID, clusterID)
 	if err != nil {
-		return store.EtcdSnapshot{}, readError(err)
+		return apitypes.EtcdSnapshot{}, readError(err)
 	}
 	if c.Status != "active" {
-		return store.EtcdSnapshot{}, apperr.ClusterNotActive.Detail("the cluster is " + c.Status + "; only an active cluster takes snapshots")
+		return apitypes.EtcdSnapshot{}, apperr.ClusterNotActive.Detail("the cluster is " + c.Status + "; only an active cluster takes snapshots")
 	}
 	if c.Pending {
-		return store.EtcdSnapshot{}, apperr.EtcdSnapshotInProgress.New()
+		return apitypes.EtcdSnapshot{}, apperr.EtcdSnapshotInProgress.New()
 	}
 	vm, ok := ChooseNode(c.Nodes)
 	if !ok {
-		return store.EtcdSnapshot{}, apperr.NoReadyNode.New()
+		return apitypes.EtcdSnapshot{}, apperr.NoReadyNode.New()
 	}
 	made, err := o.Store.RecordEtcdSnapshots(ctx, []store.EtcdSnapshot{{ClusterID: c.ID, Trigger: store.SnapshotOnDemand,
 		RequestedBy: org.Who(), RequestID: requestID, NodeVMID: vm, RequestedAt: now(o.Now)}})
 	if err != nil {
-		return store.EtcdSnapshot{}, apperr.DatabaseUnavailable.Wrap(err)
+		return apitypes.EtcdSnapshot{}, apperr.DatabaseUnavailable.Wrap(err)
 	}
 	if len(made) == 0 {
 		// Another ask won since the read, or the cluster left active.
-		return store.EtcdSnapshot{}, apperr.EtcdSnapshotInProgress.New()
+		return apitypes.EtcdSnapshot{}, apperr.EtcdSnapshotInProgress.New()
 	}
-	return made[0], nil
+	return viewOf(made[0]), nil
 }
 
 // List is one of org's clusters' snapshots, newest first.
-func (o *Operator) List(ctx context.Context, org auth.Principal, clusterID int64) ([]store.EtcdSnapshot, error) {
-	list, err := o.Store.EtcdSnapshots(ctx, org.OrgID, clusterID)
+func (o *Operator) List(ctx context.Context, org auth.Principal, clusterID int64) ([]apitypes.EtcdSnapshot, error) {
+	rows, err := o.Store.EtcdSnapshots(ctx, org.OrgID, clusterID)
 	if err != nil {
 		return nil, readError(err)
 	}
+	list := make([]apitypes.EtcdSnapshot, len(rows))
+	for i, r := range rows {
+		list[i] = viewOf(r)
+	}
 	return list, nil
+}
+
+// viewOf is a snapshot's row as the API shows it, field by field: a
+// column added to the row is not shown until it is added here.
+func viewOf(r store.EtcdSnapshot) apitypes.EtcdSnapshot {
+	return apitypes.EtcdSnapshot{ID: r.ID, ClusterID: r.ClusterID, Trigger: r.Trigger, RequestedBy: r.RequestedBy,
+		RequestID: r.RequestID, NodeVMID: r.NodeVMID, ObjectKey: r.ObjectKey, State: r.State, SizeBytes: r.SizeBytes,
+		SHA256: r.SHA256, Failure: r.Failure, RequestedAt: r.RequestedAt, FinishedAt: r.FinishedAt}
 }
 
 func readError(err error) error {
@@ -225,16 +233,16 @@ func (r Report) check() error {
 // (the node may upload again while its URL lives). A failure is recorded
 // as reported. Once the snapshot is found, a refusal returns it as read
 // (its cluster names the audit event).
-func (n *Node) Finish(ctx context.Context, vm auth.BootstrapVM, r Report) (store.EtcdSnapshot, error) {
+func (n *Node) Finish(ctx context.Context, vm auth.BootstrapVM, r Report) (apitypes.EtcdSnapshot, error) {
 	if err := r.check(); err != nil {
-		return store.EtcdSnapshot{}, err
+		return apitypes.EtcdSnapshot{}, err
 	}
 	snap, err := n.Store.PendingEtcdSnapshot(ctx, vm.VMID, vm.OrgID, r.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.EtcdSnapshot{}, apperr.NotFound.Detail("no pending snapshot " + strconv.FormatInt(r.ID, 10) + " for this node")
+		return apitypes.EtcdSnapshot{}, apperr.NotFound.Detail("no pending snapshot " + strconv.FormatInt(r.ID, 10) + " for this node")
 	}
 	if err != nil {
-		return store.EtcdSnapshot{}, apperr.DatabaseUnavailable.Wrap(err)
+		return apitypes.EtcdSnapshot{}, apperr.DatabaseUnavailable.Wrap(err)
 	}
 	out := store.SnapshotOutcome{ID: snap.ID, VMID: vm.VMID, OrgID: vm.OrgID, At: now(n.Now)}
 	if r.Error != "" {
@@ -243,22 +251,22 @@ func (n *Node) Finish(ctx context.Context, vm auth.BootstrapVM, r Report) (store
 		size, found, err := n.Bucket.Size(ctx, snap.ObjectKey)
 		switch {
 		case err != nil:
-			return snap, apperr.StorageUnavailable.Wrap(err)
+			return viewOf(snap), apperr.StorageUnavailable.Wrap(err)
 		case !found:
-			return snap, apperr.SnapshotNotUploaded.Detail("no object at " + snap.ObjectKey + "; upload it to the URL first")
+			return viewOf(snap), apperr.SnapshotNotUploaded.Detail("no object at " + snap.ObjectKey + "; upload it to the URL first")
 		case size != r.SizeBytes:
-			return snap, apperr.SnapshotSizeMismatch.Detailf("the object at %s is %d bytes, not the %d reported", snap.ObjectKey, size, r.SizeBytes)
+			return viewOf(snap), apperr.SnapshotSizeMismatch.Detailf("the object at %s is %d bytes, not the %d reported", snap.ObjectKey, size, r.SizeBytes)
 		}
 		out.State, out.SizeBytes, out.SHA256 = store.SnapshotUploaded, r.SizeBytes, r.SHA256
 	}
 	done, err := n.Store.FinishEtcdSnapshot(ctx, out)
 	if errors.Is(err, store.ErrNotFound) {
-		return snap, apperr.NotFound.Detail("snapshot " + strconv.FormatInt(r.ID, 10) + " is no longer pending")
+		return viewOf(snap), apperr.NotFound.Detail("snapshot " + strconv.FormatInt(r.ID, 10) + " is no longer pending")
 	}
 	if err != nil {
-		return snap, apperr.DatabaseUnavailable.Wrap(err)
+		return viewOf(snap), apperr.DatabaseUnavailable.Wrap(err)
 	}
-	return done, nil
+	return viewOf(done), nil
 }
 
 // Download is where a restored cluster's node fetches the snapshot its

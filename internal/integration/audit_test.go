@@ -6,24 +6,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // auditEvent is one item of GET /clusters/{id}/events.
-type auditEvent struct {
-	At        time.Time `json:"at"`
-	OrgID     int64     `json:"org_id"`
-	ClusterID int64     `json:"cluster_id"`
-	Principal string    `json:"principal"`
-	Action    string    `json:"action"`
-	Resource  string    `json:"resource"`
-	Outcome   string    `json:"outcome"`
-	Status    int       `json:"status"`
-	RequestID string    `json:"request_id"`
-}
+type auditEvent = apitypes.AuditEvent
 
 // auditLine is an "audit" record of the functions' log: the event as the
 // API lists it, and whether the cluster's trail stored it.

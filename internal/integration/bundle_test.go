@@ -9,21 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 type bundleBody struct {
-	ClusterID             int64                    `json:"cluster_id"`
-	VMID                  int64                    `json:"vm_id"`
-	NodeName              string                   `json:"node_name"`
-	IsInitialControlPlane bool                     `json:"is_initial_control_plane"`
-	EtcdInitialCluster    string                   `json:"etcd_initial_cluster"`
-	SuggestedDNSRecords   []clusterfacts.DNSRecord `json:"suggested_dns_records"`
-	Files                 map[string]string        `json:"files"`
-	FileModes             map[string]string        `json:"file_modes"`
+	ClusterID             int64                `json:"cluster_id"`
+	VMID                  int64                `json:"vm_id"`
+	NodeName              string               `json:"node_name"`
+	IsInitialControlPlane bool                 `json:"is_initial_control_plane"`
+	EtcdInitialCluster    string               `json:"etcd_initial_cluster"`
+	SuggestedDNSRecords   []apitypes.DNSRecord `json:"suggested_dns_records"`
+	Files                 map[string]string    `json:"files"`
+	FileModes             map[string]string    `json:"file_modes"`
 }
 
 func TestEveryVMFetchesItsOwnBundle(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/cluster"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -22,10 +22,10 @@ func TestBridgeClusterOnRequest(t *testing.T) {
 	if err := s.pool.QueryRow(context.Background(), `SELECT cni FROM kube_clusters WHERE id = $1`, res.ClusterID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	var one cluster.ClusterView
+	var one apitypes.ClusterView
 	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+id, "", s.Bearer(1)).JSON(t, &one)
 	var list struct {
-		Clusters []cluster.ClusterView `json:"clusters"`
+		Clusters []apitypes.ClusterView `json:"clusters"`
 	}
 	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(1)).JSON(t, &list)
 	if res.CNI != "bridge" || stored != "bridge" || one.CNI != "bridge" || len(list.Clusters) != 1 || list.Clusters[0].CNI != "bridge" {

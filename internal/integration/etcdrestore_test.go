@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/cluster"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -24,7 +24,7 @@ func restoreBody(from, snap int64) string {
 
 // uploadedSnapshot founds a cluster of org, makes its first node Ready and
 // has it take, upload (a real object in moto's S3) and report a snapshot.
-func (s *stack) uploadedSnapshot(org int64) (cluster.Result, snapshotItem) {
+func (s *stack) uploadedSnapshot(org int64) (apitypes.FoundingResult, snapshotItem) {
 	s.t.Helper()
 	res := s.Found(org, stacktest.ThreeNodes)
 	node := s.proof(res.ControlPlaneVMIDs[0])

@@ -17,33 +17,22 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
-// issuedKubeconfig is the 201 of POST /clusters/{id}/kubeconfig.
+// issuedKubeconfig is the 201 of POST /clusters/{id}/kubeconfig, with
+// the request id it was answered under.
 type issuedKubeconfig struct {
-	ClusterID  int64     `json:"cluster_id"`
-	Name       string    `json:"name"`
-	Kubeconfig string    `json:"kubeconfig"`
-	User       string    `json:"user"`
-	Context    string    `json:"context"`
-	Serial     string    `json:"serial"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	requestID  string
+	apitypes.IssuedKubeconfig
+	requestID string
 }
 
 // kubeconfigIssue is one item of GET /clusters/{id}/kubeconfigs.
-type kubeconfigIssue struct {
-	Serial    string    `json:"serial"`
-	IssuedAt  time.Time `json:"issued_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	IssuedBy  string    `json:"issued_by"`
-	RequestID string    `json:"request_id"`
-}
+type kubeconfigIssue = apitypes.KubeconfigIssue
 
 func kubeconfigPath(id int64) string  { return "/clusters/" + itoa(id) + "/kubeconfig" }
 func kubeconfigsPath(id int64) string { return "/clusters/" + itoa(id) + "/kubeconfigs" }
@@ -135,7 +124,7 @@ func (s *stack) clusterCA(t *testing.T, id int64) *x509.Certificate {
 // one keeps: named after the cluster, for its shared name, a system:masters
 // certificate of who asked, signed by the cluster CA, valid until expires
 // and not a second longer.
-func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res cluster.Result, org int64, expires time.Time) adminIdentity {
+func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res apitypes.FoundingResult, org int64, expires time.Time) adminIdentity {
 	t.Helper()
 	a := loadAdmin(t, kubeconfig)
 	if a.cluster != res.Name || a.user != res.Name+"-admin" || a.context != res.Name {
@@ -228,7 +217,7 @@ func TestIssueAdminKubeconfigs(t *testing.T) {
 	// A replay of the founding issues (and records) a fresh one too.
 	h := s.Bearer(1)
 	h["Idempotency-Key"] = "kubeconfig-replay"
-	var replayed cluster.Result
+	var replayed apitypes.FoundingResult
 	var replayRequest string
 	for range 2 {
 		r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters", `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2}`, h)

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/cluster"
-	"github.com/excloud/k8sapi/internal/nodepool"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -25,7 +24,7 @@ func TestNodePoolLifecycle(t *testing.T) {
 	if !strings.HasPrefix(p.Nodes[0].Name, "workers-2.cluster-") || p.Nodes[0].IPv4 == "" {
 		t.Errorf("first worker %+v, want named workers-2.cluster-… with an address", p.Nodes[0])
 	}
-	var c cluster.ClusterView
+	var c apitypes.ClusterView
 	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(id), "", s.Bearer(1)).JSON(t, &c)
 	if len(c.Nodes) != 1 || len(c.ControlPlaneVMIDs) != 1 || len(c.NodePools) != 1 || len(c.NodePools[0].Nodes) != 2 {
 		t.Errorf("GET cluster: %d control-plane nodes, %d pools; want 1 and the pool with its 2 workers", len(c.Nodes), len(c.NodePools))
@@ -48,7 +47,7 @@ func TestNodePoolLifecycle(t *testing.T) {
 func assertPoolCount(t *testing.T, s *stack, id int64, name, count string, n int) {
 	t.Helper()
 	r := stacktest.Do(t, http.MethodPatch, s.PoolsURL(id, name), `{"count":`+count+`}`, s.Bearer(1))
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	if r.JSON(t, &p); r.Status != http.StatusOK || p.State != "active" || p.Count != n || len(p.Nodes) != n {
 		t.Fatalf("PATCH count %s = %d %s, want 200 active with %d workers", count, r.Status, r.Body, n)
 	}
@@ -151,7 +150,7 @@ func TestNodePoolCreateFailureIsTurnedBack(t *testing.T) {
 		t.Fatalf("= %d %s, want 502 compute_failed", r.Status, r.Body)
 	}
 	assertLiveVMs(t, s, 1)
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	stacktest.Do(t, http.MethodGet, s.PoolsURL(id, "workers"), "", s.Bearer(1)).JSON(t, &p)
 	if p.State != "failed" || !strings.HasPrefix(p.StateReason, "compute_failed: ") || len(p.Nodes) != 0 {
 		t.Errorf("pool %+v, want failed with the reason and no workers", p)
@@ -174,7 +173,7 @@ func TestNodePoolScaleUpFailureKeepsFinishedWorkers(t *testing.T) {
 	if r := stacktest.Do(t, http.MethodPatch, s.PoolsURL(id, "workers"), `{"count":5}`, s.Bearer(1)); r.Status != http.StatusBadGateway {
 		t.Fatalf("= %d %s, want 502", r.Status, r.Body)
 	}
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	stacktest.Do(t, http.MethodGet, s.PoolsURL(id, "workers"), "", s.Bearer(1)).JSON(t, &p)
 	if p.State != "active" || p.Count != 2 || len(p.Nodes) != 2 || !strings.Contains(p.StateReason, "scaling to 5 failed") {
 		t.Errorf("pool %+v, want active with its 2 workers and the reason", p)

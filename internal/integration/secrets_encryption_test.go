@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/excloud/k8sapi/internal/cluster"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -22,7 +22,7 @@ var secretboxKeyRE = regexp.MustCompile(`(?m)^\s+secret: (\S+)$`)
 
 // secretsKeyOf is the Secrets encryption key every node of a founded
 // cluster is served; each node must be served the same one.
-func (s *stack) secretsKeyOf(res cluster.Result) []byte {
+func (s *stack) secretsKeyOf(res apitypes.FoundingResult) []byte {
 	s.t.Helper()
 	var key []byte
 	for _, vm := range res.ControlPlaneVMIDs {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/objectstore"
@@ -22,20 +23,7 @@ import (
 )
 
 // snapshotItem is one item of GET /clusters/{id}/etcd-snapshots.
-type snapshotItem struct {
-	ID          int64      `json:"id"`
-	ClusterID   int64      `json:"cluster_id"`
-	Trigger     string     `json:"trigger"`
-	RequestedBy string     `json:"requested_by"`
-	NodeVMID    int64      `json:"node_vm_id"`
-	ObjectKey   string     `json:"object_key"`
-	State       string     `json:"state"`
-	SizeBytes   *int64     `json:"size_bytes"`
-	SHA256      *string    `json:"sha256"`
-	Failure     *string    `json:"failure"`
-	RequestedAt time.Time  `json:"requested_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-}
+type snapshotItem = apitypes.EtcdSnapshot
 
 type uploadBody struct {
 	ID        int64     `json:"id"`

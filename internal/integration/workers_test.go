@@ -15,16 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
-	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // worker is one worker of a fresh pool with its VM's proofs.
 type worker struct {
-	node            nodepool.WorkerView
+	node            apitypes.WorkerView
 	imds, access    string
 	s               *stack
 	clusterID, vmID int64
@@ -287,7 +287,7 @@ func (w *worker) reportAs(vmID int64, body string) stacktest.Response {
 // phase is w's phase as its pool shows it to the operator.
 func (w *worker) phase(t *testing.T) string {
 	t.Helper()
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	stacktest.Do(t, http.MethodGet, w.s.PoolsURL(w.clusterID, "workers"), "", w.s.Bearer(1)).JSON(t, &p)
 	for _, n := range p.Nodes {
 		if n.VMID == w.vmID {

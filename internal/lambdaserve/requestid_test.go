@@ -15,6 +15,7 @@ import (
 	"github.com/excloud/k8sapi/internal/api"
 	"github.com/excloud/k8sapi/internal/apidocs"
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -45,13 +46,13 @@ type panicking struct{}
 func (panicking) Found(context.Context, auth.Principal, string, clusterspec.Request, string) (*cluster.Result, error) {
 	panic("boom")
 }
-func (panicking) List(context.Context, auth.Principal, cluster.ListQuery) (cluster.ClusterPage, error) {
+func (panicking) List(context.Context, auth.Principal, cluster.ListQuery) (apitypes.ClusterList, error) {
 	panic("boom")
 }
-func (panicking) Get(context.Context, auth.Principal, int64) (cluster.ClusterView, error) {
+func (panicking) Get(context.Context, auth.Principal, int64) (apitypes.ClusterView, error) {
 	panic("boom")
 }
-func (panicking) Delete(context.Context, auth.Principal, string, int64) (cluster.ClusterView, error) {
+func (panicking) Delete(context.Context, auth.Principal, string, int64) (apitypes.ClusterView, error) {
 	panic("boom")
 }
 func (panicking) Bundle(context.Context, auth.BootstrapVM) (*bundle.Bundle, error) { panic("boom") }

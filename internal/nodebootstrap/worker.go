@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -235,7 +237,7 @@ type WorkerBundle struct {
 	IPv6              string            `json:"ipv6,omitempty"`
 	PublicIPv4        string            `json:"public_ipv4,omitempty"`
 	Labels            map[string]string `json:"labels"`
-	Taints            []store.Taint     `json:"taints"`
+	Taints            []apitypes.Taint  `json:"taints"`
 	CSRPath           string            `json:"csr_path"`
 	WindowClosesAt    time.Time         `json:"bootstrap_window_closes_at"`
 	// Files and FileModes are the worker's files by host path, as the
@@ -287,7 +289,7 @@ func workerBundleOf(t *target, pool store.Pool, window time.Duration) (*WorkerBu
 	return &WorkerBundle{ClusterName: c.Name, NodeName: n.Name, NodePool: pool.Name,
 		APIServerURL: bundle.WorkerAPIServerURL(t.cluster), CACert: c.CACert, KubernetesVersion: c.KubernetesVersion,
 		ClusterDomain: c.ClusterDomain, ClusterDNS: dnsIP.String(), PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR, CNI: c.CNI,
-		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Labels: pool.Labels, Taints: pool.Taints,
+		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Labels: pool.Labels, Taints: clusterspec.TaintsOf(pool.Taints),
 		CSRPath:        strings.Replace(bundle.WorkerCSRPathTemplate, "{vm_id}", strconv.FormatInt(n.VMID, 10), 1),
 		WindowClosesAt: n.BootstrapOpenedAt.Add(window).UTC()}, nil
 }

@@ -7,5 +7,6 @@
 // CSRs), so a pool operation issues no identity.
 //
 // In: an org's principal, a cluster id, a validated pool request; the
-// reconciler's claimed pools. Out: PoolView, PoolResult, engine results.
+// reconciler's claimed pools. Out: apitypes.NodePool (filled from the rows
+// in views.go), PoolResult, engine results.
 package nodepool

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/store"
@@ -135,7 +136,7 @@ func (s *Service) drivePool(ctx context.Context, op *poolOperation) (PoolResult,
 	return PoolResult{}, res.Err
 }
 
-func (op *poolOperation) view() PoolView {
+func (op *poolOperation) view() apitypes.NodePool {
 	return poolViewOf(op.pool, append(append([]store.Node{}, op.staying...), op.retiring...))
 }
 

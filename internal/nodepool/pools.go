@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterspec"
@@ -23,7 +24,7 @@ func (s *Service) vms() vm.Maker { return vm.Maker{Deps: s.Deps} }
 // whether an Idempotency-Key replayed an earlier create, and whether the
 // operation goes on after the answer (the reconciler finishes it).
 type PoolResult struct {
-	Pool     PoolView
+	Pool     apitypes.NodePool
 	Replayed bool
 	Accepted bool
 }
@@ -81,7 +82,7 @@ func poolRefs(spec clusterspec.PoolSpec) vm.Refs {
 // newPool is the row of a pool about to be created.
 func newPool(clusterID int64, spec clusterspec.PoolSpec, key, fingerprint string) store.Pool {
 	p := store.Pool{ClusterID: clusterID, Name: spec.Name, Count: spec.Count, InstanceType: spec.InstanceType,
-		ImageID: spec.ImageID, SubnetID: spec.SubnetID, Labels: spec.Labels, Taints: spec.Taints}
+		ImageID: spec.ImageID, SubnetID: spec.SubnetID, Labels: spec.Labels, Taints: clusterspec.TaintRows(spec.Taints)}
 	if key != "" {
 		p.IdempotencyKey, p.RequestFingerprint = &key, &fingerprint
 	}
@@ -190,7 +191,7 @@ func (s *Service) poolNamed(ctx context.Context, clusterID int64, name string) (
 }
 
 // Pools lists the live pools of one of org's clusters, with their workers.
-func (s *Service) Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]PoolView, error) {
+func (s *Service) Pools(ctx context.Context, org auth.Principal, clusterID int64) ([]apitypes.NodePool, error) {
 	c, err := s.OrgCluster(ctx, org, clusterID)
 	if err != nil {
 		return nil, err
@@ -203,23 +204,23 @@ func (s *Service) Pools(ctx context.Context, org auth.Principal, clusterID int64
 }
 
 // Pool is one live pool of one of org's clusters, with its workers.
-func (s *Service) Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (PoolView, error) {
+func (s *Service) Pool(ctx context.Context, org auth.Principal, clusterID int64, name string) (apitypes.NodePool, error) {
 	c, err := s.OrgCluster(ctx, org, clusterID)
 	if err != nil {
-		return PoolView{}, err
+		return apitypes.NodePool{}, err
 	}
 	p, err := s.poolNamed(ctx, c.ID, name)
 	if err != nil {
-		return PoolView{}, err
+		return apitypes.NodePool{}, err
 	}
 	return s.poolView(ctx, p)
 }
 
 // poolView is p with its workers.
-func (s *Service) poolView(ctx context.Context, p store.Pool) (PoolView, error) {
+func (s *Service) poolView(ctx context.Context, p store.Pool) (apitypes.NodePool, error) {
 	nodes, err := s.Store.PoolNodes(ctx, p.ID)
 	if err != nil {
-		return PoolView{}, usecase.DatabaseError(err)
+		return apitypes.NodePool{}, usecase.DatabaseError(err)
 	}
 	return poolViewOf(p, nodes), nil
 }

@@ -26,7 +26,7 @@ func TestClusterState(t *testing.T) {
 			t.Errorf("ClusterState(%v) = %s, want %s", c.phases, got, c.want)
 		}
 	}
-	if b := BootstrapOf(nil); b.State != StatePending || b.Nodes == nil {
+	if b := BootstrapOf(nil); b.State != string(StatePending) || b.Nodes == nil {
 		t.Errorf("BootstrapOf(nil) = %+v: want pending and an empty list, never null", b)
 	}
 }

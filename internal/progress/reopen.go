@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -27,56 +28,41 @@ type Nodes struct {
 	Now    func() time.Time
 }
 
-// NodeBootstrap is one node's bootstrap as its operator sees it.
-type NodeBootstrap struct {
-	ClusterID int64              `json:"cluster_id"`
-	VMID      int64              `json:"vm_id"`
-	NodeName  string             `json:"node_name"`
-	Phase     clusterfacts.Phase `json:"phase"`
-	Message   string             `json:"message"`
-	UpdatedAt time.Time          `json:"updated_at"`
-	Window    WindowView         `json:"window"`
-	Fetches   []store.Fetch      `json:"fetches"`
-}
-
-// WindowView is a node's bootstrap window as shown: when it opened, when it
-// closes, and whether the node's bundle may be fetched now.
-type WindowView struct {
-	OpenedAt time.Time `json:"opened_at"`
-	ClosesAt time.Time `json:"closes_at"`
-	Open     bool      `json:"open"`
-}
-
 // Bootstrap returns the bootstrap of the node on vmID in org's cluster.
-func (s *Nodes) Bootstrap(ctx context.Context, org auth.Principal, clusterID, vmID int64) (NodeBootstrap, error) {
+func (s *Nodes) Bootstrap(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeBootstrapDetail, error) {
 	ref := store.NodeRef{OrgID: org.OrgID, ClusterID: clusterID, VMID: vmID}
 	b, err := s.Store.NodeBootstrap(ctx, ref)
 	if err != nil {
-		return NodeBootstrap{}, nodeError(err)
+		return apitypes.NodeBootstrapDetail{}, nodeError(err)
 	}
 	w := Window{OpenedAt: b.BootstrapOpenedAt, ReadyAt: b.ReadyAt, Length: s.Window}
-	fetches := b.Fetches
-	if fetches == nil {
-		fetches = []store.Fetch{}
-	}
 	phase := clusterfacts.Phase(b.Phase)
-	return NodeBootstrap{ClusterID: clusterID, VMID: vmID, NodeName: b.NodeName, Phase: phase,
-		Message: b.Message, UpdatedAt: b.UpdatedAt, Fetches: fetches,
-		Window: WindowView{OpenedAt: w.OpenedAt, ClosesAt: w.ClosesAt(), Open: w.Open(phase, s.now())},
+	return apitypes.NodeBootstrapDetail{ClusterID: clusterID, VMID: vmID, NodeName: b.NodeName, Phase: b.Phase,
+		Message: b.Message, UpdatedAt: b.UpdatedAt, Fetches: fetchesOf(b.Fetches),
+		Window: apitypes.BootstrapWindow{OpenedAt: w.OpenedAt, ClosesAt: w.ClosesAt(), Open: w.Open(phase, s.now())},
 	}, nil
+}
+
+// fetchesOf are a node's recorded fetches as shown: [] when none.
+func fetchesOf(rows []store.Fetch) []apitypes.Fetch {
+	out := make([]apitypes.Fetch, len(rows))
+	for i, f := range rows {
+		out[i] = apitypes.Fetch{VMID: f.VMID, RequestID: f.RequestID, Outcome: f.Outcome, FetchedAt: f.FetchedAt}
+	}
+	return out
 }
 
 // Reopen starts the bootstrap of the node on vmID over (a rebuilt VM, a
 // replaced disk, a failure dealt with): the node is pending again, its
 // phases restart from there, and its window opens for another Window.
-func (s *Nodes) Reopen(ctx context.Context, org auth.Principal, clusterID, vmID int64) (NodeBootstrap, error) {
+func (s *Nodes) Reopen(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeBootstrapDetail, error) {
 	ref := store.NodeRef{OrgID: org.OrgID, ClusterID: clusterID, VMID: vmID}
 	out, err := s.Store.ReopenBootstrap(ctx, ref, string(clusterfacts.Pending), s.now())
 	switch {
 	case err != nil:
-		return NodeBootstrap{}, nodeError(err)
+		return apitypes.NodeBootstrapDetail{}, nodeError(err)
 	case !out.Reopened:
-		return NodeBootstrap{}, apperr.ClusterNotActive.Detail("the node's cluster is " + out.ClusterStatus)
+		return apitypes.NodeBootstrapDetail{}, apperr.ClusterNotActive.Detail("the node's cluster is " + out.ClusterStatus)
 	}
 	return s.Bootstrap(ctx, org, clusterID, vmID)
 }

@@ -5,27 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
-
-// Step is the work of a node's bootstrap that ended in Phase: from the
-// phase the node reached before it (or its bootstrap's opening, for the
-// first) to the moment it reached Phase. Phases are milestones the VM
-// reports, so a step is named by the milestone it reaches:
-// prerequisites_installed is the time the prerequisites took to install.
-type Step struct {
-	Phase     clusterfacts.Phase `json:"phase"`
-	StartedAt time.Time          `json:"started_at"`
-	EndedAt   time.Time          `json:"ended_at"`
-	Seconds   float64            `json:"seconds"`
-}
-
-// Running is the step a node works on now: toward Phase, since StartedAt
-// (when it reached its current phase).
-type Running struct {
-	Phase     clusterfacts.Phase `json:"phase"`
-	StartedAt time.Time          `json:"started_at"`
-}
 
 // Timeline is one node's bootstrap as recorded: its phase, when its
 // bootstrap opened, when it first reached each phase (store.Node's
@@ -47,16 +29,20 @@ type reached struct {
 }
 
 // Steps are the steps the node finished, in the order it reached their
-// phases. A phase it skipped (no report) has no step: the next one starts
+// phases. A step runs from the phase the node reached before it (or its
+// bootstrap's opening, for the first) to the moment it reached its own:
+// phases are milestones the VM reports, so a step is named by the
+// milestone it reaches (prerequisites_installed is the time the
+// prerequisites took to install). A phase it skipped (no report) has no step: the next one starts
 // where the last reached phase ended. A spelling that is no phase (never
 // written by k8sapi) is left out.
-func (t Timeline) Steps() []Step {
-	steps := []Step{}
+func (t Timeline) Steps() []apitypes.BootstrapStep {
+	steps := []apitypes.BootstrapStep{}
 	start := t.OpenedAt
 	for _, r := range t.inOrder() {
 		// The two clocks (the opening's, the database's) may disagree by a
 		// little: a step never lasts less than nothing.
-		steps = append(steps, Step{Phase: r.phase, StartedAt: start, EndedAt: r.at, Seconds: max(0, r.at.Sub(start).Seconds())})
+		steps = append(steps, apitypes.BootstrapStep{Phase: string(r.phase), StartedAt: start, EndedAt: r.at, Seconds: max(0, r.at.Sub(start).Seconds())})
 		start = r.at
 	}
 	return steps
@@ -82,7 +68,7 @@ func rankOf(p clusterfacts.Phase) int { return slices.Index(clusterfacts.Phases(
 // failed. It started when the node reached its current phase; a node whose
 // phase has no recorded time (moved before times were recorded) counts
 // from its last report, a pending one from its bootstrap's opening.
-func (t Timeline) Running() *Running {
+func (t Timeline) Running() *apitypes.RunningStep {
 	next, ok := clusterfacts.Next(t.Phase, t.Role, t.Initial)
 	if !ok {
 		return nil
@@ -94,5 +80,5 @@ func (t Timeline) Running() *Running {
 	case !known:
 		since = t.UpdatedAt
 	}
-	return &Running{Phase: next, StartedAt: since}
+	return &apitypes.RunningStep{Phase: string(next), StartedAt: since}
 }

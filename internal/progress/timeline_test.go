@@ -26,7 +26,7 @@ func TestTimelineSteps(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("steps\n%s\nwant\n%s", got, want)
 	}
-	if r := tl.Running(); r == nil || r.Phase != clusterfacts.KubeletStarted || !r.StartedAt.Equal(at(50)) {
+	if r := tl.Running(); r == nil || r.Phase != string(clusterfacts.KubeletStarted) || !r.StartedAt.Equal(at(50)) {
 		t.Errorf("running %+v, want kubelet_started since %s", r, at(50))
 	}
 }
@@ -53,7 +53,7 @@ func TestTimelineRunning(t *testing.T) {
 		switch {
 		case c.phase == "" && r != nil:
 			t.Errorf("%s: running %+v, want none", c.name, r)
-		case c.phase != "" && (r == nil || string(r.Phase) != c.phase || !r.StartedAt.Equal(c.since)):
+		case c.phase != "" && (r == nil || r.Phase != c.phase || !r.StartedAt.Equal(c.since)):
 			t.Errorf("%s: running %+v, want %s since %s", c.name, r, c.phase, c.since)
 		}
 	}
@@ -65,7 +65,7 @@ func TestTimelineRunning(t *testing.T) {
 func TestTimelineNeverNegative(t *testing.T) {
 	tl := Timeline{Role: clusterfacts.ControlPlane, Phase: clusterfacts.Failed, OpenedAt: at(5), Reached: map[string]time.Time{"bundle_fetched": at(4), "failed": at(9)}}
 	steps := tl.Steps()
-	if len(steps) != 2 || steps[0].Seconds != 0 || steps[1].Phase != clusterfacts.Failed || steps[1].Seconds != 5 {
+	if len(steps) != 2 || steps[0].Seconds != 0 || steps[1].Phase != string(clusterfacts.Failed) || steps[1].Seconds != 5 {
 		t.Errorf("steps %+v", steps)
 	}
 }

@@ -18,10 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/excloud/k8sapi/internal/apidocs/apidocstest"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
-	"github.com/excloud/k8sapi/internal/cluster"
-	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 )
@@ -48,13 +47,13 @@ func (c *Client) PoolsURL(id int64, name ...string) string {
 
 // AddPool creates a pool of cluster id as org's operator, failing the
 // test on any answer but 201, and returns the pool.
-func (c *Client) AddPool(org, id int64, body string) nodepool.PoolView {
+func (c *Client) AddPool(org, id int64, body string) apitypes.NodePool {
 	c.T.Helper()
 	r := Do(c.T, http.MethodPost, c.PoolsURL(id), body, c.Bearer(org))
 	if r.Status != http.StatusCreated {
 		c.T.Fatalf("POST node-pools = %d %s", r.Status, r.Body)
 	}
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	r.JSON(c.T, &p)
 	return p
 }
@@ -158,13 +157,13 @@ func (c *Client) Create(org int64, body string) Response {
 
 // Found founds a cluster for org and returns the 201 body, failing the test
 // on any other answer.
-func (c *Client) Found(org int64, body string) cluster.Result {
+func (c *Client) Found(org int64, body string) apitypes.FoundingResult {
 	c.T.Helper()
 	r := c.Create(org, body)
 	if r.Status != http.StatusCreated {
 		c.T.Fatalf("POST /clusters = %d %s", r.Status, r.Body)
 	}
-	var res cluster.Result
+	var res apitypes.FoundingResult
 	r.JSON(c.T, &res)
 	return res
 }

@@ -24,9 +24,10 @@ func (s *Store) RecordAudit(ctx context.Context, e audit.Event) (bool, error) {
 }
 
 // AuditEventRow is one event of a trail with its row id, which a page's
-// cursor names.
+// cursor names. AuditEvents reads it from JSON keyed 'ID' and by
+// audit.Event's own names (the log record's).
 type AuditEventRow struct {
-	ID int64 `json:"id"`
+	ID int64
 	audit.Event
 }
 
@@ -47,7 +48,7 @@ func (s *Store) AuditEvents(ctx context.Context, orgID, clusterID int64, q Event
 	var list []byte
 	err := s.pool.QueryRow(ctx, `
 		SELECT COALESCE((
-			SELECT json_agg(json_build_object('id', id, 'at', at, 'org_id', k.org_id, 'cluster_id', k.id, 'principal', principal, 'action', action,
+			SELECT json_agg(json_build_object('ID', id, 'at', at, 'org_id', k.org_id, 'cluster_id', k.id, 'principal', principal, 'action', action,
 				'resource', resource, 'outcome', outcome, 'status', status, 'request_id', request_id) ORDER BY at DESC, id DESC)
 			FROM (SELECT * FROM audit_events a WHERE a.kube_cluster_id = k.id
 				AND ($3 = 0 OR (a.at, a.id) < (SELECT b.at, b.id FROM audit_events b WHERE b.id = $3 AND b.kube_cluster_id = k.id))

@@ -19,10 +19,10 @@ const (
 
 // Fetch is one recorded bundle fetch of a node (a bootstrap_fetches row).
 type Fetch struct {
-	VMID      int64     `json:"vm_id"`
-	RequestID string    `json:"request_id"`
-	Outcome   string    `json:"outcome"`
-	FetchedAt time.Time `json:"fetched_at"`
+	VMID      int64
+	RequestID string
+	Outcome   string
+	FetchedAt time.Time
 }
 
 // NodeRef names one node as an operator does: its org, cluster and VM.

@@ -10,12 +10,12 @@ import (
 // (an admin_kubeconfigs row): what names the certificate, who asked and
 // when; never the certificate or its key.
 type KubeconfigIssue struct {
-	ClusterID int64     `json:"-"`
-	Serial    string    `json:"serial"` // the certificate's serial number, lower-case hex
-	IssuedAt  time.Time `json:"issued_at"`
-	ExpiresAt time.Time `json:"expires_at"` // the certificate's NotAfter
-	IssuedBy  string    `json:"issued_by"`  // auth.Principal.Who
-	RequestID string    `json:"request_id"`
+	ClusterID int64
+	Serial    string // the certificate's serial number, lower-case hex
+	IssuedAt  time.Time
+	ExpiresAt time.Time // the certificate's NotAfter
+	IssuedBy  string    // auth.Principal.Who
+	RequestID string
 }
 
 // MaxKubeconfigIssuesShown bounds KubeconfigIssues (the newest).

@@ -33,9 +33,28 @@ var ErrClusterNotActive = errors.New("the cluster is not active")
 
 // Taint is one taint a pool's Nodes carry.
 type Taint struct {
+	Key    string
+	Value  string
+	Effect string
+}
+
+// taintJSON is a taint as node_pools.taints holds it, a jsonb array of
+// these: the column's shape, not the API's (which happens to match). A
+// read decodes the array into Taint by encoding/json's case-insensitive
+// match of the one-word keys.
+type taintJSON struct {
 	Key    string `json:"key"`
 	Value  string `json:"value,omitempty"`
 	Effect string `json:"effect"`
+}
+
+// taintsJSON is taints in the column's shape.
+func taintsJSON(taints []Taint) []taintJSON {
+	out := make([]taintJSON, len(taints))
+	for i, t := range taints {
+		out[i] = taintJSON(t)
+	}
+	return out
 }
 
 // Pool is a node_pools row, with its cluster's org.
@@ -189,7 +208,7 @@ func upsertPool(ctx context.Context, tx pgx.Tx, c PoolChange) (Pool, error) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13)
 		ON CONFLICT (kube_cluster_id, idempotency_key) DO NOTHING
 		RETURNING `+poolColumns, p.ClusterID, p.Name, p.Count, p.InstanceType, p.ImageID, p.SubnetID,
-		jsonText(p.Labels), jsonText(p.Taints), c.State, p.IdempotencyKey, p.RequestFingerprint, c.Lease.Owner, c.Lease.Until)
+		jsonText(p.Labels), jsonText(taintsJSON(p.Taints)), c.State, p.IdempotencyKey, p.RequestFingerprint, c.Lease.Owner, c.Lease.Until)
 	out, err := onePool(rows, "inserting the pool")
 	var pgErr *pgconn.PgError
 	switch {

@@ -17,31 +17,30 @@ const (
 	SnapshotOnDemand  = "on_demand"
 )
 
-// EtcdSnapshot is one etcd_snapshots row, in the wire shape of
-// GET /clusters/{id}/etcd-snapshots.
+// EtcdSnapshot is one etcd_snapshots row.
 type EtcdSnapshot struct {
-	ID          int64      `json:"id"`
-	ClusterID   int64      `json:"cluster_id"`
-	Trigger     string     `json:"trigger"`      // scheduled, on_demand
-	RequestedBy string     `json:"requested_by"` // auth.Principal.Who, or the schedule
-	RequestID   string     `json:"request_id"`
-	NodeVMID    int64      `json:"node_vm_id"` // the node that takes it
-	ObjectKey   string     `json:"object_key"`
-	State       string     `json:"state"`
-	SizeBytes   *int64     `json:"size_bytes"`
-	SHA256      *string    `json:"sha256"`
-	Failure     *string    `json:"failure"`
-	RequestedAt time.Time  `json:"requested_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
+	ID          int64
+	ClusterID   int64
+	Trigger     string // scheduled, on_demand
+	RequestedBy string // auth.Principal.Who, or the schedule
+	RequestID   string
+	NodeVMID    int64 // the node that takes it
+	ObjectKey   string
+	State       string
+	SizeBytes   *int64
+	SHA256      *string
+	Failure     *string
+	RequestedAt time.Time
+	FinishedAt  *time.Time
 }
 
 // SnapshotNode is one control-plane node as the choice of who snapshots
 // sees it (SnapshotCluster lists no worker: a worker runs no etcd member).
 type SnapshotNode struct {
-	Ordinal int    `json:"ordinal"`
-	VMID    int64  `json:"vm_id"` // 0: no VM yet
-	Role    string `json:"role"`  // RoleControlPlane: the one role the query lists
-	Ready   bool   `json:"ready"` // reported ready in its current bootstrap
+	Ordinal int
+	VMID    int64  // 0: no VM yet
+	Role    string // RoleControlPlane: the one role the query lists
+	Ready   bool   // reported ready in its current bootstrap
 }
 
 // etcdMemberSQL holds a kube_nodes row n to a node that runs a member of
@@ -57,23 +56,24 @@ const snapshotTakerSQL = etcdMemberSQL + ` AND n.ready_at IS NOT NULL AND n.phas
 // SnapshotCluster is a cluster as a snapshot's recording needs it: its
 // status, schedule, newest snapshot and nodes.
 type SnapshotCluster struct {
-	ID              int64          `json:"id"`
-	OrgID           int64          `json:"org_id"`
-	Status          string         `json:"status"`
-	IntervalSeconds int            `json:"interval_seconds"`
-	NewestAt        *time.Time     `json:"newest_at"` // the newest snapshot's requested_at, of any state
-	Pending         bool           `json:"pending"`
-	Nodes           []SnapshotNode `json:"nodes"`
+	ID              int64
+	OrgID           int64
+	Status          string
+	IntervalSeconds int
+	NewestAt        *time.Time // the newest snapshot's requested_at, of any state
+	Pending         bool
+	Nodes           []SnapshotNode
 }
 
-// snapshotClusterJSON is one cluster as SnapshotCluster's JSON: one value
-// per cluster keeps the scan small (see AuditEvents).
-const snapshotClusterJSON = `json_build_object('id', k.id, 'org_id', k.org_id, 'status', k.status,
-	'interval_seconds', k.etcd_snapshot_interval_seconds,
-	'newest_at', (SELECT max(requested_at) FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id),
-	'pending', EXISTS (SELECT 1 FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id AND s.state = 'pending'),
-	'nodes', COALESCE((SELECT json_agg(json_build_object('ordinal', n.ordinal, 'vm_id', COALESCE(n.vm_id, 0),
-		'role', n.role, 'ready', n.ready_at IS NOT NULL AND n.phase = 'ready') ORDER BY n.ordinal)
+// snapshotClusterJSON is one cluster as a JSON object keyed by
+// SnapshotCluster's field names (so the row needs no tags): one value per
+// cluster keeps the scan small (see AuditEvents).
+const snapshotClusterJSON = `json_build_object('ID', k.id, 'OrgID', k.org_id, 'Status', k.status,
+	'IntervalSeconds', k.etcd_snapshot_interval_seconds,
+	'NewestAt', (SELECT max(requested_at) FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id),
+	'Pending', EXISTS (SELECT 1 FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id AND s.state = 'pending'),
+	'Nodes', COALESCE((SELECT json_agg(json_build_object('Ordinal', n.ordinal, 'VMID', COALESCE(n.vm_id, 0),
+		'Role', n.role, 'Ready', n.ready_at IS NOT NULL AND n.phase = 'ready') ORDER BY n.ordinal)
 		FROM kube_nodes n WHERE n.kube_cluster_id = k.id AND ` + etcdMemberSQL + `), '[]'))`
 
 // SnapshotCluster reads one of org's clusters for an on-demand snapshot.
@@ -298,10 +298,10 @@ func rowsToSnapshots(rows []snapshotRow) []EtcdSnapshot {
 // RestoreSource is the snapshot a restored cluster's etcd starts from, as
 // copied onto the cluster at founding (migration 019).
 type RestoreSource struct {
-	ClusterID int64  `json:"cluster_id"`
-	ObjectKey string `json:"object_key"`
-	SizeBytes int64  `json:"size_bytes"`
-	SHA256    string `json:"sha256"`
+	ClusterID int64
+	ObjectKey string
+	SizeBytes int64
+	SHA256    string
 }
 
 // RestoreSourceOf is the snapshot vm's cluster (one of org's) was restored

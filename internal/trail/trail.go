@@ -8,8 +8,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
-	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/paging"
 	"github.com/excloud/k8sapi/internal/store"
@@ -32,34 +32,32 @@ type Query struct {
 	Limit  int
 }
 
-// Page is one page of a trail; NextCursor is nil on the last.
-type Page struct {
-	Events     []audit.Event `json:"events"`
-	NextCursor *string       `json:"next_cursor"`
-}
-
 // Events is the page of cluster id's trail q selects, for org.
-func (t *Trail) Events(ctx context.Context, org auth.Principal, id int64, q Query) (Page, error) {
+func (t *Trail) Events(ctx context.Context, org auth.Principal, id int64, q Query) (apitypes.AuditEventList, error) {
 	sq := store.EventQuery{Limit: q.Limit + 1} // one more: is there a next page
 	var err error
 	if sq.BeforeID, err = paging.After(q.Cursor); err != nil {
-		return Page{}, err
+		return apitypes.AuditEventList{}, err
 	}
 	rows, err := t.Store.AuditEvents(ctx, org.OrgID, id, sq)
 	if errors.Is(err, store.ErrNotFound) {
-		return Page{}, apperr.NotFound.Detail("no such cluster")
+		return apitypes.AuditEventList{}, apperr.NotFound.Detail("no such cluster")
 	}
 	if err != nil {
-		return Page{}, apperr.DatabaseUnavailable.Wrap(err)
+		return apitypes.AuditEventList{}, apperr.DatabaseUnavailable.Wrap(err)
 	}
 	rows, next := paging.Cut(rows, q.Limit, func(r store.AuditEventRow) int64 { return r.ID })
-	return Page{Events: eventsOf(rows), NextCursor: next}, nil
+	return apitypes.AuditEventList{Events: eventsOf(rows), NextCursor: next}, nil
 }
 
-func eventsOf(rows []store.AuditEventRow) []audit.Event {
-	out := make([]audit.Event, len(rows))
+// eventsOf are a trail's rows as the API shows them: every field of the
+// event, none of the row's id (a page's cursor carries it).
+func eventsOf(rows []store.AuditEventRow) []apitypes.AuditEvent {
+	out := make([]apitypes.AuditEvent, len(rows))
 	for i, r := range rows {
-		out[i] = r.Event
+		e := r.Event
+		out[i] = apitypes.AuditEvent{At: e.At, OrgID: e.OrgID, ClusterID: e.ClusterID, Principal: e.Principal, Action: e.Action,
+			Resource: e.Resource, Outcome: string(e.Outcome), Status: e.Status, RequestID: e.RequestID}
 	}
 	return out
 }

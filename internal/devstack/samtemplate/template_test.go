@@ -34,7 +34,7 @@ func TestProjectTemplate(t *testing.T) {
 			"GET /bootstrap/worker/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/etcd-snapshot", "POST /bootstrap/control-plane/{vm_id}/renew",
 			"POST /bootstrap/control-plane/{vm_id}/status", "POST /bootstrap/worker/{vm_id}/csr",
 			"POST /bootstrap/worker/{vm_id}/renew", "POST /bootstrap/worker/{vm_id}/status"},
-		"HealthFunction":     {"GET /docs", "GET /health", "GET /openapi.json"},
+		"HealthFunction":     {"GET /docs", "GET /health", "GET /kubernetes-versions", "GET /openapi.json"},
 		"ReconcilerFunction": nil, // a Schedule event, no route
 	}
 	if len(tmpl.Functions) != len(want) {

@@ -1,0 +1,73 @@
+package apitypes
+
+import "time"
+
+// ClusterView is a cluster as GET /clusters shows it: no keys, no
+// kubeconfig.
+type ClusterView struct {
+	ID                  int64      `json:"cluster_id"`
+	Name                string     `json:"name"`
+	Status              string     `json:"status"`
+	StatusReason        string     `json:"status_reason,omitempty"`
+	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
+	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
+	Nodes               []NodeView `json:"nodes"`
+	ServiceCIDR         string     `json:"service_cidr"`
+	PodCIDR             string     `json:"pod_cidr"`
+	CNI                 string     `json:"cni"`
+	KubernetesVersion   string     `json:"kubernetes_version"`
+	KeyAlgorithm        string     `json:"key_algorithm"`
+	DNSConfigured       bool       `json:"dns_configured"`
+	DNSError            string     `json:"dns_error,omitempty"`
+	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
+	// from; null for a cluster founded empty.
+	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`
+	// Bootstrap is how far the nodes' bootstrap got, as the VMs report it.
+	Bootstrap Bootstrap `json:"bootstrap"`
+	// CertificatesExpireAt is the earliest NotAfter among the nodes' stored
+	// certificates (null before any is stored); renewal moves it.
+	CertificatesExpireAt *time.Time `json:"certificates_expire_at"`
+	// CAsExpireAt is each CA's NotAfter, by cert-table name; renewal never
+	// moves them.
+	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
+	// NodePools are the cluster's live worker pools, each with its workers.
+	NodePools []NodePool `json:"node_pools"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+// ClusterList is one page of GET /clusters; NextCursor is nil on the last.
+type ClusterList struct {
+	Clusters   []ClusterView `json:"clusters"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+// FoundingResult is the 201 body of POST /clusters (a 202 is a
+// ClusterView).
+type FoundingResult struct {
+	ClusterID             int64       `json:"cluster_id"`
+	Name                  string      `json:"name"`
+	Status                string      `json:"status"`
+	Kubeconfig            string      `json:"kubeconfig"`
+	ControlPlaneVMIDs     []int64     `json:"control_plane_vm_ids"`
+	ControlPlaneDNSName   string      `json:"control_plane_dns_name"`
+	ServiceCIDR           string      `json:"service_cidr"`
+	PodCIDR               string      `json:"pod_cidr"`
+	CNI                   string      `json:"cni"`
+	KubernetesVersion     string      `json:"kubernetes_version"`
+	KeyAlgorithm          string      `json:"key_algorithm"`
+	DNSConfigured         bool        `json:"dns_configured"`
+	DNSError              string      `json:"dns_error,omitempty"`
+	BootstrapPathTemplate string      `json:"bootstrap_path_template"`
+	IngressWildcardDNS    string      `json:"ingress_wildcard_dns_name"`
+	SuggestedDNSRecords   []DNSRecord `json:"suggested_dns_records"`
+}
+
+// DNSRecord is a DNS record the operator (or the DNS API) should create:
+// in a founding's answer and in every control-plane bundle.
+type DNSRecord struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	TTL   int    `json:"ttl"`
+}

@@ -1,0 +1,23 @@
+package apitypes
+
+import "time"
+
+// AuditEvent is one event of a cluster's audit trail.
+type AuditEvent struct {
+	At        time.Time `json:"at"`
+	OrgID     int64     `json:"org_id"`
+	ClusterID int64     `json:"cluster_id"`
+	Principal string    `json:"principal"`
+	Action    string    `json:"action"`
+	Resource  string    `json:"resource"`
+	Outcome   string    `json:"outcome"`
+	Status    int       `json:"status"`
+	RequestID string    `json:"request_id"`
+}
+
+// AuditEventList is one page of GET /clusters/{id}/events; NextCursor is
+// nil on the last.
+type AuditEventList struct {
+	Events     []AuditEvent `json:"events"`
+	NextCursor *string      `json:"next_cursor"`
+}
