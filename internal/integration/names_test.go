@@ -80,7 +80,7 @@ func mintedFor(t *testing.T, s *stack, w *worker, keys workerKeys) nodebootstrap
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := pki.Issuer{Algorithm: pki.ECDSAP256, Now: time.Now}
+	is := pki.Issuer{Algorithm: pki.ECDSAP256, Now: time.Now, LeafLifetime: hourLeaves().Lifetime}
 	who := pki.Subject{Name: w.node.Name, IPv4: w.node.IPv4}
 	mint := func(name pki.Name, pub any) string {
 		cert, err := is.Reissue(opened.Trust, name, who, pub)
@@ -119,5 +119,68 @@ func TestWorkerRenewalTakesOnlyCertificatesIssuedToIt(t *testing.T) {
 	again := keys.renewal(t, renewed.body.Certificates[string(pki.KubeletClient)], renewed.body.Certificates[string(pki.KubeletServing)])
 	if r := w.renewAs(w.vmID, again); r.status != http.StatusOK {
 		t.Errorf("renewing the renewed certificates = %d, want 200", r.status)
+	}
+}
+
+// assertRecorded: every stored identity's certificate is recorded as
+// issued to its node, by serial.
+func (s *stack) assertRecorded(t *testing.T) {
+	t.Helper()
+	rows := s.identityRows(t)
+	for _, r := range rows {
+		var ok bool
+		err := s.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM node_certificates c JOIN kube_nodes n ON n.id = c.node_id
+			WHERE n.vm_id = $1 AND c.identity = $2 AND c.serial = $3)`, r.VMID, r.Name, pki.PEMSerial([]byte(r.Cert))).Scan(&ok)
+		if err != nil || !ok {
+			t.Errorf("vm %d's %s certificate is not recorded as issued to it (%v)", r.VMID, r.Name, err)
+		}
+	}
+	if len(rows) == 0 {
+		t.Error("no identity stored")
+	}
+}
+
+// Every certificate issued to a control-plane node is recorded by serial:
+// at founding, in its bundle window, at renewal. A renewal whose stored
+// certificate is not the one recorded (as no row k8sapi wrote could be)
+// is refused; one whose identity has no serial recorded, as on the schema
+// before, is served.
+func TestControlPlaneCertificatesAreRecordedAtIssue(t *testing.T) {
+	s, clk := renewingStack(t)
+	_, vm, b := s.readyNodeWithBundle(t)
+	s.assertRecorded(t)
+	clk.Set(41 * time.Minute) // due
+	if got := s.mustRenew(t, vm, b); len(got.Renewed) == 0 {
+		t.Fatal("nothing renewed")
+	}
+	s.assertRecorded(t)
+
+	ctx := context.Background()
+	node := `(SELECT id FROM kube_nodes WHERE vm_id = $1)`
+	if _, err := s.pool.Exec(ctx, `UPDATE node_certificates SET serial = 'f' || serial WHERE node_id = `+node, vm.id); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, "a stored certificate not recorded", s.renew(t, vm, b), http.StatusForbidden, "proof_of_possession_failed", "")
+	if _, err := s.pool.Exec(ctx, `DELETE FROM node_certificates WHERE node_id = `+node, vm.id); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.renew(t, vm, b); r.Status != http.StatusOK {
+		t.Errorf("a renewal with no serial recorded (the schema before) = %d %s, want 200", r.Status, r.Body)
+	}
+}
+
+// A worker's signed requests are recorded by serial.
+func TestWorkerCertificatesAreRecordedAtIssue(t *testing.T) {
+	s := newStack(t)
+	w := workerOn(t, s)
+	certs := readyWorker(t, w, newWorkerKeys(t))
+	var serials []string
+	if err := s.pool.QueryRow(context.Background(), `SELECT array_agg(serial ORDER BY identity) FROM node_certificates c
+		JOIN kube_nodes n ON n.id = c.node_id WHERE n.vm_id = $1`, w.vmID).Scan(&serials); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{pki.PEMSerial([]byte(certs.KubeletServing)), pki.PEMSerial([]byte(certs.KubeletClient))} // kubelet < kubelet-client
+	if !slices.Equal(serials, want) {
+		t.Errorf("recorded serials %q, want %q", serials, want)
 	}
 }

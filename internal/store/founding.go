@@ -193,7 +193,8 @@ func (s *Store) fencedNodes(ctx context.Context, what, set, rows string, f Fence
 
 // RecordIdentities writes the stored identities (one row each) of nodes,
 // in one statement whatever their number; a node that has them already
-// keeps the first ones.
+// keeps the first ones. Every certificate's serial is recorded, kept or
+// not: each was issued (the one not kept never left k8sapi).
 func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner string, nodes []Node) error {
 	var ordinals []int
 	var all []Identity
@@ -204,6 +205,13 @@ func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner str
 	}
 	ids := identityColumns(all)
 	return s.fenced(ctx, "recording node identities", `
+		WITH issued AS (
+			`+recordIssued+` SELECT n.kube_cluster_id, n.id, u.name, u.serial
+			FROM unnest($3::int[], $4::text[], $8::text[]) AS u (ordinal, name, serial)
+			JOIN kube_nodes n ON n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
+			WHERE EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
+			ON CONFLICT DO NOTHING
+		)
 		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after)
 		SELECT n.id, u.name, u.cert, u.key_sealed, u.not_after
 		FROM unnest($3::int[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
@@ -211,7 +219,7 @@ func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner str
 		JOIN kube_nodes n ON n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
 		WHERE EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
 		ON CONFLICT (node_id, name) DO UPDATE SET cert = node_identities.cert`,
-		clusterID, owner, ordinals, ids.names, ids.certs, ids.keys, ids.notAfters)
+		clusterID, owner, ordinals, ids.names, ids.certs, ids.keys, ids.notAfters, ids.serials)
 }
 
 // FinishFounding makes the founding's cluster active and lets go of it.
