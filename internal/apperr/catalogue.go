@@ -42,8 +42,12 @@ var (
 	Internal            = define("internal", KindInternal, "internal error")
 	DatabaseUnavailable = define("database_unavailable", KindUnavailable, "the database is unavailable")
 	KMSUnavailable      = define("kms_unavailable", KindUnavailable, "the key service is unavailable")
-	ComputeFailed       = define("compute_failed", KindBadGateway, "the compute API failed; nothing was kept")
+	ComputeFailed       = define("compute_failed", KindBadGateway, "the compute API failed")
 	StorageUnavailable  = define("storage_unavailable", KindUnavailable, "the object store is unavailable; nothing was recorded")
+	// An operation that stopped part-way and that the reconciler carries
+	// on: never answered as if nothing were kept.
+	OperationContinues = define("operation_continues", KindUnavailable,
+		"the operation stopped part-way and goes on without this request; poll it, and retry with the same Idempotency-Key")
 
 	// A cluster's lifecycle.
 	ClusterNotActive     = define("cluster_not_active", KindConflict, "the cluster is not active")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/apitypes"
@@ -32,9 +33,14 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 	ctx = platformauth.WithToken(ctx, bearer)
 	ownKey := idempotencyKey != ""
 	if ownKey {
-		if res, err := s.replay(ctx, org, idempotencyKey, spec); !errors.Is(err, store.ErrNotFound) {
-			return res, err
+		release, err := s.claim(ctx, org, idempotencyKey, spec)
+		if errors.Is(err, store.ErrDuplicate) {
+			return s.replay(ctx, org, idempotencyKey, spec)
 		}
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	} else {
 		idempotencyKey = generatedKey()
 	}
@@ -64,6 +70,35 @@ func (s *Service) Found(ctx context.Context, org auth.Principal, bearer string, 
 		return nil, err
 	}
 	return s.drive(ctx, org, op)
+}
+
+// claim holds key for this request from before its first remote call (the
+// platform references are checked, the keys made, before the cluster row
+// exists): a request with the same key meanwhile answers at once from the
+// database, never after the same compute calls. A key a cluster was
+// founded under is store.ErrDuplicate (replay it). release lets go once
+// the request is done; the claim of a request that died runs out with its
+// lease.
+func (s *Service) claim(ctx context.Context, org auth.Principal, key string, spec clusterspec.Spec) (release func(), err error) {
+	c := store.FoundingClaim{OrgID: org.OrgID, Key: key, Fingerprint: spec.Fingerprint(), Lease: s.RequestLease()}
+	held, err := s.Store.ClaimFoundingKey(ctx, c, s.Clock())
+	switch {
+	case errors.Is(err, store.ErrClaimed) && held != "" && held != c.Fingerprint:
+		return nil, apperr.IdempotencyKeyReused.New()
+	case errors.Is(err, store.ErrClaimed):
+		return nil, foundingInProgress()
+	case err != nil:
+		return nil, usecase.DatabaseError(err)
+	}
+	return func() { s.releaseClaim(ctx, c) }, nil
+}
+
+// releaseClaim lets go of c on a context the request's end does not
+// cancel; a failure is logged, and the claim runs out by itself.
+func (s *Service) releaseClaim(ctx context.Context, c store.FoundingClaim) {
+	if err := s.Store.ReleaseFoundingKey(context.WithoutCancel(ctx), c); err != nil {
+		s.Logger().WarnContext(ctx, "releasing an idempotency key's claim failed; it runs out with its lease", "cause", err.Error())
+	}
 }
 
 // generatedKey is the idempotency key of a request that brought none.
@@ -129,8 +164,8 @@ func (s *Service) newCluster(org, id int64, spec clusterspec.Spec, key string) s
 
 // drive advances the founding this request began until it is done (201,
 // with an admin kubeconfig for org's operator), the answer is due (202: the
-// engine let go of it and the reconciler finishes it) or it fails (undone
-// now, or by the reconciler if even that fails).
+// engine let go of it and the reconciler finishes it) or it fails: undone
+// now (the cause, and what the undo did), or not (503: it goes on).
 func (s *Service) drive(ctx context.Context, org auth.Principal, op *controlplane.NodeOp) (*Result, error) {
 	res := engine.Drive(ctx, s.Driver(0), s.foundingKind(), op, s.AnswerDeadline(ctx))
 	switch res.Outcome {
@@ -147,8 +182,31 @@ func (s *Service) drive(ctx context.Context, org auth.Principal, op *controlplan
 		return accepted(op), nil
 	case engine.LeaseLost:
 		return nil, foundingInProgress()
+	case engine.Undone:
+		return nil, usecase.TurnedBack(res.Err, turnedBack(&op.Cluster))
 	}
-	return nil, res.Err
+	return nil, usecase.GoesOn(res.Err, goesOn(&op.Cluster))
+}
+
+// turnedBack says what the undo of a founding did: ended the cluster
+// failed, or (its teardown failed) left it deleting for the reconciler.
+func turnedBack(c *store.Cluster) string {
+	if c.Status == store.StatusDeleting {
+		return fmt.Sprintf("the founding is being turned back: cluster %d is deleting, and the reconciler deletes what it made", c.ID)
+	}
+	return fmt.Sprintf("the founding was turned back: cluster %d is failed, its VMs and security group deleted", c.ID)
+}
+
+// goesOn says what becomes of a founding whose undo could not even be
+// recorded: the reconciler claims it once its lease runs out and finishes
+// it if its caller can still follow it (resumable), or turns it back.
+func goesOn(c *store.Cluster) string {
+	if c.Resumable {
+		return fmt.Sprintf("the founding of cluster %d goes on: the reconciler finishes it, or turns it back if it cannot; "+
+			"poll GET /clusters/%d and retry with the same Idempotency-Key", c.ID, c.ID)
+	}
+	return fmt.Sprintf("the founding of cluster %d goes on without this request: the reconciler turns it back "+
+		"(its VMs deleted, the cluster failed); poll GET /clusters/%d", c.ID, c.ID)
 }
 
 // accepted is the answer of a founding the request let go of: what the

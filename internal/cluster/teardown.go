@@ -16,17 +16,20 @@ import (
 // founding goes on is recorded. An error: not even that could be recorded
 // (the lease then runs out, and the reconciler undoes it).
 func (s *Service) undo(ctx context.Context, op *controlplane.NodeOp, reason string) error {
+	status := store.StatusFailed
 	err := s.teardown(ctx, &op.Cluster, op.Nodes)
 	if err == nil {
-		err = s.Store.EndOperation(ctx, op.Cluster.ID, op.Lease.Owner, store.StatusFailed, reason)
+		err = s.Store.EndOperation(ctx, op.Cluster.ID, op.Lease.Owner, status, reason)
 	} else {
 		s.Logger().ErrorContext(ctx, "undoing a founding failed; the reconciler retries", "cluster_id", op.Cluster.ID, "cause", err.Error())
+		status = store.StatusDeleting
 		err = s.Store.Release(ctx, op.Cluster.ID, op.Lease.Owner, store.Released{
-			Status: store.StatusDeleting, Until: s.Clock(), Reason: reason + "; deleting what it made failed: " + usecase.Reason(err)})
+			Status: status, Until: s.Clock(), Reason: reason + "; deleting what it made failed: " + usecase.Reason(err)})
 	}
 	if err != nil {
 		return fmt.Errorf("recording an undone founding: %w", err)
 	}
+	op.Cluster.Status = status // what the answer says (turnedBack)
 	return nil
 }
 

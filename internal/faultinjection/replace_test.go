@@ -186,9 +186,16 @@ func TestReplacementCutOffThenFailingIsTurnedBack(t *testing.T) {
 		t.Errorf("%d VMs live, want the founding's 3", live)
 	}
 	s.assertSettled()
-	// The cluster is free again: its first node can be replaced.
+	// The cluster is free again: its first node can be replaced, by a node
+	// whose name and ordinal the turned-back one's VM never held (it may
+	// have fetched its bundle, identities and all).
 	if r := s.replace(1, vms[0]); r.Status != http.StatusAccepted {
 		t.Errorf("replacing again = %d %s, want 202", r.Status, r.Body)
+	}
+	var names []string
+	if err := s.pool.QueryRow(context.Background(), `SELECT array_agg(new_node_name ORDER BY id) FROM node_replacements`).Scan(&names); err != nil ||
+		len(names) != 2 || names[0] == names[1] {
+		t.Errorf("the replacements' new nodes are %q (%v), want two names", names, err)
 	}
 }
 

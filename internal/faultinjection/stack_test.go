@@ -72,6 +72,7 @@ type stack struct {
 	sgCreates  gate
 	vmReads    gate
 	vmDeletes  gate
+	refReads   gate // reads of a founding's platform references (subnet, image, instance type)
 	topologies gate
 	founder    *usecase.Deps // CreateClusterFunction's
 	reconciler *usecase.Deps // ReconcilerFunction's
@@ -208,8 +209,27 @@ func (s *stack) gateFor(r *http.Request) *gate {
 		return &s.vmReads
 	case r.Method == http.MethodDelete && instance:
 		return &s.vmDeletes
+	case r.Method == http.MethodGet && isRefRead(r.URL.Path):
+		return &s.refReads
 	}
 	return nil
+}
+
+// isRefRead: path is a read of a subnet, an image or an instance type.
+func isRefRead(path string) bool {
+	for _, p := range []string{"/compute/v1/subnets/", "/compute/v1/images/", "/compute/v1/instance-types/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// calls is how many calls g has passed so far.
+func (g *gate) calls() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
 }
 
 // createHeldAtVM starts founding a three-node cluster for org 1 and returns

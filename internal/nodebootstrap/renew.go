@@ -28,6 +28,8 @@ import (
 // Renewer is the part of the store a renewal writes through.
 type Renewer interface {
 	RenewIdentities(ctx context.Context, r store.CertReplacement) (bool, error)
+	RecordIssued(ctx context.Context, vmID int64, issued []store.Identity) error
+	IssuedSerials(ctx context.Context, nodeID int64) (map[string][]string, error)
 }
 
 var _ Renewer = (*store.Store)(nil)
@@ -76,6 +78,9 @@ func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 	}
 	held, err := heldKeys(t.self, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.heldAsIssued(ctx, t.self.ID, held); err != nil {
 		return nil, err
 	}
 	return s.reissueDue(ctx, vm, t, held)

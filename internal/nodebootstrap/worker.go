@@ -46,7 +46,7 @@ type WorkerService struct {
 // Workers is the part of the store a worker's bootstrap uses.
 type Workers interface {
 	WorkerForVM(ctx context.Context, vmID int64) (store.Topology, error)
-	RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error)
+	RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time, issued []store.Identity) (bool, error)
 	PoolByID(ctx context.Context, id int64) (store.Pool, error)
 	progress.Recorder
 }
@@ -107,7 +107,7 @@ func (s *WorkerService) SignWorker(ctx context.Context, vm auth.BootstrapVM, req
 	if err != nil {
 		return nil, err
 	}
-	if err := s.recordSigned(ctx, t); err != nil {
+	if err := s.recordSigned(ctx, t, out); err != nil {
 		return nil, err
 	}
 	s.certificatesSigned(ctx, vm)
@@ -199,11 +199,13 @@ func (s *WorkerService) signWorker(ctx context.Context, t *target, subject pki.S
 		CACert: t.row.CACert}, nil
 }
 
-// recordSigned records this window's signing before the certificates are
-// answered: a second request of the window is refused (409), a signing
-// that cannot be recorded is not answered (503).
-func (s *WorkerService) recordSigned(ctx context.Context, t *target) error {
-	first, err := s.Workers.RecordWorkerSigned(ctx, t.self.VMID, t.self.BootstrapOpenedAt)
+// recordSigned records this window's signing and the certificates' serials
+// before they are answered: a second request of the window is refused
+// (409), a signing that cannot be recorded is not answered (503).
+func (s *WorkerService) recordSigned(ctx context.Context, t *target, out *WorkerCertificates) error {
+	issued := []store.Identity{{Name: string(pki.KubeletClient), Cert: out.KubeletClient},
+		{Name: string(pki.KubeletServing), Cert: out.KubeletServing}}
+	first, err := s.Workers.RecordWorkerSigned(ctx, t.self.VMID, t.self.BootstrapOpenedAt, issued)
 	if err != nil {
 		return databaseError(err)
 	}

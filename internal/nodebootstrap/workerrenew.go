@@ -11,6 +11,7 @@ import (
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
+	"github.com/excloud/k8sapi/internal/store"
 )
 
 // A worker renews as a control-plane node does: one certificate request per
@@ -20,8 +21,9 @@ import (
 // certificates (its keys were born on it and the CSR route answers them
 // only), so the worker shows the certificate it proves, and k8sapi takes
 // it as the worker's only if its cluster CA signed it for this node's row:
-// the row's common name and usages. A key that is not the certificate's is
-// refused; so is a certificate of another node, CA or row.
+// the row's common name and usages, and k8sapi recorded issuing it to this
+// node (issued.go). A key that is not the certificate's is refused; so is
+// a certificate of another node, CA or row.
 
 // WorkerRenewalRequest is the body of POST /bootstrap/worker/{vm_id}/renew:
 // the control-plane renewal's requests by identity name, and the
@@ -53,6 +55,9 @@ func (s *WorkerService) RenewWorker(ctx context.Context, vm auth.BootstrapVM, re
 	}
 	held, err := s.heldWorkerKeys(t, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.heldAsIssued(ctx, t.self.ID, held); err != nil {
 		return nil, err
 	}
 	return s.reissueWorker(ctx, t, held)
@@ -141,8 +146,8 @@ func notOwn(name pki.Name, why string) error {
 }
 
 // reissueWorker re-issues the due certificates from the cluster CA alone
-// (a worker is issued nothing else) and answers all of them. Nothing is
-// stored: k8sapi keeps no copy of a worker's certificates.
+// (a worker is issued nothing else) and answers all of them. Only their
+// serials are stored: k8sapi keeps no copy of a worker's certificates.
 func (s *WorkerService) reissueWorker(ctx context.Context, t *target, held []heldKey) (*RenewalOutcome, error) {
 	due, err := s.due(held)
 	out := &RenewalOutcome{Certificates: certsOf(held)}
@@ -157,12 +162,19 @@ func (s *WorkerService) reissueWorker(ctx context.Context, t *target, held []hel
 	if sign.subject, err = t.cluster.CertSubject(t.node); err != nil {
 		return nil, err
 	}
+	var issued []store.Identity
 	for _, k := range due {
 		id, err := sign.reissue(k)
 		if err != nil {
 			return nil, err
 		}
+		issued = append(issued, id)
 		out.Certificates[k.name], out.Renewed = id.Cert, append(out.Renewed, k.name)
+	}
+	// Recorded before answered: a certificate k8sapi did not record would
+	// not renew again.
+	if err := s.Renewer.RecordIssued(ctx, t.self.VMID, issued); err != nil {
+		return nil, databaseError(err)
 	}
 	return out, nil
 }

@@ -121,8 +121,8 @@ func (s *Service) settlePool(ctx context.Context, op *poolOperation, _ time.Time
 
 // drivePool advances the operation this request began until it is settled,
 // the answer is due (Accepted: the engine let go of it and the reconciler
-// finishes it) or a step fails (turned back now, or by the reconciler if
-// even that fails).
+// finishes it) or a step fails: turned back now (the cause, and what the
+// undo did), or not (503: it goes on).
 func (s *Service) drivePool(ctx context.Context, op *poolOperation) (PoolResult, error) {
 	res := engine.Drive(ctx, s.Driver(0), s.poolKind(), op, s.AnswerDeadline(ctx))
 	switch res.Outcome {
@@ -132,8 +132,28 @@ func (s *Service) drivePool(ctx context.Context, op *poolOperation) (PoolResult,
 		return PoolResult{Pool: op.view(), Accepted: true}, nil
 	case engine.LeaseLost:
 		return PoolResult{}, apperr.NodePoolBusy.Detail("the node pool's operation was taken over (by the reconciler, or by its cluster's deletion); poll the pool")
+	case engine.Undone:
+		return PoolResult{}, usecase.TurnedBack(res.Err, op.turnedBack())
 	}
-	return PoolResult{}, res.Err
+	return PoolResult{}, usecase.GoesOn(res.Err, op.goesOn())
+}
+
+// turnedBack says what turnBack did: a create ends failed with no worker,
+// a scale-up keeps the workers it finished.
+func (op *poolOperation) turnedBack() string {
+	if op.pool.State == store.PoolFailed {
+		return "the create was turned back: its workers' VMs were deleted and the pool is failed"
+	}
+	return fmt.Sprintf("the scale was turned back: the pool keeps %d workers", len(op.staying))
+}
+
+// goesOn says what becomes of an operation that could not be turned back
+// now (its undo failed, or it is a removal, which is never undone): the
+// reconciler takes it over once its lease runs out.
+func (op *poolOperation) goesOn() string {
+	return fmt.Sprintf("node pool %q's operation goes on without this request: the reconciler finishes it "+
+		"(or turns a create or scale-up back); poll GET /clusters/%d/node-pools/%s and repeat the request "+
+		"(a create with the same Idempotency-Key)", op.pool.Name, op.pool.ClusterID, op.pool.Name)
 }
 
 func (op *poolOperation) view() apitypes.NodePool {

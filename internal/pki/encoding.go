@@ -57,3 +57,15 @@ func ParseKey(p []byte) (crypto.Signer, error) {
 	}
 	return signer, nil
 }
+
+// Serial is a certificate's serial as k8sapi records it: lower-case hex.
+func Serial(cert *x509.Certificate) string { return cert.SerialNumber.Text(16) }
+
+// PEMSerial is the Serial of a PEM certificate, "" if it is none.
+func PEMSerial(p []byte) string {
+	cert, err := ParseCert(p)
+	if err != nil {
+		return ""
+	}
+	return Serial(cert)
+}

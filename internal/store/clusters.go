@@ -364,16 +364,59 @@ func (s *Store) topology(ctx context.Context, vmID int64, role, nodesWhere strin
 }
 
 // RecordWorkerSigned records that the worker whose VM is vmID had its
-// certificate requests signed in its bootstrap window opened at window:
-// false when they already were (once per window), or the window changed.
-func (s *Store) RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE kube_nodes SET certs_signed_window = bootstrap_opened_at, certs_signed_at = now()
-		WHERE vm_id = $1 AND role = 'worker' AND bootstrap_opened_at = $2
-		  AND certs_signed_window IS DISTINCT FROM bootstrap_opened_at`, vmID, window)
+// certificate requests signed in its bootstrap window opened at window,
+// and the certificates it was issued (their serials): false when they
+// already were (once per window), or the window changed.
+func (s *Store) RecordWorkerSigned(ctx context.Context, vmID int64, window time.Time, issued []Identity) (bool, error) {
+	a := identityColumns(issued)
+	var signed int
+	err := s.pool.QueryRow(ctx, `WITH signed AS (
+			UPDATE kube_nodes SET certs_signed_window = bootstrap_opened_at, certs_signed_at = now()
+			WHERE vm_id = $1 AND role = 'worker' AND bootstrap_opened_at = $2
+			  AND certs_signed_window IS DISTINCT FROM bootstrap_opened_at
+			RETURNING id, kube_cluster_id
+		), issued AS (
+			`+recordIssued+` SELECT n.kube_cluster_id, n.id, u.name, u.serial
+			FROM signed n, unnest($3::text[], $4::text[]) AS u (name, serial)
+		)
+		SELECT count(*) FROM signed`, vmID, window, a.names, a.serials).Scan(&signed)
 	if err != nil {
 		return false, fmt.Errorf("recording the signed requests of vm %d: %w", vmID, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return signed == 1, nil
+}
+
+// RecordIssued records the certificates issued to the node whose VM is
+// vmID outside its stored identities (a worker's renewal): ErrNotFound
+// when the VM is no node.
+func (s *Store) RecordIssued(ctx context.Context, vmID int64, issued []Identity) error {
+	a := identityColumns(issued)
+	tag, err := s.pool.Exec(ctx, recordIssued+` SELECT n.kube_cluster_id, n.id, u.name, u.serial
+		FROM kube_nodes n, unnest($2::text[], $3::text[]) AS u (name, serial) WHERE n.vm_id = $1
+		ON CONFLICT DO NOTHING`, vmID, a.names, a.serials)
+	if err == nil && tag.RowsAffected() == 0 && len(issued) > 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("recording the certificates issued to vm %d: %w", vmID, err)
+	}
+	return nil
+}
+
+// IssuedSerials is every serial recorded for the node's certificates, by
+// identity name.
+func (s *Store) IssuedSerials(ctx context.Context, nodeID int64) (map[string][]string, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT identity, serial FROM node_certificates WHERE node_id = $1`, nodeID)
+	out := map[string][]string{}
+	var name, serial string
+	_, err := pgx.ForEachRow(rows, []any{&name, &serial}, func() error {
+		out[name] = append(out[name], serial)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading the serials issued to node %d: %w", nodeID, err)
+	}
+	return out, nil
 }
 
 // SetDNS records the outcome of the best-effort DNS step.

@@ -76,10 +76,15 @@ const recordFetch = `
 // storeWindow stores a window's identities only while the node's window is
 // still the one they were issued for. They replace the same names issued
 // for an earlier window, never those of this one nor those issued at
-// founding: of two first fetches racing, the first to commit wins.
+// founding: of two first fetches racing, the first to commit wins. Both
+// record their serials: each was issued.
 const storeWindow = `
 	WITH node AS (
-		SELECT id FROM kube_nodes WHERE vm_id = $1 AND bootstrap_opened_at = $2
+		SELECT id, kube_cluster_id FROM kube_nodes WHERE vm_id = $1 AND bootstrap_opened_at = $2
+	), issued AS (
+		` + recordIssued + ` SELECT node.kube_cluster_id, node.id, u.name, u.serial
+		FROM node, unnest($3::text[], $8::text[]) AS u (name, serial)
+		ON CONFLICT DO NOTHING
 	)
 	INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after, window_opened_at, bootstrap_only)
 	SELECT node.id, u.name, u.cert, u.key_sealed, u.not_after, $2, u.bootstrap_only
@@ -108,7 +113,7 @@ const retireUnissued = `
 // written.
 func queueWindow(b *pgx.Batch, w WindowIdentities, stored *bool) {
 	a := identityColumns(w.Issued)
-	b.Queue(storeWindow, w.VMID, w.OpenedAt, a.names, a.certs, a.keys, a.notAfters, a.only).Exec(func(tag pgconn.CommandTag) error {
+	b.Queue(storeWindow, w.VMID, w.OpenedAt, a.names, a.certs, a.keys, a.notAfters, a.only, a.serials).Exec(func(tag pgconn.CommandTag) error {
 		*stored = tag.RowsAffected() == int64(len(w.Issued))
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,8 +36,9 @@ func (s *Store) ReserveClusterID(ctx context.Context) (int64, error) {
 
 // BeginFounding commits the cluster (status founding, held by lease) and
 // its intended nodes (no VM yet) in one statement, whatever the node count,
-// before any remote call. A cluster already recorded under the same (org,
-// idempotency key) gives ErrDuplicate: ON CONFLICT DO NOTHING waits only
+// before any remote call; the cluster's ordinal high-water mark is theirs.
+// A cluster already recorded under the same (org, idempotency key) gives
+// ErrDuplicate: ON CONFLICT DO NOTHING waits only
 // for this one statement of a concurrent request, never for a founding.
 func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, lease Lease) error {
 	ordinals, names := make([]int, len(nodes)), make([]string, len(nodes))
@@ -50,9 +52,9 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 			idempotency_key, request_fingerprint, founding_spec, lease_owner, lease_until, resumable, cni, artifacts,
 			create_token_key, secrets_encryption_key_sealed,
-			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256)
+			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, last_ordinal)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,
-				$36,$37,$38,$39)
+				$36,$37,$38,$39,$40)
 			ON CONFLICT (org_id, idempotency_key) DO NOTHING
 			RETURNING id
 		)
@@ -64,7 +66,7 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 		c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
 		string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable, c.CNI, jsonOrNull(c.Artifacts),
 		c.CreateTokenKey, c.SecretsEncryptionKeySealed, ordinals, names,
-		c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256)
+		c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256, slices.Max(append(ordinals, 0)))
 	if err == nil && tag.RowsAffected() == 0 {
 		// The cluster's insert did nothing, so no node was inserted either.
 		err = ErrDuplicate
@@ -191,7 +193,8 @@ func (s *Store) fencedNodes(ctx context.Context, what, set, rows string, f Fence
 
 // RecordIdentities writes the stored identities (one row each) of nodes,
 // in one statement whatever their number; a node that has them already
-// keeps the first ones.
+// keeps the first ones. Every certificate's serial is recorded, kept or
+// not: each was issued (the one not kept never left k8sapi).
 func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner string, nodes []Node) error {
 	var ordinals []int
 	var all []Identity
@@ -202,6 +205,13 @@ func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner str
 	}
 	ids := identityColumns(all)
 	return s.fenced(ctx, "recording node identities", `
+		WITH issued AS (
+			`+recordIssued+` SELECT n.kube_cluster_id, n.id, u.name, u.serial
+			FROM unnest($3::int[], $4::text[], $8::text[]) AS u (ordinal, name, serial)
+			JOIN kube_nodes n ON n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
+			WHERE EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
+			ON CONFLICT DO NOTHING
+		)
 		INSERT INTO node_identities (node_id, name, cert, key_sealed, not_after)
 		SELECT n.id, u.name, u.cert, u.key_sealed, u.not_after
 		FROM unnest($3::int[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
@@ -209,7 +219,7 @@ func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner str
 		JOIN kube_nodes n ON n.kube_cluster_id = $1 AND n.ordinal = u.ordinal
 		WHERE EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)
 		ON CONFLICT (node_id, name) DO UPDATE SET cert = node_identities.cert`,
-		clusterID, owner, ordinals, ids.names, ids.certs, ids.keys, ids.notAfters)
+		clusterID, owner, ordinals, ids.names, ids.certs, ids.keys, ids.notAfters, ids.serials)
 }
 
 // FinishFounding makes the founding's cluster active and lets go of it.

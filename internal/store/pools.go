@@ -222,7 +222,7 @@ func upsertPool(ctx context.Context, tx pgx.Tx, c PoolChange) (Pool, error) {
 
 // convergeWorkers intends new workers, or marks the highest ordinals
 // retiring, until the pool has p.Count workers that are not retiring.
-// New ordinals follow every node of the cluster (its row is locked).
+// New ordinals follow every ordinal the cluster handed out (takeOrdinals).
 func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) string) error {
 	rows, _ := tx.Query(ctx, `SELECT ordinal FROM kube_nodes WHERE node_pool_id = $1 AND NOT retiring ORDER BY ordinal`, p.ID)
 	live, err := pgx.CollectRows(rows, pgx.RowTo[int])
@@ -234,14 +234,17 @@ func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) stri
 			p.ID, live[p.Count:])
 		return err
 	}
-	last, err := lastOrdinal(ctx, tx, p.ClusterID)
+	if len(live) == p.Count {
+		return nil
+	}
+	first, err := takeOrdinals(ctx, tx, p.ClusterID, p.Count-len(live))
 	if err != nil {
 		return err
 	}
 	var ordinals []int
 	var names []string
-	for k := 1; k <= p.Count-len(live); k++ {
-		ordinals, names = append(ordinals, last+k), append(names, name(last+k))
+	for o := first; o < first+p.Count-len(live); o++ {
+		ordinals, names = append(ordinals, o), append(names, name(o))
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name, role, node_pool_id)
 		SELECT $1, u.ordinal, u.name, 'worker', $2 FROM unnest($3::int[], $4::text[]) AS u (ordinal, name)`,
@@ -249,13 +252,18 @@ func convergeWorkers(ctx context.Context, tx pgx.Tx, p Pool, name func(int) stri
 	return err
 }
 
-// lastOrdinal is the highest ordinal of any node of the cluster, whose row
-// the transaction holds locked: a new node's ordinal follows it, so it
-// never collides with a control-plane node's or a worker's.
-func lastOrdinal(ctx context.Context, tx pgx.Tx, clusterID int64) (int, error) {
-	var last int
-	err := tx.QueryRow(ctx, `SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = $1`, clusterID).Scan(&last)
-	return last, err
+// takeOrdinals hands out n ordinals of the cluster, whose row the
+// transaction holds locked, and answers the first: they follow the
+// cluster's high-water mark (migration 022), never the rows that still
+// exist, so a removed node's name (which its certificates carry for a
+// year) is never another node's. The rows are counted too, for a row
+// written before the mark was kept.
+func takeOrdinals(ctx context.Context, tx pgx.Tx, clusterID int64, n int) (int, error) {
+	var first int
+	err := tx.QueryRow(ctx, `UPDATE kube_clusters k SET last_ordinal = greatest(k.last_ordinal,
+			(SELECT coalesce(max(ordinal), 0) FROM kube_nodes WHERE kube_cluster_id = k.id)) + $2
+		WHERE id = $1 RETURNING last_ordinal - $2 + 1`, clusterID, n).Scan(&first)
+	return first, err
 }
 
 // DeleteRetired deletes the rows of the retiring workers at ordinals, whose

@@ -4,21 +4,27 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/excloud/k8sapi/internal/pki"
 )
 
 // identityArrays are identities as the column arrays one statement unnests.
 type identityArrays struct {
 	names, certs []string
+	serials      []string // each certificate's, as recorded at issue (node_certificates)
 	keys         [][]byte
 	notAfters    []time.Time
 	only         []bool
 }
 
 func identityColumns(ids []Identity) identityArrays {
-	a := identityArrays{names: make([]string, len(ids)), certs: make([]string, len(ids)),
+	a := identityArrays{names: make([]string, len(ids)), certs: make([]string, len(ids)), serials: make([]string, len(ids)),
 		keys: make([][]byte, len(ids)), notAfters: make([]time.Time, len(ids)), only: make([]bool, len(ids))}
 	for i, id := range ids {
 		a.names[i], a.certs[i], a.keys[i], a.notAfters[i] = id.Name, id.Cert, id.KeySealed, id.NotAfter
+		// A certificate that does not parse records no serial: the CHECK
+		// refuses the statement that issues it.
+		a.serials[i] = pki.PEMSerial([]byte(id.Cert))
 		a.only[i] = id.BootstrapOnly
 	}
 	return a
@@ -50,23 +56,32 @@ func (s *Store) RenewIdentities(ctx context.Context, r CertReplacement) (bool, e
 	}
 	tag, err := s.pool.Exec(ctx, `
 		WITH node AS (
-			SELECT n.id FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			SELECT n.id, n.kube_cluster_id FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND k.status = 'active' AND n.ready_at IS NOT NULL
 		), want AS (
-			SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[])
-				AS u (name, previous, cert, not_after)
+			SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])
+				AS u (name, previous, cert, not_after, serial)
 		), still AS (
 			SELECT i.name FROM node_identities i JOIN node ON i.node_id = node.id
 			JOIN want w ON w.name = i.name AND w.previous = i.cert
 			FOR UPDATE OF i
+		), issued AS (
+			`+recordIssued+` SELECT node.kube_cluster_id, node.id, w.name, w.serial FROM node, want w
+			WHERE (SELECT count(*) FROM still) = cardinality($3::text[])
+			ON CONFLICT DO NOTHING
 		)
 		UPDATE node_identities i SET cert = w.cert, not_after = w.not_after
 		FROM node, want w
 		WHERE i.node_id = node.id AND i.name = w.name
 		  AND (SELECT count(*) FROM still) = cardinality($3::text[])`,
-		r.VMID, r.OrgID, a.names, previous, a.certs, a.notAfters)
+		r.VMID, r.OrgID, a.names, previous, a.certs, a.notAfters, a.serials)
 	if err != nil {
 		return false, fmt.Errorf("renewing identities of vm %d: %w", r.VMID, err)
 	}
 	return tag.RowsAffected() == int64(len(r.Replace)) && len(r.Replace) > 0, nil
 }
+
+// recordIssued begins the statement every issue of a node's certificate
+// runs with (migration 022): its serial recorded for the node and
+// identity, so a renewal can hold a certificate to what k8sapi issued.
+const recordIssued = `INSERT INTO node_certificates (kube_cluster_id, node_id, identity, serial)`

@@ -60,7 +60,7 @@ type ReplacementStart struct {
 // BeginReplacement commits a replacement before any remote call, in one
 // transaction that locks the cluster (active, of the org): the replacement
 // row, the old node marked retiring and the new node's row (no VM yet, its
-// ordinal after every node of the cluster). A cluster with a replacement in
+// ordinal after every one the cluster handed out). A cluster with a replacement in
 // progress: ErrReplacing; an old node that is gone or retiring already:
 // ErrNotFound.
 func (s *Store) BeginReplacement(ctx context.Context, r ReplacementStart) (Replacement, error) {
@@ -107,14 +107,14 @@ func retireForReplacement(ctx context.Context, tx pgx.Tx, old Node) error {
 // intendReplacementNode inserts the new node's row and names it on the
 // replacement.
 func intendReplacementNode(ctx context.Context, tx pgx.Tx, id int64, r ReplacementStart) (Replacement, error) {
-	last, err := lastOrdinal(ctx, tx, r.Old.ClusterID)
+	ordinal, err := takeOrdinals(ctx, tx, r.Old.ClusterID, 1)
 	if err != nil {
 		return Replacement{}, err
 	}
-	name := r.Name(last + 1)
+	name := r.Name(ordinal)
 	var nodeID int64
 	if err := tx.QueryRow(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name, role, replacement_id)
-		VALUES ($1, $2, $3, 'control-plane', $4) RETURNING id`, r.Old.ClusterID, last+1, name, id).Scan(&nodeID); err != nil {
+		VALUES ($1, $2, $3, 'control-plane', $4) RETURNING id`, r.Old.ClusterID, ordinal, name, id).Scan(&nodeID); err != nil {
 		return Replacement{}, err
 	}
 	rows, _ := tx.Query(ctx, `UPDATE node_replacements SET new_node_id = $2, new_node_name = $3 WHERE id = $1

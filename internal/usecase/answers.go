@@ -17,9 +17,29 @@ func DatabaseError(err error) error { return apperr.DatabaseUnavailable.Wrap(err
 func KMSError(err error) error { return apperr.KMSUnavailable.Wrap(err) }
 
 // ComputeError is a failure of the compute API while doing what, as the
-// API answers it.
+// API answers it. What became of the operation is said by whoever knows
+// it: TurnedBack or GoesOn.
 func ComputeError(what string, err error) error {
-	return apperr.ComputeFailed.Detailf("the compute API failed while %s; nothing was kept", what).WithCause(err)
+	return apperr.ComputeFailed.Detailf("the compute API failed while %s", what).WithCause(err)
+}
+
+// TurnedBack is the answer of an operation a step's failure (cause) ended
+// and whose undo is done or recorded: cause's own code, and what the undo
+// did (what).
+func TurnedBack(cause error, what string) error {
+	e, ok := apperr.As(cause)
+	if !ok {
+		return cause
+	}
+	return e.Code.Detail(e.Message + "; " + what).WithCause(e.Err)
+}
+
+// GoesOn is the answer of an operation a step's failure (cause) stopped
+// and that could not be turned back now: it is not over, the reconciler
+// carries it on (what says how and what to do), so the answer is neither
+// a success nor "nothing was kept".
+func GoesOn(cause error, what string) error {
+	return apperr.OperationContinues.Detail(Reason(cause) + "; " + what).WithCause(cause)
 }
 
 // Recorded maps a failure to record a side effect to its answer: a lost

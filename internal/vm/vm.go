@@ -222,7 +222,7 @@ func (m Maker) pollAddresses(ctx context.Context, vmID int64, deadline time.Time
 		}
 	}
 	return compute.InstanceInfo{}, apperr.ComputeFailed.Detailf(
-		"the compute API reported no address for VM %d after %d reads; nothing was kept", vmID, polls)
+		"the compute API reported no address for VM %d after %d reads", vmID, polls)
 }
 
 func (m Maker) Delete(ctx context.Context, c *store.Cluster, n store.Node) error {
