@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
-	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -34,10 +34,10 @@ func readyWorker(t *testing.T, w *worker, keys workerKeys) nodebootstrap.WorkerC
 }
 
 // scaledTo scales w's pool to count and answers its workers.
-func scaledTo(t *testing.T, w *worker, count string) []nodepool.WorkerView {
+func scaledTo(t *testing.T, w *worker, count string) []apitypes.WorkerView {
 	t.Helper()
 	r := stacktest.Do(t, http.MethodPatch, w.s.PoolsURL(w.clusterID, "workers"), `{"count":`+count+`}`, w.s.Bearer(1))
-	var p nodepool.PoolView
+	var p apitypes.NodePool
 	if r.JSON(t, &p); r.Status != http.StatusOK {
 		t.Fatalf("PATCH count %s = %d %s", count, r.Status, r.Body)
 	}
