@@ -62,6 +62,7 @@ type report struct {
 	side         []sideRow
 	kubeadmBuild time.Duration
 	notes        []string
+	fleet        *fleetRun
 }
 
 type budget struct {
@@ -143,7 +144,7 @@ func (r *report) budgets() []budget {
 			bs = append(bs, budget{"founding + one bundle (1 node) vs kubeadm certs+kubeconfig, RSA-2048", fmt.Sprintf("%s vs %s: %.1f×", ms(o), ms(k), ratio), "shown", true})
 		}
 	}
-	return bs
+	return append(bs, r.fleet.budgets()...)
 }
 
 // allFetchCounts merges the warm ECDSA fetch rows.
@@ -184,7 +185,7 @@ func (r *report) table() string {
 func (r *report) markdown() string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.findingsSection} {
+	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.fleetSection, r.findingsSection} {
 		section(p)
 	}
 	return b.String()
@@ -285,6 +286,8 @@ func (r *report) sideSection(p printf) {
 	}
 	p("\nkubeadm writes more than it signs fresh here (it also writes the etcd server and healthcheck certs and a super-admin kubeconfig); k8sapi's side also talks to Postgres, KMS (moto) and the compute simulator over HTTP. Both are the work a user waits for.\n")
 }
+
+func (r *report) fleetSection(p printf) { r.fleet.section(p) }
 
 func (r *report) findingsSection(p printf) {
 	if len(r.notes) == 0 && len(r.findings()) == 0 {
