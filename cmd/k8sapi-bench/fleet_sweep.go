@@ -18,7 +18,7 @@ import (
 type sweepResult struct {
 	clusters  int
 	took      time.Duration
-	claimed   int                        // operations claimed (their handling is their own work, not measured)
+	claimed   int                         // operations claimed (their handling is their own work, not measured)
 	schedule  etcdsnapshot.ScheduleReport // the snapshot schedule's run
 	queries   int
 	reads     tableReads // from pg_stat_user_tables, the sweep's own backend
