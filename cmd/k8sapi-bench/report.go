@@ -317,16 +317,30 @@ func (r *report) findings() []string {
 // minutes of work no benchmark run repeats), written from its output.
 const keptHeading = "## Time to a working cluster"
 
-// keptSection is that section of the old report, to be carried into the
+// fleetHistoryHeading starts the fleet's before-and-after record: what a
+// change to the store's statements or indexes did, measured once on both
+// sides and written by hand, which no later run can measure again.
+const fleetHistoryHeading = "## A fleet: before and after"
+
+// keptSection is those sections of the old report, to be carried into the
 // new one unchanged, or "" if the old report has none.
 func keptSection(old string) string {
-	i := strings.Index(old, keptHeading)
+	var out string
+	for _, h := range []string{fleetHistoryHeading, keptHeading} {
+		out += sectionOf(old, h)
+	}
+	return out
+}
+
+// sectionOf is the section of doc under heading, or "".
+func sectionOf(doc, heading string) string {
+	i := strings.Index(doc, heading)
 	if i < 0 {
 		return ""
 	}
-	section := old[i:]
-	if j := strings.Index(section[len(keptHeading):], "\n## "); j >= 0 {
-		section = section[:len(keptHeading)+j]
+	section := doc[i:]
+	if j := strings.Index(section[len(heading):], "\n## "); j >= 0 {
+		section = section[:len(heading)+j]
 	}
 	return "\n" + strings.TrimRight(section, "\n") + "\n"
 }
