@@ -114,6 +114,12 @@ fuzz:
 bench:
 	$(GO) run ./cmd/k8sapi-bench
 
+## bench-fleet: only the fleet part of make bench (a fresh database seeded with
+## 10,000 clusters; the sweep, the schedule, the reads at that size), its
+## section of BENCHMARKS.md replaced and the rest kept
+bench-fleet:
+	$(GO) run ./cmd/k8sapi-bench -fleet-only
+
 ## bench-bringup: the node proof's bring-up (POST /clusters to workloads reachable)
 ## BRINGUP_RUNS times (default 3), then the median of each phase into
 ## BENCHMARKS.md (root, as make e2e; e2e/README.md)
@@ -128,6 +134,6 @@ bench-bringup:
 	done
 	$(GO) run ./cmd/k8sapi-bench -bringup e2e/.work/timelines
 
-.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-bringup \
+.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-fleet bench-bringup \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
 	build-ReconcilerFunction build-MigrateFunction

@@ -27,6 +27,11 @@ type options struct {
 	skipCold   bool
 	skipKubead bool
 	bringUp    string
+	// The fleet (issue 42): clusters seeded, the smaller fleet the idle
+	// sweep is compared at, requests timed per read; fleetOnly runs that
+	// part alone and puts its section into the existing report.
+	fleet, fleetSmall, fleetSamples int
+	fleetOnly                       bool
 }
 
 func main() {
@@ -42,6 +47,10 @@ func main() {
 	flag.BoolVar(&o.skipLoad, "skip-load", false, "skip the load driver and the side-by-side")
 	flag.BoolVar(&o.skipCold, "skip-cold", false, "skip cold starts and sizes")
 	flag.BoolVar(&o.skipKubead, "skip-kubeadm", false, "skip kubeadm")
+	flag.IntVar(&o.fleet, "fleet", 10000, "clusters in the fleet benchmark (0 skips it)")
+	flag.IntVar(&o.fleetSmall, "fleet-small", 1000, "the smaller fleet the sweep with nothing due is compared at")
+	flag.IntVar(&o.fleetSamples, "fleet-samples", 200, "requests timed per read at the fleet's size")
+	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet and replace its section of the report (make bench-fleet)")
 	flag.StringVar(&o.bringUp, "bringup", "", "only put the medians of the node proof's bring-up timelines in this folder into the report (make bench-bringup)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -57,6 +66,12 @@ func main() {
 	}
 	start := time.Now()
 	r := &report{machine: machineFacts(), started: start}
+	if o.fleetOnly {
+		if err := writeFleetOnly(o, r); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	if !o.skipGo {
 		step("Go benchmarks", func() error { return runGoBench(o, r) })
@@ -78,10 +93,14 @@ func main() {
 		}
 		stop()
 	}
+	if o.fleet > 0 {
+		step("fleet", func() error { return runFleet(o, r) })
+	}
 	r.elapsed = time.Since(start)
 	r.machine.loadEnd = loadavg()
 	table := r.table()
 	fmt.Print(table)
+	fmt.Print(r.closingLines())
 	old, _ := os.ReadFile(o.out) // a first report has no old one
 	if err := os.WriteFile(o.out, []byte(r.markdown()+keptSection(string(old))), 0o644); err != nil {
 		log.Fatal(err)

@@ -62,6 +62,7 @@ type report struct {
 	side         []sideRow
 	kubeadmBuild time.Duration
 	notes        []string
+	fleet        *fleetRun
 }
 
 type budget struct {
@@ -143,7 +144,7 @@ func (r *report) budgets() []budget {
 			bs = append(bs, budget{"founding + one bundle (1 node) vs kubeadm certs+kubeconfig, RSA-2048", fmt.Sprintf("%s vs %s: %.1f×", ms(o), ms(k), ratio), "shown", true})
 		}
 	}
-	return bs
+	return append(bs, r.fleet.budgets()...)
 }
 
 // allFetchCounts merges the warm ECDSA fetch rows.
@@ -184,7 +185,7 @@ func (r *report) table() string {
 func (r *report) markdown() string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.findingsSection} {
+	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.fleetSection, r.findingsSection} {
 		section(p)
 	}
 	return b.String()
@@ -286,6 +287,8 @@ func (r *report) sideSection(p printf) {
 	p("\nkubeadm writes more than it signs fresh here (it also writes the etcd server and healthcheck certs and a super-admin kubeconfig); k8sapi's side also talks to Postgres, KMS (moto) and the compute simulator over HTTP. Both are the work a user waits for.\n")
 }
 
+func (r *report) fleetSection(p printf) { r.fleet.section(p) }
+
 func (r *report) findingsSection(p printf) {
 	if len(r.notes) == 0 && len(r.findings()) == 0 {
 		return
@@ -314,16 +317,30 @@ func (r *report) findings() []string {
 // minutes of work no benchmark run repeats), written from its output.
 const keptHeading = "## Time to a working cluster"
 
-// keptSection is that section of the old report, to be carried into the
+// fleetHistoryHeading starts the fleet's before-and-after record: what a
+// change to the store's statements or indexes did, measured once on both
+// sides and written by hand, which no later run can measure again.
+const fleetHistoryHeading = "## A fleet: before and after"
+
+// keptSection is those sections of the old report, to be carried into the
 // new one unchanged, or "" if the old report has none.
 func keptSection(old string) string {
-	i := strings.Index(old, keptHeading)
+	var out string
+	for _, h := range []string{fleetHistoryHeading, keptHeading} {
+		out += sectionOf(old, h)
+	}
+	return out
+}
+
+// sectionOf is the section of doc under heading, or "".
+func sectionOf(doc, heading string) string {
+	i := strings.Index(doc, heading)
 	if i < 0 {
 		return ""
 	}
-	section := old[i:]
-	if j := strings.Index(section[len(keptHeading):], "\n## "); j >= 0 {
-		section = section[:len(keptHeading)+j]
+	section := doc[i:]
+	if j := strings.Index(section[len(heading):], "\n## "); j >= 0 {
+		section = section[:len(heading)+j]
 	}
 	return "\n" + strings.TrimRight(section, "\n") + "\n"
 }

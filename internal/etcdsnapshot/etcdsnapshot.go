@@ -57,7 +57,7 @@ type NodeStore interface {
 
 // ScheduleStore is the schedule's part.
 type ScheduleStore interface {
-	ScheduledSnapshotClusters(ctx context.Context) ([]store.SnapshotCluster, error)
+	DueSnapshotClusters(ctx context.Context, now time.Time) ([]store.SnapshotCluster, error)
 	RecordEtcdSnapshots(ctx context.Context, snaps []store.EtcdSnapshot) ([]store.EtcdSnapshot, error)
 	FailOverdueEtcdSnapshots(ctx context.Context, cutoff, at time.Time, why string) (int64, error)
 }

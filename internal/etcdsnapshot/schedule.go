@@ -79,7 +79,9 @@ func (s *Schedule) Run(ctx context.Context) (ScheduleReport, error) {
 		return rep, err
 	}
 	rep.Overdue = n
-	clusters, err := s.Store.ScheduledSnapshotClusters(ctx)
+	// The store reads only the clusters due; Plan judges them again (Due),
+	// so the rule is the one written here.
+	clusters, err := s.Store.DueSnapshotClusters(ctx, at)
 	if err != nil {
 		return rep, err
 	}

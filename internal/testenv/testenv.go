@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,13 +40,22 @@ var (
 	logins     once[struct{}]
 )
 
-// serverDSN returns the DSN of the shared PostgreSQL server. A throwaway
-// server lives in a temporary folder for the life of the test binary; its
-// process dies with the binary (we cannot hook the binary's exit without
-// owning TestMain).
+// serverDSN returns the DSN of the shared PostgreSQL server (see server).
 func serverDSN(t testing.TB) string {
 	t.Helper()
-	dsn, err := pgServer.get(func() (string, error) {
+	dsn, err := server()
+	if err != nil {
+		t.Fatalf("testenv: postgres: %v", err)
+	}
+	return dsn
+}
+
+// server starts or finds the shared PostgreSQL server once. A throwaway
+// server lives in a temporary folder for the life of the binary; its
+// process dies with the binary (we cannot hook the binary's exit without
+// owning TestMain).
+func server() (string, error) {
+	return pgServer.get(func() (string, error) {
 		dir, err := os.MkdirTemp("", "k8sapi-testpg-")
 		if err != nil {
 			return "", err
@@ -53,10 +63,6 @@ func serverDSN(t testing.TB) string {
 		dsn, _, err := localpg.EnsurePostgres(context.Background(), dir, quiet)
 		return dsn, err
 	})
-	if err != nil {
-		t.Fatalf("testenv: postgres: %v", err)
-	}
-	return dsn
 }
 
 // Postgres returns the DSN of a fresh database with both migration sets
@@ -64,25 +70,40 @@ func serverDSN(t testing.TB) string {
 // when the test ends.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	server := serverDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := localpg.UniqueDatabaseName("k8sapi_test")
-	dsn, err := localpg.CreateDatabase(ctx, server, name)
+	dsn, drop, err := FreshDatabase(ctx, "k8sapi_test")
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := localpg.DropDatabase(ctx, server, name); err != nil {
+		if err := drop(ctx); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
 	})
-	if err := localpg.ApplyMigrations(ctx, dsn, true); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
 	return dsn
+}
+
+// FreshDatabase is Postgres for a program that is no test (make bench's
+// fleet): a fresh database named prefix_<random> on the same server, both
+// migration sets applied as every test has them, and the drop that removes
+// it. A database whose migrations failed is dropped before returning.
+func FreshDatabase(ctx context.Context, prefix string) (dsn string, drop func(context.Context) error, err error) {
+	srv, err := server()
+	if err != nil {
+		return "", nil, fmt.Errorf("postgres: %w", err)
+	}
+	name := localpg.UniqueDatabaseName(prefix)
+	if dsn, err = localpg.CreateDatabase(ctx, srv, name); err != nil {
+		return "", nil, err
+	}
+	drop = func(ctx context.Context) error { return localpg.DropDatabase(ctx, srv, name) }
+	if err := localpg.ApplyMigrations(ctx, dsn, true); err != nil {
+		return "", nil, errors.Join(err, drop(context.Background()))
+	}
+	return dsn, drop, nil
 }
 
 // FunctionDSN returns dsn (a database from Postgres) logged in as function's
