@@ -35,6 +35,8 @@ type fakeVM struct {
 	// restoreAsks; downloads are what GET /download/... serves, by path.
 	restore     []byte
 	restoreAsks int
+	// crl answers the etcd CRL route (204 while nil).
+	crl []byte
 	downloads   map[string][]byte
 	// signWorker answers a worker's certificate requests (404 while nil);
 	// workerCSRs are the requests received.
@@ -125,6 +127,16 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("POST /api"+SnapshotPathTemplate, proven(vm.snapshotReport))
 	mux.HandleFunc("PUT /upload/", vm.upload)
 	mux.HandleFunc("GET /api"+RestorePathTemplate, proven(vm.restoreAsk))
+	mux.HandleFunc("GET /api"+EtcdCRLPathTemplate, proven(func(w http.ResponseWriter, _ *http.Request) {
+		vm.mu.Lock()
+		defer vm.mu.Unlock()
+		if vm.crl == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(vm.crl)
+	}))
 	mux.HandleFunc("GET /download/", vm.download)
 	vm.srv = httptest.NewServer(mux)
 	t.Cleanup(vm.srv.Close)

@@ -389,8 +389,8 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts["exk8s-bootstrap-worker-flannel.sh"] = fileIn(t, flannelWorker, binDir+"/exk8s-bootstrap-worker.sh")
-	if len(scripts) != 21 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites, drain and renewal scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
+	if len(scripts) != 22 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-etcd-crl.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites, drain and renewal scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
