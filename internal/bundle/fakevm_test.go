@@ -35,9 +35,9 @@ type fakeVM struct {
 	// restoreAsks; downloads are what GET /download/... serves, by path.
 	restore     []byte
 	restoreAsks int
+	downloads   map[string][]byte
 	// crl answers the etcd CRL route (204 while nil).
 	crl []byte
-	downloads   map[string][]byte
 	// signWorker answers a worker's certificate requests (404 while nil);
 	// workerCSRs are the requests received.
 	signWorker func(csrs map[string]string) ([]byte, error)
