@@ -210,6 +210,7 @@ type view struct {
 	ArtifactFiles []artifacts.File // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
 	Snapshot      snapshotView
+	EtcdCRL       etcdCRLView
 	Taint         taintView
 	TLS           tlsView
 	APIServer     apiserverView
@@ -240,6 +241,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.APIServer = newAPIServerView(in)
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
+	v.EtcdCRL = newEtcdCRLView()
 	v.Taint = newTaintView()
 	return v, &topo, nil
 }
