@@ -14,6 +14,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/textexec"
 	"github.com/excloud/k8sapi/templates"
 )
@@ -210,10 +211,13 @@ type view struct {
 	Renewal       renewalView
 	Snapshot      snapshotView
 	Taint         taintView
-	TLS           tlsView
-	APIServer     apiserverView
-	Images        imagesView
-	KubeProxy     kubeProxyView
+	// ClusterAdminsGroup is the operators' group RBAC binds to
+	// cluster-admin (pki.ClusterAdminsGroup).
+	ClusterAdminsGroup string
+	TLS                tlsView
+	APIServer          apiserverView
+	Images             imagesView
+	KubeProxy          kubeProxyView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -240,6 +244,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
 	v.Taint = newTaintView()
+	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil
 }
 
