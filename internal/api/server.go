@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -54,9 +55,12 @@ type Clusters interface {
 }
 
 // KubeconfigIssuer issues an operator's admin kubeconfigs
-// (POST /clusters/{id}/kubeconfig): it opens the cluster CA.
+// (POST /clusters/{id}/kubeconfig) and exec credentials over the
+// operator's own key (POST /clusters/{id}/credentials): it opens the
+// cluster CA.
 type KubeconfigIssuer interface {
 	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req adminkubeconfig.KubeconfigRequest) (*adminkubeconfig.IssuedKubeconfig, error)
+	IssueCredential(ctx context.Context, org auth.Principal, id int64, req apitypes.CredentialRequest) (*apitypes.IssuedCredential, error)
 }
 
 // NodePools adds, lists, scales and removes a cluster's worker pools.
