@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -32,6 +33,7 @@ type app struct {
 	terminal       bool          // stdout is a terminal: --wait redraws in place
 	pollEvery      time.Duration // --wait's polling interval
 	home           string        // the user's home (~/.kube/config)
+	cacheDir       string        // the user's cache directory (exec credentials)
 
 	flags      settings
 	configPath string
@@ -41,8 +43,12 @@ type app struct {
 // exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	home, _ := os.UserHomeDir()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = filepath.Join(home, ".cache")
+	}
 	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now,
-		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home}
+		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home, cacheDir: cache}
 	return a.main(args)
 }
 
@@ -96,7 +102,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.flags.Token, "token", "", "operator bearer token (else K8SAPI_TOKEN, else token: in the config file)")
 	pf.StringVar(&a.configPath, "config", "", "config file (default "+defaultConfigPath()+")")
 	root.AddCommand(a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
-		a.kubeconfigCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
+		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
 	return root
 }
 
