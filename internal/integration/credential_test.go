@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -12,13 +13,18 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/cli"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -249,5 +255,99 @@ func TestCredentialRefusals(t *testing.T) {
 	}
 	if r := s.askCredential(res.ClusterID, as(pkix.Name{}), bearer); r.Status != http.StatusConflict || r.ErrorCode(t) != "cluster_not_active" {
 		t.Errorf("a deleted cluster's credential: %d %s, want 409 cluster_not_active", r.Status, r.Body)
+	}
+}
+
+// cliAs runs the operator's CLI against the stack with token.
+func (s *stack) cliAs(token string, args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := cli.Main(append([]string{"--url", s.api.URL, "--token", token}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// The CLI's default kubeconfig, over the real routes: its exec plugin
+// prints a credential of the cluster CA over a key that never left the
+// CLI, naming who asked in k8sapi's group, for at most 15 minutes; once
+// the token is revoked, no new credential is had (kubectl fails once the
+// cached one, at most 15 minutes old, expires).
+func TestCLIExecCredentialEndsWithTheToken(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	res := s.Found(1, stacktest.ThreeNodes)
+	token, err := simulator.IssuePrincipalToken(ctx, s.pool, 1, "principal", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if code, out, errOut := s.cliAs(token, "kubeconfig", itoa(res.ClusterID), "-o", path); code != 0 {
+		t.Fatalf("kubeconfig: %d %s %s", code, out, errOut)
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := cfg.AuthInfos[res.Name+"-admin"]
+	if user == nil || user.Exec == nil || user.ClientKeyData != nil || !slices.Contains(user.Exec.Args, s.api.URL) {
+		t.Fatalf("kubeconfig user %+v", user)
+	}
+	if ca, err := pki.ParseCert(cfg.Clusters[res.Name].CertificateAuthorityData); err != nil || !ca.Equal(s.clusterCA(t, res.ClusterID)) {
+		t.Fatalf("the kubeconfig's CA is not the cluster's (%v)", err)
+	}
+
+	// What kubectl runs: the plugin's arguments, with the same token.
+	plugin := func() (int, string, string) { return s.cliAs(token, user.Exec.Args...) }
+	code, out, errOut := plugin()
+	if code != 0 {
+		t.Fatalf("credential: %d %s", code, errOut)
+	}
+	var ec struct {
+		APIVersion, Kind string
+		Status           struct {
+			ExpirationTimestamp   time.Time
+			ClientCertificateData string
+			ClientKeyData         string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &ec); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cert, err := pki.ParseCert([]byte(ec.Status.ClientCertificateData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := pki.ParseKey([]byte(ec.Status.ClientKeyData))
+	if err != nil || !key.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(cert.PublicKey) {
+		t.Fatalf("the printed key is not the certificate's (%v)", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(s.clusterCA(t, res.ClusterID))
+	who := auth.NewPrincipal(1, 0, token).Who()
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil ||
+		cert.Subject.CommonName != "k8sapi:"+who || !slices.Equal(cert.Subject.Organization, []string{pki.ClusterAdminsGroup}) ||
+		time.Until(cert.NotAfter) > 15*time.Minute || ec.Kind != "ExecCredential" || !ec.Status.ExpirationTimestamp.Before(cert.NotAfter) {
+		t.Fatalf("credential %v for %v until %v (%v)", ec.Kind, cert.Subject, cert.NotAfter, err)
+	}
+	// The key never crossed the wire: no answer of the stack held it, and
+	// the record names the kubeconfig's credential (the plugin's run used it).
+	if n := len(s.kubeconfigIssues(1, res.ClusterID)); n != 2 {
+		t.Errorf("%d issues recorded, want the founding's and the CLI's one", n)
+	}
+
+	if _, err := s.pool.Exec(ctx, `UPDATE principal_tokens SET revoked_at = now() WHERE hash = $1`, simulator.HashToken(token)); err != nil {
+		t.Fatal(err)
+	}
+	if code, again, _ := plugin(); code != 0 || again != out {
+		t.Fatalf("the cached credential, within its 15 minutes: %d", code)
+	}
+	// Its 15 minutes over (the cache gone, as an expired one is), the
+	// revoked token gets nothing: kubectl's next request fails.
+	if err := os.RemoveAll(filepath.Join(cache, "k8sapi")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := plugin(); code != 1 || out != "" || !strings.Contains(errOut, "unauthenticated") {
+		t.Fatalf("with the token revoked: %d %q %s", code, out, errOut)
 	}
 }
