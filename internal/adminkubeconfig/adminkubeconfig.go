@@ -93,15 +93,26 @@ func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id in
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.ActiveCluster(ctx, org, id, "admin kubeconfigs are issued")
+	c, trust, err := s.clusterCA(ctx, org, id, "admin kubeconfigs are issued")
 	if err != nil {
 		return nil, err
 	}
+	return s.IssueAdmin(ctx, org, trust, &c, ttl)
+}
+
+// clusterCA is one of org's active clusters and its opened cluster CA,
+// which signs every admin identity; what says what a cluster that is not
+// active refuses.
+func (s *Service) clusterCA(ctx context.Context, org auth.Principal, id int64, what string) (store.Cluster, *pki.Trust, error) {
+	c, err := s.ActiveCluster(ctx, org, id, what)
+	if err != nil {
+		return store.Cluster{}, nil, err
+	}
 	trust, err := keyring.OpenCA(ctx, s.Envelope, &c, pki.ClusterCA)
 	if err != nil {
-		return nil, s.TrustError(ctx, &c, err)
+		return store.Cluster{}, nil, s.TrustError(ctx, &c, err)
 	}
-	return s.IssueAdmin(ctx, org, trust, &c, ttl)
+	return c, trust, nil
 }
 
 // Kubeconfigs lists the recorded issues of admin kubeconfigs of one of

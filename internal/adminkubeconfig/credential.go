@@ -9,7 +9,6 @@ import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
-	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -34,13 +33,9 @@ func (s *Service) IssueCredential(ctx context.Context, org auth.Principal, id in
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.ActiveCluster(ctx, org, id, "credentials are issued")
+	c, trust, err := s.clusterCA(ctx, org, id, "credentials are issued")
 	if err != nil {
 		return nil, err
-	}
-	trust, err := keyring.OpenCA(ctx, s.Envelope, &c, pki.ClusterCA)
-	if err != nil {
-		return nil, s.TrustError(ctx, &c, err)
 	}
 	now := s.Clock()
 	issuer := s.Issuer("") // no key is made: the algorithm is the request's
