@@ -121,6 +121,7 @@ func TestNodesBecomeACluster(t *testing.T) {
 	held = append(held, c.checkRenewal(t, tl))
 	held = append(held, c.checkHardening(t)...)
 	tl.mark("secrets encrypted at rest, anonymous refused")
+	held = append(held, p.checkExecKubeconfig(t)...)
 	rebooted := c.checkReboot(t, len(c.machines)-1, tl)
 	held = append(held, "a rebooted node came back Ready with etcd quorum kept", c.checkConformanceSubset(t, p, tl))
 	// After the subset: the lifecycle replaces a node and restores into a
@@ -146,6 +147,7 @@ type focusedRun struct {
 var focusedRuns = []focusedRun{
 	{"etcd lifecycle", "E2E_ETCD_LIFECYCLE_ONLY", (*provenCluster).checkEtcdLifecycle},
 	{"pool", "E2E_POOL_ONLY", (*provenCluster).checkPool},
+	{"exec kubeconfig", "E2E_EXEC_KUBECONFIG_ONLY", (*provenCluster).checkExecKubeconfig},
 }
 
 // focusedSteps are the focused runs asked for (their variables set to

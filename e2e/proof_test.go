@@ -188,10 +188,13 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	t.Run("kube-proxy's ServiceAccount reaches the API by the DNS name as system:node-proxier only", func(t *testing.T) {
 		checkKubeProxyIdentity(t, admins[0], adminKubeconfig, n1.read(t, addonManifestsDir+"/kube-proxy.yaml"), cl.ControlPlaneDNSName, n1, dial)
 	})
+	t.Run("operators are cluster-admin through RBAC, and only through it", func(t *testing.T) {
+		checkOperatorsThroughRBAC(t, r, st, cl, admins[0], n1, dial)
+	})
 	t.Run("kubeconfig from POST /clusters works through the DNS name", func(t *testing.T) {
 		checkFoundingKubeconfig(t, cl, n1, dial)
 	})
-	t.Run("kubeconfig from POST /clusters/{id}/kubeconfig is system:masters of who asked", func(t *testing.T) {
+	t.Run("kubeconfig from POST /clusters/{id}/kubeconfig is k8sapi:cluster-admins of who asked", func(t *testing.T) {
 		checkIssuedKubeconfig(t, st, cl, n1, dial)
 	})
 	t.Run("secrets encrypted at rest", func(t *testing.T) {
@@ -491,7 +494,8 @@ func checkFoundingKubeconfig(t *testing.T, cl clusterResponse, n1 *node, dial ha
 // checkIssuedKubeconfig: an admin kubeconfig asked for after founding, and
 // the founding's own, authenticate at a real API server as the user naming
 // who asked (k8sapi:org:<org>:token:<the token's fingerprint>) in
-// system:masters, and work.
+// k8sapi:cluster-admins (never system:masters), and work through its
+// binding.
 func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node, dial harness.DialFunc) {
 	raw := apiCall(t, st, http.MethodPost, fmt.Sprintf("/clusters/%d/kubeconfig", cl.ClusterID), `{"ttl":"10m"}`, http.StatusCreated)
 	var issued struct {
@@ -521,8 +525,8 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 			fatalf(t, "%s kubeconfig: SelfSubjectReview: %v", what, err)
 		}
 		u := review.Status.UserInfo
-		if u.Username != wantUser || !slices.Contains(u.Groups, "system:masters") {
-			errorf(t, "%s kubeconfig authenticates as %q in %v, want %q in system:masters", what, u.Username, u.Groups, wantUser)
+		if u.Username != wantUser || !slices.Contains(u.Groups, clusterAdminsGroup) || slices.Contains(u.Groups, "system:masters") {
+			errorf(t, "%s kubeconfig authenticates as %q in %v, want %q in %s only", what, u.Username, u.Groups, wantUser, clusterAdminsGroup)
 		}
 		if _, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
 			errorf(t, "%s kubeconfig: listing kube-system's Secrets: %v", what, err)
@@ -530,7 +534,8 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 		cancel()
 		t.Logf("%s kubeconfig: %s in %v", what, u.Username, u.Groups)
 	}
-	// The record names both, newest first.
+	// The record names both, newest first, and the exec credential of the
+	// step before (checkOperatorsThroughRBAC) between them.
 	var list struct {
 		Kubeconfigs []struct {
 			IssuedBy string `json:"issued_by"`
@@ -539,7 +544,7 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 	if err := json.Unmarshal(apiCall(t, st, http.MethodGet, fmt.Sprintf("/clusters/%d/kubeconfigs", cl.ClusterID), "", http.StatusOK), &list); err != nil {
 		fatal(t, err)
 	}
-	if len(list.Kubeconfigs) != 2 || "k8sapi:"+list.Kubeconfigs[0].IssuedBy != wantUser {
+	if len(list.Kubeconfigs) != 3 || "k8sapi:"+list.Kubeconfigs[0].IssuedBy != wantUser {
 		errorf(t, "the record: %+v", list.Kubeconfigs)
 	}
 }

@@ -2,6 +2,7 @@ package adminkubeconfig
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -80,15 +81,26 @@ func (s *Service) IssueKubeconfig(ctx context.Context, org auth.Principal, id in
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.ActiveCluster(ctx, org, id, "admin kubeconfigs are issued")
+	c, trust, err := s.clusterCA(ctx, org, id, "admin kubeconfigs are issued")
 	if err != nil {
 		return nil, err
 	}
+	return s.IssueAdmin(ctx, org, trust, &c, ttl)
+}
+
+// clusterCA is one of org's active clusters and its opened cluster CA,
+// which signs every admin identity; what says what a cluster that is not
+// active refuses.
+func (s *Service) clusterCA(ctx context.Context, org auth.Principal, id int64, what string) (store.Cluster, *pki.Trust, error) {
+	c, err := s.ActiveCluster(ctx, org, id, what)
+	if err != nil {
+		return store.Cluster{}, nil, err
+	}
 	trust, err := keyring.OpenCA(ctx, s.Envelope, &c, pki.ClusterCA)
 	if err != nil {
-		return nil, s.TrustError(ctx, &c, err)
+		return store.Cluster{}, nil, s.TrustError(ctx, &c, err)
 	}
-	return s.IssueAdmin(ctx, org, trust, &c, ttl)
+	return c, trust, nil
 }
 
 // Kubeconfigs lists the recorded issues of admin kubeconfigs of one of
@@ -117,8 +129,7 @@ func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Tru
 	}
 	now := s.Clock()
 	issuer := pki.Issuer{Algorithm: cluster.Algorithm, Now: func() time.Time { return now }, LeafLifetime: ttl}
-	who := org.Who()
-	kp, err := issuer.Issue(t, pki.OperatorAdmin, pki.Subject{Name: AdminCommonName(who)})
+	kp, err := issuer.Issue(t, pki.OperatorAdmin, pki.Subject{Name: AdminCommonName(org.Who())})
 	if err != nil {
 		return nil, err
 	}
@@ -127,28 +138,45 @@ func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Tru
 		return nil, fmt.Errorf("reading the admin certificate just issued: %w", err)
 	}
 	kubeconfig, err := s.Renderer.Kubeconfig(bundle.KubeconfigInput{
-		ClusterName: c.Name, Server: "https://" + c.ControlPlaneDNSName + ":6443",
-		CAPEM: []byte(c.CACert), Identity: kp,
+		ClusterName: c.Name, Server: serverOf(c), CAPEM: []byte(c.CACert), Identity: kp,
 	})
 	if err != nil {
 		return nil, err
 	}
-	issue := store.KubeconfigIssue{
-		ClusterID: c.ID, Serial: cert.SerialNumber.Text(16), IssuedAt: now, ExpiresAt: cert.NotAfter.UTC(),
-		IssuedBy: who, RequestID: requestid.From(ctx),
-	}
-	if err := s.Store.RecordKubeconfigIssue(ctx, issue); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, apperr.ClusterNotActive.Detail("the cluster stopped being active; no kubeconfig was issued")
-		}
-		return nil, usecase.DatabaseError(err)
+	if err := s.record(ctx, org, c, cert, now); err != nil {
+		return nil, err
 	}
 	return &apitypes.IssuedKubeconfig{
 		ClusterID: c.ID, Name: c.Name, Kubeconfig: kubeconfig,
 		User: bundle.AdminUser(c.Name), Context: bundle.AdminContext(c.Name),
-		Serial: issue.Serial, ExpiresAt: issue.ExpiresAt,
+		Serial: serialOf(cert), ExpiresAt: cert.NotAfter.UTC(),
 	}, nil
 }
+
+// record records the issue of cert, an admin identity of c, to org's
+// operator at at: who, when, its serial and expiry, the request. An identity
+// whose issue is not recorded is not handed out.
+func (s *Service) record(ctx context.Context, org auth.Principal, c *store.Cluster, cert *x509.Certificate, at time.Time) error {
+	issue := store.KubeconfigIssue{
+		ClusterID: c.ID, Serial: serialOf(cert), IssuedAt: at, ExpiresAt: cert.NotAfter.UTC(),
+		IssuedBy: org.Who(), RequestID: requestid.From(ctx),
+	}
+	err := s.Store.RecordKubeconfigIssue(ctx, issue)
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.ClusterNotActive.Detail("the cluster stopped being active; nothing was issued")
+	}
+	if err != nil {
+		return usecase.DatabaseError(err)
+	}
+	return nil
+}
+
+// serverOf is c's API endpoint for an operator: its shared control-plane
+// name, whichever node answers it.
+func serverOf(c *store.Cluster) string { return "https://" + c.ControlPlaneDNSName + ":6443" }
+
+// serialOf is how a certificate's serial is recorded and shown: lower-case hex.
+func serialOf(cert *x509.Certificate) string { return cert.SerialNumber.Text(16) }
 
 // AdminCommonName is the common name of an operator's admin certificate,
 // the user the API server knows it as: k8sapi's prefix and who asked

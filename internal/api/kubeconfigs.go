@@ -29,6 +29,29 @@ func (s *Server) issueKubeconfig(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, issued)
 }
 
+// issueCredential serves POST /clusters/{id}/credentials: the operator's
+// CSR signed as their admin identity for 15 minutes (a kubeconfig's exec
+// plugin asks again when it expires). Recorded before it is answered, as
+// every admin kubeconfig is.
+func (s *Server) issueCredential(w http.ResponseWriter, r *http.Request) {
+	org, id, ok := s.orgAndClusterID(w, r)
+	if !ok {
+		return
+	}
+	var req apitypes.CredentialRequest
+	if err := decodeJSON(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	issued, err := s.Kubeconfigs.IssueCredential(r.Context(), org, id, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store") // a credential, if keyless
+	writeJSON(w, http.StatusCreated, issued)
+}
+
 // listKubeconfigs serves GET /clusters/{id}/kubeconfigs: the recorded
 // issues of the cluster's admin kubeconfigs, newest first (no keys).
 func (s *Server) listKubeconfigs(w http.ResponseWriter, r *http.Request) {

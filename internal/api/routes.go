@@ -78,6 +78,9 @@ var (
 	CreateClusterFunction = Function{"CreateClusterFunction", []Route{
 		{Method: http.MethodPost, Path: "/clusters", handle: (*Server).createCluster, Audit: "cluster.create", Trail: true},
 		{Method: http.MethodPost, Path: "/clusters/{id}/kubeconfig", handle: (*Server).issueKubeconfig, Audit: "kubeconfig.issue", Trail: true},
+		// An exec credential signs the operator's own key with the
+		// cluster CA: the same KMS right.
+		{Method: http.MethodPost, Path: "/clusters/{id}/credentials", handle: (*Server).issueCredential, Audit: "credential.issue", Trail: true},
 	}}
 	ClustersFunction = Function{"ClustersFunction", []Route{
 		{Method: http.MethodGet, Path: "/clusters", handle: (*Server).listClusters},

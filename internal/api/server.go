@@ -54,9 +54,12 @@ type Clusters interface {
 }
 
 // KubeconfigIssuer issues an operator's admin kubeconfigs
-// (POST /clusters/{id}/kubeconfig): it opens the cluster CA.
+// (POST /clusters/{id}/kubeconfig) and exec credentials over the
+// operator's own key (POST /clusters/{id}/credentials): it opens the
+// cluster CA.
 type KubeconfigIssuer interface {
 	IssueKubeconfig(ctx context.Context, org auth.Principal, id int64, req adminkubeconfig.KubeconfigRequest) (*apitypes.IssuedKubeconfig, error)
+	IssueCredential(ctx context.Context, org auth.Principal, id int64, req apitypes.CredentialRequest) (*apitypes.IssuedCredential, error)
 }
 
 // NodePools adds, lists, scales and removes a cluster's worker pools.

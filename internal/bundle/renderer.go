@@ -15,6 +15,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/textexec"
 	"github.com/excloud/k8sapi/templates"
 )
@@ -212,10 +213,13 @@ type view struct {
 	Snapshot      snapshotView
 	EtcdCRL       etcdCRLView
 	Taint         taintView
-	TLS           tlsView
-	APIServer     apiserverView
-	Images        imagesView
-	KubeProxy     kubeProxyView
+	// ClusterAdminsGroup is the operators' group RBAC binds to
+	// cluster-admin (pki.ClusterAdminsGroup).
+	ClusterAdminsGroup string
+	TLS                tlsView
+	APIServer          apiserverView
+	Images             imagesView
+	KubeProxy          kubeProxyView
 }
 
 type checksum struct{ File, SHA256 string }
@@ -243,6 +247,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.Snapshot = newSnapshotView()
 	v.EtcdCRL = newEtcdCRLView()
 	v.Taint = newTaintView()
+	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil
 }
 

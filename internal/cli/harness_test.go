@@ -23,6 +23,8 @@ type fakeAPI struct {
 	mu      sync.Mutex
 	replies map[string][]reply
 	calls   []call
+	// sign, when set, answers POST /clusters/5/credentials from its body.
+	sign func(body string) reply
 }
 
 type reply struct {
@@ -55,6 +57,9 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		f.replies[route] = rs[1:]
 	}
 	f.mu.Unlock()
+	if f.sign != nil && route == "POST /clusters/5/credentials" {
+		rs, ok = []reply{f.sign(string(body))}, true
+	}
 	if !ok {
 		w.Header().Set("X-Request-Id", "req-404")
 		w.WriteHeader(http.StatusNotFound)
@@ -105,9 +110,13 @@ func runCLI(t *testing.T, f *fakeAPI, env map[string]string, args ...string) res
 	for k, v := range base {
 		t.Setenv(k, v) // os.UserConfigDir reads XDG_CONFIG_HOME itself
 	}
+	cache := base["XDG_CACHE_HOME"] // as os.UserCacheDir reads it
+	if cache == "" {
+		cache = home + "/.cache"
+	}
 	var out, errOut bytes.Buffer
 	a := &app{stdout: &out, stderr: &errOut, getenv: func(k string) string { return base[k] },
-		now: func() time.Time { return now }, pollEvery: time.Millisecond, home: home}
+		now: func() time.Time { return now }, pollEvery: time.Millisecond, home: home, cacheDir: cache}
 	code := a.main(args)
 	return result{code, out.String(), errOut.String()}
 }

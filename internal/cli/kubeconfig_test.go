@@ -25,8 +25,8 @@ func TestKubeconfigMergeKeepsOtherClusters(t *testing.T) {
 	f.on("POST /clusters/6/kubeconfig", reply{status: 201, body: mustJSON(issued("exk8s-1-6", "https://b:6443"))})
 	path := filepath.Join(t.TempDir(), "kube", "config")
 	env := map[string]string{"KUBECONFIG": path + string(os.PathListSeparator) + "/elsewhere"}
-	runCLI(t, f, env, "kubeconfig", "5", "--ttl", "1h", "--merge").want(t, 0)
-	r := runCLI(t, f, env, "kubeconfig", "6", "--merge")
+	runCLI(t, f, env, "kubeconfig", "5", "--static", "--ttl", "1h", "--merge").want(t, 0)
+	r := runCLI(t, f, env, "kubeconfig", "6", "--static", "--merge")
 	r.wantOut(t, "merged cluster exk8s-1-6, user exk8s-1-6-admin and context exk8s-1-6 into "+path+"; current context exk8s-1-6, expires 2026-11-24T14:00:00Z")
 	if got := f.callsTo("POST /clusters/5/kubeconfig")[0].body; got != `{"ttl":"1h0m0s"}` {
 		t.Fatalf("body %s", got)
@@ -77,14 +77,19 @@ func TestKubeconfigToFileAndStdout(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("POST /clusters/5/kubeconfig", reply{status: 201, body: mustJSON(issued("exk8s-1-5", "https://a:6443"))})
 	path := filepath.Join(t.TempDir(), "exk8s-1-5.kubeconfig")
-	runCLI(t, f, nil, "kubeconfig", "5", "-o", path).wantOut(t, "wrote "+path+": context exk8s-1-5, expires 2026-11-24T14:00:00Z")
+	runCLI(t, f, nil, "kubeconfig", "5", "--static", "-o", path).wantOut(t, "wrote "+path+": context exk8s-1-5, expires 2026-11-24T14:00:00Z")
 	assertMode0600(t, path)
-	r := runCLI(t, f, nil, "kubeconfig", "5")
+	r := runCLI(t, f, nil, "kubeconfig", "5", "--static")
 	if !strings.HasPrefix(r.stdout, "apiVersion: v1\nkind: Config\n") {
 		t.Fatal(r.stdout)
 	}
-	runCLI(t, f, nil, "kubeconfig", "5", "--merge", "-o", path).want(t, 2)
-	runCLI(t, f, nil, "kubeconfig", "5", "--ttl", "an hour").want(t, 2)
+	runCLI(t, f, nil, "kubeconfig", "5", "--static", "--merge", "-o", path).want(t, 2)
+	runCLI(t, f, nil, "kubeconfig", "5", "--static", "--ttl", "an hour").want(t, 2)
+	// --ttl is a static kubeconfig's: the exec entry's certificates renew.
+	runCLI(t, f, nil, "kubeconfig", "5", "--ttl", "1h").want(t, 2)
+	if n := len(f.callsTo("POST /clusters/5/credentials")); n != 0 {
+		t.Fatalf("%d credentials asked for by refused command lines", n)
+	}
 }
 
 func TestKubeconfigDefaultsToHomeKubeConfig(t *testing.T) {

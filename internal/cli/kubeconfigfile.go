@@ -98,3 +98,36 @@ func writeAndSync(f *os.File, data []byte) error {
 	}
 	return f.Sync()
 }
+
+// execEntry is a kubeconfig whose user is an exec credential plugin:
+// `k8sapi` run with args, as client-go runs `aws eks get-token`.
+type execEntry struct {
+	cluster, server, user, context string
+	caPEM                          []byte
+	args                           []string
+}
+
+// execKubeconfigFile renders e as a kubeconfig, its context current.
+func execKubeconfigFile(e execEntry) (string, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[e.cluster] = &clientcmdapi.Cluster{Server: e.server, CertificateAuthorityData: e.caPEM}
+	cfg.AuthInfos[e.user] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		APIVersion: execCredentialAPIVersions[0], Command: "k8sapi", Args: e.args,
+		// The plugin never prompts: it has the token or fails.
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		InstallHint:     "k8sapi credential runs the k8sapi CLI: put it on PATH",
+	}}
+	cfg.Contexts[e.context] = &clientcmdapi.Context{Cluster: e.cluster, AuthInfo: e.user}
+	cfg.CurrentContext = e.context
+	out, err := clientcmd.Write(*cfg)
+	return string(out), err
+}
+
+// absolute is path made absolute (a kubeconfig is read from anywhere), or
+// path itself when it cannot be.
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ type app struct {
 	terminal       bool          // stdout is a terminal: --wait redraws in place
 	pollEvery      time.Duration // --wait's polling interval
 	home           string        // the user's home (~/.kube/config)
+	cacheDir       string        // the user's cache directory (exec credentials)
 
 	flags      settings
 	configPath string
@@ -46,12 +48,16 @@ type app struct {
 // exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	home, _ := os.UserHomeDir()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = filepath.Join(home, ".cache")
+	}
 	// Ctrl-C ends the context rather than the process: a wait that is
 	// interrupted still prints how to resume it.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now,
-		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx}
+		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx, cacheDir: cache}
 	return a.main(args)
 }
 
@@ -110,7 +116,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.flags.Token, "token", "", "operator bearer token (else K8SAPI_TOKEN, else token: in the config file)")
 	pf.StringVar(&a.configPath, "config", "", "config file (default "+defaultConfigPath()+")")
 	root.AddCommand(a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
-		a.kubeconfigCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
+		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
 	return root
 }
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,6 +110,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		{"POST", nodePath(id1, vm1, "rebootstrap"), ""},
 		{"POST", "/clusters/" + id1 + "/kubeconfig", `{"ttl":"1h"}`},
 		{"GET", "/clusters/" + id1 + "/kubeconfigs", ""},
+		{"POST", "/clusters/" + id1 + "/credentials", credentialBody(t, signedCSR(t, newKey(t), &x509.CertificateRequest{}))},
 	}
 	for _, r := range principalRoutes {
 		for _, c := range refused {
@@ -169,7 +171,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			cases = append(cases, authCase{"unclean " + p, method, p, bearer1, "", 404, "not_found"})
 		}
 	}
-	for _, r := range []struct{ method, what string }{{"POST", "kubeconfig"}, {"GET", "kubeconfigs"}} {
+	for _, r := range []struct{ method, what string }{{"POST", "kubeconfig"}, {"GET", "kubeconfigs"}, {"POST", "credentials"}} {
 		for _, id := range badIDs {
 			cases = append(cases,
 				authCase{r.what + " bad id " + id, r.method, "/clusters/" + id + "/" + r.what, bearer1, "", 400, "invalid_path"},
@@ -311,7 +313,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		switch {
 		case strings.HasPrefix(path, "/bootstrap/"):
 			return servers["GetBundleFunction"]
-		case method == "POST" && (path == "/clusters" || strings.HasSuffix(path, "/kubeconfig")):
+		case method == "POST" && (path == "/clusters" || strings.HasSuffix(path, "/kubeconfig") || strings.HasSuffix(path, "/credentials")):
 			return servers["CreateClusterFunction"]
 		}
 		return servers["ClustersFunction"]
@@ -354,7 +356,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 13)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 14)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int

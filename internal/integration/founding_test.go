@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +36,8 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 	}
 
 	// The admin kubeconfig loads with client-go and names the shared endpoint
-	// and a system:masters identity of who asked, signed by the cluster CA
+	// and an identity of who asked in k8sapi's cluster-admins group (never
+	// system:masters), signed by the cluster CA
 	// (kubeconfig_test.go holds every admin kubeconfig to the rest).
 	cfg, err := clientcmd.Load([]byte(res.Kubeconfig))
 	if err != nil {
@@ -52,7 +54,7 @@ func TestFoundThreeNodeCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cert.Subject.CommonName != "k8sapi:"+auth.NewPrincipal(1, 0, s.Token(1)).Who() || cert.Subject.Organization[0] != "system:masters" {
+	if cert.Subject.CommonName != "k8sapi:"+auth.NewPrincipal(1, 0, s.Token(1)).Who() || !slices.Equal(cert.Subject.Organization, []string{pki.ClusterAdminsGroup}) {
 		t.Errorf("admin subject = %v", cert.Subject)
 	}
 

@@ -121,9 +121,10 @@ func (s *stack) clusterCA(t *testing.T, id int64) *x509.Certificate {
 }
 
 // checkAdmin holds an admin kubeconfig of cluster res to the rules every
-// one keeps: named after the cluster, for its shared name, a system:masters
-// certificate of who asked, signed by the cluster CA, valid until expires
-// and not a second longer.
+// one keeps: named after the cluster, for its shared name, a certificate
+// of who asked in k8sapi's cluster-admins group (bound to cluster-admin by
+// RBAC), signed by the cluster CA, valid until expires and not a second
+// longer.
 func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res apitypes.FoundingResult, org int64, expires time.Time) adminIdentity {
 	t.Helper()
 	a := loadAdmin(t, kubeconfig)
@@ -134,8 +135,8 @@ func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res apitypes.Foundin
 		t.Errorf("server %q", a.server)
 	}
 	who := auth.NewPrincipal(org, 0, s.Token(org)).Who()
-	if a.cert.Subject.CommonName != "k8sapi:"+who || !slices.Equal(a.cert.Subject.Organization, []string{"system:masters"}) {
-		t.Errorf("subject %v, want CN=k8sapi:%s O=system:masters", a.cert.Subject, who)
+	if a.cert.Subject.CommonName != "k8sapi:"+who || !slices.Equal(a.cert.Subject.Organization, []string{pki.ClusterAdminsGroup}) {
+		t.Errorf("subject %v, want CN=k8sapi:%s O=%s", a.cert.Subject, who, pki.ClusterAdminsGroup)
 	}
 	if !a.cert.NotAfter.Equal(expires) {
 		t.Errorf("certificate expires %v, want %v", a.cert.NotAfter, expires)
@@ -165,7 +166,7 @@ func (s *stack) checkAdmin(t *testing.T, kubeconfig string, res apitypes.Foundin
 
 // An operator gets an admin kubeconfig again whenever they ask: short-lived
 // (the ttl asked, 12 h by default, the founding's too), named after the
-// cluster, system:masters, of who asked, and each issue recorded and listed
+// cluster, in k8sapi's cluster-admins group, of who asked, and each issue recorded and listed
 // newest first with who, when, serial, expiry and request id.
 func TestIssueAdminKubeconfigs(t *testing.T) {
 	s := newStack(t)

@@ -30,8 +30,17 @@ const (
 	KubeletServing         Name = "kubelet"
 	ControlPlaneTaint      Name = "control-plane-taint"
 
-	OperatorAdmin Name = "operator-admin"
+	OperatorAdmin      Name = "operator-admin"
+	OperatorCredential Name = "operator-credential"
 )
+
+// ClusterAdminsGroup is the group of every admin identity k8sapi issues an
+// operator, which the control plane's RBAC binds to cluster-admin
+// (control-plane-rbac.yaml). Not system:masters, which no authorizer can
+// refuse: a binding can be deleted, and each identity's access ends with
+// its short-lived certificate (kubeadm's kubeadm:cluster-admins since
+// 1.29 is the model).
+const ClusterAdminsGroup = "k8sapi:cluster-admins"
 
 // Phase says when a certificate is made.
 type Phase int
@@ -48,7 +57,8 @@ const (
 	// fetching again mints nothing.
 	PhaseFetch
 	// PhaseOperator certs are issued to an operator on request (a founding's
-	// answer, POST /clusters/{id}/kubeconfig): never to a node, never stored,
+	// answer, POST /clusters/{id}/kubeconfig, and over the operator's own
+	// key POST /clusters/{id}/credentials): never to a node, never stored,
 	// never renewed (the operator asks for another).
 	PhaseOperator
 	// PhaseRetired certs are no longer issued: a node bootstrapped before
@@ -70,6 +80,9 @@ const (
 	// unless the request asks for another: a working day, after which a
 	// lost kubeconfig is worthless.
 	OperatorAdminLifetime = 12 * time.Hour
+	// OperatorCredentialLifetime is the exec credential's: the longest an
+	// operator whose token is revoked keeps their access to the cluster.
+	OperatorCredentialLifetime = 15 * time.Minute
 	// backdate absorbs clock skew between k8sapi and the VMs.
 	backdate = 5 * time.Minute
 )
@@ -104,6 +117,10 @@ type Spec struct {
 	SANs func(Subject) ([]string, []net.IP)
 	// InitialOnly identities are issued to the initial node only.
 	InitialOnly bool
+	// FixedLifetime leaves live the table's Lifetime whatever the issuer
+	// is told (Issuer.LeafLifetime): the exec credential's 15 minutes are
+	// what revoking a token is promised to take.
+	FixedLifetime bool
 	// NewOnRestore CAs are made anew for a cluster restored from a
 	// snapshot; every other CA is copied from the snapshot's cluster
 	// (Issuer.RestoredTrust).
@@ -151,11 +168,17 @@ func CertList() []Spec {
 		// and patch, nothing else (control-plane-rbac.yaml).
 		client(ControlPlaneTaint, ClusterCA, "exk8s:control-plane-taint"),
 
-		// The operator's admin kubeconfig: short-lived and issued anew on
-		// request (Issuer.LeafLifetime is the request's ttl), never to a
-		// node. Its common name is who asked (Subject.Name), so the API
-		// server's audit log says whose issue a request came with.
-		operatorAdmin(),
+		// The operator's static admin kubeconfig (--static): short-lived
+		// and issued anew on request (Issuer.LeafLifetime is the request's
+		// ttl), never to a node. Its common name is who asked
+		// (Subject.Name), so the API server's audit log says whose issue a
+		// request came with.
+		operatorAdmin(OperatorAdmin, OperatorAdminLifetime),
+		// The operator's exec credential (k8sapi credential): the same
+		// identity over a key the operator's machine made, living 15
+		// minutes, asked for again with the operator's token each time it
+		// expires, so a revoked token ends the operator's access.
+		fixedLifetime(operatorAdmin(OperatorCredential, OperatorCredentialLifetime)),
 	}
 }
 
@@ -176,10 +199,15 @@ func client(name, signer Name, cn string, orgs ...string) Spec {
 	}
 }
 
-func operatorAdmin() Spec {
-	s := client(OperatorAdmin, ClusterCA, "", "system:masters")
-	s.Phase, s.Lifetime = PhaseOperator, OperatorAdminLifetime
+func operatorAdmin(name Name, lifetime time.Duration) Spec {
+	s := client(name, ClusterCA, "", ClusterAdminsGroup)
+	s.Phase, s.Lifetime = PhaseOperator, lifetime
 	s.CommonName = func(who Subject) string { return who.Name }
+	return s
+}
+
+func fixedLifetime(s Spec) Spec {
+	s.FixedLifetime = true
 	return s
 }
 

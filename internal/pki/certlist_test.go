@@ -201,7 +201,7 @@ func TestParseAlgorithm(t *testing.T) {
 }
 
 // The operator's admin identity names who asked (its CN is the subject's
-// name), is system:masters, lives what the issuer is told (the request's
+// name), is in k8sapi's cluster-admins group (never system:masters), lives what the issuer is told (the request's
 // ttl; the table's 12 h otherwise), and is no node's: no phase a node is
 // issued, never renewed.
 func TestOperatorAdminIdentity(t *testing.T) {
@@ -220,7 +220,7 @@ func TestOperatorAdminIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 		cert, _ := ParseCert(kp.CertPEM)
-		if cert.Subject.CommonName != "k8sapi:org:7:token:5e884898da28" || !slices.Equal(cert.Subject.Organization, []string{"system:masters"}) {
+		if cert.Subject.CommonName != "k8sapi:org:7:token:5e884898da28" || !slices.Equal(cert.Subject.Organization, []string{"k8sapi:cluster-admins"}) {
 			t.Errorf("subject %v", cert.Subject)
 		}
 		if !cert.NotAfter.Equal(now.Add(c.want)) || !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
@@ -232,14 +232,63 @@ func TestOperatorAdminIdentity(t *testing.T) {
 			t.Errorf("not signed by the cluster CA: %v", err)
 		}
 	}
-	for _, initial := range []bool{true, false} {
-		for _, phase := range []Phase{PhaseFounding, PhaseFetch} {
-			if slices.Contains(IssuedTo(phase, initial), OperatorAdmin) {
-				t.Errorf("a node (initial %v) is issued the operator's identity in phase %v", initial, phase)
+	for _, name := range []Name{OperatorAdmin, OperatorCredential} {
+		for _, initial := range []bool{true, false} {
+			for _, phase := range []Phase{PhaseFounding, PhaseFetch} {
+				if slices.Contains(IssuedTo(phase, initial), name) {
+					t.Errorf("a node (initial %v) is issued the operator's %s in phase %v", initial, name, phase)
+				}
 			}
 		}
+		if slices.Contains(Renewable(), name) {
+			t.Errorf("the operator's %s is renewable", name)
+		}
 	}
-	if slices.Contains(Renewable(), OperatorAdmin) {
-		t.Error("the operator's identity is renewable")
+}
+
+// The operator's exec credential is the admin identity over the
+// operator's own key, living 15 minutes whatever the issuer is told: the
+// bound on how long a revoked token keeps its cluster access.
+func TestOperatorCredentialIdentity(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	is := Issuer{Algorithm: ECDSAP256, Now: func() time.Time { return now }}
+	trust, err := is.NewTrust()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := GenerateKey(ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lifetime := range []time.Duration{0, 12 * time.Hour, 168 * time.Hour} {
+		is.LeafLifetime = lifetime
+		certPEM, err := is.Reissue(trust, OperatorCredential, Subject{Name: "k8sapi:org:7:token:5e884898da28"}, key.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, _ := ParseCert(certPEM)
+		if cert.Subject.CommonName != "k8sapi:org:7:token:5e884898da28" || !slices.Equal(cert.Subject.Organization, []string{ClusterAdminsGroup}) {
+			t.Errorf("subject %v", cert.Subject)
+		}
+		if !cert.NotAfter.Equal(now.Add(15*time.Minute)) || !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+			t.Errorf("issuer lifetime %v: valid until %v, usages %v; want 15 minutes, client auth", lifetime, cert.NotAfter, cert.ExtKeyUsage)
+		}
+		if !publicKeysEqual(cert.PublicKey, key.Public()) {
+			t.Error("the credential is not over the operator's key")
+		}
+	}
+}
+
+// system:masters, which no authorizer can refuse, is held by the initial
+// node's addons identity only, for its bootstrap window: never renewed,
+// never an operator's.
+func TestSystemMastersIsTheInitialNodesAddonsOnly(t *testing.T) {
+	for _, s := range CertList() {
+		if !slices.Contains(s.Organization, "system:masters") {
+			continue
+		}
+		if s.Name != Admin || !s.InitialOnly || slices.Contains(Renewable(), s.Name) {
+			t.Errorf("%s is system:masters (initial only %v)", s.Name, s.InitialOnly)
+		}
 	}
 }

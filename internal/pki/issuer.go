@@ -59,7 +59,7 @@ type Issuer struct {
 
 // lifetime is how long a certificate of spec issued now lives.
 func (is Issuer) lifetime(spec Spec) time.Duration {
-	if !spec.IsCA && is.LeafLifetime > 0 {
+	if !spec.IsCA && !spec.FixedLifetime && is.LeafLifetime > 0 {
 		return is.LeafLifetime
 	}
 	return spec.Lifetime

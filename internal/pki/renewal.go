@@ -83,8 +83,10 @@ func ParseCSR(p []byte) (*x509.CertificateRequest, error) {
 	return csr, nil
 }
 
-// Reissue makes a new certificate of the named leaf for node n over a key
-// the node already holds (pub): same names, new validity, never a new key.
+// Reissue makes a new certificate of the named leaf for n over a key its
+// holder already has (pub: a node's renewal, an operator's request): the
+// names are the cert table's and n's, whatever the request asked for, and
+// no key is made.
 func (is Issuer) Reissue(t *Trust, name Name, n Subject, pub crypto.PublicKey) ([]byte, error) {
 	spec, ca, err := is.leaf(t, name)
 	if err != nil {
