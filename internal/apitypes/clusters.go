@@ -32,7 +32,14 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
-	CreatedAt time.Time  `json:"created_at"`
+	// Spec is the cluster file last applied (k8sapi apply, PUT
+	// /clusters/{id}/spec): what the operator asks for; null when none was.
+	Spec *ClusterFile `json:"spec"`
+	// Actual is the cluster as it is, in a cluster file's shape (its
+	// founding, its control plane, its live pools, its snapshot schedule):
+	// what apply plans against and what a spec-less cluster's file is.
+	Actual    *ClusterFile `json:"actual"`
+	CreatedAt time.Time    `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 

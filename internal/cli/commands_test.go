@@ -169,8 +169,46 @@ func TestGetClustersFollowsNextCursorAndFilters(t *testing.T) {
 func TestGetClusterJSONIsTheAPIsDocument(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("GET /clusters/5", reply{status: 200, body: `{"cluster_id":5,"name":"exk8s-1-5","field_from_the_future":1}`})
-	r := runCLI(t, f, nil, "get", "cluster", "5", "-o", "yaml")
-	r.wantOut(t, "cluster_id: 5\nfield_from_the_future: 1\nname: exk8s-1-5")
+	r := runCLI(t, f, nil, "get", "cluster", "5", "-o", "json")
+	r.wantOut(t, "{\n  \"cluster_id\": 5,\n  \"field_from_the_future\": 1,\n  \"name\": \"exk8s-1-5\"\n}")
+}
+
+// -o yaml is the cluster as a file apply accepts (its kept file, else the
+// cluster as it is), the API's document below it as its status.
+func TestGetClusterYAMLIsAClusterFile(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters/5", reply{status: 200, body: `{"cluster_id":5,"name":"exk8s-1-5","field_from_the_future":1,"spec":null,` +
+		`"actual":{"kind":"Cluster","name":"exk8s-1-5","control_plane":{"count":1,"instance_type":"e2.medium","image_id":1},"subnet_id":1}}`})
+	runCLI(t, f, nil, "get", "cluster", "5", "-o", "yaml").wantOut(t, `control_plane:
+  count: 1
+  image_id: 1
+  instance_type: e2.medium
+kind: Cluster
+name: exk8s-1-5
+status:
+  cluster_id: 5
+  field_from_the_future: 1
+  name: exk8s-1-5
+subnet_id: 1`)
+}
+
+// A cluster argument is an id or a name: the name of the file applied to
+// it, or k8sapi's own; a name no cluster has is an error naming the
+// command that lists them.
+func TestClusterArgumentsAreIDsOrNames(t *testing.T) {
+	f := newFakeAPI(t)
+	named := cluster(7, "active", "ready")
+	named.Spec = &apitypes.ClusterFile{Kind: "Cluster", Name: "demo"}
+	f.on("GET /clusters", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(5, "active", "ready"), named}}))
+	f.on("GET /clusters/7", ok(named))
+	f.on("GET /clusters/5", ok(cluster(5, "active", "ready")))
+	runCLI(t, f, nil, "get", "cluster", "demo").wantLines(t, "7    demo   active   ready       0/0     0/0       cilium   v1.35.4   60m")
+	runCLI(t, f, nil, "get", "cluster", "exk8s-1-5").want(t, 0)
+	r := runCLI(t, f, nil, "describe", "cluster", "nosuch")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, `no cluster is named "nosuch" (k8sapi get clusters lists the org's)`) {
+		t.Fatalf("stderr %q", r.stderr)
+	}
 }
 
 func TestGetNodes(t *testing.T) {
@@ -185,7 +223,7 @@ cp-1.cluster-5.internal   control-plane   11      1         failed   10.0.0.11  
 }
 
 func TestIDArgumentsAreChecked(t *testing.T) {
-	for _, args := range [][]string{{"get", "cluster", "abc"}, {"get", "cluster"}, {"delete", "cluster", "0"}, {"rebootstrap", "5", "x"}} {
+	for _, args := range [][]string{{"get", "cluster", "0"}, {"get", "cluster"}, {"delete", "cluster", "0"}, {"rebootstrap", "5", "x"}} {
 		f := newFakeAPI(t)
 		runCLI(t, f, nil, args...).want(t, 2)
 	}

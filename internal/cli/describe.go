@@ -16,7 +16,7 @@ import (
 func (a *app) describeCommand() *cobra.Command {
 	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
 	describe.AddCommand(&cobra.Command{
-		Use:               "cluster ID",
+		Use:               "cluster CLUSTER",
 		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, expiries, kubeconfigs and events",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,

@@ -18,7 +18,7 @@ type kubeconfigOptions struct {
 func (a *app) kubeconfigCommand() *cobra.Command {
 	var opts kubeconfigOptions
 	cmd := &cobra.Command{
-		Use:   "kubeconfig ID",
+		Use:   "kubeconfig CLUSTER",
 		Short: "Write an admin kubeconfig for a cluster: print it, write it, or merge it into your kubeconfig",
 		Long: "By default the kubeconfig's user runs `k8sapi credential` (an exec plugin): kubectl gets certificates of at most 15 minutes\n" +
 			"over a key made on this machine, asked for with your token, so revoking the token ends the access within 15 minutes.\n" +
@@ -54,7 +54,7 @@ type issuedConfig struct {
 }
 
 func (a *app) kubeconfig(ctx context.Context, arg string, opts kubeconfigOptions) error {
-	c, id, err := a.clientFor(arg)
+	c, id, err := a.clientFor(ctx, arg)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func (a *app) nodesCommand() *cobra.Command {
 func (a *app) replaceNodeCommand() *cobra.Command {
 	var wait bool
 	var timeout time.Duration
-	cmd := a.nodeCommand("replace ID VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
+	cmd := a.nodeCommand("replace CLUSTER VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
 		func(ctx context.Context, c *Client, id, vmID int64) (string, error) {
 			r, _, err := c.ReplaceNode(ctx, id, vmID)
 			if err != nil {
@@ -91,11 +91,11 @@ func (a *app) nodeCommand(use, short string, do func(ctx context.Context, c *Cli
 	return &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(2), ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			id, vmID, err := clusterAndVM(args)
+			vmID, err := parseID("vm id", args[1])
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			c, id, err := a.clientFor(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -107,13 +107,4 @@ func (a *app) nodeCommand(use, short string, do func(ctx context.Context, c *Cli
 			return nil
 		}),
 	}
-}
-
-// clusterAndVM parses a command's ID and VM_ID arguments.
-func clusterAndVM(args []string) (id, vmID int64, err error) {
-	if id, err = parseID("cluster id", args[0]); err != nil {
-		return 0, 0, err
-	}
-	vmID, err = parseID("vm id", args[1])
-	return id, vmID, err
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // Exit statuses.
@@ -30,6 +31,8 @@ const (
 // drive it without a process.
 type app struct {
 	stdout, stderr io.Writer
+	stdin          io.Reader // nil: none (apply then acts only with --yes)
+	stdinTerminal  bool      // stdin is a terminal: apply may ask
 	getenv         func(string) string
 	now            func() time.Time
 	terminal       bool          // stdout is a terminal: --wait redraws in place
@@ -56,8 +59,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	// interrupted still prints how to resume it.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now,
-		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx, cacheDir: cache}
+	a := &app{stdout: stdout, stderr: stderr, stdin: os.Stdin, stdinTerminal: isTerminal(os.Stdin), getenv: os.Getenv, now: time.Now,
+		terminal: isStdTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx, cacheDir: cache}
 	return a.main(args)
 }
 
@@ -115,7 +118,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.flags.URL, "url", "", "k8sapi's URL (else K8SAPI_URL, else url: in the config file)")
 	pf.StringVar(&a.flags.Token, "token", "", "operator bearer token (else K8SAPI_TOKEN, else token: in the config file)")
 	pf.StringVar(&a.configPath, "config", "", "config file (default "+defaultConfigPath()+")")
-	root.AddCommand(a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
+	root.AddCommand(a.applyCommand(), a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
 		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
 	return root
 }
@@ -133,13 +136,14 @@ func (a *app) client() (*Client, error) {
 	return &Client{BaseURL: s.URL, Token: s.Token}, nil
 }
 
-// clientFor is the API client and the cluster id an argument names.
-func (a *app) clientFor(arg string) (*Client, int64, error) {
-	id, err := parseID("cluster id", arg)
+// clientFor is the API client and the cluster id an argument (an id or
+// a name) names.
+func (a *app) clientFor(ctx context.Context, arg string) (*Client, int64, error) {
+	c, err := a.client()
 	if err != nil {
 		return nil, 0, err
 	}
-	c, err := a.client()
+	id, err := clusterID(ctx, c, arg)
 	return c, id, err
 }
 
@@ -152,12 +156,13 @@ func parseID(what, s string) (int64, error) {
 	return id, nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether f is a terminal (not merely a character
+// device: /dev/null is one too, and a CLI run with </dev/null must not
+// ask).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// isStdTerminal is isTerminal for a writer that may be no file.
+func isStdTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && isTerminal(f)
 }

@@ -86,6 +86,12 @@ type Cluster struct {
 	RestoreObjectKey       *string `db:"restore_object_key"`
 	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
 	RestoreSHA256          *string `db:"restore_sha256"`
+	// Spec is the cluster file last applied (migration 030,
+	// apitypes.ClusterFile as JSON); nil for a cluster founded without one.
+	Spec []byte `db:"spec"`
+	// SnapshotIntervalSeconds is the etcd snapshot schedule (migration
+	// 016), 0 for none.
+	SnapshotIntervalSeconds int `db:"etcd_snapshot_interval_seconds"`
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -95,7 +101,8 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
 	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
-	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256`
+	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
+	spec, etcd_snapshot_interval_seconds`
 
 // Node is one node (a kube_nodes row: a control-plane node, or a worker
 // of a pool) with the addresses the compute API reported for its VM.

@@ -1,0 +1,69 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// examplePath is the repository's example cluster file.
+var examplePath = filepath.Join("..", "..", "examples", "cluster.yaml")
+
+// apply of the example file, over the real routes: the plan shown, a
+// refusal to act without --yes off a terminal, the founding with its
+// pool, a second apply that plans nothing, a pool's count changed as the
+// only change, the file `get cluster NAME -o yaml` prints applying as
+// nothing, and the cluster deleted by its name.
+func TestCLIAppliesTheExampleClusterFile(t *testing.T) {
+	s := newStack(t)
+	code, out, errOut := s.k8sapiCLI("apply", "-f", examplePath, "--dry-run")
+	if code != 0 || !strings.Contains(out, "+ create cluster demo: 1 control-plane node(s) of e2.medium, cni cilium\n") ||
+		!strings.Contains(out, "+ create pool workers: 2 worker(s) of e2.medium\n") {
+		t.Fatalf("dry run: %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = s.k8sapiCLI("apply", "-f", examplePath)
+	if code != 1 || !strings.Contains(errOut, "not applied: no terminal to ask on") {
+		t.Fatalf("apply without --yes off a terminal: %d\n%s", code, errOut)
+	}
+	if _, out, _ := s.k8sapiCLI("get", "clusters"); strings.Contains(out, "demo") {
+		t.Fatalf("a dry run or a refusal founded a cluster:\n%s", out)
+	}
+
+	code, out, errOut = s.k8sapiCLI("apply", "-f", examplePath, "--yes")
+	if code != 0 || !strings.Contains(out, "done: create pool workers\n") {
+		t.Fatalf("apply --yes: %d\n%s\n%s\n%s", code, out, errOut, s.logs.String())
+	}
+	s.wantPlan(t, examplePath, "cluster demo (cluster 1, exk8s-1-1) is as the file asks: nothing to do\n")
+
+	scaled := filepath.Join(t.TempDir(), "scaled.yaml")
+	example, _ := os.ReadFile(examplePath)
+	writeFile(t, scaled, []byte(strings.Replace(string(example), "    count: 2\n", "    count: 3\n", 1)))
+	s.wantPlan(t, scaled, "Plan for cluster demo (cluster 1, exk8s-1-1):\n"+
+		"  ~ scale pool workers: count 2 → 3\n"+
+		"  = keep spec demo: the file\n")
+	if code, out, errOut := s.k8sapiCLI("apply", "-f", scaled, "--yes"); code != 0 {
+		t.Fatalf("scale: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, out, _ := s.k8sapiCLI("node-pools", "get", "demo", "workers"); !strings.Contains(out, " 3 ") && !strings.Contains(out, "/3") {
+		t.Fatalf("the pool was not scaled:\n%s", out)
+	}
+
+	printed := filepath.Join(t.TempDir(), "printed.yaml")
+	_, doc, _ := s.k8sapiCLI("get", "cluster", "demo", "-o", "yaml")
+	writeFile(t, printed, []byte(doc))
+	s.wantPlan(t, printed, "cluster demo (cluster 1, exk8s-1-1) is as the file asks: nothing to do\n")
+
+	if code, out, errOut := s.k8sapiCLI("delete", "cluster", "demo", "--wait"); code != 0 || !strings.Contains(out, "deleted") {
+		t.Fatalf("delete by name: %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// wantPlan checks apply --dry-run of path prints exactly want.
+func (s *stack) wantPlan(t *testing.T, path, want string) {
+	t.Helper()
+	code, out, errOut := s.k8sapiCLI("apply", "-f", path, "--dry-run")
+	if code != 0 || out != want {
+		t.Fatalf("apply --dry-run %s: %d\n%s\nwant:\n%s\n%s", filepath.Base(path), code, out, want, errOut)
+	}
+}
