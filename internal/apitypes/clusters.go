@@ -40,7 +40,7 @@ type ClusterView struct {
 	// what apply plans against and what a spec-less cluster's file is.
 	Actual    *ClusterFile `json:"actual"`
 	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 }
 
 // ClusterList is one page of GET /clusters; NextCursor is nil on the last.

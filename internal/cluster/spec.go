@@ -32,7 +32,7 @@ func (s *Service) KeepSpec(ctx context.Context, org auth.Principal, id int64, f 
 		return v, err
 	}
 	interval, _ := clusterspec.SnapshotIntervalOf(f) // valid: checked above
-	body, _ := json.Marshal(f)                         // plain fields cannot fail to marshal
+	body, _ := json.Marshal(f)                       // plain fields cannot fail to marshal
 	err = s.Store.SetClusterSpec(ctx, org.OrgID, id, body, int(interval/time.Second))
 	switch {
 	case errors.Is(err, store.ErrClusterNameTaken):
