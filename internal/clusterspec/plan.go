@@ -217,15 +217,21 @@ func fixedPoolProblems(f apitypes.ClusterFile, actual *apitypes.ClusterFile) []s
 		if !ok {
 			continue
 		}
-		if p.SubnetID == 0 { // the cluster's subnet, which the pool's row names
-			p.SubnetID = actual.SubnetID
-		}
+		p.SubnetID, have.SubnetID = orSubnet(p.SubnetID, actual.SubnetID), orSubnet(have.SubnetID, actual.SubnetID)
 		for _, d := range poolDifferences(p, have) {
 			problems = append(problems, fmt.Sprintf("node_pools[%d].%s: pool %q has %s, the file asks %s: only a pool's count changes (add a pool of another name and remove this one)",
 				i, d.field, p.Name, d.have, d.want))
 		}
 	}
 	return problems
+}
+
+// orSubnet is a pool's subnet, 0 being the cluster's.
+func orSubnet(pool, cluster int64) int64 {
+	if pool == 0 {
+		return cluster
+	}
+	return pool
 }
 
 type difference struct{ field, have, want string }

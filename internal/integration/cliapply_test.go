@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
 // examplePath is the repository's example cluster file.
@@ -65,5 +68,38 @@ func (s *stack) wantPlan(t *testing.T, path, want string) {
 	code, out, errOut := s.k8sapiCLI("apply", "-f", path, "--dry-run")
 	if code != 0 || out != want {
 		t.Fatalf("apply --dry-run %s: %d\n%s\nwant:\n%s\n%s", filepath.Base(path), code, out, want, errOut)
+	}
+}
+
+// PUT /clusters/{id}/spec keeps a valid file and sets its schedule; a file
+// naming another live cluster's name is a 409, one asking what no
+// operation changes a 400 naming the field, and neither is kept.
+func TestKeepSpecRules(t *testing.T) {
+	s := newStack(t)
+	a, b := s.Found(1, stacktest.OneNode), s.Found(1, stacktest.OneNode)
+	file := func(name, cni string) string {
+		return `{"kind":"Cluster","name":"` + name + `","cni":"` + cni + `","control_plane":{"instance_type":"e2.medium","image_id":1},` +
+			`"subnet_id":1,"etcd_snapshots":{"interval":"30m"}}`
+	}
+	keep := func(id int64, body string) stacktest.Response {
+		return stacktest.Do(t, "PUT", s.APIURL+"/clusters/"+itoa(id)+"/spec", body, s.Bearer(1))
+	}
+	if r := keep(a.ClusterID, file("demo", "cilium")); r.Status != 200 {
+		t.Fatalf("keep: %d %s", r.Status, r.Body)
+	}
+	var v apitypes.ClusterView
+	stacktest.Do(t, "GET", s.APIURL+"/clusters/"+itoa(a.ClusterID), "", s.Bearer(1)).JSON(t, &v)
+	if v.Spec == nil || v.Spec.Name != "demo" || v.Actual == nil || v.Actual.EtcdSnapshots.Interval != "30m" || v.Actual.Name != "demo" {
+		t.Fatalf("spec %+v, actual %+v", v.Spec, v.Actual)
+	}
+	if r := keep(b.ClusterID, file("demo", "cilium")); r.Status != 409 || r.ErrorCode(t) != "cluster_name_taken" {
+		t.Fatalf("a taken name: %d %s", r.Status, r.Body)
+	}
+	if r := keep(b.ClusterID, file("other", "flannel")); r.Status != 400 || !strings.Contains(string(r.Body), `cni: the cluster has \"cilium\", the file asks \"flannel\"`) {
+		t.Fatalf("a fixed field: %d %s", r.Status, r.Body)
+	}
+	stacktest.Do(t, "GET", s.APIURL+"/clusters/"+itoa(b.ClusterID), "", s.Bearer(1)).JSON(t, &v)
+	if v.Spec != nil || v.Actual.EtcdSnapshots.Interval != "1h" {
+		t.Fatalf("a refused file was kept: %+v %+v", v.Spec, v.Actual.EtcdSnapshots)
 	}
 }
