@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -377,4 +378,45 @@ func TestDescribeShowsWhereTheTimeWent(t *testing.T) {
 		"      bundle_fetched                 3s  (2026-11-24T12:59:00Z to 2026-11-24T12:59:03Z)",
 		"      etcd_started                45.3s  (2026-11-24T12:59:03Z to 2026-11-24T12:59:48Z)",
 		"    Running:            kubelet_started for 12s (since 2026-11-24T12:59:48Z)")
+}
+
+// A typo in a nested command exits 2 with a suggestion (cobra alone
+// prints the group's help and exits 0).
+func TestNestedTyposExitNonZeroWithASuggestion(t *testing.T) {
+	for args, want := range map[[2]string]string{
+		{"get", "clsuters"}:     `unknown command "clsuters" for "k8sapi get"; did you mean clusters?`,
+		{"get", "node"}:         `unknown command "node" for "k8sapi get"; did you mean nodes?`,
+		{"node-pools", "lsit"}:  `unknown command "lsit" for "k8sapi node-pools"; did you mean list?`,
+		{"etcd-snapshots", "x"}: `unknown command "x" for "k8sapi etcd-snapshots" (k8sapi etcd-snapshots --help lists them)`,
+	} {
+		f := newFakeAPI(t)
+		r := runCLI(t, f, nil, args[0], args[1], "1")
+		r.want(t, 2)
+		if !strings.Contains(r.stderr, want) || len(f.calls) != 0 {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := runCLI(t, nil, nil, "version")
+	r.want(t, 0)
+	if !strings.HasPrefix(r.stdout, "k8sapi dev (commit ") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+}
+
+// No API listening: the error says which URL and how it is named.
+func TestConnectionRefusedAsksWhetherTheAPIRuns(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	r := runCLI(t, nil, map[string]string{"K8SAPI_URL": url}, "get", "clusters")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "nothing answers at "+url+" (connection refused): is the API at $K8SAPI_URL running?") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
 }
