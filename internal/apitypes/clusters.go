@@ -19,6 +19,10 @@ type ClusterView struct {
 	KeyAlgorithm        string     `json:"key_algorithm"`
 	DNSConfigured       bool       `json:"dns_configured"`
 	DNSError            string     `json:"dns_error,omitempty"`
+	// DNSRecords are the records the control-plane name needs (one A
+	// record per control-plane node): what founding asked the DNS API for,
+	// and what to create by hand when DNSConfigured is false.
+	DNSRecords []DNSRecord `json:"dns_records"`
 	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
 	// from; null for a cluster founded empty.
 	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`

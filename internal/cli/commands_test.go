@@ -19,7 +19,8 @@ func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
 	r := runCLI(t, f, nil, "create", "cluster", "--count", "3", "--image", "1", "--instance-type", "c1.large",
 		"--subnet", "2", "--security-group", "7,8", "--public-ipv4", "--cni", "bridge")
 	r.want(t, 0)
-	r.wantOut(t, "cluster 5 (exk8s-1-5) founded: 3 control-plane VMs [10 11 12], endpoint https://exk8s-1-5.k8s.example:6443")
+	r.wantOut(t, "cluster 5 (exk8s-1-5) founded: 3 control-plane VMs [10 11 12], endpoint https://exk8s-1-5.k8s.example:6443\n"+
+		"next: k8sapi kubeconfig 5 --merge   (then kubectl get nodes)")
 	c := f.callsTo("POST /clusters")[0]
 	want := `{"allocate_public_ipv4":true,"cni":"bridge","control_plane_count":3,"control_plane_image_id":1,"control_plane_instance_type":"c1.large","security_group_ids":[7,8],"subnet_id":2}`
 	if c.body != want {
@@ -107,7 +108,25 @@ func TestCreateWaitPrintsEachPhaseChange(t *testing.T) {
 13:00:00 cp-1.cluster-5.internal (vm 11): apiserver_ready
 13:00:00 cluster 5 (exk8s-1-5): bootstrap bootstrapping (1/2 nodes ready)
 13:00:00 cp-1.cluster-5.internal (vm 11): ready
-13:00:00 cluster 5 (exk8s-1-5): bootstrap ready (2/2 nodes ready)`)
+13:00:00 cluster 5 (exk8s-1-5): bootstrap ready (2/2 nodes ready)
+next: k8sapi kubeconfig 5 --merge   (then kubectl get nodes)`)
+}
+
+// With -o json, stdout is the founding's document alone (jq can read
+// it) and the wait's lines go to stderr.
+func TestCreateWaitJSONKeepsProgressOnStderr(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", ControlPlaneVMIDs: []int64{10}, DNSConfigured: true})})
+	f.on("GET /clusters/5", ok(cluster(5, "active", "ready", "ready")))
+	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "--wait", "-o", "json")
+	r.want(t, 0)
+	var doc apitypes.FoundingResult
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.ClusterID != 5 {
+		t.Fatalf("stdout is not the document: %v\n%s", err, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "cluster 5 (exk8s-1-5): bootstrap ready (1/1 nodes ready)") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
 }
 
 func TestCreateWaitEndsWithTheFailedNodesMessage(t *testing.T) {

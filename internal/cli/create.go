@@ -163,10 +163,26 @@ func (a *app) createCluster(ctx context.Context, body map[string]any, opts creat
 		return a.withResume(err, key, 0)
 	}
 	id, err := a.reportFounding(res, key, opts.output)
-	if err != nil || !opts.wait {
+	if err != nil {
 		return err
 	}
-	return a.withResume(a.waitReady(ctx, c, id, opts.timeout), key, id)
+	if opts.wait {
+		a.progressToStderr = opts.output.structured()
+		if err := a.withResume(a.waitReady(ctx, c, id, opts.timeout), key, id); err != nil {
+			return err
+		}
+	}
+	if !opts.output.structured() {
+		a.nextStep(id)
+	}
+	return nil
+}
+
+// nextStep tells where to go from a founding: the founding's own
+// kubeconfig is shown only with -o json|yaml (an admin credential kept
+// nowhere), and this makes one here.
+func (a *app) nextStep(id int64) {
+	fmt.Fprintf(a.stdout, "next: k8sapi kubeconfig %d --merge   (then kubectl get nodes)\n", id)
 }
 
 // reportFounding prints the founding's answer and returns the cluster id.
@@ -191,7 +207,7 @@ func (a *app) reportFounding(res *response, key string, o output) (int64, error)
 	fmt.Fprintf(a.stdout, "cluster %d (%s) founded%s: %d control-plane VMs %s, endpoint https://%s:6443\n",
 		f.ClusterID, f.Name, replayed, len(f.ControlPlaneVMIDs), joinIDs(f.ControlPlaneVMIDs), f.ControlPlaneDNSName)
 	if !f.DNSConfigured {
-		fmt.Fprintf(a.stdout, "DNS not configured: %s (create the suggested records: k8sapi create cluster -o json)\n", f.DNSError)
+		fmt.Fprintf(a.stdout, "DNS not configured: %s (the records to create: k8sapi describe cluster %d)\n", f.DNSError, f.ClusterID)
 	}
 	return f.ClusterID, nil
 }

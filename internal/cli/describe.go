@@ -75,10 +75,20 @@ func (d *describer) cluster(cl apitypes.ClusterView) {
 	d.field(0, "Service CIDR", cl.ServiceCIDR)
 	d.field(0, "Pod CIDR", cl.PodCIDR)
 	d.field(0, "DNS configured", dnsConfigured(cl))
+	d.dnsRecords(cl)
 	d.field(0, "Created", timestamp(cl.CreatedAt))
 	d.field(0, "Updated", timestamp(cl.UpdatedAt))
 	d.field(0, "Bootstrap", cl.Bootstrap.State+" ("+readyNodes(cl.Bootstrap)+" nodes ready)")
 	d.expiries(cl)
+}
+
+// dnsRecords lists the control-plane name's records: what to create by
+// hand when the DNS API did not take them.
+func (d *describer) dnsRecords(cl apitypes.ClusterView) {
+	fmt.Fprintln(d.w, "DNS records:")
+	for _, r := range cl.DNSRecords {
+		fmt.Fprintf(d.w, "  %s %d IN %s %s\n", r.Name, r.TTL, r.Type, r.Value)
+	}
 }
 
 func dnsConfigured(cl apitypes.ClusterView) string {

@@ -36,10 +36,13 @@ type app struct {
 	stdinTerminal  bool      // stdin is a terminal: apply may ask
 	getenv         func(string) string
 	now            func() time.Time
-	terminal       bool          // stdout is a terminal: --wait redraws in place
-	pollEvery      time.Duration // --wait's polling interval
-	home           string        // the user's home (~/.kube/config)
-	cacheDir       string        // the user's cache directory (exec credentials)
+	terminal       bool // stdout is a terminal: --wait redraws in place
+	// progressToStderr: stdout carries a document (-o json|yaml), so a
+	// wait's progress lines go to stderr.
+	progressToStderr bool
+	pollEvery        time.Duration // --wait's polling interval
+	home             string        // the user's home (~/.kube/config)
+	cacheDir         string        // the user's cache directory (exec credentials)
 
 	flags      settings
 	configPath string

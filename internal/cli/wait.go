@@ -77,10 +77,19 @@ type progressView interface {
 }
 
 func (a *app) progressView() progressView {
-	if a.terminal {
+	if a.terminal && !a.progressToStderr {
 		return &liveView{w: a.stdout}
 	}
-	return &lineView{w: a.stdout, phases: map[int64]string{}}
+	return &lineView{w: a.progressOut(), phases: map[int64]string{}}
+}
+
+// progressOut is where a wait's lines go: stdout, or stderr when stdout
+// carries a document (-o json|yaml) that must stay parseable.
+func (a *app) progressOut() io.Writer {
+	if a.progressToStderr {
+		return a.stderr
+	}
+	return a.stdout
 }
 
 // heartbeatEvery is how long a lineView stays quiet with nothing changing:

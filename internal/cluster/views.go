@@ -50,6 +50,7 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 		statuses = append(statuses, progress.StatusOf(n.VMID, n.Name, n.PhaseMessage, timelineOf(n, initial)))
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
+	v.DNSRecords = controlplane.SuggestedRecords(c.ControlPlaneDNSName, controlplane.LiveControlPlane(nodes))
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
 	v.NodePools = nodepool.Views(m.Pools, m.Nodes)

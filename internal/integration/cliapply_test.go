@@ -89,6 +89,9 @@ func TestKeepSpecRules(t *testing.T) {
 	}
 	var v apitypes.ClusterView
 	stacktest.Do(t, "GET", s.APIURL+"/clusters/"+itoa(a.ClusterID), "", s.Bearer(1)).JSON(t, &v)
+	if len(v.DNSRecords) != 1 || v.DNSRecords[0].Name != v.ControlPlaneDNSName || v.DNSRecords[0].Value == "" {
+		t.Fatalf("the DNS records are not retrievable after founding: %+v", v.DNSRecords)
+	}
 	if v.Spec == nil || v.Spec.Name != "demo" || v.Actual == nil || v.Actual.EtcdSnapshots.Interval != "30m" || v.Actual.Name != "demo" {
 		t.Fatalf("spec %+v, actual %+v", v.Spec, v.Actual)
 	}
