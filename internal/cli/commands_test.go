@@ -439,3 +439,14 @@ func TestConnectionRefusedAsksWhetherTheAPIRuns(t *testing.T) {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 }
+
+// An API error with a next step names it as a CLI command, not a route.
+func TestAPIErrorsHintAtCommands(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters/5/nodes/10/replace", reply{status: 409, body: `{"error":{"code":"would_lose_quorum","message":"replacing this node now could lose etcd's quorum; nothing was changed","request_id":"r1"}}`})
+	r := runCLI(t, f, nil, "nodes", "replace", "5", "10")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "hint: wait until every control-plane node is ready (k8sapi get nodes CLUSTER), then replace one at a time") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}

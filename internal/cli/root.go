@@ -80,7 +80,7 @@ func (a *app) main(args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(a.stderr, "Error:", err)
+	fmt.Fprintln(a.stderr, "Error:", withHint(err))
 	var run *runError
 	if errors.As(err, &run) {
 		return exitAPIError
