@@ -36,6 +36,10 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
+	// Replacements are the cluster's newest control-plane node
+	// replacements (the one in progress, how the last ones ended), newest
+	// first; GET /clusters/{id} only (a list leaves them out).
+	Replacements []NodeReplacement `json:"replacements,omitempty"`
 	// Spec is the cluster file last applied (k8sapi apply, PUT
 	// /clusters/{id}/spec): what the operator asks for; null when none was.
 	Spec *ClusterFile `json:"spec"`

@@ -263,6 +263,9 @@ func TestDescribeCluster(t *testing.T) {
 	c := cluster(5, "active", "bootstrapping", "ready")
 	exp := now.Add(365 * 24 * 3600e9)
 	c.CertificatesExpireAt = &exp
+	c.DNSRecords = []apitypes.DNSRecord{{Type: "A", Name: "exk8s-1-5.k8s.example", Value: "203.0.113.7", TTL: 300}}
+	c.Replacements = []apitypes.NodeReplacement{{ID: 3, ClusterID: 5, OldVMID: 9, OldNodeName: "cp-3.cluster-5.internal", NewNodeName: "cp-0.cluster-5.internal",
+		State: "done", CreatedAt: now.Add(-2 * time.Hour)}}
 	f.on("GET /clusters/5", ok(c))
 	f.on("GET /clusters/5/nodes/10/bootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":10,"node_name":"cp-0.cluster-5.internal","phase":"ready","message":"","updated_at":"2026-11-24T12:59:00Z",
 		"window":{"opened_at":"2026-11-24T12:00:00Z","closes_at":"2026-11-24T12:59:00Z","open":false},
@@ -275,6 +278,8 @@ func TestDescribeCluster(t *testing.T) {
 		"Status:                 active",
 		"Bootstrap:              bootstrapping (1/1 nodes ready)",
 		"  Certificates:         2027-11-24T13:00:00Z",
+		"  exk8s-1-5.k8s.example 300 IN A 203.0.113.7",
+		"  3: cp-3.cluster-5.internal (vm 9) by cp-0.cluster-5.internal: done since 2026-11-24T11:00:00Z",
 		"  ca:                   2036-11-24T12:00:00Z",
 		"  cp-0.cluster-5.internal (vm 10):",
 		"    Window:             closed (opened 2026-11-24T12:00:00Z, closes 2026-11-24T12:59:00Z)",
@@ -448,5 +453,40 @@ func TestAPIErrorsHintAtCommands(t *testing.T) {
 	r.want(t, 1)
 	if !strings.Contains(r.stderr, "hint: wait until every control-plane node is ready (k8sapi get nodes CLUSTER), then replace one at a time") {
 		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+// wait pool follows a pool's operation to its end, naming what it waits
+// for when nothing changes (off a terminal), and a failed pool is exit 1.
+func TestWaitPool(t *testing.T) {
+	f := newFakeAPI(t)
+	scaling := apitypes.NodePool{Name: "workers", Count: 2, State: "scaling", Nodes: []apitypes.WorkerView{{Phase: "ready"}}}
+	done := apitypes.NodePool{Name: "workers", Count: 2, State: "active", Nodes: []apitypes.WorkerView{{Phase: "ready"}, {Phase: "ready"}}}
+	f.on("GET /clusters/5/node-pools/workers", ok(scaling), ok(scaling), ok(done))
+	r := runCLI(t, f, nil, "wait", "pool", "5", "workers")
+	r.want(t, 0)
+	r.wantOut(t, "13:00:00 node pool workers: scaling, 1/2 workers ready\n13:00:00 node pool workers: active, 2/2 workers ready")
+	failed := apitypes.NodePool{Name: "workers", Count: 2, State: "failed", StateReason: "compute refused"}
+	f.on("GET /clusters/5/node-pools/workers", ok(failed))
+	r = runCLI(t, f, nil, "wait", "pool", "5", "workers")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "node pool workers failed: compute refused") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+func TestChangeLinesHeartbeatNamesWhatItWaitsFor(t *testing.T) {
+	var out strings.Builder
+	at := now
+	a := &app{stdout: &out, now: func() time.Time { return at }}
+	l := &changeLines{a: a, what: "node pool workers of cluster 5"}
+	l.show("scaling")
+	at = at.Add(10 * time.Second)
+	l.show("scaling")
+	at = at.Add(heartbeatEvery)
+	l.show("scaling")
+	want := "13:00:00 scaling\n13:00:40 still waiting for node pool workers of cluster 5: scaling\n"
+	if out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
 	}
 }

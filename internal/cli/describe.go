@@ -43,6 +43,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	w.cluster(cl)
 	w.nodes(details, cl.Bootstrap.Nodes)
 	w.pools(cl.NodePools)
+	w.replacements(cl.Replacements)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)
@@ -88,6 +89,21 @@ func (d *describer) dnsRecords(cl apitypes.ClusterView) {
 	fmt.Fprintln(d.w, "DNS records:")
 	for _, r := range cl.DNSRecords {
 		fmt.Fprintf(d.w, "  %s %d IN %s %s\n", r.Name, r.TTL, r.Type, r.Value)
+	}
+}
+
+// replacements lists the newest control-plane node replacements.
+func (d *describer) replacements(rs []apitypes.NodeReplacement) {
+	fmt.Fprintln(d.w, "Node replacements:")
+	if len(rs) == 0 {
+		fmt.Fprintln(d.w, "  <none>")
+	}
+	for _, r := range rs {
+		line := fmt.Sprintf("  %d: %s (vm %d) by %s: %s since %s", r.ID, r.OldNodeName, r.OldVMID, r.NewNodeName, r.State, timestamp(r.CreatedAt))
+		if r.StateReason != "" {
+			line += " (" + r.StateReason + ")"
+		}
+		fmt.Fprintln(d.w, line)
 	}
 }
 

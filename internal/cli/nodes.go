@@ -46,17 +46,15 @@ func (a *app) replaceNodeCommand() *cobra.Command {
 // shows it: the replacement's own row is in no route yet), printing each
 // state it passes; the new node failing ends it.
 func (a *app) waitReplaced(ctx context.Context, c *Client, r apitypes.NodeReplacement, timeout time.Duration) error {
-	last := ""
-	return a.poll(ctx, timeout, fmt.Sprintf("%s to replace %s", r.NewNodeName, r.OldNodeName), func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("%s to replace %s", r.NewNodeName, r.OldNodeName)
+	lines := &changeLines{a: a, what: what}
+	return a.poll(ctx, timeout, what, func(ctx context.Context) (bool, error) {
 		cl, _, err := c.GetCluster(ctx, r.ClusterID)
 		if err != nil {
 			return false, err
 		}
 		state, done, failed := replacementState(cl, r)
-		if state != last {
-			last = state
-			fmt.Fprintf(a.stdout, "%s %s\n", a.now().UTC().Format(time.TimeOnly), state)
-		}
+		lines.show(state)
 		if failed != "" {
 			return true, fmt.Errorf("%s (vm replacing %d) failed: %s", r.NewNodeName, r.OldVMID, failed)
 		}
@@ -82,6 +80,12 @@ func replacementState(cl apitypes.ClusterView, r apitypes.NodeReplacement) (stat
 		old = "gone"
 	}
 	state = fmt.Sprintf("%s (vm %d): %s; old node %s (vm %d): %s", r.NewNodeName, vm, phase, r.OldNodeName, r.OldVMID, old)
+	if i := slices.IndexFunc(cl.Replacements, func(o apitypes.NodeReplacement) bool { return o.ID == r.ID }); i >= 0 {
+		// the replacement's own state, where the server shows it
+		if o := cl.Replacements[i]; o.State == "failed" {
+			return state, true, orNone(o.StateReason)
+		}
+	}
 	return state, phase == "ready" && oldGone, failed
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -28,4 +29,17 @@ func (s *Store) SetClusterSpec(ctx context.Context, orgID, id int64, spec []byte
 		return fmt.Errorf("keeping cluster %d's spec: %w", id, ErrNotFound)
 	}
 	return nil
+}
+
+// RecentReplacements are the cluster's newest control-plane node
+// replacements, at most limit, newest first: the one in progress and
+// how the last ones ended.
+func (s *Store) RecentReplacements(ctx context.Context, clusterID int64, limit int) ([]Replacement, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+replacementColumns+` FROM node_replacements
+		WHERE kube_cluster_id = $1 ORDER BY id DESC LIMIT $2`, clusterID, limit)
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Replacement])
+	if err != nil {
+		return nil, fmt.Errorf("loading the replacements of cluster %d: %w", clusterID, err)
+	}
+	return rs, nil
 }
