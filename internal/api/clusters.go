@@ -158,6 +158,23 @@ func (s *Server) keepClusterSpec(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c)
 }
 
+// catalog serves GET /catalog: the compute API's images, instance types
+// and subnets, read with the operator's own token.
+func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
+	org, err := s.Auth.Operator(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	noteOperator(r, org)
+	c, err := s.Clusters.Catalog(r.Context(), org, org.Bearer())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
 // orgAndClusterID authenticates the caller and parses {id}; on failure it
 // has already answered.
 func (s *Server) orgAndClusterID(w http.ResponseWriter, r *http.Request) (auth.Principal, int64, bool) {

@@ -81,6 +81,9 @@ var (
 	}}
 	ClustersFunction = Function{"ClustersFunction", []Route{
 		{Method: http.MethodGet, Path: "/clusters", handle: (*Server).listClusters},
+		// The compute API's lists, for the operator's token: what a
+		// cluster file's ids name (k8sapi get images).
+		{Method: http.MethodGet, Path: "/catalog", handle: (*Server).catalog},
 		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
 		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete", Trail: true},
 		{Method: http.MethodPut, Path: "/clusters/{id}/spec", handle: (*Server).keepClusterSpec, Audit: "cluster.keep_spec"},

@@ -15,8 +15,9 @@ import (
 )
 
 func (a *app) getCommand() *cobra.Command {
-	get := &cobra.Command{Use: "get", Short: "List clusters, or show one cluster or its nodes"}
+	get := &cobra.Command{Use: "get", Short: "List clusters, show one cluster or its nodes, or list the images, instance types and subnets"}
 	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand())
+	get.AddCommand(a.catalogCommands()...)
 	return get
 }
 

@@ -106,3 +106,19 @@ func TestKeepSpecRules(t *testing.T) {
 		t.Fatalf("a refused file was kept: %+v %+v", v.Spec, v.Actual.EtcdSnapshots)
 	}
 }
+
+// get images, instance-types and subnets list the compute API's catalog
+// through GET /catalog, with the operator's token.
+func TestCLIListsTheCatalog(t *testing.T) {
+	s := newStack(t)
+	for args, want := range map[string]string{
+		"images":         "1    ubuntu-24.04\n",
+		"instance-types": "e2.medium   2       4096 MiB\n",
+		"subnets":        "1    ",
+	} {
+		code, out, errOut := s.k8sapiCLI("get", args)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("get %s: %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+}
