@@ -22,11 +22,7 @@ func (a *app) waitCommand() *cobra.Command {
 	cluster := &cobra.Command{
 		Use: "cluster CLUSTER", Short: "Wait until a cluster is ready (--for ready), active (--for active) or deleted (--for deleted)",
 		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
-		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			c, id, err := a.clientFor(ctx, args[0])
-			if err != nil {
-				return err
-			}
+		RunE: a.onCluster(func(ctx context.Context, c *Client, id int64, _ []string) error {
 			return a.waitCluster(ctx, c, id, until, timeout)
 		}),
 	}
@@ -34,27 +30,30 @@ func (a *app) waitCommand() *cobra.Command {
 	pool := &cobra.Command{
 		Use: "pool CLUSTER NAME", Aliases: []string{"node-pool"}, Short: "Wait until a node pool's operation is over and each of its workers is ready",
 		Args: cobra.ExactArgs(2),
-		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			c, id, err := a.clientFor(ctx, args[0])
-			if err != nil {
-				return err
-			}
+		RunE: a.onCluster(func(ctx context.Context, c *Client, id int64, args []string) error {
 			return a.waitPool(ctx, c, id, args[1], timeout)
 		}),
 	}
 	replacement := &cobra.Command{
 		Use: "replacement CLUSTER", Short: "Wait until the cluster's newest control-plane node replacement is over",
 		Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
-		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			c, id, err := a.clientFor(ctx, args[0])
-			if err != nil {
-				return err
-			}
+		RunE: a.onCluster(func(ctx context.Context, c *Client, id int64, _ []string) error {
 			return a.waitNewestReplacement(ctx, c, id, timeout)
 		}),
 	}
 	w.AddCommand(cluster, pool, replacement)
 	return w
+}
+
+// onCluster is a command body over the cluster its first argument names.
+func (a *app) onCluster(fn func(ctx context.Context, c *Client, id int64, args []string) error) func(*cobra.Command, []string) error {
+	return a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
+		c, id, err := a.clientFor(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		return fn(ctx, c, id, args)
+	})
 }
 
 func (a *app) waitCluster(ctx context.Context, c *Client, id int64, until string, timeout time.Duration) error {
