@@ -202,7 +202,8 @@ func (a *app) runStep(ctx context.Context, c *Client, f apitypes.ClusterFile, id
 // the apply that follows it again.
 func (a *app) applyFounding(ctx context.Context, c *Client, f apitypes.ClusterFile, opts applyOptions) (int64, error) {
 	key := orNewKey(opts.idempotencyKey)
-	res, err := c.CreateCluster(ctx, clusterspec.FoundingRequest(f), key)
+	// apply waits for the founding anyway: a gateway's cut is followed
+	res, err := a.found(ctx, c, clusterspec.FoundingRequest(f), key, createOptions{wait: true, timeout: opts.timeout})
 	if err != nil {
 		return 0, a.withResume(err, key, 0)
 	}

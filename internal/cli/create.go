@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -158,7 +159,7 @@ func (a *app) createCluster(ctx context.Context, body map[string]any, opts creat
 	if key == "" {
 		key = "k8sapi-cli-" + rand.Text()
 	}
-	res, err := c.CreateCluster(ctx, body, key)
+	res, err := a.found(ctx, c, body, key, opts)
 	if err != nil {
 		return a.withResume(err, key, 0)
 	}
@@ -183,6 +184,28 @@ func (a *app) createCluster(ctx context.Context, body map[string]any, opts creat
 // nowhere), and this makes one here.
 func (a *app) nextStep(id int64) {
 	fmt.Fprintf(a.stdout, "next: k8sapi kubeconfig %d --merge   (then kubectl get nodes)\n", id)
+}
+
+// found asks for the founding; with --wait a gateway's 502/503/504 (the
+// founding goes on without the call) or a founding still claimed by the
+// cut-off call is followed by asking again with the same Idempotency-Key,
+// which answers the founding's outcome once it is recorded, until
+// --timeout.
+func (a *app) found(ctx context.Context, c *Client, body any, key string, opts createOptions) (*response, error) {
+	if !opts.wait {
+		return c.CreateCluster(ctx, body, key)
+	}
+	var res *response
+	err := a.poll(ctx, opts.timeout, "the founding under Idempotency-Key "+key, func(ctx context.Context) (bool, error) {
+		var err error
+		res, err = c.CreateCluster(ctx, body, key)
+		if gatewayCut(err) || isCode(err, apperr.FoundingInProgress.String()) {
+			fmt.Fprintf(a.progressOut(), "%s the founding goes on (%v); asking again with Idempotency-Key %s\n", a.now().UTC().Format(time.TimeOnly), err, key)
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return res, err
 }
 
 // reportFounding prints the founding's answer and returns the cluster id.

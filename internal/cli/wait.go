@@ -39,6 +39,9 @@ func (a *app) waitReady(ctx context.Context, c *Client, id int64, timeout time.D
 	view := a.progressView()
 	return a.poll(ctx, timeout, fmt.Sprintf("cluster %d to be ready", id), func(ctx context.Context) (bool, error) {
 		cl, _, err := c.GetCluster(ctx, id)
+		if gatewayCut(err) { // a read cut off: the next poll asks again
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
