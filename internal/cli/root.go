@@ -1,7 +1,10 @@
-// Package cli is k8sapi, the operator's command line: it founds, lists,
-// describes and deletes clusters and hands out kubeconfigs through the
-// API's operator routes. cmd/k8sapi is its main; no Lambda function links
-// it (it brings cobra and client-go's kubeconfig loader).
+// Package cli is k8sapi, the operator's command line: it applies cluster
+// files (apply.go, over internal/clusterspec's rules and plan), founds,
+// lists, describes, follows and deletes clusters, and hands out
+// kubeconfigs through the API's operator routes (docs/CLI.md). A cluster
+// argument is an id or a name (names.go). cmd/k8sapi is its main; no
+// Lambda function links it (it brings cobra, client-go's kubeconfig
+// loader and, through clusterspec, the server's request rules).
 package cli
 
 import (
