@@ -107,7 +107,7 @@
       h.push('<h4 id="audience-' + a.id + '">' + esc(a.title) + " <small>" + mine.length + " · " + esc(a.about) + "</small></h4><ul>");
       mine.forEach(function (o) {
         h.push('<li><a href="#' + anchor(o) + '" title="' + esc(o.op.summary || "") + '"><span class="method ' + o.method + '">' + o.method.toUpperCase() +
-          '</span><span class="path">' + esc(o.path) + "</span></a></li>");
+          '</span><span class="path">' + esc(o.path).replace(/\//g, "/<wbr>") + "</span></a></li>");
       });
       h.push("</ul>");
     });

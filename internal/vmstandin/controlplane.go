@@ -71,18 +71,24 @@ func (p *Player) fetchRestoreSnapshot(vmID int64) error {
 	return nil
 }
 
-// firstSnapshotAsk is how long after ready a stand-in first asks: the
-// schedule (every 10 s locally) asks for a cluster's first snapshot once a
-// node is Ready, and while that one is pending an operator's
-// `etcd-snapshots create` is 409; taken at once, it is out of the way.
-const firstSnapshotAsk = 15 * time.Second
+// firstSnapshotAsks are the waits of a stand-in's first asks after ready:
+// the schedule (every 10 s locally) asks for a cluster's first snapshot
+// once a node is Ready, and while that one is pending an operator's
+// `etcd-snapshots create` is 409; asked for three times in the first
+// minute, it is taken within about half a minute of ready, out of the
+// way. Three more asks an hour keep within the route's budget (36 + 3 of
+// 40).
+var firstSnapshotAsks = []time.Duration{15 * time.Second, 15 * time.Second, 30 * time.Second}
 
-// snapshots is the duty of asking for a snapshot to take: first
-// firstSnapshotAsk after ready, then every SnapshotEvery, as the node's
+// snapshots is the duty of asking for a snapshot to take: as
+// firstSnapshotAsks says, then every SnapshotEvery, as the node's
 // snapshot timer does.
 func (p *Player) snapshots(vmID int64, log *slog.Logger) duty {
-	return duty{first: min(firstSnapshotAsk, p.cfg.SnapshotEvery), every: p.cfg.SnapshotEvery,
-		do: func() error { return p.takeSnapshot(vmID, log) }}
+	soon := make([]time.Duration, len(firstSnapshotAsks))
+	for i, d := range firstSnapshotAsks {
+		soon[i] = min(d, p.cfg.SnapshotEvery)
+	}
+	return duty{soon: soon, every: p.cfg.SnapshotEvery, do: func() error { return p.takeSnapshot(vmID, log) }}
 }
 
 // takeSnapshot asks for vmID's pending snapshot; given one, it uploads a

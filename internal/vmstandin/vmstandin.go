@@ -199,19 +199,29 @@ func (p *Player) pause(d time.Duration) error {
 }
 
 // duty is what a ready stand-in does again and again, as one of its
-// node's timers: first after first, then every every. Only the VM's being
-// gone or the player closing is an error of do.
+// node's timers: after each of the waits of soon in turn, then every
+// every. Only the VM's being gone or the player closing is an error of do.
 type duty struct {
-	first, every time.Duration
-	do           func() error
+	soon  []time.Duration
+	every time.Duration
+	do    func() error
+}
+
+// wait is how long the duty waits before its n-th run (0 the first).
+func (d duty) wait(n int) time.Duration {
+	if n < len(d.soon) {
+		return d.soon[n]
+	}
+	return d.every
 }
 
 // keepUp does each duty when it is due, until one of them ends (the VM
 // gone, the player closing).
 func (p *Player) keepUp(duties []duty) error {
 	next := make([]time.Time, len(duties))
+	runs := make([]int, len(duties))
 	for i, d := range duties {
-		next[i] = time.Now().Add(d.first)
+		next[i] = time.Now().Add(d.wait(0))
 	}
 	for {
 		i := soonest(next)
@@ -221,7 +231,8 @@ func (p *Player) keepUp(duties []duty) error {
 		if err := duties[i].do(); err != nil {
 			return err
 		}
-		next[i] = time.Now().Add(duties[i].every)
+		runs[i]++
+		next[i] = time.Now().Add(duties[i].wait(runs[i]))
 	}
 }
 
@@ -239,7 +250,7 @@ func soonest(times []time.Time) int {
 // renewal is the duty of renewing ids through r: at once, then every
 // RenewEvery.
 func (p *Player) renewal(vmID int64, r renewal, ids identities, log *slog.Logger) duty {
-	return duty{first: 0, every: p.cfg.RenewEvery, do: func() error { return p.renew(vmID, r, ids, log) }}
+	return duty{soon: []time.Duration{0}, every: p.cfg.RenewEvery, do: func() error { return p.renew(vmID, r, ids, log) }}
 }
 
 // fetchWithRetries GETs vmID's bundle at path into out, Delay apart until
