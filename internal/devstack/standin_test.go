@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -71,17 +72,6 @@ func (a *answered) get(method, path string, status int) int {
 	return a.n[fmt.Sprintf("%s %s %d", method, path, status)]
 }
 
-// statusRecorder keeps the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
-}
-
 // answeringStack is standInStack, with every answer of k8sapi counted.
 func answeringStack(t *testing.T, boot bool) (*stacktest.Client, *answered) {
 	t.Helper()
@@ -96,9 +86,12 @@ func answeringStack(t *testing.T, boot bool) (*stacktest.Client, *answered) {
 	var handler atomic.Pointer[http.Handler]
 	answers := &answered{n: map[string]int{}}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := httptest.NewRecorder()
 		(*handler.Load()).ServeHTTP(rec, r)
-		answers.count(r.Method, r.URL.Path, rec.status)
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		answers.count(r.Method, r.URL.Path, rec.Code)
 	}))
 	t.Cleanup(api.Close)
 	standIns := vmstandin.Config{Delay: 50 * time.Millisecond, SnapshotEvery: 200 * time.Millisecond}
@@ -245,11 +238,8 @@ func TestStandInVMsWalkTheOperatorsJourney(t *testing.T) {
 
 // poolVMs are the VM ids of pool's workers of cluster id.
 func poolVMs(t *testing.T, c *stacktest.Client, id int64, pool string) []int64 {
-	t.Helper()
-	var p apitypes.NodePool
-	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
 	var vms []int64
-	for _, n := range p.Nodes {
+	for _, n := range poolWorkers(t, c, id, pool) {
 		vms = append(vms, n.VMID)
 	}
 	return vms
@@ -262,6 +252,7 @@ func controlPlaneVMs(t *testing.T, c *stacktest.Client, id int64) []int64 {
 	stacktest.Do(t, http.MethodGet, clusterURL(c, id), "", c.Bearer(1)).JSON(t, &got)
 	return got.ControlPlaneVMIDs
 }
+
 func clusterURL(c *stacktest.Client, id int64) string {
 	return c.APIURL + "/clusters/" + strconv.FormatInt(id, 10)
 }
@@ -285,14 +276,19 @@ func waitFor(t *testing.T, what string, within time.Duration, done func() (bool,
 
 // workerPhases are the phases of pool's workers of cluster id.
 func workerPhases(t *testing.T, c *stacktest.Client, id int64, pool string) []string {
-	t.Helper()
-	var p apitypes.NodePool
-	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
 	var phases []string
-	for _, n := range p.Nodes {
+	for _, n := range poolWorkers(t, c, id, pool) {
 		phases = append(phases, n.Phase)
 	}
 	return phases
+}
+
+// poolWorkers are pool's workers of cluster id, as its view shows them.
+func poolWorkers(t *testing.T, c *stacktest.Client, id int64, pool string) []apitypes.WorkerView {
+	t.Helper()
+	var p apitypes.NodePool
+	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
+	return p.Nodes
 }
 
 // snapshotState is the state of cluster id's snapshot snap.
