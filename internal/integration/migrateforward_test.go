@@ -39,7 +39,7 @@ var updateFixture = flag.Bool("update-fixture", false,
 	"found a fleet through the stack and write testdata/founded-on-v<newest migration>.{sql,json}")
 
 // fixtureVersions are the schemas a fixture was founded on.
-var fixtureVersions = []int32{21}
+var fixtureVersions = []int32{21, 24}
 
 func TestMigrationsCarryAnOldDatabaseForward(t *testing.T) {
 	if *updateFixture {
