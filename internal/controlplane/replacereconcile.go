@@ -19,8 +19,8 @@ const DefaultReplaceWithin = time.Hour
 // Replacement names the kind in the reconciler's counts.
 const Replacement = "node replacement"
 
-// replacementKind: a replacement's steps under the cluster's lease; let go
-// with the cluster active; undone as undoReplacement says.
+// replacementKind: a replacement's steps under its operation's lease
+// (its node writes fenced by it as a founding's are); let go as it stands; undone as undoReplacement says.
 func (s *Service) replacementKind() engine.Kind[*replacement] {
 	return engine.Kind[*replacement]{
 		Name:  Replacement,
@@ -115,9 +115,8 @@ func (s *Service) letGo(ctx context.Context, c store.Cluster, lease store.Lease,
 	}
 }
 
-// releaseActive lets go of op's cluster (active) until until.
+// releaseActive lets go of op's replacement until until, leaving it as
+// it stands.
 func (s *Service) releaseActive(ctx context.Context, op *NodeOp, until time.Time) error {
-	c := op.Cluster
-	return usecase.Recorded(s.Store.Release(context.WithoutCancel(ctx), c.ID, op.Lease.Owner,
-		store.Released{Status: store.StatusActive, Until: until, Reason: c.StatusReason}))
+	return usecase.Recorded(s.Store.ReleaseLease(context.WithoutCancel(ctx), op.Cluster.ID, op.Lease.Owner, until))
 }

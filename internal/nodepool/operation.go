@@ -115,7 +115,7 @@ func (s *Service) settlePool(ctx context.Context, op *poolOperation, _ time.Time
 	if err := usecase.Recorded(s.Store.SettlePool(ctx, op.pool.ID, op.lease.Owner, to, op.pool.StateReason, nil)); err != nil {
 		return err
 	}
-	op.pool.State, op.pool.LeaseOwner, op.pool.LeaseUntil = to, nil, nil
+	op.pool.State, op.pool.LastOp = to, op.pool.LastOp.Ended(store.PoolSettledReason(to, op.pool.StateReason), s.Clock())
 	return nil
 }
 
