@@ -5,23 +5,20 @@ import "time"
 // ClusterView is a cluster as GET /clusters shows it: no keys, no
 // kubeconfig.
 type ClusterView struct {
-	ID           int64  `json:"cluster_id"`
-	Name         string `json:"name"`
-	Status       string `json:"status"`
-	StatusReason string `json:"status_reason,omitempty"` // Conditions' message, for older clients
-	// Conditions are Ready (the cluster active) and Progressing (its
-	// founding or deletion runs).
-	Conditions          []Condition `json:"conditions"`
-	ControlPlaneDNSName string      `json:"control_plane_dns_name"`
-	ControlPlaneVMIDs   []int64     `json:"control_plane_vm_ids"`
-	Nodes               []NodeView  `json:"nodes"`
-	ServiceCIDR         string      `json:"service_cidr"`
-	PodCIDR             string      `json:"pod_cidr"`
-	CNI                 string      `json:"cni"`
-	KubernetesVersion   string      `json:"kubernetes_version"`
-	KeyAlgorithm        string      `json:"key_algorithm"`
-	DNSConfigured       bool        `json:"dns_configured"`
-	DNSError            string      `json:"dns_error,omitempty"`
+	ID                  int64      `json:"cluster_id"`
+	Name                string     `json:"name"`
+	Status              string     `json:"status"`
+	StatusReason        string     `json:"status_reason,omitempty"` // Conditions' message, for older clients
+	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
+	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
+	Nodes               []NodeView `json:"nodes"`
+	ServiceCIDR         string     `json:"service_cidr"`
+	PodCIDR             string     `json:"pod_cidr"`
+	CNI                 string     `json:"cni"`
+	KubernetesVersion   string     `json:"kubernetes_version"`
+	KeyAlgorithm        string     `json:"key_algorithm"`
+	DNSConfigured       bool       `json:"dns_configured"`
+	DNSError            string     `json:"dns_error,omitempty"`
 	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
 	// from; null for a cluster founded empty.
 	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`
@@ -35,8 +32,11 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	// Conditions are Ready (the cluster active) and Progressing (its
+	// founding or deletion runs).
+	Conditions []Condition `json:"conditions"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
 }
 
 // ClusterList is one page of GET /clusters; NextCursor is nil on the last.
