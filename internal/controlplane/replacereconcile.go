@@ -25,8 +25,8 @@ func (s *Service) replacementKind() engine.Kind[*replacement] {
 	return engine.Kind[*replacement]{
 		Name:  Replacement,
 		Steps: func(*replacement) []engine.Step[*replacement] { return s.replacementSteps() },
-		Release: func(ctx context.Context, op *replacement, until time.Time) error {
-			return s.releaseActive(ctx, op.op, until)
+		Release: func(ctx context.Context, op *replacement, until time.Time, step string) error {
+			return s.releaseActive(ctx, op.op, until, step)
 		},
 		Undo: s.undoReplacement,
 	}
@@ -110,13 +110,13 @@ func (s *Service) removeNewNode(ctx context.Context, op *replacement) error {
 // retry after RetryAfter.
 func (s *Service) letGo(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) {
 	until := s.Clock().Add(cmp.Or(pass.RetryAfter, usecase.DefaultRetryAfter))
-	if err := s.releaseActive(ctx, &NodeOp{Cluster: c, Lease: lease}, until); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.releaseActive(ctx, &NodeOp{Cluster: c, Lease: lease}, until, ""); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		s.Logger().WarnContext(ctx, "releasing a node replacement failed; its lease runs out", "cluster_id", c.ID, "cause", err.Error())
 	}
 }
 
 // releaseActive lets go of op's replacement until until, leaving it as
-// it stands.
-func (s *Service) releaseActive(ctx context.Context, op *NodeOp, until time.Time) error {
-	return usecase.Recorded(s.Store.ReleaseLease(context.WithoutCancel(ctx), op.Cluster.ID, op.Lease.Owner, until))
+// it stands at step.
+func (s *Service) releaseActive(ctx context.Context, op *NodeOp, until time.Time, step string) error {
+	return usecase.Recorded(s.Store.ReleaseLease(context.WithoutCancel(ctx), op.Cluster.ID, op.Lease.Owner, until, step))
 }

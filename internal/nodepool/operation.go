@@ -235,9 +235,9 @@ func (s *Service) poolKind() engine.Kind[*poolOperation] {
 	return engine.Kind[*poolOperation]{
 		Name:  Pool,
 		Steps: func(*poolOperation) []engine.Step[*poolOperation] { return s.poolSteps() },
-		Release: func(ctx context.Context, op *poolOperation, until time.Time) error {
+		Release: func(ctx context.Context, op *poolOperation, until time.Time, step string) error {
 			return s.Store.MovePool(ctx, op.pool.ID, op.lease.Owner,
-				store.PoolMove{State: op.pool.State, Reason: op.pool.StateReason, Until: until})
+				store.PoolMove{State: op.pool.State, Reason: op.pool.StateReason, Until: until, Step: step})
 		},
 		Undo: s.turnBack,
 	}

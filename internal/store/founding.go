@@ -277,13 +277,13 @@ func (s *Store) Release(ctx context.Context, clusterID int64, owner string, r Re
 			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, message, lease_owner, lease_until)
 			SELECT '`+KindDeletion+`', $1, '`+TargetCluster+`', $1, 'running', $7, $5, $2, $4 FROM ended
 		), moved AS (
-			UPDATE operations o SET lease_until = $4, reason = $7, message = $5, updated_at = now()
+			UPDATE operations o SET lease_until = $4, reason = $7, message = $5, step = $8, updated_at = now()
 			FROM k WHERE o.kube_cluster_id = k.id AND o.lease_owner = $2 AND o.ended_at IS NULL
 			  AND NOT (o.kind = '`+KindFounding+`' AND $3 = '`+StatusDeleting+`')
 			RETURNING o.id
 		)
 		SELECT (SELECT count(*) FROM ended) + (SELECT count(*) FROM moved)`,
-		clusterID, owner, r.Status, r.Until, r.Reason, r.Resumable, runningReason(r.Reason))
+		clusterID, owner, r.Status, r.Until, r.Reason, r.Resumable, runningReason(r.Reason), r.Step)
 }
 
 // Released is how an operation is let go (see Release).
@@ -292,6 +292,7 @@ type Released struct {
 	Until     time.Time
 	Reason    string
 	Resumable bool
+	Step      string // the step it stands at ("": none)
 }
 
 // BeginDeleting moves one of org's clusters to deleting under lease, in

@@ -154,16 +154,17 @@ func (s *Store) ClaimDue(ctx context.Context, lease Lease, now time.Time) (Opera
 }
 
 // ReleaseLease lets go of the owner's operation until until (now: the
-// reconciler takes it over at its next run), leaving it as it stands.
-func (s *Store) ReleaseLease(ctx context.Context, clusterID int64, owner string, until time.Time) error {
-	return s.fenced(ctx, "releasing the operation", `UPDATE operations SET lease_until = $3, updated_at = now()
-		WHERE kube_cluster_id = $1 AND lease_owner = $2 AND ended_at IS NULL`, clusterID, owner, until)
+// reconciler takes it over at its next run), leaving it as it stands at
+// step.
+func (s *Store) ReleaseLease(ctx context.Context, clusterID int64, owner string, until time.Time, step string) error {
+	return s.fenced(ctx, "releasing the operation", `UPDATE operations SET lease_until = $3, step = $4, updated_at = now()
+		WHERE kube_cluster_id = $1 AND lease_owner = $2 AND ended_at IS NULL`, clusterID, owner, until, step)
 }
 
 // OperationsOf is every operation of the cluster, oldest first: what the
 // migrate-forward test reads back.
 func (s *Store) OperationsOf(ctx context.Context, clusterID int64) ([]OpTarget, error) {
-	rows, err := s.pool.Query(ctx, `SELECT kind, target_type, target_id, state, reason, message, lease_owner IS NOT NULL
+	rows, err := s.pool.Query(ctx, `SELECT kind, target_type, target_id, state, step, reason, message, lease_owner IS NOT NULL
 		FROM operations WHERE kube_cluster_id = $1 ORDER BY id`, clusterID)
 	if err != nil {
 		return nil, fmt.Errorf("loading the operations of cluster %d: %w", clusterID, err)
@@ -172,7 +173,7 @@ func (s *Store) OperationsOf(ctx context.Context, clusterID int64) ([]OpTarget, 
 	var out []OpTarget
 	for rows.Next() {
 		var o OpTarget
-		if err := rows.Scan(&o.Kind, &o.TargetType, &o.TargetID, &o.State, &o.Reason, &o.Message, &o.Leased); err != nil {
+		if err := rows.Scan(&o.Kind, &o.TargetType, &o.TargetID, &o.State, &o.Step, &o.Reason, &o.Message, &o.Leased); err != nil {
 			return nil, err
 		}
 		out = append(out, o)
@@ -184,7 +185,7 @@ func (s *Store) OperationsOf(ctx context.Context, clusterID int64) ([]OpTarget, 
 type OpTarget struct {
 	Kind, TargetType string
 	TargetID         int64
-	State, Reason    string
-	Message          string
+	State, Step      string
+	Reason, Message  string
 	Leased           bool
 }

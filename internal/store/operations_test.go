@@ -48,6 +48,13 @@ func TestOneClaimTakesAnyKindAndFencesTheDriverThatLostIt(t *testing.T) {
 	if _, err := st.ClaimDue(ctx, lease("early", 7*time.Minute), opsT0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("claim while the founding's lease holds: %v, want nothing due", err)
 	}
+	released := store.Released{Status: store.StatusFounding, Until: opsT0, Resumable: true, Step: "vms"}
+	if err := st.Release(ctx, id, "first", released); err != nil {
+		t.Fatal(err)
+	}
+	if ops, err := st.OperationsOf(ctx, id); err != nil || len(ops) != 1 || ops[0].Step != "vms" || ops[0].State != store.OpRunning {
+		t.Fatalf("operations %+v (%v), want the founding running, let go at step vms", ops, err)
+	}
 	op, err := st.ClaimDue(ctx, lease("second", 8*time.Minute), opsT0.Add(2*time.Minute))
 	if err != nil || op.Kind != store.KindFounding || op.ClusterID != id || op.OrgID != 1 {
 		t.Fatalf("claimed %+v (%v), want cluster %d's founding", op, err, id)

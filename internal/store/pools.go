@@ -332,6 +332,7 @@ type PoolMove struct {
 	Count         *int
 	Retire        []int
 	Until         time.Time
+	Step          string // the step it stands at ("": none)
 }
 
 // MovePool moves the owner's pool operation as m says, in one statement.
@@ -345,13 +346,13 @@ func (s *Store) MovePool(ctx context.Context, poolID int64, owner string, m Pool
 			UPDATE node_pools p SET state = $3, count = coalesce($5, count), updated_at = now()
 			WHERE `+poolLeaseHeld+` RETURNING p.id
 		), op AS (
-			UPDATE operations o SET reason = $8, message = $4, lease_until = $6, updated_at = now()
+			UPDATE operations o SET reason = $8, message = $4, lease_until = $6, step = $9, updated_at = now()
 			FROM moved WHERE `+poolOpOf+`
 		), retired AS (
 			UPDATE kube_nodes n SET retiring = true FROM moved WHERE n.node_pool_id = moved.id AND n.ordinal = ANY($7)
 			RETURNING 1
 		)
-		SELECT EXISTS (SELECT 1 FROM moved)`, poolID, owner, m.State, m.Reason, m.Count, m.Until, m.Retire, reason).Scan(&moved)
+		SELECT EXISTS (SELECT 1 FROM moved)`, poolID, owner, m.State, m.Reason, m.Count, m.Until, m.Retire, reason, m.Step).Scan(&moved)
 	if err == nil && !moved {
 		err = ErrLeaseLost
 	}
