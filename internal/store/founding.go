@@ -326,7 +326,9 @@ func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease
 		), begun AS (
 			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, message, lease_owner, lease_until)
 			SELECT '`+KindDeletion+`', k.id, '`+TargetCluster+`', k.id, 'running', '`+ReasonInProgress+`', k.status_reason, $3, $4
-			FROM k WHERE NOT EXISTS (SELECT 1 FROM taken)
+			-- superseded is read first: the one live operation of the
+			-- cluster has ended before the deletion's row is inserted.
+			FROM k, (SELECT count(*) FROM superseded) s WHERE NOT EXISTS (SELECT 1 FROM taken)
 		)
 		SELECT EXISTS (SELECT 1 FROM k)`, orgID, clusterID, lease.Owner, lease.Until, now, DeletionTakesOver).Scan(&began)
 	if err == nil && !began {

@@ -172,3 +172,26 @@ func openStore(t *testing.T) *store.Store {
 	t.Cleanup(pool.Close)
 	return store.New(pool)
 }
+
+// A deletion goes ahead of a founding whose driver died: the founding
+// ends superseded, the deletion runs under the caller's lease, and the
+// founding's driver writes nothing more.
+func TestDeletionSupersedesAnAbandonedFounding(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	id := founding(t, st, lease("founder", time.Minute))
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 7*time.Minute), opsT0); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("deleting a founding whose lease holds: %v, want ErrLeaseLost", err)
+	}
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 9*time.Minute), opsT0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkSecurityGroupRequested(ctx, id, "founder"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the founding's driver's write: %v, want ErrLeaseLost", err)
+	}
+	ops, err := st.OperationsOf(ctx, id)
+	if err != nil || len(ops) != 2 || ops[0].Reason != store.ReasonSuperseded || ops[1].Kind != store.KindDeletion ||
+		ops[1].State != store.OpRunning || !ops[1].Leased {
+		t.Fatalf("operations %+v (%v); want the founding superseded, a deletion running under a lease", ops, err)
+	}
+}
