@@ -16,7 +16,12 @@
 -- lease_until; node_replacements.state_reason) are carried over below and
 -- left in place, unread and unwritten from here, so the version still
 -- serving during a deployment keeps its schema (docs/RUNBOOK.md, "Safe
--- deployments"); a later migration drops them.
+-- deployments"); a later migration drops them. That one first carries
+-- over again, as below, what a previous version still wrote there while
+-- this one was rolled out: a founding, deletion, pool operation or
+-- replacement begun by it has no row here yet. (Roll this one out all at
+-- once: a previous version's reconciler claims by those columns, which
+-- this version no longer writes.)
 CREATE TABLE IF NOT EXISTS operations (
     id              bigserial   PRIMARY KEY,
     -- what the operation does (store.Kind*): founding, deletion, node-pool,
