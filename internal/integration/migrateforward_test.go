@@ -118,7 +118,7 @@ func checkOperations(t *testing.T, st *store.Store, id int64, want, got map[stri
 		state, _ := p.(map[string]any)["state"].(string)
 		checkConditions(t, fmt.Sprintf("%s[%d]", key("pools"), i), p, state, state == store.PoolActive, slices.Contains(livePoolStates, state))
 	}
-	if n := len(opsOfKind(ops, store.KindNodePool)); n < len(pools) {
+	if n := len(opsWhere(ops, func(o store.OpTarget) bool { return o.Kind == store.KindNodePool })); n < len(pools) {
 		t.Errorf("cluster %d: %d pool operations for %d pools", id, n, len(pools))
 	}
 	if r, ok := want[key("replacement")].(map[string]any); ok {
@@ -165,20 +165,15 @@ func checkConditions(t *testing.T, what string, view any, state string, ready, l
 	}
 }
 
+// opsOn are the operations of ops on the target (type, id).
 func opsOn(ops []store.OpTarget, targetType string, id int64) []store.OpTarget {
-	var out []store.OpTarget
-	for _, o := range ops {
-		if o.TargetType == targetType && o.TargetID == id {
-			out = append(out, o)
-		}
-	}
-	return out
+	return opsWhere(ops, func(o store.OpTarget) bool { return o.TargetType == targetType && o.TargetID == id })
 }
 
-func opsOfKind(ops []store.OpTarget, kind string) []store.OpTarget {
+func opsWhere(ops []store.OpTarget, keep func(store.OpTarget) bool) []store.OpTarget {
 	var out []store.OpTarget
 	for _, o := range ops {
-		if o.Kind == kind {
+		if keep(o) {
 			out = append(out, o)
 		}
 	}
