@@ -8,7 +8,7 @@ type ClusterView struct {
 	ID                  int64      `json:"cluster_id"`
 	Name                string     `json:"name"`
 	Status              string     `json:"status"`
-	StatusReason        string     `json:"status_reason,omitempty"`
+	StatusReason        string     `json:"status_reason,omitempty"` // Conditions' message, for older clients
 	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
 	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
 	Nodes               []NodeView `json:"nodes"`
@@ -46,9 +46,12 @@ type ClusterView struct {
 	// Actual is the cluster as it is, in a cluster file's shape (its
 	// founding, its control plane, its live pools, its snapshot schedule):
 	// what apply plans against and what a spec-less cluster's file is.
-	Actual    *ClusterFile `json:"actual"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	Actual *ClusterFile `json:"actual"`
+	// Conditions are Ready (the cluster active) and Progressing (its
+	// founding or deletion runs).
+	Conditions []Condition `json:"conditions"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
 }
 
 // ClusterList is one page of GET /clusters; NextCursor is nil on the last.
