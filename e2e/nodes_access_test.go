@@ -86,7 +86,7 @@ func (p *provenCluster) checkExecKubeconfig(t *testing.T) []string {
 	token, hash := operatorToken(ctx, t, p.st)
 	env := []string{"env", "HOME=/root", "XDG_CACHE_HOME=" + operatorCache, "K8SAPI_TOKEN=" + token}
 	id := strconv.FormatInt(p.cl.ClusterID, 10)
-	if out, err := m.Exec(ctx, append(env, operatorCLI, "--url", p.svc.apiURL, "kubeconfig", id, "-o", operatorKubeconfig)...); err != nil {
+	if out, err := m.Exec(ctx, append(env, operatorCLI, "--url", p.svc.apiURL, "kubeconfig", id, "--output-file", operatorKubeconfig)...); err != nil {
 		fatalf(t, "k8sapi kubeconfig: %v\n%s", err, out)
 	}
 	kubeconfig := m.Root + operatorKubeconfig

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
@@ -130,6 +131,43 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.Clusters.Delete(r.Context(), org, org.Bearer(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// keepClusterSpec serves PUT /clusters/{id}/spec: the cluster file kept
+// as the cluster's (k8sapi apply), answered with the cluster.
+func (s *Server) keepClusterSpec(w http.ResponseWriter, r *http.Request) {
+	org, id, ok := s.orgAndClusterID(w, r)
+	if !ok {
+		return
+	}
+	var f apitypes.ClusterFile
+	err := decodeJSON(r, &f)
+	var c apitypes.ClusterView
+	if err == nil {
+		c, err = s.Clusters.KeepSpec(r.Context(), org, id, f)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// catalog serves GET /catalog: the compute API's images, instance types
+// and subnets, read with the operator's own token.
+func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
+	org, err := s.Auth.Operator(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	noteOperator(r, org)
+	c, err := s.Clusters.Catalog(r.Context(), org, org.Bearer())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

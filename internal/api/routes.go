@@ -81,8 +81,12 @@ var (
 	}}
 	ClustersFunction = Function{"ClustersFunction", []Route{
 		{Method: http.MethodGet, Path: "/clusters", handle: (*Server).listClusters},
+		// The compute API's lists, for the operator's token: what a
+		// cluster file's ids name (k8sapi get images).
+		{Method: http.MethodGet, Path: "/catalog", handle: (*Server).catalog},
 		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
 		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete", Trail: true},
+		{Method: http.MethodPut, Path: "/clusters/{id}/spec", handle: (*Server).keepClusterSpec, Audit: "cluster.keep_spec"},
 		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
 		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap", Trail: true},
 		// Recorded here (no VM is created, no key opened); the reconciler,

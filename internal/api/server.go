@@ -51,6 +51,8 @@ type Clusters interface {
 	List(ctx context.Context, org auth.Principal, q cluster.ListQuery) (apitypes.ClusterList, error)
 	Get(ctx context.Context, org auth.Principal, id int64) (apitypes.ClusterView, error)
 	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (apitypes.ClusterView, error)
+	KeepSpec(ctx context.Context, org auth.Principal, id int64, f apitypes.ClusterFile) (apitypes.ClusterView, error)
+	Catalog(ctx context.Context, org auth.Principal, bearer string) (apitypes.Catalog, error)
 }
 
 // KubeconfigIssuer issues an operator's admin kubeconfigs

@@ -19,6 +19,10 @@ type ClusterView struct {
 	KeyAlgorithm        string     `json:"key_algorithm"`
 	DNSConfigured       bool       `json:"dns_configured"`
 	DNSError            string     `json:"dns_error,omitempty"`
+	// DNSRecords are the records the control-plane name needs (one A
+	// record per control-plane node): what founding asked the DNS API for,
+	// and what to create by hand when DNSConfigured is false.
+	DNSRecords []DNSRecord `json:"dns_records"`
 	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
 	// from; null for a cluster founded empty.
 	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`
@@ -32,6 +36,17 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
+	// Replacements are the cluster's newest control-plane node
+	// replacements (the one in progress, how the last ones ended), newest
+	// first; GET /clusters/{id} only (a list leaves them out).
+	Replacements []NodeReplacement `json:"replacements,omitempty"`
+	// Spec is the cluster file last applied (k8sapi apply, PUT
+	// /clusters/{id}/spec): what the operator asks for; null when none was.
+	Spec *ClusterFile `json:"spec"`
+	// Actual is the cluster as it is, in a cluster file's shape (its
+	// founding, its control plane, its live pools, its snapshot schedule):
+	// what apply plans against and what a spec-less cluster's file is.
+	Actual *ClusterFile `json:"actual"`
 	// Conditions are Ready (the cluster active) and Progressing (its
 	// founding or deletion runs).
 	Conditions []Condition `json:"conditions"`

@@ -54,6 +54,7 @@ var (
 	IdempotencyKeyReused = define("idempotency_key_reused", KindConflict, "Idempotency-Key was already used with a different request body")
 	FoundingInProgress   = define("founding_in_progress", KindConflict, "the cluster is still being founded")
 	DeletionInProgress   = define("deletion_in_progress", KindConflict, "the cluster is being deleted; poll GET /clusters/{id}")
+	ClusterNameTaken     = define("cluster_name_taken", KindConflict, "another of the org's clusters that is not deleted has this name")
 	ArtifactsNotPinned   = define("artifacts_not_pinned", KindUnprocessable, "the artifact manifest pins no SHA-256 for some artifacts; nothing was created")
 
 	// A cluster's node pools.

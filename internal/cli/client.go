@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -66,6 +68,10 @@ func (c *Client) do(ctx context.Context, req request) (*response, error) {
 		return nil, err
 	}
 	res, err := c.httpClient().Do(hr)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("calling k8sapi: nothing answers at %s (connection refused): is the API at $K8SAPI_URL running? "+
+			"(--url, K8SAPI_URL or url: in the config file name it; make local starts a local one): %w", c.BaseURL, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("calling k8sapi: %w", err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,8 @@ func TestCreateClusterSendsOnlyTheFlagsGiven(t *testing.T) {
 	r := runCLI(t, f, nil, "create", "cluster", "--count", "3", "--image", "1", "--instance-type", "c1.large",
 		"--subnet", "2", "--security-group", "7,8", "--public-ipv4", "--cni", "bridge")
 	r.want(t, 0)
-	r.wantOut(t, "cluster 5 (exk8s-1-5) founded: 3 control-plane VMs [10 11 12], endpoint https://exk8s-1-5.k8s.example:6443")
+	r.wantOut(t, "cluster 5 (exk8s-1-5) founded: 3 control-plane VMs [10 11 12], endpoint https://exk8s-1-5.k8s.example:6443\n"+
+		"next: k8sapi kubeconfig 5 --merge   (then kubectl get nodes)")
 	c := f.callsTo("POST /clusters")[0]
 	want := `{"allocate_public_ipv4":true,"cni":"bridge","control_plane_count":3,"control_plane_image_id":1,"control_plane_instance_type":"c1.large","security_group_ids":[7,8],"subnet_id":2}`
 	if c.body != want {
@@ -106,7 +108,25 @@ func TestCreateWaitPrintsEachPhaseChange(t *testing.T) {
 13:00:00 cp-1.cluster-5.internal (vm 11): apiserver_ready
 13:00:00 cluster 5 (exk8s-1-5): bootstrap bootstrapping (1/2 nodes ready)
 13:00:00 cp-1.cluster-5.internal (vm 11): ready
-13:00:00 cluster 5 (exk8s-1-5): bootstrap ready (2/2 nodes ready)`)
+13:00:00 cluster 5 (exk8s-1-5): bootstrap ready (2/2 nodes ready)
+next: k8sapi kubeconfig 5 --merge   (then kubectl get nodes)`)
+}
+
+// With -o json, stdout is the founding's document alone (jq can read
+// it) and the wait's lines go to stderr.
+func TestCreateWaitJSONKeepsProgressOnStderr(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", ControlPlaneVMIDs: []int64{10}, DNSConfigured: true})})
+	f.on("GET /clusters/5", ok(cluster(5, "active", "ready", "ready")))
+	r := runCLI(t, f, nil, "create", "cluster", "--image", "1", "--instance-type", "c1.large", "--subnet", "1", "--wait", "-o", "json")
+	r.want(t, 0)
+	var doc apitypes.FoundingResult
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.ClusterID != 5 {
+		t.Fatalf("stdout is not the document: %v\n%s", err, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "cluster 5 (exk8s-1-5): bootstrap ready (1/1 nodes ready)") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
 }
 
 func TestCreateWaitEndsWithTheFailedNodesMessage(t *testing.T) {
@@ -169,8 +189,46 @@ func TestGetClustersFollowsNextCursorAndFilters(t *testing.T) {
 func TestGetClusterJSONIsTheAPIsDocument(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("GET /clusters/5", reply{status: 200, body: `{"cluster_id":5,"name":"exk8s-1-5","field_from_the_future":1}`})
-	r := runCLI(t, f, nil, "get", "cluster", "5", "-o", "yaml")
-	r.wantOut(t, "cluster_id: 5\nfield_from_the_future: 1\nname: exk8s-1-5")
+	r := runCLI(t, f, nil, "get", "cluster", "5", "-o", "json")
+	r.wantOut(t, "{\n  \"cluster_id\": 5,\n  \"field_from_the_future\": 1,\n  \"name\": \"exk8s-1-5\"\n}")
+}
+
+// -o yaml is the cluster as a file apply accepts (its kept file, else the
+// cluster as it is), the API's document below it as its status.
+func TestGetClusterYAMLIsAClusterFile(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("GET /clusters/5", reply{status: 200, body: `{"cluster_id":5,"name":"exk8s-1-5","field_from_the_future":1,"spec":null,` +
+		`"actual":{"kind":"Cluster","name":"exk8s-1-5","control_plane":{"count":1,"instance_type":"e2.medium","image_id":1},"subnet_id":1}}`})
+	runCLI(t, f, nil, "get", "cluster", "5", "-o", "yaml").wantOut(t, `control_plane:
+  count: 1
+  image_id: 1
+  instance_type: e2.medium
+kind: Cluster
+name: exk8s-1-5
+status:
+  cluster_id: 5
+  field_from_the_future: 1
+  name: exk8s-1-5
+subnet_id: 1`)
+}
+
+// A cluster argument is an id or a name: the name of the file applied to
+// it, or k8sapi's own; a name no cluster has is an error naming the
+// command that lists them.
+func TestClusterArgumentsAreIDsOrNames(t *testing.T) {
+	f := newFakeAPI(t)
+	named := cluster(7, "active", "ready")
+	named.Spec = &apitypes.ClusterFile{Kind: "Cluster", Name: "demo"}
+	f.on("GET /clusters", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{cluster(5, "active", "ready"), named}}))
+	f.on("GET /clusters/7", ok(named))
+	f.on("GET /clusters/5", ok(cluster(5, "active", "ready")))
+	runCLI(t, f, nil, "get", "cluster", "demo").wantLines(t, "7    demo   active   ready       0/0     0/0       cilium   v1.35.4   60m")
+	runCLI(t, f, nil, "get", "cluster", "exk8s-1-5").want(t, 0)
+	r := runCLI(t, f, nil, "describe", "cluster", "nosuch")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, `no cluster is named "nosuch" (k8sapi get clusters lists the org's)`) {
+		t.Fatalf("stderr %q", r.stderr)
+	}
 }
 
 func TestGetNodes(t *testing.T) {
@@ -185,7 +243,7 @@ cp-1.cluster-5.internal   control-plane   11      1         failed   10.0.0.11  
 }
 
 func TestIDArgumentsAreChecked(t *testing.T) {
-	for _, args := range [][]string{{"get", "cluster", "abc"}, {"get", "cluster"}, {"delete", "cluster", "0"}, {"rebootstrap", "5", "x"}} {
+	for _, args := range [][]string{{"get", "cluster", "0"}, {"get", "cluster"}, {"delete", "cluster", "0"}, {"rebootstrap", "5", "x"}} {
 		f := newFakeAPI(t)
 		runCLI(t, f, nil, args...).want(t, 2)
 	}
@@ -205,6 +263,9 @@ func TestDescribeCluster(t *testing.T) {
 	c := cluster(5, "active", "bootstrapping", "ready")
 	exp := now.Add(365 * 24 * 3600e9)
 	c.CertificatesExpireAt = &exp
+	c.DNSRecords = []apitypes.DNSRecord{{Type: "A", Name: "exk8s-1-5.k8s.example", Value: "203.0.113.7", TTL: 300}}
+	c.Replacements = []apitypes.NodeReplacement{{ID: 3, ClusterID: 5, OldVMID: 9, OldNodeName: "cp-3.cluster-5.internal", NewNodeName: "cp-0.cluster-5.internal",
+		State: "done", CreatedAt: now.Add(-2 * time.Hour)}}
 	f.on("GET /clusters/5", ok(c))
 	f.on("GET /clusters/5/nodes/10/bootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":10,"node_name":"cp-0.cluster-5.internal","phase":"ready","message":"","updated_at":"2026-11-24T12:59:00Z",
 		"window":{"opened_at":"2026-11-24T12:00:00Z","closes_at":"2026-11-24T12:59:00Z","open":false},
@@ -217,6 +278,8 @@ func TestDescribeCluster(t *testing.T) {
 		"Status:                 active",
 		"Bootstrap:              bootstrapping (1/1 nodes ready)",
 		"  Certificates:         2027-11-24T13:00:00Z",
+		"  exk8s-1-5.k8s.example 300 IN A 203.0.113.7",
+		"  3: cp-3.cluster-5.internal (vm 9) by cp-0.cluster-5.internal: done since 2026-11-24T11:00:00Z",
 		"  ca:                   2036-11-24T12:00:00Z",
 		"  cp-0.cluster-5.internal (vm 10):",
 		"    Window:             closed (opened 2026-11-24T12:00:00Z, closes 2026-11-24T12:59:00Z)",
@@ -362,4 +425,91 @@ func TestDescribeShowsWhereTheTimeWent(t *testing.T) {
 		"      bundle_fetched                 3s  (2026-11-24T12:59:00Z to 2026-11-24T12:59:03Z)",
 		"      etcd_started                45.3s  (2026-11-24T12:59:03Z to 2026-11-24T12:59:48Z)",
 		"    Running:            kubelet_started for 12s (since 2026-11-24T12:59:48Z)")
+}
+
+// A typo in a nested command exits 2 with a suggestion (cobra alone
+// prints the group's help and exits 0).
+func TestNestedTyposExitNonZeroWithASuggestion(t *testing.T) {
+	for args, want := range map[[2]string]string{
+		{"get", "clsuters"}:     `unknown command "clsuters" for "k8sapi get"; did you mean clusters?`,
+		{"get", "node"}:         `unknown command "node" for "k8sapi get"; did you mean nodes?`,
+		{"node-pools", "lsit"}:  `unknown command "lsit" for "k8sapi node-pools"; did you mean list?`,
+		{"etcd-snapshots", "x"}: `unknown command "x" for "k8sapi etcd-snapshots" (k8sapi etcd-snapshots --help lists them)`,
+	} {
+		f := newFakeAPI(t)
+		r := runCLI(t, f, nil, args[0], args[1], "1")
+		r.want(t, 2)
+		if !strings.Contains(r.stderr, want) || len(f.calls) != 0 {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := runCLI(t, nil, nil, "version")
+	r.want(t, 0)
+	if !strings.HasPrefix(r.stdout, "k8sapi dev (commit ") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+}
+
+// No API listening: the error says which URL and how it is named.
+func TestConnectionRefusedAsksWhetherTheAPIRuns(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	r := runCLI(t, nil, map[string]string{"K8SAPI_URL": url}, "get", "clusters")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "nothing answers at "+url+" (connection refused): is the API at $K8SAPI_URL running?") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+// An API error with a next step names it as a CLI command, not a route.
+func TestAPIErrorsHintAtCommands(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("POST /clusters/5/nodes/10/replace", reply{status: 409, body: `{"error":{"code":"would_lose_quorum","message":"replacing this node now could lose etcd's quorum; nothing was changed","request_id":"r1"}}`})
+	r := runCLI(t, f, nil, "nodes", "replace", "5", "10")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "hint: wait until every control-plane node is ready (k8sapi get nodes CLUSTER), then replace one at a time") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+// wait pool follows a pool's operation to its end, naming what it waits
+// for when nothing changes (off a terminal), and a failed pool is exit 1.
+func TestWaitPool(t *testing.T) {
+	f := newFakeAPI(t)
+	scaling := apitypes.NodePool{Name: "workers", Count: 2, State: "scaling", Nodes: []apitypes.WorkerView{{Phase: "ready"}}}
+	done := apitypes.NodePool{Name: "workers", Count: 2, State: "active", Nodes: []apitypes.WorkerView{{Phase: "ready"}, {Phase: "ready"}}}
+	f.on("GET /clusters/5/node-pools/workers", ok(scaling), ok(scaling), ok(done))
+	r := runCLI(t, f, nil, "wait", "pool", "5", "workers")
+	r.want(t, 0)
+	r.wantOut(t, "13:00:00 node pool workers: scaling, 1/2 workers ready\n13:00:00 node pool workers: active, 2/2 workers ready")
+	failed := apitypes.NodePool{Name: "workers", Count: 2, State: "failed", StateReason: "compute refused"}
+	f.on("GET /clusters/5/node-pools/workers", ok(failed))
+	r = runCLI(t, f, nil, "wait", "pool", "5", "workers")
+	r.want(t, 1)
+	if !strings.Contains(r.stderr, "node pool workers failed: compute refused") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+func TestChangeLinesHeartbeatNamesWhatItWaitsFor(t *testing.T) {
+	var out strings.Builder
+	at := now
+	a := &app{stdout: &out, now: func() time.Time { return at }}
+	l := &changeLines{a: a, what: "node pool workers of cluster 5"}
+	l.show("scaling")
+	at = at.Add(10 * time.Second)
+	l.show("scaling")
+	at = at.Add(heartbeatEvery)
+	l.show("scaling")
+	want := "13:00:00 scaling\n13:00:40 still waiting for node pool workers of cluster 5: scaling\n"
+	if out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
 }

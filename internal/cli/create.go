@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -158,15 +159,53 @@ func (a *app) createCluster(ctx context.Context, body map[string]any, opts creat
 	if key == "" {
 		key = "k8sapi-cli-" + rand.Text()
 	}
-	res, err := c.CreateCluster(ctx, body, key)
+	res, err := a.found(ctx, c, body, key, opts)
 	if err != nil {
 		return a.withResume(err, key, 0)
 	}
 	id, err := a.reportFounding(res, key, opts.output)
-	if err != nil || !opts.wait {
+	if err != nil {
 		return err
 	}
-	return a.withResume(a.waitReady(ctx, c, id, opts.timeout), key, id)
+	if opts.wait {
+		a.progressToStderr = opts.output.structured()
+		if err := a.withResume(a.waitReady(ctx, c, id, opts.timeout), key, id); err != nil {
+			return err
+		}
+	}
+	if !opts.output.structured() {
+		a.nextStep(id)
+	}
+	return nil
+}
+
+// nextStep tells where to go from a founding: the founding's own
+// kubeconfig is shown only with -o json|yaml (an admin credential kept
+// nowhere), and this makes one here.
+func (a *app) nextStep(id int64) {
+	fmt.Fprintf(a.stdout, "next: k8sapi kubeconfig %d --merge   (then kubectl get nodes)\n", id)
+}
+
+// found asks for the founding; with --wait a gateway's 502/503/504 (the
+// founding goes on without the call) or a founding still claimed by the
+// cut-off call is followed by asking again with the same Idempotency-Key,
+// which answers the founding's outcome once it is recorded, until
+// --timeout.
+func (a *app) found(ctx context.Context, c *Client, body any, key string, opts createOptions) (*response, error) {
+	if !opts.wait {
+		return c.CreateCluster(ctx, body, key)
+	}
+	var res *response
+	err := a.poll(ctx, opts.timeout, "the founding under Idempotency-Key "+key, func(ctx context.Context) (bool, error) {
+		var err error
+		res, err = c.CreateCluster(ctx, body, key)
+		if gatewayCut(err) || isCode(err, apperr.FoundingInProgress.String()) {
+			fmt.Fprintf(a.progressOut(), "%s the founding goes on (%v); asking again with Idempotency-Key %s\n", a.now().UTC().Format(time.TimeOnly), err, key)
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return res, err
 }
 
 // reportFounding prints the founding's answer and returns the cluster id.
@@ -191,7 +230,7 @@ func (a *app) reportFounding(res *response, key string, o output) (int64, error)
 	fmt.Fprintf(a.stdout, "cluster %d (%s) founded%s: %d control-plane VMs %s, endpoint https://%s:6443\n",
 		f.ClusterID, f.Name, replayed, len(f.ControlPlaneVMIDs), joinIDs(f.ControlPlaneVMIDs), f.ControlPlaneDNSName)
 	if !f.DNSConfigured {
-		fmt.Fprintf(a.stdout, "DNS not configured: %s (create the suggested records: k8sapi create cluster -o json)\n", f.DNSError)
+		fmt.Fprintf(a.stdout, "DNS not configured: %s (the records to create: k8sapi describe cluster %d)\n", f.DNSError, f.ClusterID)
 	}
 	return f.ClusterID, nil
 }

@@ -17,7 +17,7 @@ func (a *app) deleteCommand() *cobra.Command {
 	var timeout time.Duration
 	del := &cobra.Command{Use: "delete", Short: "Delete a cluster"}
 	cmd := &cobra.Command{
-		Use:               "cluster ID",
+		Use:               "cluster CLUSTER",
 		Short:             "Delete a cluster: its VMs, security group, DNS record and keys",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
@@ -32,7 +32,7 @@ func (a *app) deleteCommand() *cobra.Command {
 }
 
 func (a *app) deleteCluster(ctx context.Context, arg string, wait bool, timeout time.Duration) error {
-	c, id, err := a.clientFor(arg)
+	c, id, err := a.clientFor(ctx, arg)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 func (a *app) describeCommand() *cobra.Command {
 	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
 	describe.AddCommand(&cobra.Command{
-		Use:               "cluster ID",
+		Use:               "cluster CLUSTER",
 		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, expiries, kubeconfigs and events",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
@@ -43,6 +43,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	w.cluster(cl)
 	w.nodes(details, cl.Bootstrap.Nodes)
 	w.pools(cl.NodePools)
+	w.replacements(cl.Replacements)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)
@@ -75,11 +76,36 @@ func (d *describer) cluster(cl apitypes.ClusterView) {
 	d.field(0, "Service CIDR", cl.ServiceCIDR)
 	d.field(0, "Pod CIDR", cl.PodCIDR)
 	d.field(0, "DNS configured", dnsConfigured(cl))
+	d.dnsRecords(cl)
 	d.field(0, "Created", timestamp(cl.CreatedAt))
 	d.field(0, "Updated", timestamp(cl.UpdatedAt))
 	d.field(0, "Bootstrap", cl.Bootstrap.State+" ("+readyNodes(cl.Bootstrap)+" nodes ready)")
 	d.conditions(0, cl.Conditions)
 	d.expiries(cl)
+}
+
+// dnsRecords lists the control-plane name's records: what to create by
+// hand when the DNS API did not take them.
+func (d *describer) dnsRecords(cl apitypes.ClusterView) {
+	fmt.Fprintln(d.w, "DNS records:")
+	for _, r := range cl.DNSRecords {
+		fmt.Fprintf(d.w, "  %s %d IN %s %s\n", r.Name, r.TTL, r.Type, r.Value)
+	}
+}
+
+// replacements lists the newest control-plane node replacements.
+func (d *describer) replacements(rs []apitypes.NodeReplacement) {
+	fmt.Fprintln(d.w, "Node replacements:")
+	if len(rs) == 0 {
+		fmt.Fprintln(d.w, "  <none>")
+	}
+	for _, r := range rs {
+		line := fmt.Sprintf("  %d: %s (vm %d) by %s: %s since %s", r.ID, r.OldNodeName, r.OldVMID, r.NewNodeName, r.State, timestamp(r.CreatedAt))
+		if r.StateReason != "" {
+			line += " (" + r.StateReason + ")"
+		}
+		fmt.Fprintln(d.w, line)
+	}
 }
 
 // conditions writes a resource's conditions, one line each: type, status,

@@ -15,8 +15,9 @@ import (
 )
 
 func (a *app) getCommand() *cobra.Command {
-	get := &cobra.Command{Use: "get", Short: "List clusters, or show one cluster or its nodes"}
+	get := &cobra.Command{Use: "get", Short: "List clusters, show one cluster or its nodes, or list the images, instance types and subnets"}
 	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand())
+	get.AddCommand(a.catalogCommands()...)
 	return get
 }
 
@@ -96,7 +97,10 @@ func rawItems(body []byte) ([]json.RawMessage, error) {
 }
 
 func (a *app) getClusterCommand() *cobra.Command {
-	return a.clusterViewCommand("cluster ID", "Show one cluster", func(cl apitypes.ClusterView, res *response, o output) error {
+	return a.clusterViewCommand("cluster CLUSTER", "Show one cluster (-o yaml: as a cluster file apply accepts, its status below)", func(cl apitypes.ClusterView, res *response, o output) error {
+		if o == outputYAML {
+			return printClusterFile(a.stdout, cl, res.Body)
+		}
 		if o.structured() {
 			return o.printDocument(a.stdout, res.Body)
 		}
@@ -124,7 +128,7 @@ func (a *app) clusterViewCommand(use, short string, show func(apitypes.ClusterVi
 
 // fetchCluster reads the cluster the argument names.
 func (a *app) fetchCluster(ctx context.Context, arg string) (apitypes.ClusterView, *response, error) {
-	c, id, err := a.clientFor(arg)
+	c, id, err := a.clientFor(ctx, arg)
 	if err != nil {
 		return apitypes.ClusterView{}, nil, err
 	}
@@ -139,7 +143,7 @@ func (a *app) printClusters(clusters []apitypes.ClusterView, pools [][]apitypes.
 	}
 	t := newTable(a.stdout, headers...)
 	for i, c := range clusters {
-		row := []string{strconv.FormatInt(c.ID, 10), c.Name, c.Status, c.Bootstrap.State,
+		row := []string{strconv.FormatInt(c.ID, 10), displayName(c), c.Status, c.Bootstrap.State,
 			readyNodes(c.Bootstrap), clusterWorkers(pools[i]), c.CNI, c.KubernetesVersion, age(a.now(), c.CreatedAt)}
 		if o == outputWide {
 			row = append(row, c.ControlPlaneDNSName, c.KeyAlgorithm, certsExpire(c))
@@ -169,7 +173,7 @@ func certsExpire(c apitypes.ClusterView) string {
 
 func (a *app) getNodesCommand() *cobra.Command {
 	short := "List a cluster's nodes, control plane and workers, and their bootstrap phases"
-	return a.clusterViewCommand("nodes ID", short, func(cl apitypes.ClusterView, res *response, o output) error {
+	return a.clusterViewCommand("nodes CLUSTER", short, func(cl apitypes.ClusterView, res *response, o output) error {
 		rows := append(nodeRows(cl), workerRows(cl.NodePools)...)
 		if o.structured() {
 			doc, _ := json.Marshal(map[string]any{"nodes": rows})
@@ -227,4 +231,38 @@ func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// displayName is the name of the file applied to c, else k8sapi's own.
+func displayName(c apitypes.ClusterView) string {
+	if c.Spec != nil {
+		return c.Spec.Name
+	}
+	return c.Name
+}
+
+// printClusterFile prints cl as a cluster file (the one kept, else the
+// cluster as it is) with the API's document of it, without the two
+// files, as its status: `get cluster NAME -o yaml > f; apply -f f`
+// applies it unchanged.
+func printClusterFile(w io.Writer, cl apitypes.ClusterView, raw []byte) error {
+	file := cl.Spec
+	if file == nil {
+		file = cl.Actual
+	}
+	if file == nil {
+		return fmt.Errorf("k8sapi shows cluster %d without its spec: is the API older than this CLI?", cl.ID)
+	}
+	var status map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return err
+	}
+	delete(status, "spec")
+	delete(status, "actual")
+	statusJSON, _ := json.Marshal(status) // raw messages of a parsed document marshal
+	doc, err := json.Marshal(clusterDocument{ClusterFile: *file, Status: statusJSON})
+	if err != nil {
+		return err
+	}
+	return outputYAML.printDocument(w, doc)
 }

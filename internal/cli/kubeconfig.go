@@ -18,7 +18,7 @@ type kubeconfigOptions struct {
 func (a *app) kubeconfigCommand() *cobra.Command {
 	var opts kubeconfigOptions
 	cmd := &cobra.Command{
-		Use:   "kubeconfig ID",
+		Use:   "kubeconfig CLUSTER",
 		Short: "Write an admin kubeconfig for a cluster: print it, write it, or merge it into your kubeconfig",
 		Long: "By default the kubeconfig's user runs `k8sapi credential` (an exec plugin): kubectl gets certificates of at most 15 minutes\n" +
 			"over a key made on this machine, asked for with your token, so revoking the token ends the access within 15 minutes.\n" +
@@ -26,8 +26,8 @@ func (a *app) kubeconfigCommand() *cobra.Command {
 			"--static writes a kubeconfig with an embedded key and certificate instead, made by k8sapi, living --ttl: it cannot be\n" +
 			"revoked before it expires.",
 		Example: "  k8sapi kubeconfig 5 --merge    # into $KUBECONFIG or ~/.kube/config, as its current context\n" +
-			"  k8sapi kubeconfig 5 -o exk8s-1-5.kubeconfig\n" +
-			"  k8sapi kubeconfig 5 --static --ttl 1h -o ci.kubeconfig",
+			"  k8sapi kubeconfig demo --output-file demo.kubeconfig\n" +
+			"  k8sapi kubeconfig 5 --static --ttl 1h --output-file ci.kubeconfig",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -40,8 +40,20 @@ func (a *app) kubeconfigCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.static, "static", false, "embed a key and certificate made by k8sapi (living --ttl) instead of the exec plugin")
 	cmd.Flags().DurationVar(&opts.ttl, "ttl", 0, "with --static: lifetime of the kubeconfig's certificate, 5m to 168h (default: the API's, 12h)")
 	cmd.Flags().BoolVar(&opts.merge, "merge", false, "merge into $KUBECONFIG (its first file) or ~/.kube/config and make it the current context")
-	cmd.Flags().StringVarP(&opts.file, "output-file", "o", "", "write the kubeconfig to this file (mode 0600)")
+	cmd.Flags().StringVar(&opts.file, "output-file", "", "write the kubeconfig to this file (mode 0600)")
 	cmd.MarkFlagsMutuallyExclusive("merge", "output-file")
+	// -o is a format everywhere else: here the only one is yaml (a
+	// kubeconfig), and anything else is refused rather than taken for a
+	// file name (`-o json` once wrote an admin credential to ./json).
+	var o output
+	addOutputFlag(cmd, &o, outputYAML)
+	cmd.Flag("output").Usage = "output format: yaml (the kubeconfig is YAML; to write a file, --output-file)"
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if err := o.check([]output{outputYAML}); err != nil {
+			return usageErrorf("%v; to write the kubeconfig to a file: --output-file FILE", err)
+		}
+		return nil
+	}
 	return cmd
 }
 
@@ -54,7 +66,7 @@ type issuedConfig struct {
 }
 
 func (a *app) kubeconfig(ctx context.Context, arg string, opts kubeconfigOptions) error {
-	c, id, err := a.clientFor(arg)
+	c, id, err := a.clientFor(ctx, arg)
 	if err != nil {
 		return err
 	}

@@ -77,13 +77,13 @@ func TestKubeconfigToFileAndStdout(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("POST /clusters/5/kubeconfig", reply{status: 201, body: mustJSON(issued("exk8s-1-5", "https://a:6443"))})
 	path := filepath.Join(t.TempDir(), "exk8s-1-5.kubeconfig")
-	runCLI(t, f, nil, "kubeconfig", "5", "--static", "-o", path).wantOut(t, "wrote "+path+": context exk8s-1-5, expires 2026-11-24T14:00:00Z")
+	runCLI(t, f, nil, "kubeconfig", "5", "--static", "--output-file", path).wantOut(t, "wrote "+path+": context exk8s-1-5, expires 2026-11-24T14:00:00Z")
 	assertMode0600(t, path)
 	r := runCLI(t, f, nil, "kubeconfig", "5", "--static")
 	if !strings.HasPrefix(r.stdout, "apiVersion: v1\nkind: Config\n") {
 		t.Fatal(r.stdout)
 	}
-	runCLI(t, f, nil, "kubeconfig", "5", "--static", "--merge", "-o", path).want(t, 2)
+	runCLI(t, f, nil, "kubeconfig", "5", "--static", "--merge", "--output-file", path).want(t, 2)
 	runCLI(t, f, nil, "kubeconfig", "5", "--static", "--ttl", "an hour").want(t, 2)
 	// --ttl is a static kubeconfig's: the exec entry's certificates renew.
 	runCLI(t, f, nil, "kubeconfig", "5", "--ttl", "1h").want(t, 2)
@@ -103,5 +103,21 @@ func assertMode0600(t *testing.T, path string) {
 	st, err := os.Stat(path)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: %v %v", path, st.Mode(), err)
+	}
+}
+
+// -o is a format, never a file: `kubeconfig 5 -o json` once wrote an
+// admin credential to ./json.
+func TestKubeconfigOutputIsAFormatNotAFile(t *testing.T) {
+	f := newFakeAPI(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	r := runCLI(t, f, nil, "kubeconfig", "5", "-o", "json")
+	r.want(t, 2)
+	if !strings.Contains(r.stderr, `unknown output format "json": -o is one of yaml (a table when absent); to write the kubeconfig to a file: --output-file FILE`) {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "json")); err == nil || len(f.calls) != 0 {
+		t.Fatal("-o json wrote a file or asked for a credential")
 	}
 }

@@ -32,7 +32,7 @@ type poolFlags struct {
 func (a *app) createPoolCommand() *cobra.Command {
 	var f poolFlags
 	cmd := &cobra.Command{
-		Use: "create CLUSTER_ID", Short: "Add a worker pool to a cluster", Args: cobra.ExactArgs(1),
+		Use: "create CLUSTER", Short: "Add a worker pool to a cluster", Args: cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			body, err := f.body(cmd)
@@ -118,10 +118,10 @@ func parseTaints(flags []string) ([]apitypes.Taint, error) {
 func (a *app) listPoolsCommand() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use: "list CLUSTER_ID", Short: "List a cluster's worker pools", Args: cobra.ExactArgs(1),
+		Use: "list CLUSTER", Short: "List a cluster's worker pools", Args: cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			c, id, err := a.clientFor(args[0])
+			c, id, err := a.clientFor(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -142,7 +142,7 @@ func (a *app) listPoolsCommand() *cobra.Command {
 func (a *app) getPoolCommand() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use: "get CLUSTER_ID NAME", Short: "Show one worker pool and its workers", Args: cobra.ExactArgs(2),
+		Use: "get CLUSTER NAME", Short: "Show one worker pool and its workers", Args: cobra.ExactArgs(2),
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
 			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.GetPool(ctx, id, args[1])
@@ -157,7 +157,7 @@ func (a *app) scalePoolCommand() *cobra.Command {
 	var o output
 	var count int
 	cmd := &cobra.Command{
-		Use: "scale CLUSTER_ID NAME --count N", Short: "Change a worker pool's count", Args: cobra.ExactArgs(2),
+		Use: "scale CLUSTER NAME --count N", Short: "Change a worker pool's count", Args: cobra.ExactArgs(2),
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
 			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.ScalePool(ctx, id, args[1], count)
@@ -173,7 +173,7 @@ func (a *app) scalePoolCommand() *cobra.Command {
 func (a *app) deletePoolCommand() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use: "delete CLUSTER_ID NAME", Short: "Delete a worker pool: every worker's VM", Args: cobra.ExactArgs(2),
+		Use: "delete CLUSTER NAME", Short: "Delete a worker pool: every worker's VM", Args: cobra.ExactArgs(2),
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
 			return a.poolCall(ctx, args[0], o, func(c *Client, id int64) (apitypes.NodePool, *response, error) {
 				return c.DeletePool(ctx, id, args[1])
@@ -187,7 +187,7 @@ func (a *app) deletePoolCommand() *cobra.Command {
 // poolCall makes one call about a pool of the cluster arg names and prints
 // the pool it answers in o's format.
 func (a *app) poolCall(ctx context.Context, arg string, o output, call func(*Client, int64) (apitypes.NodePool, *response, error)) error {
-	c, id, err := a.clientFor(arg)
+	c, id, err := a.clientFor(ctx, arg)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func TestNodePoolsUsageErrors(t *testing.T) {
 		"bad label":     {"node-pools", "create", "5", "--name", "w", "--count", "1", "--instance-type", "t", "--image", "1", "--label", "tier"},
 		"bad taint":     {"node-pools", "create", "5", "--name", "w", "--count", "1", "--instance-type", "t", "--image", "1", "--taint", "a=b"},
 		"no count":      {"node-pools", "scale", "5", "workers"},
-		"bad id":        {"node-pools", "list", "five"},
+		"bad id":        {"node-pools", "list", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFakeAPI(t)

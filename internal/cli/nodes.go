@@ -20,7 +20,7 @@ func (a *app) nodesCommand() *cobra.Command {
 func (a *app) replaceNodeCommand() *cobra.Command {
 	var wait bool
 	var timeout time.Duration
-	cmd := a.nodeCommand("replace ID VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
+	cmd := a.nodeCommand("replace CLUSTER VM_ID", "Replace a control-plane node by a new VM (the old VM is deleted once the new node is ready)",
 		func(ctx context.Context, c *Client, id, vmID int64) (string, error) {
 			r, _, err := c.ReplaceNode(ctx, id, vmID)
 			if err != nil {
@@ -46,17 +46,15 @@ func (a *app) replaceNodeCommand() *cobra.Command {
 // shows it: the replacement's own row is in no route yet), printing each
 // state it passes; the new node failing ends it.
 func (a *app) waitReplaced(ctx context.Context, c *Client, r apitypes.NodeReplacement, timeout time.Duration) error {
-	last := ""
-	return a.poll(ctx, timeout, fmt.Sprintf("%s to replace %s", r.NewNodeName, r.OldNodeName), func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("%s to replace %s", r.NewNodeName, r.OldNodeName)
+	lines := &changeLines{a: a, what: what}
+	return a.poll(ctx, timeout, what, func(ctx context.Context) (bool, error) {
 		cl, _, err := c.GetCluster(ctx, r.ClusterID)
 		if err != nil {
 			return false, err
 		}
 		state, done, failed := replacementState(cl, r)
-		if state != last {
-			last = state
-			fmt.Fprintf(a.stdout, "%s %s\n", a.now().UTC().Format(time.TimeOnly), state)
-		}
+		lines.show(state)
 		if failed != "" {
 			return true, fmt.Errorf("%s (vm replacing %d) failed: %s", r.NewNodeName, r.OldVMID, failed)
 		}
@@ -82,6 +80,12 @@ func replacementState(cl apitypes.ClusterView, r apitypes.NodeReplacement) (stat
 		old = "gone"
 	}
 	state = fmt.Sprintf("%s (vm %d): %s; old node %s (vm %d): %s", r.NewNodeName, vm, phase, r.OldNodeName, r.OldVMID, old)
+	if i := slices.IndexFunc(cl.Replacements, func(o apitypes.NodeReplacement) bool { return o.ID == r.ID }); i >= 0 {
+		// the replacement's own state, where the server shows it
+		if o := cl.Replacements[i]; o.State == "failed" {
+			return state, true, orNone(o.StateReason)
+		}
+	}
 	return state, phase == "ready" && oldGone, failed
 }
 
@@ -91,11 +95,11 @@ func (a *app) nodeCommand(use, short string, do func(ctx context.Context, c *Cli
 	return &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(2), ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			id, vmID, err := clusterAndVM(args)
+			vmID, err := parseID("vm id", args[1])
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			c, id, err := a.clientFor(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -107,13 +111,4 @@ func (a *app) nodeCommand(use, short string, do func(ctx context.Context, c *Cli
 			return nil
 		}),
 	}
-}
-
-// clusterAndVM parses a command's ID and VM_ID arguments.
-func clusterAndVM(args []string) (id, vmID int64, err error) {
-	if id, err = parseID("cluster id", args[0]); err != nil {
-		return 0, 0, err
-	}
-	vmID, err = parseID("vm id", args[1])
-	return id, vmID, err
 }

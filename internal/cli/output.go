@@ -39,7 +39,11 @@ func (o output) check(formats []output) error {
 			return nil
 		}
 	}
-	return usageErrorf("unknown output format %q", string(o))
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	return usageErrorf("unknown output format %q: -o is one of %s (a table when absent)", string(o), strings.Join(names, ", "))
 }
 
 // structured is whether o prints the API's document rather than a table.

@@ -18,11 +18,24 @@ import (
 func interrupted(err error) bool {
 	var api *APIError
 	if errors.As(err, &api) {
-		return api.Status == http.StatusBadGateway || api.Status == http.StatusServiceUnavailable || api.Status == http.StatusGatewayTimeout
+		return gatewayCut(err)
 	}
 	var ended *waitEnded
 	var noAnswer *url.Error
 	return errors.As(err, &ended) || errors.As(err, &noAnswer) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// gatewayCut is a gateway's 502/503/504: the call was cut off, what it
+// asked for may go on.
+func gatewayCut(err error) bool {
+	var api *APIError
+	return errors.As(err, &api) && (api.Status == http.StatusBadGateway || api.Status == http.StatusServiceUnavailable || api.Status == http.StatusGatewayTimeout)
+}
+
+// isCode is an API error of code.
+func isCode(err error, code string) bool {
+	var api *APIError
+	return errors.As(err, &api) && api.Code == code
 }
 
 // waitEnded is a wait given up (--timeout) or interrupted (Ctrl-C) while

@@ -35,23 +35,32 @@ var createArgs = []string{"create", "cluster", "--image", "1", "--instance-type"
 const resumeLine = "  k8sapi create cluster --image 1 --instance-type c1.large --subnet 1 --wait --idempotency-key k-1"
 
 // A gateway's 502 to the founding itself, or during the wait, leaves the
-// founding to the reconciler: the CLI says so with the Idempotency-Key
-// and the command that follows it again.
-func TestGateway502PrintsHowToResume(t *testing.T) {
+// founding to the reconciler: --wait follows it by asking again with the
+// same Idempotency-Key (and reading again), and only a wait that ends
+// before the founding does prints the key and the command that follows it.
+func TestGateway502IsFollowedByTheIdempotencyKey(t *testing.T) {
 	f := newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 502, body: "<html>Bad Gateway</html>"})
+	f.on("POST /clusters", reply{status: 502, body: "<html>Bad Gateway</html>"},
+		reply{status: 409, body: `{"error":{"code":"founding_in_progress","message":"the cluster is still being founded"}}`},
+		reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
+	f.on("GET /clusters/5", ok(cluster(5, "active", "pending", "pending")), reply{status: 502, body: "<html>Bad Gateway</html>"},
+		ok(cluster(5, "active", "ready", "ready")))
 	r := runCLI(t, f, nil, createArgs...)
-	r.want(t, 1)
-	if !strings.Contains(r.stderr, "the founding goes on without this call (Idempotency-Key k-1); follow it again with:\n"+resumeLine+"\n") {
-		t.Fatalf("stderr %q", r.stderr)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "the founding goes on (Bad Gateway: <html>Bad Gateway</html> (HTTP 502)); asking again with Idempotency-Key k-1\n") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	for _, c := range f.callsTo("POST /clusters") {
+		if c.header.Get("Idempotency-Key") != "k-1" {
+			t.Fatalf("asked again with key %q", c.header.Get("Idempotency-Key"))
+		}
 	}
 
 	f = newFakeAPI(t)
-	f.on("POST /clusters", reply{status: 201, body: mustJSON(apitypes.FoundingResult{ClusterID: 5, Name: "exk8s-1-5", DNSConfigured: true})})
-	f.on("GET /clusters/5", ok(cluster(5, "active", "pending", "pending")), reply{status: 502, body: "<html>Bad Gateway</html>"})
-	r = runCLI(t, f, nil, createArgs...)
+	f.on("POST /clusters", reply{status: 502, body: "<html>Bad Gateway</html>"})
+	r = runCLI(t, f, nil, append(createArgs, "--timeout", "20ms")...)
 	r.want(t, 1)
-	if !strings.Contains(r.stderr, resumeLine+"\nor look at it: k8sapi describe cluster 5") {
+	if !strings.Contains(r.stderr, "the founding goes on without this call (Idempotency-Key k-1); follow it again with:\n"+resumeLine+" --timeout 20ms\n") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 }

@@ -1,7 +1,10 @@
-// Package cli is k8sapi, the operator's command line: it founds, lists,
-// describes and deletes clusters and hands out kubeconfigs through the
-// API's operator routes. cmd/k8sapi is its main; no Lambda function links
-// it (it brings cobra and client-go's kubeconfig loader).
+// Package cli is k8sapi, the operator's command line: it applies cluster
+// files (apply.go, over internal/clusterspec's rules and plan), founds,
+// lists, describes, follows and deletes clusters, and hands out
+// kubeconfigs through the API's operator routes (docs/CLI.md). A cluster
+// argument is an id or a name (names.go). cmd/k8sapi is its main; no
+// Lambda function links it (it brings cobra, client-go's kubeconfig
+// loader and, through clusterspec, the server's request rules).
 package cli
 
 import (
@@ -13,10 +16,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // Exit statuses.
@@ -30,12 +35,17 @@ const (
 // drive it without a process.
 type app struct {
 	stdout, stderr io.Writer
+	stdin          io.Reader // nil: none (apply then acts only with --yes)
+	stdinTerminal  bool      // stdin is a terminal: apply may ask
 	getenv         func(string) string
 	now            func() time.Time
-	terminal       bool          // stdout is a terminal: --wait redraws in place
-	pollEvery      time.Duration // --wait's polling interval
-	home           string        // the user's home (~/.kube/config)
-	cacheDir       string        // the user's cache directory (exec credentials)
+	terminal       bool // stdout is a terminal: --wait redraws in place
+	// progressToStderr: stdout carries a document (-o json|yaml), so a
+	// wait's progress lines go to stderr.
+	progressToStderr bool
+	pollEvery        time.Duration // --wait's polling interval
+	home             string        // the user's home (~/.kube/config)
+	cacheDir         string        // the user's cache directory (exec credentials)
 
 	flags      settings
 	configPath string
@@ -56,8 +66,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	// interrupted still prints how to resume it.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now,
-		terminal: isTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx, cacheDir: cache}
+	a := &app{stdout: stdout, stderr: stderr, stdin: os.Stdin, stdinTerminal: isTerminal(os.Stdin), getenv: os.Getenv, now: time.Now,
+		terminal: isStdTerminal(stdout), pollEvery: 2 * time.Second, home: home, ctx: ctx, cacheDir: cache}
 	return a.main(args)
 }
 
@@ -73,7 +83,7 @@ func (a *app) main(args []string) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(a.stderr, "Error:", err)
+	fmt.Fprintln(a.stderr, "Error:", withHint(err))
 	var run *runError
 	if errors.As(err, &run) {
 		return exitAPIError
@@ -115,9 +125,34 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.flags.URL, "url", "", "k8sapi's URL (else K8SAPI_URL, else url: in the config file)")
 	pf.StringVar(&a.flags.Token, "token", "", "operator bearer token (else K8SAPI_TOKEN, else token: in the config file)")
 	pf.StringVar(&a.configPath, "config", "", "config file (default "+defaultConfigPath()+")")
-	root.AddCommand(a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
-		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand())
+	defer refuseUnknownSubcommands(root)
+	root.AddCommand(a.applyCommand(), a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
+		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand(), a.waitCommand(), a.versionCommand())
 	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (get, node-pools, ...) refuse a word that is none of them, with
+// cobra's suggestions: left alone, `get clsuters` prints help and exits 0.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() || !cmd.HasParent() {
+		return // the root: cobra refuses unknown commands there itself
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2 // cobra's default, which SuggestionsFor does not apply itself
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf("%s (k8sapi %s --help lists them)", msg, cmd.Name())
+	}
 }
 
 // client is the API client the settings name.
@@ -133,13 +168,14 @@ func (a *app) client() (*Client, error) {
 	return &Client{BaseURL: s.URL, Token: s.Token}, nil
 }
 
-// clientFor is the API client and the cluster id an argument names.
-func (a *app) clientFor(arg string) (*Client, int64, error) {
-	id, err := parseID("cluster id", arg)
+// clientFor is the API client and the cluster id an argument (an id or
+// a name) names.
+func (a *app) clientFor(ctx context.Context, arg string) (*Client, int64, error) {
+	c, err := a.client()
 	if err != nil {
 		return nil, 0, err
 	}
-	c, err := a.client()
+	id, err := clusterID(ctx, c, arg)
 	return c, id, err
 }
 
@@ -152,12 +188,13 @@ func parseID(what, s string) (int64, error) {
 	return id, nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether f is a terminal (not merely a character
+// device: /dev/null is one too, and a CLI run with </dev/null must not
+// ask).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// isStdTerminal is isTerminal for a writer that may be no file.
+func isStdTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && isTerminal(f)
 }

@@ -15,7 +15,7 @@ func clusterPath(id int64) string { return fmt.Sprintf("/clusters/%d", id) }
 
 // CreateCluster founds a cluster (201) or hands its founding over (202,
 // when only the cluster view comes back).
-func (c *Client) CreateCluster(ctx context.Context, body map[string]any, idempotencyKey string) (*response, error) {
+func (c *Client) CreateCluster(ctx context.Context, body any, idempotencyKey string) (*response, error) {
 	return c.do(ctx, request{Method: http.MethodPost, Path: "/clusters", Body: body,
 		Headers: map[string]string{"Idempotency-Key": idempotencyKey}})
 }
@@ -122,7 +122,7 @@ func poolsPath(id int64, name ...string) string {
 }
 
 // CreatePool adds a worker pool to a cluster.
-func (c *Client) CreatePool(ctx context.Context, id int64, body map[string]any, idempotencyKey string) (apitypes.NodePool, *response, error) {
+func (c *Client) CreatePool(ctx context.Context, id int64, body any, idempotencyKey string) (apitypes.NodePool, *response, error) {
 	var p apitypes.NodePool
 	res, err := c.call(ctx, request{Method: http.MethodPost, Path: poolsPath(id), Body: body,
 		Headers: map[string]string{"Idempotency-Key": idempotencyKey}}, &p)
@@ -157,4 +157,11 @@ func (c *Client) DeletePool(ctx context.Context, id int64, name string) (apitype
 	var p apitypes.NodePool
 	res, err := c.call(ctx, request{Method: http.MethodDelete, Path: poolsPath(id, name)}, &p)
 	return p, res, err
+}
+
+// KeepSpec keeps a cluster file as the cluster's spec.
+func (c *Client) KeepSpec(ctx context.Context, id int64, f apitypes.ClusterFile) (apitypes.ClusterView, *response, error) {
+	var v apitypes.ClusterView
+	res, err := c.call(ctx, request{Method: http.MethodPut, Path: clusterPath(id) + "/spec", Body: f}, &v)
+	return v, res, err
 }

@@ -19,12 +19,12 @@ func (a *app) etcdSnapshotsCommand() *cobra.Command {
 func (a *app) createEtcdSnapshotCommand() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use:               "create ID",
+		Use:               "create CLUSTER",
 		Short:             "Ask for an etcd snapshot of a cluster now; its chosen node takes and uploads it within minutes",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			c, id, err := a.clientFor(args[0])
+			c, id, err := a.clientFor(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -47,12 +47,12 @@ func (a *app) createEtcdSnapshotCommand() *cobra.Command {
 func (a *app) listEtcdSnapshotsCommand() *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use:               "list ID",
+		Use:               "list CLUSTER",
 		Short:             "List a cluster's etcd snapshots, newest first",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			c, id, err := a.clientFor(args[0])
+			c, id, err := a.clientFor(ctx, args[0])
 			if err != nil {
 				return err
 			}

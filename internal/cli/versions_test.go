@@ -7,8 +7,8 @@ import (
 	"github.com/excloud/k8sapi/internal/artifacts"
 )
 
-// The CLI completes --kubernetes-version from its own list (it links no
-// server package); the list is the release table's.
+// The CLI completes --kubernetes-version from its own list; the list is
+// the release table's.
 func TestKubernetesVersionFlagListsTheReleaseTable(t *testing.T) {
 	i := slices.IndexFunc(createFields, func(f createField) bool { return f.flag == "kubernetes-version" })
 	if i < 0 || !slices.Equal(createFields[i].values, artifacts.SupportedVersions()) {

@@ -39,6 +39,9 @@ func (a *app) waitReady(ctx context.Context, c *Client, id int64, timeout time.D
 	view := a.progressView()
 	return a.poll(ctx, timeout, fmt.Sprintf("cluster %d to be ready", id), func(ctx context.Context) (bool, error) {
 		cl, _, err := c.GetCluster(ctx, id)
+		if gatewayCut(err) { // a read cut off: the next poll asks again
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
@@ -77,10 +80,19 @@ type progressView interface {
 }
 
 func (a *app) progressView() progressView {
-	if a.terminal {
+	if a.terminal && !a.progressToStderr {
 		return &liveView{w: a.stdout}
 	}
-	return &lineView{w: a.stdout, phases: map[int64]string{}}
+	return &lineView{w: a.progressOut(), phases: map[int64]string{}}
+}
+
+// progressOut is where a wait's lines go: stdout, or stderr when stdout
+// carries a document (-o json|yaml) that must stay parseable.
+func (a *app) progressOut() io.Writer {
+	if a.progressToStderr {
+		return a.stderr
+	}
+	return a.stdout
 }
 
 // heartbeatEvery is how long a lineView stays quiet with nothing changing:

@@ -132,8 +132,18 @@ func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (apityp
 	if err != nil {
 		return apitypes.ClusterView{}, err
 	}
-	return viewOf(c, m), nil
+	v := viewOf(c, m)
+	rs, err := s.Store.RecentReplacements(ctx, id, recentReplacements)
+	if err != nil {
+		return v, usecase.DatabaseError(err)
+	}
+	v.Replacements = controlplane.ReplacementViews(rs)
+	return v, nil
 }
+
+// recentReplacements is how many replacements GET /clusters/{id} shows:
+// the one in progress and enough ended ones to see a pattern.
+const recentReplacements = 5
 
 // load reads one of org's clusters, its nodes (workers too) and its live
 // pools.

@@ -8,6 +8,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
+	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -52,10 +53,22 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 		statuses = append(statuses, progress.StatusOf(n.VMID, n.Name, n.PhaseMessage, timelineOf(n, initial)))
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
+	v.DNSRecords = controlplane.SuggestedRecords(c.ControlPlaneDNSName, controlplane.LiveControlPlane(nodes))
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
 	v.NodePools = nodepool.Views(m.Pools, m.Nodes)
+	v.Spec, v.Actual = filesOf(&c, v.NodePools)
 	return v
+}
+
+// filesOf are c's kept cluster file and c as a file; either nil when its
+// rows cannot be read as one (written only by k8sapi, so never in practice).
+func filesOf(c *store.Cluster, pools []apitypes.NodePool) (kept, actual *apitypes.ClusterFile) {
+	kept, _ = clusterspec.KeptFile(c)
+	if f, err := clusterspec.ActualFile(c, pools); err == nil {
+		actual = &f
+	}
+	return kept, actual
 }
 
 // timelineOf is n's bootstrap as recorded, initial being its cluster's

@@ -65,6 +65,16 @@ var (
 
 // Validate returns every problem at once, each with its field name, as one 400.
 func (r PoolRequest) Validate() (PoolSpec, error) {
+	s := r.spec()
+	if err := invalid(r.rules(s)...); err != nil {
+		return PoolSpec{}, err
+	}
+	return s, nil
+}
+
+// spec is r with its absent fields at their defaults; rules say whether
+// it is valid.
+func (r PoolRequest) spec() PoolSpec {
 	s := PoolSpec{Name: valueOr(r.Name, ""), Count: valueOr(r.Count, -1), InstanceType: strings.TrimSpace(valueOr(r.InstanceType, "")),
 		ImageID: valueOr(r.ImageID, 0), SubnetID: valueOr(r.SubnetID, 0), Labels: r.Labels, Taints: r.Taints}
 	if s.Labels == nil {
@@ -73,10 +83,12 @@ func (r PoolRequest) Validate() (PoolSpec, error) {
 	if s.Taints == nil {
 		s.Taints = []apitypes.Taint{}
 	}
-	if err := invalid(poolRules(r, s), labelRules(s.Labels), taintRules(s.Taints)); err != nil {
-		return PoolSpec{}, err
-	}
-	return s, nil
+	return s
+}
+
+// rules are a pool's tables over r and its spec s.
+func (r PoolRequest) rules(s PoolSpec) [][]validation.Rule {
+	return [][]validation.Rule{poolRules(r, s), labelRules(s.Labels), taintRules(s.Taints)}
 }
 
 // Validate is the new count, or the 400 that says what is wrong with it.

@@ -20,6 +20,16 @@ type Client interface {
 	CreateInstance(ctx context.Context, in Instance) (int64, error)
 	GetInstance(ctx context.Context, id int64) (InstanceInfo, error)
 	DeleteInstance(ctx context.Context, id int64) error
+	// Catalog is what the caller may found on: the images, instance
+	// types and subnets.
+	Catalog(ctx context.Context) (Catalog, error)
+}
+
+// Catalog is the compute API's lists of what VMs are made of.
+type Catalog struct {
+	Images        []Image        `json:"images"`
+	InstanceTypes []InstanceType `json:"instance_types"`
+	Subnets       []Subnet       `json:"subnets"`
 }
 
 // Subnet is a subnet and its address ranges. CIDRv6 is "" when the subnet
@@ -178,6 +188,18 @@ func (h *HTTPClient) InstanceType(ctx context.Context, name string) (InstanceTyp
 		return InstanceType{}, fmt.Errorf("reading instance type %q: %w", name, err)
 	}
 	return t, nil
+}
+
+// Catalog reads the three lists, one call each: each answer is an
+// object holding one of Catalog's keys, decoded into the same value.
+func (h *HTTPClient) Catalog(ctx context.Context) (Catalog, error) {
+	var c Catalog
+	for _, path := range []string{PathImages, PathInstanceTypes, PathSubnets} {
+		if err := h.c.Do(ctx, http.MethodGet, path, nil, &c); err != nil {
+			return Catalog{}, fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+	return c, nil
 }
 
 // CreateSecurityGroup creates sg and returns its id.

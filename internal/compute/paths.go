@@ -7,7 +7,10 @@ package compute
 // Methods are REST-conventional: GET reads, POST creates (answering
 // {"id": N}), DELETE deletes (2xx, or 404 when already gone).
 const (
+	PathSubnets            = "/v1/subnets"               // GET: {"subnets": [...]}
 	PathSubnet             = "/v1/subnets/{id}"          // GET
+	PathImages             = "/v1/images"                // GET: {"images": [...]}
+	PathInstanceTypes      = "/v1/instance-types"        // GET: {"instance_types": [...]}
 	PathImage              = "/v1/images/{id}"           // GET
 	PathInstanceType       = "/v1/instance-types/{name}" // GET
 	PathSecurityGroups     = "/v1/security-groups"       // POST

@@ -16,6 +16,15 @@ import (
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
+// ReplacementViews are rs as the API shows them.
+func ReplacementViews(rs []store.Replacement) []apitypes.NodeReplacement {
+	out := make([]apitypes.NodeReplacement, len(rs))
+	for i, r := range rs {
+		out[i] = replacementViewOf(r)
+	}
+	return out
+}
+
 func replacementViewOf(r store.Replacement) apitypes.NodeReplacement {
 	return apitypes.NodeReplacement{ID: r.ID, ClusterID: r.ClusterID, OldVMID: r.OldVMID, OldNodeName: r.OldNodeName,
 		NewNodeName: r.NewNodeName, State: r.State, StateReason: r.StateReason, CreatedAt: r.CreatedAt,

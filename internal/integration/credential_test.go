@@ -282,7 +282,7 @@ func TestCLIExecCredentialEndsWithTheToken(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if code, out, errOut := s.cliAs(token, "kubeconfig", itoa(res.ClusterID), "-o", path); code != 0 {
+	if code, out, errOut := s.cliAs(token, "kubeconfig", itoa(res.ClusterID), "--output-file", path); code != 0 {
 		t.Fatalf("kubeconfig: %d %s %s", code, out, errOut)
 	}
 	cfg, err := clientcmd.LoadFromFile(path)

@@ -55,6 +55,12 @@ func (panicking) Get(context.Context, auth.Principal, int64) (apitypes.ClusterVi
 func (panicking) Delete(context.Context, auth.Principal, string, int64) (apitypes.ClusterView, error) {
 	panic("boom")
 }
+func (panicking) KeepSpec(context.Context, auth.Principal, int64, apitypes.ClusterFile) (apitypes.ClusterView, error) {
+	panic("boom")
+}
+func (panicking) Catalog(context.Context, auth.Principal, string) (apitypes.Catalog, error) {
+	panic("boom")
+}
 func (panicking) Bundle(context.Context, auth.BootstrapVM) (*bundle.Bundle, error) { panic("boom") }
 
 func gatewayEvent(method, path, query, body, requestID string, headers map[string]string, routeKey string) events.APIGatewayV2HTTPRequest {

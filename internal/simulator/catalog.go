@@ -74,3 +74,13 @@ func catalogProblem(in compute.InstanceRequest) string {
 	}
 	return ""
 }
+
+// The catalogue's lists, as the compute API answers them: an object
+// whose one key names the list.
+func (s *Simulator) listImages(w http.ResponseWriter, _ *http.Request, _ int64) {
+	writeJSON(w, http.StatusOK, map[string]any{"images": images})
+}
+
+func (s *Simulator) listInstanceTypes(w http.ResponseWriter, _ *http.Request, _ int64) {
+	writeJSON(w, http.StatusOK, map[string]any{"instance_types": instanceTypes})
+}

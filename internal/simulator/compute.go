@@ -39,6 +39,19 @@ func pathID(w http.ResponseWriter, r *http.Request, name string) (int64, bool) {
 	return id, true
 }
 
+func (s *Simulator) listSubnets(w http.ResponseWriter, r *http.Request, _ int64) {
+	rows, _ := s.db.Query(r.Context(), `SELECT id, zone_id, cidr_ipv4, cidr_ipv6 FROM subnets ORDER BY id`)
+	subnets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (compute.Subnet, error) {
+		var sn compute.Subnet
+		return sn, row.Scan(&sn.ID, &sn.ZoneID, &sn.CIDRv4, &sn.CIDRv6)
+	})
+	if err != nil {
+		s.internal(w, r, "listing subnets", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subnets": subnets})
+}
+
 func (s *Simulator) getSubnet(w http.ResponseWriter, r *http.Request, _ int64) {
 	id, ok := pathID(w, r, "id")
 	if !ok {

@@ -107,6 +107,9 @@ func (s *Simulator) Handler() http.Handler {
 	c := func(method, path string, h func(http.ResponseWriter, *http.Request, int64)) {
 		mux.HandleFunc(method+" /compute"+path, s.withComputeLatency(s.authenticated(h)))
 	}
+	c(http.MethodGet, compute.PathSubnets, s.listSubnets)
+	c(http.MethodGet, compute.PathImages, s.listImages)
+	c(http.MethodGet, compute.PathInstanceTypes, s.listInstanceTypes)
 	c(http.MethodGet, compute.PathSubnet, s.getSubnet)
 	c(http.MethodGet, compute.PathImage, s.getImage)
 	c(http.MethodGet, compute.PathInstanceType, s.getInstanceType)

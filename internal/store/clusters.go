@@ -88,6 +88,12 @@ type Cluster struct {
 	RestoreObjectKey       *string `db:"restore_object_key"`
 	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
 	RestoreSHA256          *string `db:"restore_sha256"`
+	// Spec is the cluster file last applied (migration 030,
+	// apitypes.ClusterFile as JSON); nil for a cluster founded without one.
+	Spec []byte `db:"spec"`
+	// SnapshotIntervalSeconds is the etcd snapshot schedule (migration
+	// 016), 0 for none.
+	SnapshotIntervalSeconds int `db:"etcd_snapshot_interval_seconds"`
 }
 
 var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -99,7 +105,8 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 		AND o.kind = '` + KindFounding + `' ORDER BY o.id LIMIT 1) AS founding_spec,
 	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
-	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256`
+	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
+	spec, etcd_snapshot_interval_seconds`
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 

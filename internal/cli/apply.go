@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/clusterspec"
+)
+
+type applyOptions struct {
+	file    string
+	yes     bool
+	dryRun  bool
+	wait    bool
+	timeout time.Duration
+	// idempotencyKey is the founding's (default: a new random one); an
+	// interrupted founding prints the apply that repeats it.
+	idempotencyKey string
+}
+
+func (a *app) applyCommand() *cobra.Command {
+	var opts applyOptions
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Make a cluster as a cluster file declares it: show the plan, ask, then act",
+		Long: "apply reads a cluster file (examples/cluster.yaml; docs/CLI.md lists its keys), finds the org's cluster of its name " +
+			"and shows the plan: create, change, or nothing. It asks before acting unless --yes; off a terminal it acts only with --yes. " +
+			"The file is kept by the server (GET /clusters/{id} shows it as spec), so the plan is the same from any machine.",
+		Example: "  k8sapi apply -f examples/cluster.yaml\n  k8sapi apply -f cluster.yaml --dry-run\n  k8sapi apply -f cluster.yaml --yes --wait",
+		Args:    cobra.NoArgs,
+		RunE: a.run(func(ctx context.Context, _ *cobra.Command, _ []string) error {
+			return a.apply(ctx, opts)
+		}),
+	}
+	cmd.Flags().StringVarP(&opts.file, "filename", "f", "", "the cluster file (YAML)")
+	_ = cmd.MarkFlagRequired("filename")
+	cmd.Flags().BoolVarP(&opts.yes, "yes", "y", false, "act without asking")
+	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "show the plan and change nothing")
+	cmd.Flags().BoolVar(&opts.wait, "wait", false, "after acting, wait until every control-plane node is ready")
+	cmd.Flags().StringVar(&opts.idempotencyKey, "idempotency-key", "", "Idempotency-Key of the founding, when the plan founds one (default: a new random one; repeat it to follow an interrupted founding)")
+	cmd.Flags().DurationVar(&opts.timeout, "timeout", 30*time.Minute, "how long apply waits for a founding to become active, and --wait for its nodes")
+	return cmd
+}
+
+func (a *app) apply(ctx context.Context, opts applyOptions) error {
+	f, err := readClusterFile(opts.file)
+	if err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	target, err := findNamed(ctx, c, f.Name)
+	if err != nil {
+		return err
+	}
+	steps, err := planFor(f, target)
+	if err != nil {
+		return err
+	}
+	a.printPlan(f, target, steps)
+	if len(steps) == 0 || opts.dryRun {
+		return nil
+	}
+	if err := a.confirm(opts.yes); err != nil {
+		return err
+	}
+	return a.carryOut(ctx, c, f, target, steps, opts)
+}
+
+// clusterDocument is a cluster file as `get cluster -o yaml` prints it:
+// the file, then the cluster's status, which apply reads past.
+type clusterDocument struct {
+	apitypes.ClusterFile
+	Status json.RawMessage `json:"status,omitempty"`
+}
+
+// readClusterFile reads path as a cluster file: YAML, strictly (a key
+// this CLI does not know is a mistake to name, not to skip).
+func readClusterFile(path string) (apitypes.ClusterFile, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return apitypes.ClusterFile{}, err
+	}
+	var doc clusterDocument
+	if err := yaml.UnmarshalStrict(raw, &doc); err != nil {
+		return apitypes.ClusterFile{}, fmt.Errorf("%s is not a cluster file: %w", path, err)
+	}
+	return doc.ClusterFile, nil
+}
+
+// planFor is the plan of f over target (nil: no cluster has its name),
+// its refusal told in the file's words.
+func planFor(f apitypes.ClusterFile, target *apitypes.ClusterView) ([]clusterspec.Step, error) {
+	var actual, kept *apitypes.ClusterFile
+	if target != nil {
+		actual, kept = target.Actual, target.Spec
+	}
+	steps, err := clusterspec.Plan(f, actual, kept)
+	var refused *apperr.Error
+	if errors.As(err, &refused) {
+		return nil, fmt.Errorf("the file cannot be applied:\n  %s", strings.ReplaceAll(refused.Message, "; ", "\n  "))
+	}
+	return steps, err
+}
+
+// stepMarks are how the plan marks each action, as terraform and kubectl
+// diff do.
+var stepMarks = map[string]string{
+	clusterspec.CreateCluster: "+", clusterspec.CreatePool: "+", clusterspec.ScalePool: "~",
+	clusterspec.DeletePool: "-", clusterspec.KeepSpec: "=",
+}
+
+func (a *app) printPlan(f apitypes.ClusterFile, target *apitypes.ClusterView, steps []clusterspec.Step) {
+	name := f.Name
+	if target != nil {
+		name = fmt.Sprintf("%s (cluster %d, %s)", f.Name, target.ID, target.Name)
+	}
+	if len(steps) == 0 {
+		fmt.Fprintf(a.stdout, "cluster %s is as the file asks: nothing to do\n", name)
+		return
+	}
+	fmt.Fprintf(a.stdout, "Plan for cluster %s:\n", name)
+	for _, s := range steps {
+		fmt.Fprintf(a.stdout, "  %s %s %s: %s\n", stepMarks[s.Action], s.Action, s.Target, s.Detail)
+	}
+}
+
+// confirm asks on the terminal; off one, only --yes acts.
+func (a *app) confirm(yes bool) error {
+	if yes {
+		return nil
+	}
+	if a.stdin == nil || !a.stdinTerminal {
+		return errors.New("not applied: no terminal to ask on (stdin is not one); run again with --yes to act, or --dry-run to only see the plan")
+	}
+	fmt.Fprint(a.stderr, "Apply this plan? [y/N] ")
+	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return errors.New("not applied")
+	}
+	return nil
+}
+
+// carryOut runs the steps in order through the existing routes.
+func (a *app) carryOut(ctx context.Context, c *Client, f apitypes.ClusterFile, target *apitypes.ClusterView, steps []clusterspec.Step, opts applyOptions) error {
+	var id int64
+	if target != nil {
+		id = target.ID
+	}
+	for _, s := range steps {
+		var err error
+		id, err = a.runStep(ctx, c, f, id, s, opts)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", s.Action, s.Target, err)
+		}
+		fmt.Fprintf(a.stdout, "done: %s %s\n", s.Action, s.Target)
+	}
+	if opts.wait {
+		return a.waitReady(ctx, c, id, opts.timeout)
+	}
+	return nil
+}
+
+// runStep does one step on cluster id (0 before the founding) and
+// returns the cluster's id.
+func (a *app) runStep(ctx context.Context, c *Client, f apitypes.ClusterFile, id int64, s clusterspec.Step, opts applyOptions) (int64, error) {
+	switch s.Action {
+	case clusterspec.CreateCluster:
+		return a.applyFounding(ctx, c, f, opts)
+	case clusterspec.KeepSpec:
+		_, _, err := c.KeepSpec(ctx, id, f)
+		return id, err
+	case clusterspec.CreatePool:
+		_, _, err := c.CreatePool(ctx, id, clusterspec.PoolRequestOf(*s.Pool), orNewKey(""))
+		return id, err
+	case clusterspec.ScalePool:
+		_, _, err := c.ScalePool(ctx, id, s.Target, *s.Pool.Count)
+		return id, err
+	case clusterspec.DeletePool:
+		_, _, err := c.DeletePool(ctx, id, s.Target)
+		return id, err
+	}
+	return id, fmt.Errorf("this CLI cannot %s", s.Action)
+}
+
+// applyFounding founds f's cluster, keeps its file at once (so its name
+// finds it from now on), and waits until it is active (its pools need an
+// active cluster). An interrupted founding prints its Idempotency-Key and
+// the apply that follows it again.
+func (a *app) applyFounding(ctx context.Context, c *Client, f apitypes.ClusterFile, opts applyOptions) (int64, error) {
+	key := orNewKey(opts.idempotencyKey)
+	// apply waits for the founding anyway: a gateway's cut is followed
+	res, err := a.found(ctx, c, clusterspec.FoundingRequest(f), key, createOptions{wait: true, timeout: opts.timeout})
+	if err != nil {
+		return 0, a.withResume(err, key, 0)
+	}
+	var founded apitypes.FoundingResult
+	if err := json.Unmarshal(res.Body, &founded); err != nil {
+		return 0, fmt.Errorf("k8sapi's answer to POST /clusters is not what this CLI expects: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "cluster %d (%s) founded (Idempotency-Key %s)\n", founded.ClusterID, founded.Name, key)
+	if _, _, err := c.KeepSpec(ctx, founded.ClusterID, f); err != nil {
+		return founded.ClusterID, err
+	}
+	return founded.ClusterID, a.withResume(a.waitActive(ctx, c, founded.ClusterID, opts.timeout), key, founded.ClusterID)
+}
+
+// waitActive waits until cluster id's founding is over.
+func (a *app) waitActive(ctx context.Context, c *Client, id int64, timeout time.Duration) error {
+	return a.poll(ctx, timeout, fmt.Sprintf("cluster %d to be active", id), func(ctx context.Context) (bool, error) {
+		cl, _, err := c.GetCluster(ctx, id)
+		switch {
+		case err != nil:
+			return false, err
+		case cl.Status == "failed" || cl.Status == "deleting" || cl.Status == "deleted":
+			return true, fmt.Errorf("cluster %d (%s) is %s: %s", cl.ID, cl.Name, cl.Status, cl.StatusReason)
+		}
+		return cl.Status == "active", nil
+	})
+}

@@ -1,0 +1,86 @@
+package clusterspec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
+)
+
+func exampleFile() apitypes.ClusterFile {
+	two := 2
+	return apitypes.ClusterFile{Kind: "Cluster", Name: "demo", SubnetID: 1,
+		ControlPlane: apitypes.ClusterFileCP{InstanceType: "e2.medium", ImageID: 1},
+		NodePools:    []apitypes.ClusterFilePool{{Name: "workers", Count: &two, InstanceType: "e2.medium", ImageID: 1}}}
+}
+
+// A file's problems are told in the file's own field names, the founding
+// and pool rules included, all at once.
+func TestValidateFileNamesTheFilesFields(t *testing.T) {
+	f := exampleFile()
+	f.Kind, f.Name = "Clustr", "Demo"
+	f.ControlPlane.Count, f.ControlPlane.InstanceType = 2, ""
+	f.NodePools = append(f.NodePools, apitypes.ClusterFilePool{Name: "workers", InstanceType: "e2.medium", ImageID: 1})
+	f.EtcdSnapshots = &apitypes.ClusterFileSnapshots{Interval: "1m"}
+	err := ValidateFile(f)
+	for _, want := range []string{"kind: must be Cluster", "name: must be a DNS label", "etcd_snapshots.interval: must be 0 (no schedule) or a duration from 5m0s to 168h",
+		"node_pools[1].name: repeats an earlier pool's name", "control_plane.count: must be 1 or 3", "control_plane.instance_type: is required",
+		"node_pools[1].count: is required"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in %v", want, err)
+		}
+	}
+	if err := ValidateFile(exampleFile()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	f := exampleFile()
+	steps, err := Plan(f, nil, nil)
+	if err != nil || actions(steps) != "create cluster demo, keep spec demo, create pool workers" {
+		t.Fatalf("founding plan: %s %v", actions(steps), err)
+	}
+	actual := exampleFile()
+	actual.ControlPlane.Count, actual.ZoneID, actual.CNI, actual.KeyAlgorithm, actual.KubernetesVersion = 1, 1, "cilium", "ecdsa-p256", "v1.35.4"
+	actual.EtcdSnapshots = &apitypes.ClusterFileSnapshots{Interval: "1h"}
+	kept := exampleFile()
+	if steps, err := Plan(f, &actual, &kept); err != nil || len(steps) != 0 {
+		t.Fatalf("the same file: %s %v", actions(steps), err)
+	}
+	three, zero := 3, 0
+	f.NodePools[0].Count = &three
+	f.NodePools = append(f.NodePools, apitypes.ClusterFilePool{Name: "gpu", Count: &zero, InstanceType: "c1.large", ImageID: 1})
+	actual.NodePools = append(actual.NodePools, apitypes.ClusterFilePool{Name: "old", Count: &zero}, apitypes.ClusterFilePool{Name: "manual", Count: &zero})
+	kept.NodePools = append(kept.NodePools, apitypes.ClusterFilePool{Name: "old", Count: &zero})
+	steps, err = Plan(f, &actual, &kept)
+	if err != nil || actions(steps) != "create pool gpu, scale pool workers, delete pool old, keep spec demo" {
+		t.Fatalf("changes: %s %v (a pool apply did not make is never deleted)", actions(steps), err)
+	}
+	if steps[1].Detail != "count 2 → 3" {
+		t.Fatalf("scale detail %q", steps[1].Detail)
+	}
+}
+
+func TestPlanRefusesWhatNoOperationChanges(t *testing.T) {
+	actual := exampleFile()
+	actual.KubernetesVersion = "v1.35.4"
+	f := exampleFile()
+	f.CNI, f.ControlPlane.Count, f.NodePools[0].InstanceType = "flannel", 3, "c1.large"
+	_, err := Plan(f, &actual, nil)
+	for _, want := range []string{`cni: the cluster has "cilium", the file asks "flannel": fixed at founding`,
+		`control_plane.count: the cluster has "1", the file asks "3": not changed by apply on this server yet`,
+		`node_pools[0].instance_type: pool "workers" has e2.medium, the file asks c1.large: only a pool's count changes`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in %v", want, err)
+		}
+	}
+}
+
+func actions(steps []Step) string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Action+" "+s.Target)
+	}
+	return strings.Join(out, ", ")
+}
