@@ -88,7 +88,7 @@ type Cluster struct {
 	RestoreObjectKey       *string `db:"restore_object_key"`
 	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
 	RestoreSHA256          *string `db:"restore_sha256"`
-	// Spec is the cluster file last applied (migration 030,
+	// Spec is the cluster file last applied (migration 026,
 	// apitypes.ClusterFile as JSON); nil for a cluster founded without one.
 	Spec []byte `db:"spec"`
 	// SnapshotIntervalSeconds is the etcd snapshot schedule (migration
