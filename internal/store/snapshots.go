@@ -281,10 +281,12 @@ func (s *Store) FinishEtcdSnapshot(ctx context.Context, o SnapshotOutcome) (Etcd
 
 // FailOverdueEtcdSnapshots marks failed every snapshot still pending that
 // was asked for before cutoff: its node never reported. It returns how many.
+// It compares UTC wall times, as its index (migration 031) holds them, so
+// it reads only the overdue ones.
 func (s *Store) FailOverdueEtcdSnapshots(ctx context.Context, cutoff, at time.Time, why string) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE etcd_snapshots SET state = 'failed', failure = $3, finished_at = $2
-		WHERE state = 'pending' AND requested_at < $1`, cutoff, at, why)
+		WHERE state = 'pending' AND (requested_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')`, cutoff, at, why)
 	if err != nil {
 		return 0, fmt.Errorf("failing overdue etcd snapshots: %w", err)
 	}

@@ -21,8 +21,12 @@ CREATE INDEX IF NOT EXISTS kube_clusters_snapshot_due ON kube_clusters (next_sna
 DROP INDEX IF EXISTS kube_clusters_snapshot_schedule;
 
 -- FailOverdueEtcdSnapshots reads only the pending snapshots asked for
--- before its cutoff, not every one in flight.
-CREATE INDEX IF NOT EXISTS etcd_snapshots_pending_since ON etcd_snapshots (requested_at) WHERE state = 'pending';
+-- before its cutoff, not every one in flight. On an expression (UTC wall
+-- time, immutable) so ANALYZE keeps statistics of the pending snapshots'
+-- times: on the plain column the planner judged the cutoff by every
+-- snapshot's time, thought most pending ones overdue and read them all.
+CREATE INDEX IF NOT EXISTS etcd_snapshots_pending_since ON etcd_snapshots ((requested_at AT TIME ZONE 'UTC'))
+    WHERE state = 'pending';
 
 -- Who asks for a snapshot moves the schedule (and locks the row to: FOR
 -- NO KEY UPDATE needs an UPDATE grant).
