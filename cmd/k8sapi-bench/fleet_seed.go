@@ -10,6 +10,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
+	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -101,15 +102,31 @@ func (f *fleet) seedCluster(ctx context.Context, i int) (seeded, error) {
 // vmID is a made-up VM id, unique in the fleet: no compute API is asked.
 func vmID(cluster, ordinal int) int64 { return int64(1_000_000 + cluster*10 + ordinal) }
 
-// filler is n bytes standing in for a certificate or a sealed key: sizes
-// matter to the plans (TOAST, pages per row), contents do not.
+// filler is n bytes standing in for a sealed key: sizes matter to the
+// plans (TOAST, pages per row), contents do not.
 func filler(n int) []byte { return bytes.Repeat([]byte{'x'}, n) }
+
+// seedCertPEM is one real ECDSA CA certificate that stands in for every
+// certificate of the fleet: the store records each certificate's serial
+// (migration 022 checks it is hex) and the views parse the CAs' expiry, so a
+// filler would skip work a real fleet does.
+var seedCertPEM = sync.OnceValues(func() (string, error) {
+	t, err := pki.Issuer{Algorithm: pki.ECDSAP256}.NewTrust()
+	if err != nil {
+		return "", err
+	}
+	return string(t.CAs[pki.ClusterCA].CertPEM), nil
+})
 
 // found runs a founding's store statements: begin, VMs recorded,
 // addresses, identities, finish.
 func (f *fleet) found(ctx context.Context, c *seeded) error {
 	key := fmt.Sprintf("fleet-%d", c.index)
-	pem, sealed := string(filler(700)), filler(200)
+	pem, err := seedCertPEM()
+	if err != nil {
+		return err
+	}
+	sealed := filler(200)
 	cl := store.Cluster{ID: c.id, OrgID: c.org, ProjectID: 1, Name: key,
 		ControlPlaneDNSName: key + ".k8s.bench.example", KeyAlgorithm: "ecdsa-p256", KubernetesVersion: "1.31.4",
 		ClusterDomain: "cluster.local", ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", CNI: "flannel",

@@ -114,7 +114,7 @@ func runSideBySide(o options, st stack, r *report) error {
 				return err
 			}
 			clusters = append(clusters, f.ClusterID)
-			v, err := c.credentials(f.VMIDs[0]) // the VM's IMDS steps: not k8sapi's time
+			v, err := c.credentials(f.VMIDs[0], f.ClusterID) // the VM's IMDS steps: not k8sapi's time
 			if err != nil {
 				return err
 			}

@@ -17,11 +17,16 @@ import (
 	"github.com/excloud/k8sapi/internal/simulator"
 )
 
-// sample is one request as the client saw it, with the function's counts.
+// sample is one request as the client saw it, with the function's counts
+// and the execution environment that answered (metrics.HeaderEnvironment).
+// warm says that environment had already served the request's cluster: its
+// data-key cache could hold the key (a new environment's cannot).
 type sample struct {
 	d            time.Duration
 	db, kms      int
 	haveCounters bool
+	env          string
+	warm         bool
 }
 
 // loadRow is one (route, concurrency) measurement.
@@ -71,8 +76,9 @@ func (l *loadRow) counts(kms bool) (lo, hi int, mean float64, ok bool) {
 
 // client talks to the local gateway and simulator.
 type client struct {
-	st   stack
-	http *http.Client
+	st     stack
+	http   *http.Client
+	served served
 }
 
 func newClient(st stack) *client {
@@ -102,6 +108,7 @@ func (c *client) do(method, url string, body []byte, hdr map[string]string) (*ht
 	db, e1 := strconv.Atoi(resp.Header.Get(metrics.HeaderDBRoundTrips))
 	k, e2 := strconv.Atoi(resp.Header.Get(metrics.HeaderKMSCalls))
 	s.db, s.kms, s.haveCounters = db, k, e1 == nil && e2 == nil
+	s.env = resp.Header.Get(metrics.HeaderEnvironment)
 	return resp, b, s, nil
 }
 
@@ -141,20 +148,20 @@ func (c *client) deleteCluster(id int64) error {
 // IMDS session token and the access token its IMDS issues it (an
 // operator's token is refused there: token_scope).
 type vmCreds struct {
-	vm           int64
+	vm, cluster  int64
 	imds, access string
 }
 
 // credentials asks the simulator's IMDS for vm's session token and, with
 // it, vm's access token, as the VM's shim does (templates/exk8s-progress.sh:
 // imds_session, imds_identity); not part of any timing.
-func (c *client) credentials(vm int64) (vmCreds, error) {
+func (c *client) credentials(vm, cluster int64) (vmCreds, error) {
 	base := fmt.Sprintf("%s/imds/%d", c.st.get("SIM_URL"), vm)
 	b, err := c.imdsGet(base+"/token", nil)
 	if err != nil {
 		return vmCreds{}, err
 	}
-	v := vmCreds{vm: vm, imds: strings.TrimSpace(string(b))}
+	v := vmCreds{vm: vm, cluster: cluster, imds: strings.TrimSpace(string(b))}
 	if b, err = c.imdsGet(base+"/latest/identity/access-token", map[string]string{simulator.IMDSTokenHeader: v.imds}); err != nil {
 		return vmCreds{}, err
 	}
@@ -180,8 +187,36 @@ func (c *client) imdsGet(url string, hdr map[string]string) ([]byte, error) {
 	return b, nil
 }
 
+// served remembers which execution environments have answered a fetch of
+// which cluster, to tell a warm fetch from a new environment's first.
+type served struct {
+	mu   sync.Mutex
+	seen map[[2]string]bool // environment, cluster
+}
+
+// mark sets s.warm when s's environment answered for cluster before, and
+// remembers that it now has. Without the header no fetch is warm.
+func (w *served) mark(s *sample, cluster int64) {
+	if s.env == "" {
+		return
+	}
+	k := [2]string{s.env, strconv.FormatInt(cluster, 10)}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[[2]string]bool{}
+	}
+	s.warm, w.seen[k] = w.seen[k], true
+}
+
 // fetch is v's bundle fetch, with the VM's own proofs.
 func (c *client) fetch(v vmCreds) (sample, error) {
+	s, err := c.fetchOnce(v)
+	c.served.mark(&s, v.cluster)
+	return s, err
+}
+
+func (c *client) fetchOnce(v vmCreds) (sample, error) {
 	resp, b, s, err := c.do("GET", fmt.Sprintf("%s/bootstrap/control-plane/%d", c.st.get("API_URL"), v.vm), nil,
 		map[string]string{simulator.IMDSTokenHeader: v.imds, "Authorization": "Bearer " + v.access})
 	if err != nil {
@@ -322,7 +357,7 @@ func foundFetchers(o options, c *client, n int, alg string, clusters *[]int64) (
 	*clusters = append(*clusters, f.ClusterID)
 	var vms []vmCreds
 	for _, vm := range f.VMIDs {
-		v, err := c.credentials(vm)
+		v, err := c.credentials(vm, f.ClusterID)
 		if err != nil {
 			return nil, err
 		}

@@ -57,3 +57,25 @@ func run(setUp float64, phaseSeconds ...any) bringUpRun {
 	}
 	return r
 }
+
+// A fetch is warm only when its environment served its cluster before: a
+// new environment's first fetch of a cluster, which must unwrap the data
+// key, counts as cold however many fetches came before it elsewhere.
+func TestWarmFetchIsPerEnvironmentAndCluster(t *testing.T) {
+	var w served
+	fetches := []struct {
+		env     string
+		cluster int64
+		kms     int
+	}{{"a", 1, 1}, {"a", 1, 0}, {"b", 1, 1}, {"a", 2, 1}, {"b", 1, 0}, {"", 1, 1}}
+	row := &loadRow{what: "GET bundle (warm, ECDSA)"}
+	for _, f := range fetches {
+		s := sample{env: f.env, kms: f.kms, haveCounters: true}
+		w.mark(&s, f.cluster)
+		row.samples = append(row.samples, s)
+	}
+	got := (&report{load: []*loadRow{row}}).fetchKMS()
+	if want := (fetchKMS{cold: 1, warm: 0, nCold: 4, nWarm: 2}); got != want {
+		t.Errorf("fetchKMS = %+v, want %+v", got, want)
+	}
+}

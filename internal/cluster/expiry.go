@@ -19,14 +19,14 @@ type expiry struct {
 func expiryOf(c store.Cluster, nodes []store.Node) expiry {
 	e := expiry{cas: map[string]time.Time{}}
 	for name, certPEM := range keyring.CACerts(&c) {
-		if notAfter, err := pki.NotAfter(certPEM); err == nil {
+		if notAfter, err := pki.ExpiresAt(certPEM); err == nil {
 			e.cas[string(name)] = notAfter.UTC()
 		}
 	}
 	for _, n := range nodes {
 		e.leaves = earliest(e.leaves, n.Expiry.Earliest)
 		for _, certPEM := range n.Expiry.UndatedCerts {
-			if notAfter, err := pki.NotAfter([]byte(certPEM)); err == nil {
+			if notAfter, err := pki.ExpiresAt([]byte(certPEM)); err == nil {
 				e.leaves = earliest(e.leaves, &notAfter)
 			}
 		}

@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"testing"
 
 	"github.com/excloud/k8sapi/internal/simulator"
@@ -72,5 +74,30 @@ func TestListClustersRefusesABadQuery(t *testing.T) {
 		if r.Status != http.StatusBadRequest || r.ErrorCode(t) != "invalid_query" {
 			t.Errorf("?%s = %d %s, want 400 invalid_query", q, r.Status, r.Body)
 		}
+	}
+}
+
+// A listed cluster is shown as GET /clusters/{id} shows it, field for
+// field: the listing reads fewer of a cluster's columns (none of its
+// sealed keys) and its nodes without their identities, and must still show
+// the CAs' and the leaves' expiry, the nodes and the pools.
+func TestListShowsWhatGetShows(t *testing.T) {
+	s := newStack(t)
+	s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":1,"control_plane_count":3}`)
+	var page struct {
+		Clusters []map[string]any `json:"clusters"`
+	}
+	stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters", "", s.Bearer(1)).JSON(t, &page)
+	if len(page.Clusters) != 1 {
+		t.Fatalf("listed %d clusters, want 1", len(page.Clusters))
+	}
+	listed := page.Clusters[0]
+	var got map[string]any
+	stacktest.Do(t, http.MethodGet, fmt.Sprintf("%s/clusters/%v", s.api.URL, listed["cluster_id"]), "", s.Bearer(1)).JSON(t, &got)
+	if !reflect.DeepEqual(listed, got) {
+		t.Errorf("listed:\n%v\nGET:\n%v", listed, got)
+	}
+	if cas, _ := listed["cas_expire_at"].(map[string]any); len(cas) != 3 || listed["certificates_expire_at"] == nil {
+		t.Errorf("the listing shows no expiry: cas %v, leaves %v", listed["cas_expire_at"], listed["certificates_expire_at"])
 	}
 }

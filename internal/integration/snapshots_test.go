@@ -333,11 +333,15 @@ func TestEtcdSnapshotSchedule(t *testing.T) {
 	s := newStack(t)
 	in := s.schedule
 	// Time passes for the snapshots, not for the tokens: every snapshot
-	// is made older by d.
+	// is made older by d, and every cluster's next scheduled one due d
+	// sooner.
 	age := func(d time.Duration) {
 		t.Helper()
-		if _, err := s.pool.Exec(context.Background(), `UPDATE etcd_snapshots SET requested_at = requested_at - $1::interval`, d.String()); err != nil {
-			t.Fatal(err)
+		for _, aging := range []string{`UPDATE etcd_snapshots SET requested_at = requested_at - $1::interval`,
+			`UPDATE kube_clusters SET next_snapshot_at = next_snapshot_at - $1::interval`} {
+			if _, err := s.pool.Exec(context.Background(), aging, d.String()); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	id, vm := s.readyNode(t)
@@ -407,5 +411,35 @@ func TestCLIEtcdSnapshots(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Snapshots) != 1 {
 		t.Fatalf("list -o json: %d %q", code, out)
+	}
+}
+
+// Asking for a snapshot moves the cluster's next_snapshot_at to its
+// interval after it, and the schedule walks only the clusters whose
+// next_snapshot_at has come (migration 031): a cluster whose snapshots say
+// it is due but whose next_snapshot_at has not come is not asked.
+func TestScheduleReadsNextSnapshotAt(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	id, _ := s.readyNode(t)
+	if rep, err := s.schedule.Run(ctx); err != nil || rep.Scheduled != 1 {
+		t.Fatalf("first run: %+v %v", rep, err)
+	}
+	var next, want time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT k.next_snapshot_at, max(s.requested_at) + k.etcd_snapshot_interval_seconds * interval '1 second'
+		FROM kube_clusters k JOIN etcd_snapshots s ON s.kube_cluster_id = k.id WHERE k.id = $1 GROUP BY k.id`, id).Scan(&next, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !next.Equal(want) {
+		t.Errorf("next_snapshot_at = %v, want the snapshot's requested_at + its interval (%v)", next, want)
+	}
+	for _, q := range []string{`UPDATE etcd_snapshots SET requested_at = requested_at - interval '3 hours'`,
+		`UPDATE kube_clusters SET next_snapshot_at = 'infinity'`} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := s.schedule.Run(ctx); err != nil || rep.Overdue != 1 || rep.Scheduled != 0 {
+		t.Errorf("a cluster whose next_snapshot_at has not come: %+v %v, want its overdue one failed and none asked", rep, err)
 	}
 }

@@ -5,7 +5,8 @@
 // In: a context from Middleware (or WithCounters). Out: the counts, as
 // structured log fields (LogAttrs) on the access-log line and, only when
 // debug headers are enabled (K8SAPI_DEBUG_COUNTERS=1, the local stack sets
-// it), as the response headers X-Debug-DB-Round-Trips and X-Debug-KMS-Calls.
+// it), as the response headers X-Debug-DB-Round-Trips and X-Debug-KMS-Calls,
+// with X-Debug-Environment naming the process that answered.
 // The benchmark's load driver (cmd/k8sapi-bench) reads the headers.
 //
 // What is counted: every query, exec and transaction statement pgx sends
@@ -17,8 +18,10 @@ package metrics
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -28,10 +31,17 @@ import (
 )
 
 // Response headers carrying the counts when debug headers are enabled.
+// HeaderEnvironment names the process (one execution environment) that
+// answered: a data-key cache is per environment, so whoever counts KMS
+// calls per warm fetch must know which environment was warm.
 const (
 	HeaderDBRoundTrips = "X-Debug-DB-Round-Trips"
 	HeaderKMSCalls     = "X-Debug-KMS-Calls"
+	HeaderEnvironment  = "X-Debug-Environment"
 )
+
+// environment is this process's random name, made on first use.
+var environment = sync.OnceValue(rand.Text)
 
 // Counters are one request's counts; safe for concurrent use.
 type Counters struct {
@@ -158,6 +168,7 @@ func (w *headerWriter) WriteHeader(code int) {
 		h := w.Header()
 		h.Set(HeaderDBRoundTrips, strconv.FormatInt(w.c.DBRoundTrips(), 10))
 		h.Set(HeaderKMSCalls, strconv.FormatInt(w.c.KMSCalls(), 10))
+		h.Set(HeaderEnvironment, environment())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -92,3 +92,18 @@ func TestBatchCountsOnce(t *testing.T) {
 		t.Errorf("a batch of three statements counted %d round trips, want 1", got)
 	}
 }
+
+// TestEnvironmentNamesTheProcess: every answer of one process names the
+// same environment (the benchmark tells a warm one by it), and only with
+// debug headers.
+func TestEnvironmentNamesTheProcess(t *testing.T) {
+	var seen []string
+	for _, debug := range []bool{true, true, false} {
+		rec := httptest.NewRecorder()
+		Middleware(handler(t), debug).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		seen = append(seen, rec.Header().Get(HeaderEnvironment))
+	}
+	if seen[0] == "" || seen[1] != seen[0] || seen[2] != "" {
+		t.Errorf("environments = %q; want one name twice, then none without debug", seen)
+	}
+}

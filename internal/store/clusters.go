@@ -214,13 +214,23 @@ type ClusterQuery struct {
 	Limit    int    // at most this many
 }
 
-// ListClusters returns the page of org's clusters q selects.
+// listedColumns are the columns of a cluster a listing shows: its spec,
+// state and CA certificates (their expiry), not its sealed keys, wrapped
+// data key, founding spec or artifacts, which are most of a row's bytes and
+// which a page of clusters never opens.
+const listedColumns = `id, org_id, project_id, name, control_plane_dns_name, status, status_reason, key_algorithm,
+	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count,
+	ca_cert, etcd_ca_cert, front_proxy_ca_cert, dns_configured, dns_error, created_at, updated_at,
+	restored_from_snapshot_id`
+
+// ListClusters returns the page of org's clusters q selects, with
+// listedColumns only (the other fields are zero).
 func (s *Store) ListClusters(ctx context.Context, orgID int64, q ClusterQuery) ([]Cluster, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+clusterColumns+` FROM kube_clusters
+	rows, _ := s.pool.Query(ctx, `SELECT `+listedColumns+` FROM kube_clusters
 		WHERE org_id = $1 AND (status = $2 OR ($2 = '' AND status <> 'deleted'))
 		  AND ($3 = 0 OR id < $3)
 		ORDER BY id DESC LIMIT $4`, orgID, q.Status, q.BeforeID, q.Limit)
-	cs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Cluster])
+	cs, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[Cluster])
 	if err != nil {
 		return nil, fmt.Errorf("listing clusters: %w", err)
 	}
@@ -229,7 +239,7 @@ func (s *Store) ListClusters(ctx context.Context, orgID int64, q ClusterQuery) (
 
 // ClusterNodes returns the cluster's nodes by ordinal, without identities.
 func (s *Store) ClusterNodes(ctx context.Context, clusterID int64) ([]Node, error) {
-	return s.nodes(ctx, `n.kube_cluster_id = $1`, clusterID, 0)
+	return s.nodes(ctx, `n.kube_cluster_id = $1`, clusterID)
 }
 
 // Members are the nodes (control-plane and workers) and the live node pools
@@ -246,7 +256,7 @@ func (s *Store) MembersOf(ctx context.Context, ids []int64) (Members, error) {
 	var m Members
 	var nodesErr, poolsErr error
 	b := &pgx.Batch{}
-	b.Queue(nodesQuery(`n.kube_cluster_id = ANY($1)`), ids, 0).Query(func(rows pgx.Rows) error {
+	b.Queue(nodesQuery(`n.kube_cluster_id = ANY($1)`), ids).Query(func(rows pgx.Rows) error {
 		m.Nodes, nodesErr = collectNodes(rows)
 		return nil
 	})
@@ -261,32 +271,47 @@ func (s *Store) MembersOf(ctx context.Context, ids []int64) (Members, error) {
 	return m, nil
 }
 
-// nodes loads nodes matching where (over kube_nodes n), with the stored
-// identities of selfVMID only.
-func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64) ([]Node, error) {
-	rows, _ := s.pool.Query(ctx, nodesQuery(where), arg, selfVMID)
+// nodes loads nodes matching where (over kube_nodes n), without stored
+// identities.
+func (s *Store) nodes(ctx context.Context, where string, arg any) ([]Node, error) {
+	rows, _ := s.pool.Query(ctx, nodesQuery(where), arg)
 	return collectNodes(rows)
 }
 
-// nodesQuery selects the nodes matching where ($1) with the stored
-// identities of the node whose VM is $2.
+// nodesQuery selects the nodes matching where ($1), without their stored
+// identities: what a listing or a reconciler step reads.
 func nodesQuery(where string) string {
-	return `
-		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
-		       n.ipv4, n.ipv6, n.public_ipv4,
-		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
-		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated
-		FROM kube_nodes n
+	return nodesSelect(`NULL::text[], NULL::text[], NULL::bytea[], NULL::timestamptz[], NULL::timestamptz[], NULL::bool[]`, ``, where)
+}
+
+// nodesWithOwnIdentities selects the nodes matching where ($1) with the
+// stored identities of the node whose VM is $2 (what its bundle needs).
+func nodesWithOwnIdentities(where string) string {
+	return nodesSelect(`ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only`, `
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
 			       array_agg(key_sealed ORDER BY name) AS keys, array_agg(not_after ORDER BY name) AS not_afters,
 			       array_agg(window_opened_at ORDER BY name) AS windows, array_agg(bootstrap_only ORDER BY name) AS bootstrap_only
 			FROM node_identities WHERE node_id = n.id AND n.vm_id = $2
-		) ids ON true
+		) ids ON true`, where)
+}
+
+// nodesSelect is the nodes query with identities (columns, and the join
+// they need). Every node's identities are read once, in one lateral
+// aggregate (whether any is recorded, the earliest expiry, the undated
+// certificates): ordered aggregates set up a sort per node even when they
+// read nothing, which cost a listing of 50 clusters most of its time.
+func nodesSelect(identities, identitiesJoin, where string) string {
+	return `
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		       n.ipv4, n.ipv6, n.public_ipv4, exp.issued,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
+		       ` + identities + `, exp.earliest, exp.undated
+		FROM kube_nodes n` + identitiesJoin + `
 		LEFT JOIN LATERAL (
-			SELECT min(not_after) AS earliest, array_agg(cert ORDER BY name) FILTER (WHERE not_after IS NULL) AS undated
-			FROM node_identities WHERE node_id = n.id AND NOT bootstrap_only
+			SELECT count(*) > 0 AS issued, min(not_after) FILTER (WHERE NOT bootstrap_only) AS earliest,
+			       array_agg(cert) FILTER (WHERE not_after IS NULL AND NOT bootstrap_only) AS undated
+			FROM node_identities WHERE node_id = n.id
 		) exp ON true
 		WHERE ` + where + ` ORDER BY n.kube_cluster_id, n.ordinal`
 }
@@ -362,7 +387,7 @@ func (s *Store) topology(ctx context.Context, vmID int64, role, nodesWhere strin
 		t.Cluster, clusterErr = collectCluster(rows)
 		return nil
 	})
-	b.Queue(nodesQuery(nodesWhere), vmID, vmID, role).Query(func(rows pgx.Rows) error {
+	b.Queue(nodesWithOwnIdentities(nodesWhere), vmID, vmID, role).Query(func(rows pgx.Rows) error {
 		t.Nodes, nodesErr = collectNodes(rows)
 		return nil
 	})

@@ -129,7 +129,7 @@ func (s *Store) PoolByIdempotencyKey(ctx context.Context, clusterID int64, key s
 
 // PoolNodes returns a pool's workers by ordinal, retiring ones included.
 func (s *Store) PoolNodes(ctx context.Context, poolID int64) ([]Node, error) {
-	return s.nodes(ctx, `n.node_pool_id = $1`, poolID, 0)
+	return s.nodes(ctx, `n.node_pool_id = $1`, poolID)
 }
 
 // PoolChange is the start of a pool operation: the pool goes to State,

@@ -96,10 +96,11 @@ func (s *Store) SnapshotCluster(ctx context.Context, orgID, clusterID int64) (Sn
 // at now (etcdsnapshot.Due): active, schedule on, nothing pending, no
 // snapshot asked for within its interval. One round trip (the
 // reconciler's, every minute), whose cost grows with the clusters due, not
-// the fleet, but for one probe per active cluster: it walks the schedule's
-// index (migration 024, no heap row read) and looks each cluster's pending
-// and newest snapshot up in their indexes, so only a due cluster's row and
-// nodes are read and sent.
+// the fleet: it walks the index of the scheduled clusters whose
+// next_snapshot_at has come (migration 031; RecordEtcdSnapshots moves it),
+// judges each of those from its pending and newest snapshot as before, so
+// a next_snapshot_at that is early costs a probe and never a snapshot, and
+// reads only the due clusters' rows and nodes.
 func (s *Store) DueSnapshotClusters(ctx context.Context, now time.Time) ([]SnapshotCluster, error) {
 	var raw []byte
 	// due is materialized so it is judged from the schedule's index alone
@@ -109,7 +110,7 @@ func (s *Store) DueSnapshotClusters(ctx context.Context, now time.Time) ([]Snaps
 	// be planned on the CTE's guess of a third of the fleet), for their JSON.
 	err := s.pool.QueryRow(ctx, `WITH due AS MATERIALIZED (
 			SELECT k.id FROM kube_clusters k
-			WHERE k.status = 'active' AND k.etcd_snapshot_interval_seconds > 0
+			WHERE k.status = 'active' AND k.etcd_snapshot_interval_seconds > 0 AND k.next_snapshot_at <= $1
 			  AND NOT EXISTS (SELECT 1 FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id AND s.state = 'pending')
 			  AND coalesce((SELECT max(s.requested_at) FROM etcd_snapshots s WHERE s.kube_cluster_id = k.id), '-infinity')
 			      <= $1::timestamptz - k.etcd_snapshot_interval_seconds * interval '1 second'
@@ -130,7 +131,11 @@ func (s *Store) DueSnapshotClusters(ctx context.Context, now time.Time) ([]Snaps
 // requested_by, request_id, node and time), in one statement, each only
 // while its cluster is active and has no pending snapshot (the one-pending
 // index; the cluster's row is locked for the insert, so a deletion that
-// began meanwhile is seen, not raced). It returns the rows it wrote.
+// began meanwhile is seen, not raced), and moves each one's
+// next_snapshot_at to a snapshot's interval after it (the row is locked
+// for update, not share: two recorders of one cluster would each hold a
+// share lock and wait for the other's to update). It returns the rows it
+// wrote.
 func (s *Store) RecordEtcdSnapshots(ctx context.Context, snaps []EtcdSnapshot) ([]EtcdSnapshot, error) {
 	n := len(snaps)
 	clusters, vms := make([]int64, n), make([]int64, n)
@@ -145,13 +150,17 @@ func (s *Store) RecordEtcdSnapshots(ctx context.Context, snaps []EtcdSnapshot) (
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[])
 				AS u (cluster_id, trigger, requested_by, request_id, vm_id, requested_at)
 		), live AS (
-			SELECT k.id FROM kube_clusters k JOIN want w ON w.cluster_id = k.id WHERE k.status = 'active' FOR SHARE OF k
+			SELECT k.id FROM kube_clusters k JOIN want w ON w.cluster_id = k.id WHERE k.status = 'active' FOR NO KEY UPDATE OF k
 		), made AS (
 			INSERT INTO etcd_snapshots (kube_cluster_id, trigger, requested_by, request_id, node_vm_id, requested_at)
 			SELECT w.cluster_id, w.trigger, w.requested_by, w.request_id, w.vm_id, w.requested_at
 			FROM want w JOIN live ON live.id = w.cluster_id
 			ON CONFLICT (kube_cluster_id) WHERE state = 'pending' DO NOTHING
 			RETURNING *
+		), scheduled AS (
+			UPDATE kube_clusters k
+			SET next_snapshot_at = greatest(k.next_snapshot_at, m.requested_at + k.etcd_snapshot_interval_seconds * interval '1 second')
+			FROM made m WHERE k.id = m.kube_cluster_id
 		)
 		SELECT COALESCE(json_agg(made ORDER BY id), '[]') FROM made`,
 		clusters, triggers, by, reqIDs, vms, at).Scan(&raw)
@@ -272,10 +281,12 @@ func (s *Store) FinishEtcdSnapshot(ctx context.Context, o SnapshotOutcome) (Etcd
 
 // FailOverdueEtcdSnapshots marks failed every snapshot still pending that
 // was asked for before cutoff: its node never reported. It returns how many.
+// It compares UTC wall times, as its index (migration 031) holds them, so
+// it reads only the overdue ones.
 func (s *Store) FailOverdueEtcdSnapshots(ctx context.Context, cutoff, at time.Time, why string) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE etcd_snapshots SET state = 'failed', failure = $3, finished_at = $2
-		WHERE state = 'pending' AND requested_at < $1`, cutoff, at, why)
+		WHERE state = 'pending' AND (requested_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')`, cutoff, at, why)
 	if err != nil {
 		return 0, fmt.Errorf("failing overdue etcd snapshots: %w", err)
 	}
