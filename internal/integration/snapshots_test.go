@@ -416,7 +416,7 @@ func TestCLIEtcdSnapshots(t *testing.T) {
 
 // Asking for a snapshot moves the cluster's next_snapshot_at to its
 // interval after it, and the schedule walks only the clusters whose
-// next_snapshot_at has come (migration 031): a cluster whose snapshots say
+// next_snapshot_at has come (migration 027): a cluster whose snapshots say
 // it is due but whose next_snapshot_at has not come is not asked.
 func TestScheduleReadsNextSnapshotAt(t *testing.T) {
 	s := newStack(t)

@@ -101,14 +101,18 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 	kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
-	(SELECT o.spec FROM operations o WHERE o.target_type = '` + TargetCluster + `' AND o.target_id = kube_clusters.id
-		AND o.kind = '` + KindFounding + `' ORDER BY o.id LIMIT 1) AS founding_spec,
+	` + clusterFoundingSpec + `,
 	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
 	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
 	spec, etcd_snapshot_interval_seconds`
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
+
+// clusterFoundingSpec is the request the cluster was founded with, kept
+// on its founding operation (migration 025).
+const clusterFoundingSpec = `(SELECT o.spec FROM operations o WHERE o.target_type = '` + TargetCluster + `' AND o.target_id = kube_clusters.id
+		AND o.kind = '` + KindFounding + `' ORDER BY o.id LIMIT 1) AS founding_spec`
 
 // Node is one node (a kube_nodes row: a control-plane node, or a worker
 // of a pool) with the addresses the compute API reported for its VM.
@@ -214,14 +218,15 @@ type ClusterQuery struct {
 	Limit    int    // at most this many
 }
 
-// listedColumns are the columns of a cluster a listing shows: its spec,
-// state and CA certificates (their expiry), not its sealed keys, wrapped
-// data key, founding spec or artifacts, which are most of a row's bytes and
-// which a page of clusters never opens.
-const listedColumns = `id, org_id, project_id, name, control_plane_dns_name, status, status_reason, key_algorithm,
+// listedColumns are the columns of a cluster a listing shows: its spec
+// (the founding's request and the file kept), state, latest operation and
+// CA certificates (their expiry), not its sealed keys, wrapped data key or
+// artifacts, which are most of a row's bytes and which a page of clusters
+// never opens.
+var listedColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count,
 	ca_cert, etcd_ca_cert, front_proxy_ca_cert, dns_configured, dns_error, created_at, updated_at,
-	restored_from_snapshot_id`
+	restored_from_snapshot_id, ` + clusterFoundingSpec + `, ` + clusterLastOp + `, spec, etcd_snapshot_interval_seconds`
 
 // ListClusters returns the page of org's clusters q selects, with
 // listedColumns only (the other fields are zero).

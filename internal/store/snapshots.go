@@ -97,7 +97,7 @@ func (s *Store) SnapshotCluster(ctx context.Context, orgID, clusterID int64) (Sn
 // snapshot asked for within its interval. One round trip (the
 // reconciler's, every minute), whose cost grows with the clusters due, not
 // the fleet: it walks the index of the scheduled clusters whose
-// next_snapshot_at has come (migration 031; RecordEtcdSnapshots moves it),
+// next_snapshot_at has come (migration 027; RecordEtcdSnapshots moves it),
 // judges each of those from its pending and newest snapshot as before, so
 // a next_snapshot_at that is early costs a probe and never a snapshot, and
 // reads only the due clusters' rows and nodes.
@@ -281,7 +281,7 @@ func (s *Store) FinishEtcdSnapshot(ctx context.Context, o SnapshotOutcome) (Etcd
 
 // FailOverdueEtcdSnapshots marks failed every snapshot still pending that
 // was asked for before cutoff: its node never reported. It returns how many.
-// It compares UTC wall times, as its index (migration 031) holds them, so
+// It compares UTC wall times, as its index (migration 027) holds them, so
 // it reads only the overdue ones.
 func (s *Store) FailOverdueEtcdSnapshots(ctx context.Context, cutoff, at time.Time, why string) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `
