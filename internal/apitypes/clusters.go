@@ -32,8 +32,12 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	// UnhealthyAfter ("5m0s"; "0s": off) and MaxUnhealthyPercent are the
+	// cluster's remediation settings (docs/NODE-HEALTH.md).
+	UnhealthyAfter      string    `json:"unhealthy_after"`
+	MaxUnhealthyPercent int       `json:"max_unhealthy_percent"`
+	CreatedAt           time.Time `json:"created_at"`
+	UpdatedAt           time.Time `json:"updated_at"`
 }
 
 // ClusterList is one page of GET /clusters; NextCursor is nil on the last.

@@ -52,9 +52,10 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 			idempotency_key, request_fingerprint, founding_spec, lease_owner, lease_until, resumable, cni, artifacts,
 			create_token_key, secrets_encryption_key_sealed,
-			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, last_ordinal)
+			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, last_ordinal,
+			unhealthy_after_seconds, max_unhealthy_percent)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,
-				$36,$37,$38,$39,$40)
+				$36,$37,$38,$39,$40,$41,$42)
 			ON CONFLICT (org_id, idempotency_key) DO NOTHING
 			RETURNING id
 		)
@@ -66,7 +67,8 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 		c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
 		string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable, c.CNI, jsonOrNull(c.Artifacts),
 		c.CreateTokenKey, c.SecretsEncryptionKeySealed, ordinals, names,
-		c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256, slices.Max(append(ordinals, 0)))
+		c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256, slices.Max(append(ordinals, 0)),
+		c.UnhealthyAfterSeconds, c.MaxUnhealthyPercent)
 	if err == nil && tag.RowsAffected() == 0 {
 		// The cluster's insert did nothing, so no node was inserted either.
 		err = ErrDuplicate
