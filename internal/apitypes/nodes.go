@@ -16,7 +16,8 @@ type NodeView struct {
 	Retiring bool `json:"retiring,omitempty"`
 	// Health is the node's as its reports say (docs/NODE-HEALTH.md):
 	// healthy, unhealthy (UnhealthySince says since when) or unknown (it
-	// has not reported yet).
+	// has not reported yet). The reads show it (GET /clusters, /clusters/{id}
+	// and the node pools'); an operation's answer leaves it out.
 	NodeHealth
 }
 
@@ -30,7 +31,7 @@ const (
 // NodeHealth is a node's health: its state, since when it is unhealthy
 // and why, its last report's time and checks.
 type NodeHealth struct {
-	Health           string                 `json:"health"`
+	Health           string                 `json:"health,omitempty"`
 	UnhealthySince   *time.Time             `json:"unhealthy_since,omitempty"`
 	UnhealthyReason  string                 `json:"unhealthy_reason,omitempty"`
 	HealthReportedAt *time.Time             `json:"health_reported_at,omitempty"`

@@ -72,6 +72,9 @@ const (
 	// WorkerRenewPathTemplate is where a ready worker renews its
 	// certificates over the keys it holds.
 	WorkerRenewPathTemplate = WorkerPathTemplate + "/renew"
+	// WorkerHealthPathTemplate is where a ready worker reports its health
+	// (exk8s-health-report.sh).
+	WorkerHealthPathTemplate = WorkerPathTemplate + "/health"
 )
 
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
