@@ -86,7 +86,7 @@ type Cluster struct {
 	RestoreObjectKey       *string `db:"restore_object_key"`
 	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
 	RestoreSHA256          *string `db:"restore_sha256"`
-	// The remediation settings (migration 026): a node unhealthy for
+	// The remediation settings (migration 025): a node unhealthy for
 	// longer than UnhealthyAfterSeconds is replaced (0: never), a worker
 	// only while at most MaxUnhealthyPercent of its pool is unhealthy.
 	UnhealthyAfterSeconds int `db:"unhealthy_after_seconds"`
@@ -150,7 +150,7 @@ type Node struct {
 	// Expiry is when the node's stored identities expire, loaded for every
 	// node (no keys in it).
 	Expiry IdentityExpiry
-	// Health is what the node's last health report said (migration 026).
+	// Health is what the node's last health report said (migration 025).
 	Health NodeHealth
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NodeHealth is what a node's last health report said (migration 026):
+// NodeHealth is what a node's last health report said (migration 025):
 // when it came, its checks as JSON (name -> {"ok", "message"}), since
 // when its reports name a failing check (nil while all pass), and why the
 // node's last remediation was refused. All nil: the node never reported.
