@@ -215,6 +215,7 @@ type view struct {
 	Renewal       renewalView
 	Snapshot      snapshotView
 	Taint         taintView
+	Health        healthView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
 	// cluster-admin (pki.ClusterAdminsGroup).
 	ClusterAdminsGroup string
@@ -248,6 +249,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
 	v.Taint = newTaintView()
+	v.Health = newHealthView("health")
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil
 }

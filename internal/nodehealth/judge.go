@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // unhealthy: three missed reports, so one lost report or a slow minute of
 // k8sapi's is no failure.
 const (
-	ReportEvery = 30 * time.Second
+	ReportEvery = bundle.HealthEvery
 	Grace       = 3 * ReportEvery
 )
 
