@@ -2,10 +2,12 @@ package faultinjection
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -138,5 +140,32 @@ func TestRemediationOff(t *testing.T) {
 	s.reportedHealth(0, vms[0])
 	if rep := s.reconcile(); rep.Remediated+rep.RemediationsRefused != 0 {
 		t.Errorf("reconciler report %+v, want no decision", rep)
+	}
+}
+
+// With the database down, a health report is a clean 503 and the
+// reconciler's run fails without judging anyone; started again, the
+// report is recorded.
+func TestPostgresDownDuringHealthReports(t *testing.T) {
+	s := newStack(t)
+	vm := s.Found(1, stacktest.ThreeNodes).ControlPlaneVMIDs[0]
+	imds, access := s.VMCredentials(vm)
+	report := func() stacktest.Response {
+		return s.VMCall(http.MethodPost, bundle.HealthPathTemplate, vm, imds, access,
+			`{"checks":{"kubelet":{"ok":true},"etcd":{"ok":true},"apiserver":{"ok":true}}}`)
+	}
+	reconciler := s.reconcilerAt(0) // its service token is issued while the database is up
+	pg.Stop()
+	if r := report(); r.Status != http.StatusServiceUnavailable || r.ErrorCode(t) != "database_unavailable" {
+		t.Errorf("while down = %d %s, want 503 database_unavailable", r.Status, r.Body)
+	}
+	if _, err := reconciler.Run(context.Background()); err == nil {
+		t.Error("the reconciler's run with the database down reported no error")
+	}
+	if err := pg.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := report(); r.Status != http.StatusNoContent {
+		t.Errorf("after the restart = %d %s, want 204", r.Status, r.Body)
 	}
 }
