@@ -52,7 +52,8 @@ GRANT UPDATE (last_ordinal) ON kube_clusters TO k8sapi_reconciler;
 GRANT UPDATE (remediation_refused) ON kube_nodes TO k8sapi_reconciler;
 GRANT INSERT (kube_cluster_id, at, principal, action, resource, outcome, status, request_id, reason)
     ON audit_events TO k8sapi_reconciler;
-GRANT INSERT (reason) ON audit_events TO k8sapi_create_cluster, k8sapi_clusters;
+-- Every role that appends to the trail names the new column in its insert.
+GRANT INSERT (reason) ON audit_events TO k8sapi_create_cluster, k8sapi_clusters, k8sapi_get_bundle;
 
 -- The remediation sweep's query: the ready nodes whose last report is
 -- older than a grace or that report a failing check.
