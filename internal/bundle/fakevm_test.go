@@ -240,28 +240,31 @@ func (vm *fakeVM) snapshotAsk(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (vm *fakeVM) snapshotReport(w http.ResponseWriter, req *http.Request) {
-	var r map[string]any
-	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
-		http.Error(w, "bad report", http.StatusBadRequest)
+	if !vm.recordReport(w, req, &vm.snapshotReports) {
 		return
 	}
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	vm.snapshotReports = append(vm.snapshotReports, r)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"object_key":"etcd-snapshots/42/7.db","size_bytes":1,"state":"uploaded"}`))
 }
 
 func (vm *fakeVM) healthReport(w http.ResponseWriter, req *http.Request) {
+	if vm.recordReport(w, req, &vm.healthReports) {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// recordReport appends req's JSON body to into; a body that is not JSON
+// is answered 400 (false).
+func (vm *fakeVM) recordReport(w http.ResponseWriter, req *http.Request, into *[]map[string]any) bool {
 	var r map[string]any
 	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
 		http.Error(w, "bad report", http.StatusBadRequest)
-		return
+		return false
 	}
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	vm.healthReports = append(vm.healthReports, r)
-	w.WriteHeader(http.StatusNoContent)
+	*into = append(*into, r)
+	return true
 }
 
 func (vm *fakeVM) upload(w http.ResponseWriter, req *http.Request) {

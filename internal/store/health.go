@@ -124,18 +124,8 @@ type WorkerReplacement struct {
 // every one the cluster handed out. A pool that is busy or not active:
 // ErrLeaseLost; an old worker that is gone or retiring: ErrNotFound.
 func (s *Store) BeginWorkerReplacement(ctx context.Context, w WorkerReplacement) (Pool, error) {
-	var out Pool
-	err := s.inActiveCluster(ctx, w.OrgID, w.Pool.ClusterID, func(tx pgx.Tx) error {
-		var err error
-		change := PoolChange{OrgID: w.OrgID, Pool: w.Pool, State: PoolScaling, From: []string{PoolActive}, Lease: w.Lease, Now: w.Now}
-		if out, err = upsertPool(ctx, tx, change); err != nil {
-			return err
-		}
-		if err := retireWorker(ctx, tx, out.ID, w.Old.ID); err != nil {
-			return err
-		}
-		return convergeWorkers(ctx, tx, out, w.Name)
-	})
+	change := PoolChange{OrgID: w.OrgID, Pool: w.Pool, State: PoolScaling, From: []string{PoolActive}, Lease: w.Lease, Now: w.Now, Name: w.Name}
+	out, err := s.beginPool(ctx, change, func(tx pgx.Tx, p Pool) error { return retireWorker(ctx, tx, p.ID, w.Old.ID) })
 	if err != nil {
 		return out, fmt.Errorf("beginning the replacement of worker %s: %w", w.Old.Name, err)
 	}
