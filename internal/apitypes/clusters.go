@@ -32,6 +32,10 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
+	// UnhealthyAfter ("5m0s"; "0s": off) and MaxUnhealthyPercent are the
+	// cluster's remediation settings (docs/NODE-HEALTH.md).
+	UnhealthyAfter      string `json:"unhealthy_after"`
+	MaxUnhealthyPercent int    `json:"max_unhealthy_percent"`
 	// Conditions are Ready (the cluster active) and Progressing (its
 	// founding or deletion runs).
 	Conditions []Condition `json:"conditions"`

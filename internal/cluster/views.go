@@ -4,11 +4,13 @@ import (
 	"cmp"
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"slices"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/controlplane"
+	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
@@ -37,6 +39,7 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: c.CNI, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
 		RestoredFromSnapshotID: c.RestoredFromSnapshotID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		UnhealthyAfter: (time.Duration(c.UnhealthyAfterSeconds) * time.Second).String(), MaxUnhealthyPercent: c.MaxUnhealthyPercent,
 		Conditions: engine.Conditions(engine.Observed{State: c.Status, ReadyIn: store.StatusActive, Message: c.StatusReason,
 			Op: c.LastOp, CreatedAt: c.CreatedAt}),
 	}
@@ -55,6 +58,14 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
 	v.NodePools = nodepool.Views(m.Pools, m.Nodes)
+	return v
+}
+
+// healthView is viewOf with every node's health as judged now
+// (internal/nodehealth): the reads' view.
+func (s *Service) healthView(c store.Cluster, m store.Members) apitypes.ClusterView {
+	v := viewOf(c, m)
+	nodehealth.Annotate(&v, m.Nodes, s.Clock())
 	return v
 }
 

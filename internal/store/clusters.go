@@ -88,6 +88,11 @@ type Cluster struct {
 	RestoreObjectKey       *string `db:"restore_object_key"`
 	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
 	RestoreSHA256          *string `db:"restore_sha256"`
+	// The remediation settings (migration 028): a node unhealthy for
+	// longer than UnhealthyAfterSeconds is replaced (0: never), a worker
+	// only while at most MaxUnhealthyPercent of its pool is unhealthy.
+	UnhealthyAfterSeconds int `db:"unhealthy_after_seconds"`
+	MaxUnhealthyPercent   int `db:"max_unhealthy_percent"`
 }
 
 var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -99,7 +104,8 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 		AND o.kind = '` + KindFounding + `' ORDER BY o.id LIMIT 1) AS founding_spec,
 	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
-	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256`
+	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
+	unhealthy_after_seconds, max_unhealthy_percent`
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 
@@ -150,6 +156,8 @@ type Node struct {
 	// Expiry is when the node's stored identities expire, loaded for every
 	// node (no keys in it).
 	Expiry IdentityExpiry
+	// Health is what the node's last health report said (migration 028).
+	Health NodeHealth
 }
 
 // IdentityExpiry is the earliest not_after among a node's stored
@@ -269,7 +277,8 @@ func nodesQuery(where string) string {
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
-		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated
+		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated,
+		       n.health_reported_at, n.health_checks, n.health_failing_since, n.remediation_refused
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
 			SELECT array_agg(name ORDER BY name) AS names, array_agg(cert ORDER BY name) AS certs,
@@ -303,7 +312,8 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 	)
 	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
-		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
+		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts,
+		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused); err != nil {
 		return n, err
 	}
 	for i := range names {
