@@ -5,7 +5,8 @@
 // GET and POST /bootstrap/control-plane/{vm_id}/etcd-snapshot (the chosen
 // node's snapshot upload URL and its report), and a worker's
 // GET /bootstrap/worker/{vm_id} (its bundle) and
-// POST /bootstrap/worker/{vm_id}/csr (its kubelet's certificates).
+// POST /bootstrap/worker/{vm_id}/csr (its kubelet's certificates), and
+// every ready node's health report (POST .../health).
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 	"github.com/excloud/k8sapi/internal/wiring"
@@ -25,6 +27,7 @@ func main() {
 		srv.Bundles, srv.Renewals = nodes, nodes
 		srv.Workers = &nodebootstrap.WorkerService{Service: nodes, Workers: app.Store}
 		srv.Progress = &progress.Service{Store: app.Store}
+		srv.Health = &nodehealth.Service{Store: app.Store}
 		srv.Limits = &vmlimit.Limiter{Factor: app.Config.VMCallBudgetFactor}
 		srv.SnapshotNodes = &etcdsnapshot.Node{Store: app.Store, Bucket: app.SnapshotBucket()}
 		srv.Audit = app.Store // migration 016 grants it the insert (the snapshot routes' events)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
-	"github.com/excloud/k8sapi/internal/progress"
 )
 
 // getBundle serves GET /bootstrap/control-plane/{vm_id}.
@@ -28,22 +27,23 @@ func (s *Server) getBundle(w http.ResponseWriter, r *http.Request) {
 // reports its own bootstrap phase. The body is read only once the VM has
 // proved itself, so a stranger learns nothing from how it is judged.
 func (s *Server) reportStatus(w http.ResponseWriter, r *http.Request) {
-	s.recordReport(w, r, s.Progress.Report)
+	recordReport(s, w, r, s.Progress.Report)
 }
 
 // reportWorkerStatus serves POST /bootstrap/worker/{vm_id}/status: a
 // worker reports its own bootstrap phase, one of a worker's.
 func (s *Server) reportWorkerStatus(w http.ResponseWriter, r *http.Request) {
-	s.recordReport(w, r, s.Progress.ReportWorker)
+	recordReport(s, w, r, s.Progress.ReportWorker)
 }
 
-// recordReport records a VM's report with record, once it proved itself.
-func (s *Server) recordReport(w http.ResponseWriter, r *http.Request, record func(context.Context, auth.BootstrapVM, progress.Report) error) {
+// recordReport records a VM's report (a phase, a health report) with
+// record, once it proved itself.
+func recordReport[R any](s *Server, w http.ResponseWriter, r *http.Request, record func(context.Context, auth.BootstrapVM, R) error) {
 	vm, ok := s.bootstrapVM(w, r)
 	if !ok {
 		return
 	}
-	var rep progress.Report
+	var rep R
 	err := decodeJSON(r, &rep)
 	if err == nil {
 		err = record(r.Context(), vm, rep)

@@ -46,6 +46,9 @@ var (
 	// snapshot, retrying a failure a few times.
 	snapshotAskBudget    = vmlimit.Budget{Calls: 40, Per: time.Hour}
 	snapshotReportBudget = vmlimit.Budget{Calls: 30, Per: time.Hour}
+	// A ready node reports its health every 30 s (nodehealth.ReportEvery):
+	// 20 calls in 10 minutes, three times that.
+	healthBudget = vmlimit.Budget{Calls: 60, Per: 10 * time.Minute}
 	// A restored cluster's node asks once before its etcd first starts; a
 	// re-opened bootstrap or a failed download asks again.
 	restoreBudget = vmlimit.Budget{Calls: 10, Per: time.Hour}
@@ -109,6 +112,8 @@ var (
 		{Method: http.MethodGet, Path: bundle.PathTemplate, handle: (*Server).getBundle, PerVM: fetchBudget, Audit: "bundle.fetch"},
 		{Method: http.MethodPost, Path: bundle.StatusPathTemplate, handle: (*Server).reportStatus, PerVM: statusBudget, Audit: "node.report_status"},
 		{Method: http.MethodPost, Path: bundle.RenewPathTemplate, handle: (*Server).renewCertificates, PerVM: renewBudget, Audit: "node.renew"},
+		// A ready node's health report (docs/NODE-HEALTH.md), every 30 s.
+		{Method: http.MethodPost, Path: bundle.HealthPathTemplate, handle: (*Server).reportHealth, PerVM: healthBudget, Audit: "node.report_health"},
 		// The node chosen to take a cluster's etcd snapshot gets its upload
 		// URL (an issued credential: audited) and reports the upload.
 		{Method: http.MethodGet, Path: bundle.SnapshotPathTemplate, handle: (*Server).nextEtcdSnapshot, PerVM: snapshotAskBudget, Audit: "etcd_snapshot.upload_url", Trail: true},
@@ -125,6 +130,7 @@ var (
 		{Method: http.MethodPost, Path: bundle.WorkerStatusPathTemplate, handle: (*Server).reportWorkerStatus, PerVM: statusBudget, Audit: "worker.report_status"},
 		// A ready worker renews daily, as a control-plane node: its budget.
 		{Method: http.MethodPost, Path: bundle.WorkerRenewPathTemplate, handle: (*Server).renewWorkerCertificates, PerVM: renewBudget, Audit: "worker.renew"},
+		{Method: http.MethodPost, Path: bundle.WorkerHealthPathTemplate, handle: (*Server).reportWorkerHealth, PerVM: healthBudget, Audit: "worker.report_health"},
 	}}
 )
 

@@ -23,6 +23,7 @@ import (
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
@@ -134,6 +135,14 @@ type Reporter interface {
 	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r progress.Report) error
 }
 
+// HealthReports records the health reports of ready nodes.
+type HealthReports interface {
+	Report(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) error
+	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) error
+}
+
+var _ HealthReports = (*nodehealth.Service)(nil)
+
 // NodeBootstraps shows and re-opens a node's bootstrap for its operator.
 type NodeBootstraps interface {
 	Bootstrap(ctx context.Context, org auth.Principal, clusterID, vmID int64) (apitypes.NodeBootstrapDetail, error)
@@ -173,6 +182,7 @@ type Server struct {
 	Renewals Renewals
 	Workers  WorkerBootstraps
 	Progress Reporter
+	Health   HealthReports
 	Nodes    NodeBootstraps
 	Limits   Limiter
 	Docs     Docs

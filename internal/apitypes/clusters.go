@@ -47,6 +47,10 @@ type ClusterView struct {
 	// founding, its control plane, its live pools, its snapshot schedule):
 	// what apply plans against and what a spec-less cluster's file is.
 	Actual *ClusterFile `json:"actual"`
+	// UnhealthyAfter ("5m0s"; "0s": off) and MaxUnhealthyPercent are the
+	// cluster's remediation settings (docs/NODE-HEALTH.md).
+	UnhealthyAfter      string `json:"unhealthy_after"`
+	MaxUnhealthyPercent int    `json:"max_unhealthy_percent"`
 	// Conditions are Ready (the cluster active) and Progressing (its
 	// founding or deletion runs).
 	Conditions []Condition `json:"conditions"`

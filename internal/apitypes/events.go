@@ -13,6 +13,8 @@ type AuditEvent struct {
 	Outcome   string    `json:"outcome"`
 	Status    int       `json:"status"`
 	RequestID string    `json:"request_id"`
+	// Reason says why k8sapi decided as it did by itself (node.remediate).
+	Reason string `json:"reason,omitempty"`
 }
 
 // AuditEventList is one page of GET /clusters/{id}/events; NextCursor is

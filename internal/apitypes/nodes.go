@@ -14,6 +14,35 @@ type NodeView struct {
 	// Retiring: the node is being replaced (its VM is deleted once the
 	// node replacing it is ready).
 	Retiring bool `json:"retiring,omitempty"`
+	// Health is the node's as its reports say (docs/NODE-HEALTH.md):
+	// healthy, unhealthy (UnhealthySince says since when) or unknown (it
+	// has not reported yet). The reads show it (GET /clusters, /clusters/{id}
+	// and the node pools'); an operation's answer leaves it out.
+	NodeHealth
+}
+
+// The node health states.
+const (
+	Healthy       = "healthy"
+	Unhealthy     = "unhealthy"
+	HealthUnknown = "unknown"
+)
+
+// NodeHealth is a node's health: its state, since when it is unhealthy
+// and why, its last report's time and checks.
+type NodeHealth struct {
+	Health           string                 `json:"health,omitempty"`
+	UnhealthySince   *time.Time             `json:"unhealthy_since,omitempty"`
+	UnhealthyReason  string                 `json:"unhealthy_reason,omitempty"`
+	HealthReportedAt *time.Time             `json:"health_reported_at,omitempty"`
+	HealthChecks     map[string]HealthCheck `json:"health_checks,omitempty"`
+}
+
+// HealthCheck is one check of a node's health report: whether it passed,
+// and what the node saw.
+type HealthCheck struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
 }
 
 // WorkerView is one worker whose VM exists: its bootstrap phase, and

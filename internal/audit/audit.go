@@ -45,8 +45,24 @@ type Event struct {
 	Outcome   Outcome   `json:"outcome"`
 	Status    int       `json:"status"`
 	RequestID string    `json:"request_id"`
-	_         noEqual
+	// Reason says why, for a decision k8sapi took by itself (a
+	// remediation's, taken or refused); "" for a request's event.
+	Reason string `json:"reason,omitempty"`
+	_      noEqual
 }
+
+// Remediate is the action of a remediation's decision (the reconciler's,
+// on a node unhealthy for longer than its cluster's unhealthy_after):
+// succeeded when the node's replacement began, refused with its reason.
+const Remediate = "node.remediate"
+
+// SystemActions are the actions of the events k8sapi records by itself,
+// not for a route: they are kept in the cluster's trail as the routes'
+// marked Trail are.
+var SystemActions = []string{Remediate}
+
+// ReconcilerPrincipal names k8sapi's reconciler in the events it records.
+const ReconcilerPrincipal = "k8sapi:reconciler"
 
 // noEqual makes a struct incomparable, so the compiler generates no
 // equality function for it: each function's binary is held to 12 MiB.

@@ -46,6 +46,8 @@ type fakeVM struct {
 	// workerRenewals are the renewals received.
 	renewWorker    func(workerRenewal) ([]byte, error)
 	workerRenewals []workerRenewal
+	// healthReports are the health reports received, either role's.
+	healthReports []map[string]any
 }
 
 // workerRenewal is the body of a worker's renewal: requests and the
@@ -123,6 +125,8 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
 	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.snapshotAsk))
 	mux.HandleFunc("POST /api"+SnapshotPathTemplate, proven(vm.snapshotReport))
+	mux.HandleFunc("POST /api"+HealthPathTemplate, proven(vm.healthReport))
+	mux.HandleFunc("POST /api"+WorkerHealthPathTemplate, proven(vm.healthReport))
 	mux.HandleFunc("PUT /upload/", vm.upload)
 	mux.HandleFunc("GET /api"+RestorePathTemplate, proven(vm.restoreAsk))
 	mux.HandleFunc("GET /download/", vm.download)
@@ -236,16 +240,31 @@ func (vm *fakeVM) snapshotAsk(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (vm *fakeVM) snapshotReport(w http.ResponseWriter, req *http.Request) {
+	if !vm.recordReport(w, req, &vm.snapshotReports) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"object_key":"etcd-snapshots/42/7.db","size_bytes":1,"state":"uploaded"}`))
+}
+
+func (vm *fakeVM) healthReport(w http.ResponseWriter, req *http.Request) {
+	if vm.recordReport(w, req, &vm.healthReports) {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// recordReport appends req's JSON body to into; a body that is not JSON
+// is answered 400 (false).
+func (vm *fakeVM) recordReport(w http.ResponseWriter, req *http.Request, into *[]map[string]any) bool {
 	var r map[string]any
 	if req.Header.Get("Content-Type") != "application/json" || json.NewDecoder(req.Body).Decode(&r) != nil {
 		http.Error(w, "bad report", http.StatusBadRequest)
-		return
+		return false
 	}
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
-	vm.snapshotReports = append(vm.snapshotReports, r)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{"object_key":"etcd-snapshots/42/7.db","size_bytes":1,"state":"uploaded"}`))
+	*into = append(*into, r)
+	return true
 }
 
 func (vm *fakeVM) upload(w http.ResponseWriter, req *http.Request) {

@@ -61,6 +61,7 @@ func parts() []part {
 		{"certificate-renewal", renewalPart},
 		{"etcd-snapshot", snapshotPart},
 		{"control-plane-taint", controlPlaneTaintPart},
+		{"health", healthPart},
 	}
 }
 

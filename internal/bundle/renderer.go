@@ -72,6 +72,9 @@ const (
 	// WorkerRenewPathTemplate is where a ready worker renews its
 	// certificates over the keys it holds.
 	WorkerRenewPathTemplate = WorkerPathTemplate + "/renew"
+	// WorkerHealthPathTemplate is where a ready worker reports its health
+	// (exk8s-health-report.sh).
+	WorkerHealthPathTemplate = WorkerPathTemplate + "/health"
 )
 
 // Response is the JSON body of GET /bootstrap/control-plane/{vm_id}: the
@@ -212,6 +215,7 @@ type view struct {
 	Renewal       renewalView
 	Snapshot      snapshotView
 	Taint         taintView
+	Health        healthView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
 	// cluster-admin (pki.ClusterAdminsGroup).
 	ClusterAdminsGroup string
@@ -245,6 +249,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
 	v.Taint = newTaintView()
+	v.Health = newHealthView("health")
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil
 }

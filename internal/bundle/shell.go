@@ -29,6 +29,8 @@ const (
 	SnapshotPathTemplate = PathTemplate + "/etcd-snapshot"
 	// GET: the download URL of a restored cluster's snapshot.
 	RestorePathTemplate = PathTemplate + "/etcd-restore"
+	// POST: a ready node's health report (exk8s-health-report.sh).
+	HealthPathTemplate = PathTemplate + "/health"
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -39,7 +41,8 @@ type VMRoute struct{ Name, Path string }
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
 		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
-		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate}}
+		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate},
+		{"health", HealthPathTemplate}, {"worker_health", WorkerHealthPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

@@ -48,6 +48,7 @@ func workerParts() []part {
 		{"network", podNetworkPart},
 		{"drain", workerDrainPart},
 		{"renewal", workerRenewalPart},
+		{"health", healthPart},
 		{"scripts", workerScriptPart},
 	}
 }
@@ -160,6 +161,7 @@ func workerViewOf(in WorkerInput) (*view, error) {
 	}
 	v.APIServerEndpoint = WorkerAPIServerURL(in.Cluster)
 	v.Worker = newWorkerView(&in)
+	v.Health = newHealthView("worker_health")
 	return v, nil
 }
 

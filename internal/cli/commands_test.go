@@ -235,11 +235,13 @@ func TestGetNodes(t *testing.T) {
 	f := newFakeAPI(t)
 	c := cluster(5, "active", "failed", "ready", "failed")
 	c.Bootstrap.Nodes[1].Message = "etcd failed\nlast lines"
+	c.Nodes[0].NodeHealth = apitypes.NodeHealth{Health: "healthy"}
+	c.Nodes[1].NodeHealth = apitypes.NodeHealth{Health: "unhealthy", UnhealthySince: &unhealthySince}
 	f.on("GET /clusters/5", ok(c))
 	runCLI(t, f, nil, "get", "nodes", "5", "-o", "wide").wantOut(t, `
-NAME                      ROLE            VM-ID   ORDINAL   PHASE    IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
-cp-0.cluster-5.internal   control-plane   10      0         ready    10.0.0.10   60s     <none>   <none>        <none>
-cp-1.cluster-5.internal   control-plane   11      1         failed   10.0.0.11   60s     <none>   <none>        etcd failed`)
+NAME                      ROLE            VM-ID   ORDINAL   PHASE    HEALTH         IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
+cp-0.cluster-5.internal   control-plane   10      0         ready    healthy        10.0.0.10   60s     <none>   <none>        <none>
+cp-1.cluster-5.internal   control-plane   11      1         failed   unhealthy 3m   10.0.0.11   60s     <none>   <none>        etcd failed`)
 }
 
 func TestIDArgumentsAreChecked(t *testing.T) {

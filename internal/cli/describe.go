@@ -41,7 +41,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	}
 	w := &describer{w: a.stdout, now: a.now()}
 	w.cluster(cl)
-	w.nodes(details, cl.Bootstrap.Nodes)
+	w.nodes(details, cl.Bootstrap.Nodes, healthByVM(cl))
 	w.pools(cl.NodePools)
 	w.replacements(cl.Replacements)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
@@ -80,6 +80,7 @@ func (d *describer) cluster(cl apitypes.ClusterView) {
 	d.field(0, "Created", timestamp(cl.CreatedAt))
 	d.field(0, "Updated", timestamp(cl.UpdatedAt))
 	d.field(0, "Bootstrap", cl.Bootstrap.State+" ("+readyNodes(cl.Bootstrap)+" nodes ready)")
+	d.field(0, "Remediation", remediation(cl))
 	d.conditions(0, cl.Conditions)
 	d.expiries(cl)
 }
@@ -145,11 +146,12 @@ func (d *describer) expiries(cl apitypes.ClusterView) {
 
 // nodes describes each node's bootstrap; statuses (the cluster's view,
 // by VM) carry the steps' times.
-func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap) {
+func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap, health map[int64]apitypes.NodeHealth) {
 	fmt.Fprintln(d.w, "Nodes:")
 	for _, n := range details {
 		fmt.Fprintf(d.w, "  %s (vm %d):\n", n.NodeName, n.VMID)
 		d.field(2, "Phase", n.Phase+" since "+timestamp(n.UpdatedAt))
+		d.field(2, "Health", healthLine(health[n.VMID]))
 		if n.Message != "" {
 			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))
 		}
@@ -218,7 +220,10 @@ func (d *describer) events(list []apitypes.AuditEvent, err error) {
 	fmt.Fprintln(d.w, "Events:")
 	t := newTable(d.w, "  AT", "ACTION", "OUTCOME", "PRINCIPAL", "RESOURCE", "REQUEST-ID")
 	for _, e := range list {
-		t.row("  "+timestamp(e.At), e.Action, fmt.Sprintf("%s (%d)", e.Outcome, e.Status), e.Principal, e.Resource, e.RequestID)
+		t.row("  "+timestamp(e.At), e.Action, fmt.Sprintf("%s (%d)", e.Outcome, e.Status), e.Principal, e.Resource, orNone(e.RequestID))
+		if e.Reason != "" {
+			t.row("    " + e.Reason)
+		}
 	}
 	_ = t.flush()
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"encoding/json"
 	"testing"
 
@@ -17,11 +19,22 @@ func withPools(c apitypes.ClusterView, pools ...apitypes.NodePool) reply {
 
 // webPool is a pool "web" of cluster 5 asked for two workers: one ready,
 // one still bootstrapping, and one retiring (a scale-down under way).
+// A worker's last report, and since when one is unhealthy (three minutes
+// before the tests' now).
+var (
+	reportedAt     = now.Add(-10 * time.Second)
+	unhealthySince = now.Add(-3 * time.Minute)
+)
+
 func webPool() apitypes.NodePool {
 	return apitypes.NodePool{Name: "web", Count: 2, InstanceType: "e2.medium", ImageID: 1, SubnetID: 1, State: "scaling", Nodes: []apitypes.WorkerView{
-		{NodeView: apitypes.NodeView{VMID: 20, Ordinal: 3, Name: "web-3.cluster-5.internal", IPv4: "10.0.0.20"}, Phase: "ready"},
-		{NodeView: apitypes.NodeView{VMID: 21, Ordinal: 4, Name: "web-4.cluster-5.internal", IPv4: "10.0.0.21"}, Phase: "bundle_fetched"},
-		{NodeView: apitypes.NodeView{VMID: 22, Ordinal: 5, Name: "web-5.cluster-5.internal", IPv4: "10.0.0.22"}, Phase: "ready", Retiring: true},
+		{NodeView: apitypes.NodeView{VMID: 20, Ordinal: 3, Name: "web-3.cluster-5.internal", IPv4: "10.0.0.20",
+			NodeHealth: apitypes.NodeHealth{Health: "healthy", HealthReportedAt: &reportedAt}}, Phase: "ready"},
+		{NodeView: apitypes.NodeView{VMID: 21, Ordinal: 4, Name: "web-4.cluster-5.internal", IPv4: "10.0.0.21",
+			NodeHealth: apitypes.NodeHealth{Health: "unknown"}}, Phase: "bundle_fetched"},
+		{NodeView: apitypes.NodeView{VMID: 22, Ordinal: 5, Name: "web-5.cluster-5.internal", IPv4: "10.0.0.22",
+			NodeHealth: apitypes.NodeHealth{Health: "unhealthy", UnhealthySince: &unhealthySince, UnhealthyReason: "no health report since 2026-11-24T12:57:00Z"}},
+			Phase: "ready", Retiring: true},
 	}}
 }
 
@@ -30,26 +43,29 @@ func webPool() apitypes.NodePool {
 func TestWorkersAreShown(t *testing.T) {
 	f := newFakeAPI(t)
 	c := cluster(5, "active", "ready", "ready")
+	c.UnhealthyAfter, c.MaxUnhealthyPercent = "5m0s", 40
 	f.on("GET /clusters", ok(map[string]any{"clusters": []any{json.RawMessage(withPools(c, webPool()).body)}}))
 	f.on("GET /clusters/5", withPools(c, webPool()))
 	runCLI(t, f, nil, "get", "clusters").wantOut(t, `
 ID   NAME        STATUS   BOOTSTRAP   NODES   WORKERS   CNI      VERSION   AGE
 5    exk8s-1-5   active   ready       1/1     1/2       cilium   v1.35.4   60m`)
 	runCLI(t, f, nil, "get", "nodes", "5").wantOut(t, `
-NAME                       ROLE                     VM-ID   ORDINAL   PHASE            IPV4        SINCE
-cp-0.cluster-5.internal    control-plane            10      0         ready            10.0.0.10   60s
-web-3.cluster-5.internal   worker (web)             20      3         ready            10.0.0.20   -
-web-4.cluster-5.internal   worker (web)             21      4         bundle_fetched   10.0.0.21   -
-web-5.cluster-5.internal   worker (web), retiring   22      5         ready            10.0.0.22   -`)
+NAME                       ROLE                     VM-ID   ORDINAL   PHASE            HEALTH         IPV4        SINCE
+cp-0.cluster-5.internal    control-plane            10      0         ready            <none>         10.0.0.10   60s
+web-3.cluster-5.internal   worker (web)             20      3         ready            healthy        10.0.0.20   -
+web-4.cluster-5.internal   worker (web)             21      4         bundle_fetched   unknown        10.0.0.21   -
+web-5.cluster-5.internal   worker (web), retiring   22      5         ready            unhealthy 3m   10.0.0.22   -`)
 	f.on("GET /clusters/5/nodes/10/bootstrap", ok(apitypes.NodeBootstrapDetail{ClusterID: 5, VMID: 10, NodeName: "cp-0.cluster-5.internal", Phase: "ready"}))
 	r := runCLI(t, f, nil, "describe", "cluster", "5")
 	r.want(t, 0)
 	r.wantLines(t,
+		"Remediation:            a node unhealthy for 5m0s is replaced (workers while at most 40% of their pool is unhealthy)",
 		"Node pools:",
 		"  web:",
 		"    State:              scaling",
 		"    Workers:            1/2 ready",
 		"    Instance type:      e2.medium (image 1, subnet 1)",
-		"      web-4.cluster-5.internal (vm 21, 10.0.0.21): bundle_fetched",
-		"      web-5.cluster-5.internal (vm 22, 10.0.0.22): ready, retiring")
+		"      web-3.cluster-5.internal (vm 20, 10.0.0.20): ready, healthy, last report 2026-11-24T12:59:50Z",
+		"      web-4.cluster-5.internal (vm 21, 10.0.0.21): bundle_fetched, unknown",
+		"      web-5.cluster-5.internal (vm 22, 10.0.0.22): ready, unhealthy since 2026-11-24T12:57:00Z: no health report since 2026-11-24T12:57:00Z, retiring")
 }

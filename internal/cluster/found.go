@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/apitypes"
@@ -150,6 +151,7 @@ func (s *Service) newCluster(org, id int64, spec clusterspec.Spec, key string) s
 	name := clusterspec.ClusterName(org, id)
 	fp := spec.Fingerprint()
 	specJSON, _ := json.Marshal(spec) // a struct of plain fields cannot fail to marshal
+	unhealthyAfter, maxUnhealthy := spec.Remediation()
 	return store.Cluster{
 		ID: id, OrgID: org, ProjectID: 1, Name: name,
 		ControlPlaneDNSName: name + "." + s.Settings.BaseDNSDomain,
@@ -159,6 +161,7 @@ func (s *Service) newCluster(org, id int64, spec clusterspec.Spec, key string) s
 		ControlPlaneCount: spec.ControlPlaneCount, SecurityGroupIDs: spec.SecurityGroupIDs,
 		IdempotencyKey: &key, RequestFingerprint: &fp, FoundingSpec: specJSON,
 		CreateTokenKey: vm.NewTokenKey(), CreatedAt: s.Clock(), UpdatedAt: s.Clock(),
+		UnhealthyAfterSeconds: int(unhealthyAfter / time.Second), MaxUnhealthyPercent: maxUnhealthy,
 	}
 }
 

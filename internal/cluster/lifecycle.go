@@ -121,7 +121,7 @@ func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]apitypes.Clu
 	}
 	views := make([]apitypes.ClusterView, 0, len(cs))
 	for _, c := range cs {
-		views = append(views, viewOf(c, *byCluster[c.ID]))
+		views = append(views, s.healthView(c, *byCluster[c.ID]))
 	}
 	return views, nil
 }
@@ -132,7 +132,7 @@ func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (apityp
 	if err != nil {
 		return apitypes.ClusterView{}, err
 	}
-	v := viewOf(c, m)
+	v := s.healthView(c, m)
 	rs, err := s.Store.RecentReplacements(ctx, id, recentReplacements)
 	if err != nil {
 		return v, usecase.DatabaseError(err)

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"slices"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/controlplane"
+	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
@@ -38,6 +40,7 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: c.CNI, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
 		RestoredFromSnapshotID: c.RestoredFromSnapshotID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		UnhealthyAfter: (time.Duration(c.UnhealthyAfterSeconds) * time.Second).String(), MaxUnhealthyPercent: c.MaxUnhealthyPercent,
 		Conditions: engine.Conditions(engine.Observed{State: c.Status, ReadyIn: store.StatusActive, Message: c.StatusReason,
 			Op: c.LastOp, CreatedAt: c.CreatedAt}),
 	}
@@ -69,6 +72,14 @@ func filesOf(c *store.Cluster, pools []apitypes.NodePool) (kept, actual *apitype
 		actual = &f
 	}
 	return kept, actual
+}
+
+// healthView is viewOf with every node's health as judged now
+// (internal/nodehealth): the reads' view.
+func (s *Service) healthView(c store.Cluster, m store.Members) apitypes.ClusterView {
+	v := viewOf(c, m)
+	nodehealth.Annotate(&v, m.Nodes, s.Clock())
+	return v
 }
 
 // timelineOf is n's bootstrap as recorded, initial being its cluster's

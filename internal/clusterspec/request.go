@@ -49,6 +49,10 @@ type Request struct {
 	// RestoreFrom founds the cluster from an uploaded etcd snapshot of
 	// another of the org's clusters (restore.go).
 	RestoreFrom *RestoreRequest `json:"restore_from"`
+	// UnhealthyAfter and MaxUnhealthyPercent are the cluster's remediation
+	// settings (health.go).
+	UnhealthyAfter      *string `json:"unhealthy_after"`
+	MaxUnhealthyPercent *int    `json:"max_unhealthy_percent"`
 }
 
 // RestoreRequest names the snapshot a cluster is founded from.
@@ -77,6 +81,10 @@ type Spec struct {
 	// Omitted when absent: a request without it keeps the fingerprint it
 	// had before restores existed.
 	RestoreFrom *RestoreRef `json:"restore_from,omitempty"`
+	// The remediation settings as given, omitted when absent
+	// (Spec.Remediation applies the defaults).
+	UnhealthyAfterSeconds *int `json:"unhealthy_after_seconds,omitempty"`
+	MaxUnhealthyPercent   *int `json:"max_unhealthy_percent,omitempty"`
 }
 
 // RestoreRef is a validated RestoreRequest.
@@ -91,7 +99,8 @@ var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
 // field name, joined as one 400.
 func (r Request) Validate() (Spec, error) {
 	s := r.withDefaults()
-	if err := invalid(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s), restoreRules(r.RestoreFrom)); err != nil {
+	if err := invalid(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s), restoreRules(r.RestoreFrom),
+		remediationRules(r)); err != nil {
 		return Spec{}, err
 	}
 	return s, nil
@@ -113,6 +122,7 @@ func (r Request) withDefaults() Spec {
 	if r.RestoreFrom != nil {
 		s.RestoreFrom = &RestoreRef{ClusterID: valueOr(r.RestoreFrom.ClusterID, 0), SnapshotID: valueOr(r.RestoreFrom.SnapshotID, 0)}
 	}
+	remediationSpec(r, &s)
 	return s
 }
 

@@ -227,6 +227,26 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		cases = append(cases, authCase{"bundle unclean " + p, "GET", p, both(imds1, "Bearer "+access1), "", 404, "not_found"})
 	}
 
+	// POST /bootstrap/control-plane/{vm_id}/health: the bundle's four
+	// proofs, then a JSON body naming the role's checks (health_test.go).
+	healthPath := func(vm int64) string { return bundlePath + itoa(vm) + "/health" }
+	for _, c := range refused {
+		if c.authorization != "" && !c.vmToken {
+			cases = append(cases, authCase{"health bearer: " + c.name, "POST", healthPath(vm1), both(imds1, c.authorization), cpHealthy, c.status, c.code})
+		}
+	}
+	healthProof := both(imds1, "Bearer "+access1)
+	cases = append(cases,
+		authCase{"health peer VM", "POST", healthPath(vm2), healthProof, cpHealthy, 403, "forbidden"},
+		authCase{"health operator token with the VM's IMDS", "POST", healthPath(vm1), both(imds1, "Bearer "+valid), cpHealthy, 403, "token_scope"},
+		authCase{"health other org's IMDS", "POST", healthPath(vm1), both(imdsOrg2, "Bearer "+access1), cpHealthy, 403, "forbidden"},
+		authCase{"health no IMDS", "POST", healthPath(vm1), both("", "Bearer "+access1), cpHealthy, 401, "unauthenticated"},
+		authCase{"health bad vm_id", "POST", bundlePath + "0x1/health", healthProof, cpHealthy, 400, "invalid_path"},
+		authCase{"health GET", "GET", healthPath(vm1), healthProof, "", 405, "method_not_allowed"},
+		authCase{"health without a body", "POST", healthPath(vm1), healthProof, "", 400, "invalid_json"},
+		authCase{"health valid", "POST", healthPath(vm1), healthProof, cpHealthy, 204, ""},
+	)
+
 	// POST /bootstrap/control-plane/{vm_id}/renew: the bundle's four
 	// proofs, then a JSON body, then the node must have been ready (vm1 is
 	// bundle_fetched here, and failed once the status cases below ran:
@@ -389,7 +409,8 @@ func workerAuthCases(t *testing.T, s *stack, clusterID int64, refused []refusedC
 	const noRenewal = `{"csrs":{},"certificates":{}}`
 	var cases []authCase
 	// The worker's routes by method and what follows /bootstrap/worker/{vm_id}.
-	for _, r := range []struct{ method, suffix, body string }{{"GET", "", ""}, {"POST", "/csr", noCSRs}, {"POST", "/renew", noRenewal}} {
+	for _, r := range []struct{ method, suffix, body string }{{"GET", "", ""}, {"POST", "/csr", noCSRs}, {"POST", "/renew", noRenewal},
+		{"POST", "/health", workerHealthy}} {
 		path := func(vm string) string { return "/bootstrap/worker/" + vm + r.suffix }
 		for _, c := range refused {
 			if c.authorization != "" && !c.vmToken {
@@ -417,6 +438,9 @@ func workerAuthCases(t *testing.T, s *stack, clusterID int64, refused []refusedC
 		authCase{"worker renewal before its Node is Ready", "POST", "/bootstrap/worker/" + itoa(w) + "/renew", proof, noRenewal, 409, "node_not_ready"},
 		authCase{"worker's proofs on the control-plane bundle", "GET", "/bootstrap/control-plane/" + itoa(w), proof, "", 404, "not_found"},
 		authCase{"worker's proofs on the control-plane status", "POST", "/bootstrap/control-plane/" + itoa(w) + "/status", proof, `{"phase":"ready"}`, 404, "not_found"},
+		authCase{"worker's proofs on the control-plane health", "POST", "/bootstrap/control-plane/" + itoa(w) + "/health", proof, cpHealthy, 404, "not_found"},
+		authCase{"worker health valid", "POST", "/bootstrap/worker/" + itoa(w) + "/health", proof, workerHealthy, 204, ""},
+		authCase{"worker health naming etcd", "POST", "/bootstrap/worker/" + itoa(w) + "/health", proof, cpHealthy, 400, "invalid_request"},
 	)
 }
 

@@ -46,6 +46,14 @@ var refusals = []struct{ function, sql string }{
 	{"ReconcilerFunction", `CREATE TABLE sneaky (id int)`},
 	{"GetBundleFunction", `ALTER TABLE kube_clusters ADD COLUMN sneaky int`},
 	{"GetBundleFunction", `SET ROLE k8sapi_clusters`},
+	// A node records its health reports (migration 028), nothing of the
+	// remediation; the reconciler appends decisions to the trail, never
+	// rewrites it.
+	{"GetBundleFunction", `UPDATE kube_clusters SET unhealthy_after_seconds = 0`},
+	{"GetBundleFunction", `UPDATE kube_nodes SET retiring = true`},
+	{"ReconcilerFunction", `UPDATE audit_events SET reason = ''`},
+	{"ReconcilerFunction", `DELETE FROM audit_events`},
+	{"ReconcilerFunction", `UPDATE kube_nodes SET health_reported_at = now()`},
 }
 
 // Each function's database user is refused what its role was not granted:

@@ -9,6 +9,7 @@ import (
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/clusterspec"
+	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/usecase"
@@ -219,7 +220,12 @@ func (s *Service) Pools(ctx context.Context, org auth.Principal, clusterID int64
 	if err != nil {
 		return nil, usecase.DatabaseError(err)
 	}
-	return Views(m.Pools, m.Nodes), nil
+	views := Views(m.Pools, m.Nodes)
+	health := nodehealth.ByVM(m.Nodes, s.Clock())
+	for i := range views {
+		nodehealth.AnnotatePool(&views[i], health)
+	}
+	return views, nil
 }
 
 // Pool is one live pool of one of org's clusters, with its workers.
@@ -241,5 +247,7 @@ func (s *Service) poolView(ctx context.Context, p store.Pool) (apitypes.NodePool
 	if err != nil {
 		return apitypes.NodePool{}, usecase.DatabaseError(err)
 	}
-	return poolViewOf(p, nodes), nil
+	v := poolViewOf(p, nodes)
+	nodehealth.AnnotatePool(&v, nodehealth.ByVM(nodes, s.Clock()))
+	return v, nil
 }

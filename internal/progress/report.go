@@ -37,7 +37,7 @@ func (r Report) Validate(role clusterfacts.Role) (clusterfacts.Phase, string, er
 	case !clusterfacts.ReportedByVM(clusterfacts.Phase(*r.Phase)):
 		errs = append(errs, "phase: "+*r.Phase+" is recorded by k8sapi, not reported; must be one of "+reportableList(role))
 	case !clusterfacts.PassedBy(clusterfacts.Phase(*r.Phase), role):
-		errs = append(errs, "phase: "+*r.Phase+" is no phase a "+roleNoun(role)+" passes; must be one of "+reportableList(role))
+		errs = append(errs, "phase: "+*r.Phase+" is no phase a "+RoleNoun(role)+" passes; must be one of "+reportableList(role))
 	default:
 		p = clusterfacts.Phase(*r.Phase)
 	}
@@ -110,27 +110,28 @@ func Advance(ctx context.Context, st Recorder, vm auth.BootstrapVM, role cluster
 // change is the guarded move of vm's node, of role, to phase to.
 func change(vm auth.BootstrapVM, role clusterfacts.Role, to clusterfacts.Phase, msg string) store.PhaseChange {
 	return store.PhaseChange{
-		VMID: vm.VMID, OrgID: vm.OrgID, Role: storeRole(role), To: string(to), Message: msg, From: clusterfacts.EnterableFrom(to),
+		VMID: vm.VMID, OrgID: vm.OrgID, Role: StoreRole(role), To: string(to), Message: msg, From: clusterfacts.EnterableFrom(to),
 		FromOnceReady: enterableOnceReady(to), InitialOnly: clusterfacts.InitialOnly(to), MarksReady: to == clusterfacts.Ready,
 	}
 }
 
 func advanceError(err error, role clusterfacts.Role) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return apperr.NotFound.Detail("no " + roleNoun(role) + " for this VM")
+		return apperr.NotFound.Detail("no " + RoleNoun(role) + " for this VM")
 	}
 	return apperr.DatabaseUnavailable.Wrap(err)
 }
 
-// storeRole and roleNoun are a role as the store and errors spell it.
-func storeRole(role clusterfacts.Role) string {
+// StoreRole and RoleNoun are a role as the store and errors spell it
+// (the health reports too: internal/nodehealth).
+func StoreRole(role clusterfacts.Role) string {
 	if role == clusterfacts.Worker {
 		return store.RoleWorker
 	}
 	return store.RoleControlPlane
 }
 
-func roleNoun(role clusterfacts.Role) string {
+func RoleNoun(role clusterfacts.Role) string {
 	if role == clusterfacts.Worker {
 		return "worker"
 	}

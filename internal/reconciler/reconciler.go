@@ -55,6 +55,10 @@ type Report struct {
 	Replaced            int `json:"replaced"`
 	ReplacementsFailed  int `json:"replacements_failed"`
 	ReplacementsWaiting int `json:"replacements_waiting"`
+	// Remediation's decisions (docs/NODE-HEALTH.md): unhealthy nodes whose
+	// replacement began, and those refused (each run they stay refused).
+	Remediated          int `json:"remediated"`
+	RemediationsRefused int `json:"remediations_refused"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -72,11 +76,16 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 	return counters[what][o]
 }
 
-// Run claims and handles unfinished operations one at a time, the oldest
-// due first whatever its kind, until none is left, or until the context's
-// deadline is near (the rest wait for the next run).
+// Run judges the clusters' unhealthy nodes (remediate: a replacement it
+// begins is driven in this same run), then claims and handles unfinished
+// operations one at a time, the oldest due first whatever its kind, until
+// none is left, or until the context's deadline is near (the rest wait for
+// the next run).
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	var rep Report
+	if err := r.remediate(ctx, &rep); err != nil {
+		return rep, err
+	}
 	handlers := r.kinds()
 	for {
 		if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {

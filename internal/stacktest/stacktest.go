@@ -36,6 +36,7 @@ import (
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/nodebootstrap"
+	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -211,6 +212,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals, vm.Workers = st.Bundles, st.Bundles, st.Workers
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
+	vm.Health = &nodehealth.Service{Store: stores["GetBundleFunction"], Now: cfg.Now}
 	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}
 	clusters.Snapshots = &etcdsnapshot.Operator{Store: stores["ClustersFunction"], Now: cfg.Now}
 	bucket := cfg.SnapshotBucket

@@ -14,9 +14,9 @@ import (
 // whether a row was written.
 func (s *Store) RecordAudit(ctx context.Context, e audit.Event) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO audit_events (kube_cluster_id, at, principal, action, resource, outcome, status, request_id)
-		SELECT id, $3, $4, $5, $6, $7, $8, $9 FROM kube_clusters WHERE id = $1 AND org_id = $2`,
-		e.ClusterID, e.OrgID, e.At, e.Principal, e.Action, e.Resource, string(e.Outcome), e.Status, e.RequestID)
+		INSERT INTO audit_events (kube_cluster_id, at, principal, action, resource, outcome, status, request_id, reason)
+		SELECT id, $3, $4, $5, $6, $7, $8, $9, $10 FROM kube_clusters WHERE id = $1 AND org_id = $2`,
+		e.ClusterID, e.OrgID, e.At, e.Principal, e.Action, e.Resource, string(e.Outcome), e.Status, e.RequestID, e.Reason)
 	if err != nil {
 		return false, fmt.Errorf("recording %s on cluster %d: %w", e.Action, e.ClusterID, err)
 	}
@@ -49,7 +49,7 @@ func (s *Store) AuditEvents(ctx context.Context, orgID, clusterID int64, q Event
 	err := s.pool.QueryRow(ctx, `
 		SELECT COALESCE((
 			SELECT json_agg(json_build_object('ID', id, 'at', at, 'org_id', k.org_id, 'cluster_id', k.id, 'principal', principal, 'action', action,
-				'resource', resource, 'outcome', outcome, 'status', status, 'request_id', request_id) ORDER BY at DESC, id DESC)
+				'resource', resource, 'outcome', outcome, 'status', status, 'request_id', request_id, 'reason', reason) ORDER BY at DESC, id DESC)
 			FROM (SELECT * FROM audit_events a WHERE a.kube_cluster_id = k.id
 				AND ($3 = 0 OR (a.at, a.id) < (SELECT b.at, b.id FROM audit_events b WHERE b.id = $3 AND b.kube_cluster_id = k.id))
 				ORDER BY at DESC, id DESC LIMIT $4) e

@@ -94,6 +94,11 @@ type Cluster struct {
 	// SnapshotIntervalSeconds is the etcd snapshot schedule (migration
 	// 016), 0 for none.
 	SnapshotIntervalSeconds int `db:"etcd_snapshot_interval_seconds"`
+	// The remediation settings (migration 028): a node unhealthy for
+	// longer than UnhealthyAfterSeconds is replaced (0: never), a worker
+	// only while at most MaxUnhealthyPercent of its pool is unhealthy.
+	UnhealthyAfterSeconds int `db:"unhealthy_after_seconds"`
+	MaxUnhealthyPercent   int `db:"max_unhealthy_percent"`
 }
 
 var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -105,7 +110,7 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
 	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
-	spec, etcd_snapshot_interval_seconds`
+	spec, etcd_snapshot_interval_seconds, unhealthy_after_seconds, max_unhealthy_percent`
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 
@@ -161,6 +166,8 @@ type Node struct {
 	// Expiry is when the node's stored identities expire, loaded for every
 	// node (no keys in it).
 	Expiry IdentityExpiry
+	// Health is what the node's last health report said (migration 028).
+	Health NodeHealth
 }
 
 // IdentityExpiry is the earliest not_after among a node's stored
@@ -226,7 +233,8 @@ type ClusterQuery struct {
 var listedColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count,
 	ca_cert, etcd_ca_cert, front_proxy_ca_cert, dns_configured, dns_error, created_at, updated_at,
-	restored_from_snapshot_id, ` + clusterFoundingSpec + `, ` + clusterLastOp + `, spec, etcd_snapshot_interval_seconds`
+	restored_from_snapshot_id, ` + clusterFoundingSpec + `, ` + clusterLastOp + `, spec, etcd_snapshot_interval_seconds,
+	unhealthy_after_seconds, max_unhealthy_percent`
 
 // ListClusters returns the page of org's clusters q selects, with
 // listedColumns only (the other fields are zero).
@@ -311,7 +319,8 @@ func nodesSelect(identities, identitiesJoin, where string) string {
 		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4, exp.issued,
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
-		       ` + identities + `, exp.earliest, exp.undated
+		       ` + identities + `, exp.earliest, exp.undated,
+		       n.health_reported_at, n.health_checks, n.health_failing_since, n.remediation_refused
 		FROM kube_nodes n` + identitiesJoin + `
 		LEFT JOIN LATERAL (
 			SELECT count(*) > 0 AS issued, min(not_after) FILTER (WHERE NOT bootstrap_only) AS earliest,
@@ -340,7 +349,8 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 	)
 	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
-		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
+		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts,
+		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused); err != nil {
 		return n, err
 	}
 	for i := range names {

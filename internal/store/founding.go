@@ -53,9 +53,10 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 			idempotency_key, request_fingerprint, resumable, cni, artifacts,
 			create_token_key, secrets_encryption_key_sealed,
-			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, last_ordinal)
+			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, last_ordinal,
+			unhealthy_after_seconds, max_unhealthy_percent)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$29,$30,$31,$32,$33,
-				$36,$37,$38,$39,$40)
+				$36,$37,$38,$39,$40,$41,$42)
 			ON CONFLICT (org_id, idempotency_key) DO NOTHING
 			RETURNING id
 		), op AS (
@@ -70,7 +71,8 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 		c.FrontProxyCAKeySealed, c.ServiceAccountPub, c.ServiceAccountKeySealed, c.IdempotencyKey, c.RequestFingerprint,
 		string(c.FoundingSpec), lease.Owner, lease.Until, c.Resumable, c.CNI, jsonOrNull(c.Artifacts),
 		c.CreateTokenKey, c.SecretsEncryptionKeySealed, ordinals, names,
-		c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256, slices.Max(append(ordinals, 0)))
+		c.RestoredFromSnapshotID, c.RestoreObjectKey, c.RestoreSizeBytes, c.RestoreSHA256, slices.Max(append(ordinals, 0)),
+		c.UnhealthyAfterSeconds, c.MaxUnhealthyPercent)
 	if err == nil && tag.RowsAffected() == 0 {
 		// The cluster's insert did nothing, so no node was inserted either.
 		err = ErrDuplicate
@@ -311,8 +313,7 @@ func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease
 	err := s.pool.QueryRow(ctx, `WITH k AS (
 			UPDATE kube_clusters SET status = 'deleting', updated_at = now()
 			WHERE org_id = $1 AND id = $2 AND status <> 'deleted'
-			  AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.kube_cluster_id = $2 AND o.ended_at IS NULL
-				AND (o.lease_until >= $5 OR NOT o.kind = ANY($6)))
+			  AND NOT EXISTS (SELECT 1 `+liveOpsOf("$2")+` AND (o.lease_until >= $5 OR NOT o.kind = ANY($6)))
 			RETURNING id, `+clusterLastOp+`
 		), taken AS (
 			UPDATE operations o SET lease_owner = $3, lease_until = $4, updated_at = now() FROM k

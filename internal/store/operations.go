@@ -108,6 +108,15 @@ func opHeld(cluster string) string {
 	return `EXISTS (SELECT 1 FROM operations o WHERE o.kube_cluster_id = ` + cluster + ` AND o.lease_owner = $2 AND o.ended_at IS NULL)`
 }
 
+// liveOpsOf is the FROM and WHERE of the one "no live operation on this
+// cluster" check: the operations of the cluster (the SQL expression
+// cluster) that have not ended. A cluster's deletion (BeginDeleting)
+// narrows it to the ones that hold a deletion off; the remediation sweep
+// (ClusterOperations) waits for every one.
+func liveOpsOf(cluster string) string {
+	return `FROM operations o WHERE o.kube_cluster_id = ` + cluster + ` AND o.ended_at IS NULL`
+}
+
 // runningReason is the reason of a running operation that says message.
 func runningReason(message string) string {
 	if message == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -193,5 +194,38 @@ func TestDeletionSupersedesAnAbandonedFounding(t *testing.T) {
 	if err != nil || len(ops) != 2 || ops[0].Reason != store.ReasonSuperseded || ops[1].Kind != store.KindDeletion ||
 		ops[1].State != store.OpRunning || !ops[1].Leased {
 		t.Fatalf("operations %+v (%v); want the founding superseded, a deletion running under a lease", ops, err)
+	}
+}
+
+// The remediation sweep waits for every live operation of the cluster,
+// a pool's even once its driver died, as the table of operations has it.
+func TestClusterOperationsAreTheLiveOnes(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	id := founding(t, st, lease("founder", time.Minute))
+	if running, err := st.ClusterOperations(ctx, id); err != nil || len(running) != 1 || running[0] != "the cluster's founding" {
+		t.Fatalf("operations of a founding cluster: %q (%v), want its founding", running, err)
+	}
+	if err := st.FinishFounding(ctx, id, "founder"); err != nil {
+		t.Fatal(err)
+	}
+	pool := store.Pool{ClusterID: id, Name: "web", Count: 0, InstanceType: "e2.medium", ImageID: 1, SubnetID: 1,
+		Labels: map[string]string{}}
+	p, err := st.BeginPoolOperation(ctx, store.PoolChange{OrgID: 1, Pool: pool, State: store.PoolCreating,
+		Lease: lease("pooler", time.Minute), Now: opsT0, Name: func(o int) string { return fmt.Sprint("w-", o) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := replacing(t, st, id)
+	want := []string{"node pool web is creating", fmt.Sprintf("node cp-1 is being replaced (replacement %d)", r)}
+	if running, err := st.ClusterOperations(ctx, id); err != nil || !slices.Equal(running, want) {
+		t.Fatalf("operations: %q (%v), want %q", running, err, want)
+	}
+	endReplacement(t, st, id)
+	if err := st.SettlePool(ctx, p.ID, "pooler", store.PoolActive, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if running, err := st.ClusterOperations(ctx, id); err != nil || len(running) != 0 {
+		t.Fatalf("operations once every one ended: %q (%v), want none", running, err)
 	}
 }

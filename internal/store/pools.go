@@ -154,18 +154,30 @@ type PoolChange struct {
 // live pool has: ErrNameTaken. An existing pool that is busy or in no
 // state of From: ErrLeaseLost.
 func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, error) {
+	out, err := s.beginPool(ctx, c, nil)
+	if err != nil {
+		return out, fmt.Errorf("beginning an operation of node pool %q: %w", c.Pool.Name, err)
+	}
+	return out, nil
+}
+
+// beginPool is BeginPoolOperation's transaction; first (nil: nothing)
+// changes the pool's workers before they converge on its count.
+func (s *Store) beginPool(ctx context.Context, c PoolChange, first func(pgx.Tx, Pool) error) (Pool, error) {
 	var out Pool
 	err := s.inActiveCluster(ctx, c.OrgID, c.Pool.ClusterID, func(tx pgx.Tx) error {
 		var err error
 		if out, err = upsertPool(ctx, tx, c); err != nil {
 			return err
 		}
+		if first != nil {
+			if err := first(tx, out); err != nil {
+				return err
+			}
+		}
 		return convergeWorkers(ctx, tx, out, c.Name)
 	})
-	if err != nil {
-		return out, fmt.Errorf("beginning an operation of node pool %q: %w", c.Pool.Name, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // inActiveCluster runs f in a transaction that holds the row of org's

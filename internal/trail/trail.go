@@ -57,7 +57,7 @@ func eventsOf(rows []store.AuditEventRow) []apitypes.AuditEvent {
 	for i, r := range rows {
 		e := r.Event
 		out[i] = apitypes.AuditEvent{At: e.At, OrgID: e.OrgID, ClusterID: e.ClusterID, Principal: e.Principal, Action: e.Action,
-			Resource: e.Resource, Outcome: string(e.Outcome), Status: e.Status, RequestID: e.RequestID}
+			Resource: e.Resource, Outcome: string(e.Outcome), Status: e.Status, RequestID: e.RequestID, Reason: e.Reason}
 	}
 	return out
 }

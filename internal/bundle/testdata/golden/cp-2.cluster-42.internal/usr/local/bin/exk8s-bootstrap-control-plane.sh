@@ -106,5 +106,9 @@ start_unit exk8s-etcd-snapshot.timer
 step "starting the control-plane taint"
 # From now on: this node is tainted NoSchedule while a pool has a Ready worker.
 start_unit 'exk8s-control-plane-taint'.service
+step "starting the health reports"
+# Every 30 s from now on: a node that stops reporting, or reports a failing
+# check, is replaced once its cluster's unhealthy_after passes.
+start_unit exk8s-health-report.timer
 log "bootstrap of ${NODE_NAME} finished"
 progress_report ready

@@ -247,6 +247,8 @@ k8sapi_path() {
     worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
     worker_status) path='/bootstrap/worker/{vm_id}/status' ;;
     worker_renew) path='/bootstrap/worker/{vm_id}/renew' ;;
+    health) path='/bootstrap/control-plane/{vm_id}/health' ;;
+    worker_health) path='/bootstrap/worker/{vm_id}/health' ;;
     *) return 1 ;;
   esac
   printf '%s' "${path/"{vm_id}"/$2}"

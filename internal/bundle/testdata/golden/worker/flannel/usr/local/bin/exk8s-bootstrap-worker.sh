@@ -169,3 +169,6 @@ progress_report ready "its Node is Ready"
 # the keys made here (exk8s-renew-certificates.sh).
 step "starting the daily certificate renewal"
 start_unit exk8s-renew-certificates.timer
+step "starting the health reports"
+# Every 30 s from now on (exk8s-health-report.sh), as a control-plane node.
+start_unit exk8s-health-report.timer

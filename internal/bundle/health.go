@@ -1,0 +1,52 @@
+package bundle
+
+import (
+	"time"
+
+	"github.com/excloud/k8sapi/internal/pki"
+)
+
+// The health report's timer, unit and script (docs/NODE-HEALTH.md),
+// installed with every bundle, a control-plane node's and a worker's, and
+// started once the node is ready. One script template serves both roles:
+// a control-plane node also checks its etcd member and its API server.
+const (
+	HealthScript = binDir + "/exk8s-health-report.sh"
+	HealthTimer  = unitDir + "/exk8s-health-report.timer"
+	// HealthEvery is how often a node reports (nodehealth.ReportEvery,
+	// which judges a silent node by it).
+	HealthEvery = 30 * time.Second
+)
+
+// healthView is what the health script checks and where it reports: the
+// kubelet's /healthz, and on a control-plane node its etcd member (as
+// the API server's etcd client, which the etcd CA trusts) and its API
+// server's /readyz (as the kubelet, over loopback). Each check is bounded
+// by CheckSeconds, so a whole run fits well inside one period.
+type healthView struct {
+	Route                         string // the VM route's name in the shell library (VMRoutes)
+	EverySeconds, CheckSeconds    int
+	KubeletHealthz                string
+	EtcdHealth                    string
+	EtcdCACert, EtcdCert, EtcdKey string
+	Kubeconfig, APIServer         string
+}
+
+func newHealthView(route string) healthView {
+	return healthView{
+		Route: route, EverySeconds: int(HealthEvery / time.Second), CheckSeconds: 5,
+		KubeletHealthz: "http://127.0.0.1:10248/healthz",
+		EtcdHealth:     "https://127.0.0.1:2379/health",
+		EtcdCACert:     CertPath(pki.EtcdCA), EtcdCert: CertPath(pki.APIServerEtcdClient), EtcdKey: KeyPath(pki.APIServerEtcdClient),
+		Kubeconfig: KubeconfigPath("kubelet"), APIServer: "https://127.0.0.1:6443",
+	}
+}
+
+// healthPart installs the health report's timer, service and script.
+func healthPart(v *view) []fileSpec {
+	return []fileSpec{
+		tmpl(HealthTimer, "exk8s-health-report.timer", modePublic, v),
+		tmpl(unitDir+"/exk8s-health-report.service", "exk8s-health-report.service", modePublic, v),
+		tmpl(HealthScript, "exk8s-health-report.sh", modeScript, v),
+	}
+}

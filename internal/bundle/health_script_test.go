@@ -1,0 +1,71 @@
+package bundle
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeChecks puts a curl on PATH that answers the kubelet's /healthz and
+// the etcd member's /health as given (every other URL goes to the real
+// curl, so the report reaches the fake VM) and a kubectl whose /readyz
+// fails with readyz (passes when "").
+func fakeChecks(t *testing.T, etcdAnswer, readyz string) string {
+	t.Helper()
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/usr/bin/env bash\n"+script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("curl", `for a in "$@"; do case "$a" in
+  http://127.0.0.1:10248/healthz) echo ok; exit 0 ;;
+  https://127.0.0.1:2379/health) echo '`+etcdAnswer+`'; exit 0 ;;
+esac; done
+exec `+curl+` "$@"
+`)
+	kubectl := "echo ok\n"
+	if readyz != "" {
+		kubectl = "echo '" + readyz + "' >&2; exit 1\n"
+	}
+	write("kubectl", kubectl)
+	return dir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// A control-plane node's report names its three checks: the kubelet's
+// /healthz, its etcd member's /health ({"health":"true"} only) and its API
+// server's /readyz, each failing one with what the node saw; it goes to
+// the node's own health route with its proofs.
+func TestHealthScriptReportsEveryCheck(t *testing.T) {
+	_, vm, root := renewalNode(t)
+	out, err := runNodeScript(t, vm, root, HealthScript, fakeChecks(t, `{"health":"false","reason":"NOSPACE"}`, "[-]etcd failed: reason withheld"))
+	if err != nil {
+		t.Fatalf("health report: %v\n%s", err, out)
+	}
+	if len(vm.healthReports) != 1 {
+		t.Fatalf("%d reports, want 1\n%s", len(vm.healthReports), out)
+	}
+	checks, _ := vm.healthReports[0]["checks"].(map[string]any)
+	check := func(name string) map[string]any { c, _ := checks[name].(map[string]any); return c }
+	if check("kubelet")["ok"] != true || check("etcd")["ok"] != false || check("apiserver")["ok"] != false ||
+		!strings.Contains(check("etcd")["message"].(string), "NOSPACE") || !strings.Contains(check("apiserver")["message"].(string), "etcd failed") {
+		t.Errorf("report %v", vm.healthReports[0])
+	}
+	if _, err := runNodeScript(t, vm, root, HealthScript, fakeChecks(t, `{"health":"true"}`, "")); err != nil || len(vm.healthReports) != 2 {
+		t.Fatalf("second report: %v, %d reports", err, len(vm.healthReports))
+	}
+	for _, name := range []string{"kubelet", "etcd", "apiserver"} {
+		if c, _ := vm.healthReports[1]["checks"].(map[string]any)[name].(map[string]any); c["ok"] != true || c["message"] != nil {
+			t.Errorf("%s: %v, want ok without a message", name, c)
+		}
+	}
+	if len(vm.received()) != 0 {
+		t.Errorf("the health report reported a bootstrap phase: %v", vm.received())
+	}
+}

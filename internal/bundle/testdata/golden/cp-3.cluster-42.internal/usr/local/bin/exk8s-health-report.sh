@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# exk8s-health-report.sh: tells k8sapi this node is alive and what it sees,
+# run every 30 s by exk8s-health-report.timer once the node is ready
+# (docs/NODE-HEALTH.md). Each check is local and bounded: the kubelet's
+# /healthz, this node's etcd member's /health (as the API server's etcd
+# client) and its API server's /readyz (as the kubelet). The report goes to
+# k8sapi's health route for this VM with the bundle's proofs; a node that
+# stops reporting is judged unhealthy by k8sapi, and one unhealthy for
+# longer than its cluster's unhealthy_after is replaced. A failed report
+# is only logged: the next run reports again. EXK8S_ROOT prefixes every
+# path (tests).
+set -euo pipefail
+
+# shellcheck source=/dev/null
+. "${EXK8S_ROOT:-}/usr/local/bin/exk8s-progress.sh"
+log_as exk8s-health-report
+KUBELET_HEALTHZ='http://127.0.0.1:10248/healthz'
+ETCD_HEALTH='https://127.0.0.1:2379/health'
+ETCD_CACERT="${ROOT}"'/etc/exk8s/pki/etcd-ca.pem'
+ETCD_CERT="${ROOT}"'/etc/exk8s/pki/apiserver-etcd-client.pem'
+ETCD_KEY="${ROOT}"'/etc/exk8s/pki/apiserver-etcd-client-key.pem'
+READYZ_KUBECONFIG="${ROOT}"'/etc/exk8s/kubeconfig/kubelet.kubeconfig'
+READYZ_SERVER='https://127.0.0.1:6443'
+CHECK_SECONDS=5
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+checks='{}'
+
+# check NAME CMD...: runs CMD (each bounds its own call by CHECK_SECONDS)
+# and adds NAME to the report: ok, or failed with the first of what it
+# said.
+check() {
+  local name=$1 ok=true out
+  shift
+  if ! out="$("$@" 2>&1)"; then
+    ok=false
+  fi
+  checks="$(jq -c --arg name "$name" --argjson ok "$ok" --arg message "${out:0:200}" \
+    '.[$name] = {ok: $ok} + (if $ok then {} else {message: $message} end)' <<<"$checks")"
+}
+
+kubelet_healthz() { curl -fsS --max-time "$CHECK_SECONDS" "$KUBELET_HEALTHZ"; }
+
+# etcd_health: the member answers healthy ({"health":"true"}).
+etcd_health() {
+  local answer
+  answer="$(curl -fsS --max-time "$CHECK_SECONDS" --cacert "$ETCD_CACERT" --cert "$ETCD_CERT" --key "$ETCD_KEY" "$ETCD_HEALTH")" || return 1
+  jq -e '.health == "true"' >/dev/null <<<"$answer" || { printf '%s' "$answer"; return 1; }
+}
+
+apiserver_readyz() {
+  kubectl --kubeconfig "$READYZ_KUBECONFIG" --server "$READYZ_SERVER" --request-timeout="${CHECK_SECONDS}s" get --raw=/readyz
+}
+
+check kubelet kubelet_healthz
+check etcd etcd_health
+check apiserver apiserver_readyz
+
+if ! vm_proofs "$work"; then
+  log "no proofs for k8sapi: the report is skipped"
+  exit 1
+fi
+jq -n --argjson checks "$checks" '{checks: $checks}' >"$work/health.json"
+k8sapi_call report 'health' "$work" /dev/null -X POST -H 'Content-Type: application/json' \
+  --data-binary "@$work/health.json" || { log "k8sapi did not take the report: $(cat "$work/health.json")"; exit 1; }
