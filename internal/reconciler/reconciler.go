@@ -55,6 +55,10 @@ type Report struct {
 	Replaced            int `json:"replaced"`
 	ReplacementsFailed  int `json:"replacements_failed"`
 	ReplacementsWaiting int `json:"replacements_waiting"`
+	// Control-plane scalings done, failed, and waiting for a new member.
+	Scaled         int `json:"scaled"`
+	ScalingsFailed int `json:"scalings_failed"`
+	ScalingWaiting int `json:"scalings_waiting"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -65,6 +69,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		cluster.Deletion:         {engine.Done: &rep.Deleted},
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
+		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingWaiting},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -100,7 +105,7 @@ type claimer func(context.Context, *Report) (bool, error)
 
 // kinds is every kind the reconciler drives, in the order it claims them:
 // clusters' foundings and deletions first, then node pools' operations,
-// then control-plane node replacements. A kind to come is one more row:
+// then control-plane node replacements, then control-plane scalings. A kind to come is one more row:
 // its claim statement, its row's ids, its handler.
 func (r *Reconciler) kinds() []claimer {
 	st := r.Deps.Store
@@ -112,6 +117,7 @@ func (r *Reconciler) kinds() []claimer {
 		claimWith(r, "cluster", st.ClaimExpired, ofCluster, clusters.ReconcileCluster),
 		claimWith(r, nodepool.Pool, st.ClaimExpiredPool, func(p store.Pool) (int64, int64) { return p.OrgID, p.ID }, pools.ReconcilePool),
 		claimWith(r, controlplane.Replacement, st.ClaimExpiredReplacement, ofCluster, cp.ReconcileReplacement),
+		claimWith(r, controlplane.Scaling, st.ClaimExpiredScaling, ofCluster, cp.ReconcileScaling),
 	}
 }
 

@@ -250,8 +250,8 @@ type Released struct {
 // BeginDeleting moves one of org's clusters to deleting under lease, unless
 // another invocation holds a live lease on it or on one of its node pools
 // (a founding, a deletion or a pool operation in progress), or one of its
-// control-plane nodes is being replaced (whose new VM the replacement
-// alone knows how to finish or undo): then ErrLeaseLost. (A pool operation that starts meanwhile finds the cluster
+// control-plane nodes is being replaced or its control plane scaled (whose
+// new VM that operation alone knows how to finish or undo): then ErrLeaseLost. (A pool operation that starts meanwhile finds the cluster
 // no longer active and stops before its next remote call.) A deleted cluster is left as it is
 // (ErrNotFound tells the caller nothing was claimed).
 func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease Lease, now time.Time) error {
@@ -259,7 +259,8 @@ func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease
 		SET status = 'deleting', lease_owner = $3, lease_until = $4, updated_at = now()
 		WHERE org_id = $1 AND id = $2 AND status <> 'deleted' AND (lease_until IS NULL OR lease_until < $5)
 		  AND NOT EXISTS (SELECT 1 FROM node_pools p WHERE p.kube_cluster_id = $2 AND p.lease_until >= $5)
-		  AND NOT EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = $2 AND r.state IN ('replacing', 'failing'))`,
+		  AND NOT EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = $2 AND r.state IN ('replacing', 'failing'))
+		  AND NOT EXISTS (SELECT 1 FROM control_plane_scalings g WHERE g.kube_cluster_id = $2 AND g.state = 'scaling')`,
 		orgID, clusterID, lease.Owner, lease.Until, now)
 	if err != nil {
 		return fmt.Errorf("beginning deletion of cluster %d: %w", clusterID, err)

@@ -61,11 +61,14 @@ type ReplacementStart struct {
 // transaction that locks the cluster (active, of the org): the replacement
 // row, the old node marked retiring and the new node's row (no VM yet, its
 // ordinal after every one the cluster handed out). A cluster with a replacement in
-// progress: ErrReplacing; an old node that is gone or retiring already:
+// progress: ErrReplacing; with a control-plane scaling: ErrScaling; an old node that is gone or retiring already:
 // ErrNotFound.
 func (s *Store) BeginReplacement(ctx context.Context, r ReplacementStart) (Replacement, error) {
 	var out Replacement
 	err := s.inActiveCluster(ctx, r.OrgID, r.Old.ClusterID, func(tx pgx.Tx) error {
+		if err := noScaling(ctx, tx, r.Old.ClusterID); err != nil {
+			return err
+		}
 		id, err := insertReplacement(ctx, tx, r.Old)
 		if err != nil {
 			return err
