@@ -5,24 +5,21 @@ import "time"
 // ClusterView is a cluster as GET /clusters shows it: no keys, no
 // kubeconfig.
 type ClusterView struct {
-	ID                  int64   `json:"cluster_id"`
-	Name                string  `json:"name"`
-	Status              string  `json:"status"`
-	StatusReason        string  `json:"status_reason,omitempty"`
-	ControlPlaneDNSName string  `json:"control_plane_dns_name"`
-	ControlPlaneVMIDs   []int64 `json:"control_plane_vm_ids"`
-	// ControlPlaneCount is the size asked for: the founding's, or a
-	// scaling's (PATCH /clusters/{id}); a scaling that failed records the
-	// size the control plane kept.
-	ControlPlaneCount int        `json:"control_plane_count"`
-	Nodes             []NodeView `json:"nodes"`
-	ServiceCIDR       string     `json:"service_cidr"`
-	PodCIDR           string     `json:"pod_cidr"`
-	CNI               string     `json:"cni"`
-	KubernetesVersion string     `json:"kubernetes_version"`
-	KeyAlgorithm      string     `json:"key_algorithm"`
-	DNSConfigured     bool       `json:"dns_configured"`
-	DNSError          string     `json:"dns_error,omitempty"`
+	ID                  int64      `json:"cluster_id"`
+	Name                string     `json:"name"`
+	Status              string     `json:"status"`
+	StatusReason        string     `json:"status_reason,omitempty"`
+	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
+	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
+	ControlPlaneCount   int        `json:"control_plane_count"` // asked for: the founding's or a scaling's; a failed scaling's, what it kept
+	Nodes               []NodeView `json:"nodes"`
+	ServiceCIDR         string     `json:"service_cidr"`
+	PodCIDR             string     `json:"pod_cidr"`
+	CNI                 string     `json:"cni"`
+	KubernetesVersion   string     `json:"kubernetes_version"`
+	KeyAlgorithm        string     `json:"key_algorithm"`
+	DNSConfigured       bool       `json:"dns_configured"`
+	DNSError            string     `json:"dns_error,omitempty"`
 	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
 	// from; null for a cluster founded empty.
 	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`

@@ -114,11 +114,7 @@ func (s *Service) settleScaling(ctx context.Context, g *scaling, _ time.Time) er
 // ReconcileScaling drives claimed cluster c's control-plane scaling as far
 // as it goes now. A failure lets go of the cluster for a later run.
 func (s *Service) ReconcileScaling(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) (string, engine.Result) {
-	res := s.reconcileScaling(ctx, c, lease, pass)
-	if res.Outcome == engine.Retrying && !errors.Is(res.Err, store.ErrLeaseLost) {
-		s.letGo(ctx, c, lease, pass)
-	}
-	return Scaling, res
+	return s.lettingGoOnFailure(ctx, c, lease, pass, Scaling, s.reconcileScaling)
 }
 
 func (s *Service) reconcileScaling(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) engine.Result {

@@ -91,6 +91,14 @@ func (s *stack) assertScaled(id int64, want int) {
 	}
 }
 
+// scalingEnd is the scaling's state and reason, how many nodes there are
+// and the cluster's recorded count.
+func (s *stack) scalingEnd(id int64) (state, reason string, nodes, count int, err error) {
+	err = s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM control_plane_scalings), (SELECT state_reason FROM control_plane_scalings),
+		(SELECT count(*) FROM kube_nodes), control_plane_count FROM kube_clusters WHERE id = $1`, id).Scan(&state, &reason, &nodes, &count)
+	return state, reason, nodes, count, err
+}
+
 // 1 → 3, one member at a time: the second new node is made only once the
 // first reported ready (its etcd promoted), and the scaling ends with the
 // count reached.
@@ -149,10 +157,7 @@ func TestScalingCutOffThenFailingIsTurnedBack(t *testing.T) {
 	if rep := s.reconcile(); rep.ScalingsFailed != 1 {
 		t.Errorf("reconciler report %+v, want one scaling turned back", rep)
 	}
-	var state, reason string
-	var nodes, count int
-	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM control_plane_scalings), (SELECT state_reason FROM control_plane_scalings),
-		(SELECT count(*) FROM kube_nodes), control_plane_count FROM kube_clusters WHERE id = $1`, id).Scan(&state, &reason, &nodes, &count)
+	state, reason, nodes, count, err := s.scalingEnd(id)
 	if err != nil || state != "failed" || !strings.Contains(reason, "was removed") || nodes != 1 || count != 1 {
 		t.Errorf("scaling %q (%q), %d nodes, count %d (%v); want failed with a reason, 1, 1", state, reason, nodes, count, err)
 	}
@@ -178,10 +183,7 @@ func TestScalingWhoseNewNodeNeverReadyKeepsIt(t *testing.T) {
 	if failed != 1 {
 		t.Fatalf("%d scalings failed, want 1", failed)
 	}
-	var state, reason string
-	var nodes, count int
-	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM control_plane_scalings), (SELECT state_reason FROM control_plane_scalings),
-		(SELECT count(*) FROM kube_nodes), control_plane_count FROM kube_clusters WHERE id = $1`, id).Scan(&state, &reason, &nodes, &count)
+	state, reason, nodes, count, err := s.scalingEnd(id)
 	if err != nil || state != "failed" || !strings.Contains(reason, "did not report ready") || nodes != 2 || count != 2 {
 		t.Errorf("scaling %q (%q), %d nodes, count %d (%v); want failed, 2 nodes kept, count 2", state, reason, nodes, count, err)
 	}

@@ -41,8 +41,10 @@ type Replacement struct {
 const replacementColumns = `id, kube_cluster_id, old_node_id, old_vm_id, old_node_name, new_node_id, new_node_name,
 	state, state_reason, created_at, updated_at`
 
-func oneReplacement(rows pgx.Rows, what string) (Replacement, error) {
-	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Replacement])
+// oneRow is the one row of type T rows holds; ErrNotFound, wrapped in
+// what, when there is none.
+func oneRow[T any](rows pgx.Rows, what string) (T, error) {
+	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[T])
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", what, notFound(err))
 	}
@@ -122,7 +124,7 @@ func intendReplacementNode(ctx context.Context, tx pgx.Tx, id int64, r Replaceme
 	}
 	rows, _ := tx.Query(ctx, `UPDATE node_replacements SET new_node_id = $2, new_node_name = $3 WHERE id = $1
 		RETURNING `+replacementColumns, id, nodeID, name)
-	return oneReplacement(rows, "intending the new node")
+	return oneRow[Replacement](rows, "intending the new node")
 }
 
 // LiveReplacement is the cluster's replacement in progress: ErrNotFound
@@ -130,7 +132,7 @@ func intendReplacementNode(ctx context.Context, tx pgx.Tx, id int64, r Replaceme
 func (s *Store) LiveReplacement(ctx context.Context, clusterID int64) (Replacement, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+replacementColumns+` FROM node_replacements
 		WHERE kube_cluster_id = $1 AND state IN ('replacing', 'failing')`, clusterID)
-	return oneReplacement(rows, fmt.Sprintf("loading the replacement in progress of cluster %d", clusterID))
+	return oneRow[Replacement](rows, fmt.Sprintf("loading the replacement in progress of cluster %d", clusterID))
 }
 
 // ClaimExpiredReplacement takes over one active cluster whose replacement
@@ -138,14 +140,23 @@ func (s *Store) LiveReplacement(ctx context.Context, clusterID int64) (Replaceme
 // cluster's lease (as ClaimExpired for a founding): ErrNotFound when there
 // is none.
 func (s *Store) ClaimExpiredReplacement(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
+	return s.claimActive(ctx, lease, now, "a replacement in progress",
+		`JOIN node_replacements r ON r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing')`)
+}
+
+// claimActive takes over one active cluster with an operation in progress
+// (join: the operation's rows, joined to the cluster k) whose lease is
+// free or ran out, by taking the cluster's lease: ErrNotFound when there
+// is none.
+func (s *Store) claimActive(ctx context.Context, lease Lease, now time.Time, what, join string) (Cluster, error) {
 	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT k.id FROM kube_clusters k JOIN node_replacements r ON r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing')
+		WHERE id = (SELECT k.id FROM kube_clusters k `+join+`
 			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3)
 			ORDER BY k.lease_until NULLS FIRST, k.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED)
 		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
 	c, err := collectCluster(rows)
 	if err != nil {
-		return c, fmt.Errorf("claiming a replacement in progress: %w", notFound(err))
+		return c, fmt.Errorf("claiming %s: %w", what, notFound(err))
 	}
 	return c, nil
 }
@@ -162,15 +173,10 @@ type ReplacementEnd struct {
 // cluster's lease, in one transaction fenced by the owner's lease.
 func (s *Store) EndReplacement(ctx context.Context, clusterID int64, owner string, id int64, e ReplacementEnd) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET lease_owner = NULL, lease_until = NULL, updated_at = now()
-			WHERE `+leaseHeld, clusterID, owner)
-		if err != nil {
-			return fmt.Errorf("ending replacement %d: %w", id, err)
+		if err := letGoInTx(ctx, tx, clusterID, owner, fmt.Sprintf("ending replacement %d", id)); err != nil {
+			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("ending replacement %d: %w", id, ErrLeaseLost)
-		}
-		_, err = tx.Exec(ctx, `WITH ended AS (
+		_, err := tx.Exec(ctx, `WITH ended AS (
 				UPDATE node_replacements SET state = $3, state_reason = $4, updated_at = now()
 				WHERE id = $2 AND kube_cluster_id = $1 AND state IN ('replacing', 'failing') RETURNING 1
 			), kept AS (
@@ -182,6 +188,20 @@ func (s *Store) EndReplacement(ctx context.Context, clusterID int64, owner strin
 		}
 		return nil
 	})
+}
+
+// letGoInTx lets go of the owner's lease on the cluster within tx:
+// ErrLeaseLost when the owner does not hold it.
+func letGoInTx(ctx context.Context, tx pgx.Tx, clusterID int64, owner, what string) error {
+	tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET lease_owner = NULL, lease_until = NULL, updated_at = now()
+		WHERE `+leaseHeld, clusterID, owner)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // FailReplacement moves the owner's replacement to failing with reason:

@@ -38,14 +38,6 @@ type Scaling struct {
 
 const scalingColumns = `id, kube_cluster_id, from_count, to_count, state, state_reason, created_at, updated_at`
 
-func oneScaling(rows pgx.Rows, what string) (Scaling, error) {
-	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Scaling])
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", what, notFound(err))
-	}
-	return r, nil
-}
-
 // BeginScaling commits a scaling of the org's cluster from its recorded
 // count to to before any remote call, in one transaction that locks the
 // cluster (active): the scaling row and the cluster's new count. A
@@ -61,7 +53,7 @@ func (s *Store) BeginScaling(ctx context.Context, orgID, clusterID int64, to int
 			INSERT INTO control_plane_scalings (kube_cluster_id, from_count, to_count)
 			SELECT $1, control_plane_count, $2 FROM old RETURNING `+scalingColumns, clusterID, to)
 		var err error
-		out, err = oneScaling(rows, "recording the scaling")
+		out, err = oneRow[Scaling](rows, "recording the scaling")
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.ConstraintName == "control_plane_scalings_one_live" {
 			return ErrScaling
@@ -74,26 +66,24 @@ func (s *Store) BeginScaling(ctx context.Context, orgID, clusterID int64, to int
 	return out, nil
 }
 
-// noReplacement: ErrReplacing when a replacement of the cluster is live
-// (its cluster row is locked, so none begins before commit).
+// noReplacement: ErrReplacing when a replacement of the cluster is live;
+// noScaling: ErrScaling when a scaling is (the cluster's row is locked by
+// tx, so none begins before commit).
 func noReplacement(ctx context.Context, tx pgx.Tx, clusterID int64) error {
-	var live bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM node_replacements
-		WHERE kube_cluster_id = $1 AND state IN ('replacing', 'failing'))`, clusterID).Scan(&live)
-	if err == nil && live {
-		err = ErrReplacing
-	}
-	return err
+	return noneLive(ctx, tx, `node_replacements WHERE kube_cluster_id = $1 AND state IN ('replacing', 'failing')`, clusterID, ErrReplacing)
 }
 
-// noScaling: ErrScaling when a scaling of the cluster is live (its cluster
-// row is locked, so none begins before commit).
 func noScaling(ctx context.Context, tx pgx.Tx, clusterID int64) error {
-	var live bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM control_plane_scalings
-		WHERE kube_cluster_id = $1 AND state = 'scaling')`, clusterID).Scan(&live)
-	if err == nil && live {
-		err = ErrScaling
+	return noneLive(ctx, tx, `control_plane_scalings WHERE kube_cluster_id = $1 AND state = 'scaling'`, clusterID, ErrScaling)
+}
+
+// noneLive is live when a row of rows (a table and its condition on $1)
+// exists.
+func noneLive(ctx context.Context, tx pgx.Tx, rows string, clusterID int64, live error) error {
+	var exists bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+rows+`)`, clusterID).Scan(&exists)
+	if err == nil && exists {
+		err = live
 	}
 	return err
 }
@@ -103,23 +93,15 @@ func noScaling(ctx context.Context, tx pgx.Tx, clusterID int64) error {
 func (s *Store) LiveScaling(ctx context.Context, clusterID int64) (Scaling, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+scalingColumns+` FROM control_plane_scalings
 		WHERE kube_cluster_id = $1 AND state = 'scaling'`, clusterID)
-	return oneScaling(rows, fmt.Sprintf("loading the control-plane scaling in progress of cluster %d", clusterID))
+	return oneRow[Scaling](rows, fmt.Sprintf("loading the control-plane scaling in progress of cluster %d", clusterID))
 }
 
 // ClaimExpiredScaling takes over one active cluster whose scaling is in
 // progress and whose lease is free or ran out, by taking the cluster's
 // lease (as ClaimExpiredReplacement): ErrNotFound when there is none.
 func (s *Store) ClaimExpiredScaling(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
-	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT k.id FROM kube_clusters k JOIN control_plane_scalings r ON r.kube_cluster_id = k.id AND r.state = 'scaling'
-			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3)
-			ORDER BY k.lease_until NULLS FIRST, k.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED)
-		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
-	c, err := collectCluster(rows)
-	if err != nil {
-		return c, fmt.Errorf("claiming a control-plane scaling in progress: %w", notFound(err))
-	}
-	return c, nil
+	return s.claimActive(ctx, lease, now, "a control-plane scaling in progress",
+		`JOIN control_plane_scalings g ON g.kube_cluster_id = k.id AND g.state = 'scaling'`)
 }
 
 // IntendScalingNode inserts the row of the scaling's next new
@@ -163,15 +145,10 @@ type ScalingEnd struct {
 // ends short of its count records the count the cluster has.
 func (s *Store) EndScaling(ctx context.Context, clusterID int64, owner string, id int64, e ScalingEnd) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET lease_owner = NULL, lease_until = NULL, updated_at = now()
-			WHERE `+leaseHeld, clusterID, owner)
-		if err != nil {
-			return fmt.Errorf("ending scaling %d: %w", id, err)
+		if err := letGoInTx(ctx, tx, clusterID, owner, fmt.Sprintf("ending scaling %d", id)); err != nil {
+			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("ending scaling %d: %w", id, ErrLeaseLost)
-		}
-		_, err = tx.Exec(ctx, `WITH ended AS (
+		_, err := tx.Exec(ctx, `WITH ended AS (
 				UPDATE control_plane_scalings SET state = $3, state_reason = $4, updated_at = now()
 				WHERE id = $2 AND kube_cluster_id = $1 AND state = 'scaling' RETURNING 1
 			), removed AS (
