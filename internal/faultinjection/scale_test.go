@@ -105,7 +105,7 @@ func (s *stack) scalingEnd(id int64) (state, reason string, nodes, count int, er
 func TestScalingUpAddsOneMemberAtATime(t *testing.T) {
 	s := newStack(t)
 	id, _ := s.scaling()
-	if rep := s.reconcile(); rep.ScalingWaiting != 1 {
+	if rep := s.reconcile(); rep.ScalingsWaiting != 1 {
 		t.Fatalf("reconciler report %+v, want the scaling waiting for its first new node", rep)
 	}
 	if _, nodes, _, live := s.counts(); nodes != 2 || live != 2 {

@@ -56,9 +56,9 @@ type Report struct {
 	ReplacementsFailed  int `json:"replacements_failed"`
 	ReplacementsWaiting int `json:"replacements_waiting"`
 	// Control-plane scalings done, failed, and waiting for a new member.
-	Scaled         int `json:"scaled"`
-	ScalingsFailed int `json:"scalings_failed"`
-	ScalingWaiting int `json:"scalings_waiting"`
+	Scaled          int `json:"scaled"`
+	ScalingsFailed  int `json:"scalings_failed"`
+	ScalingsWaiting int `json:"scalings_waiting"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -69,7 +69,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		cluster.Deletion:         {engine.Done: &rep.Deleted},
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
-		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingWaiting},
+		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingsWaiting},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying

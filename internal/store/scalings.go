@@ -14,7 +14,6 @@ import (
 // an operation the reconciler drives under the cluster's lease; the others
 // are settled.
 const (
-	ScalingLive   = "scaling"
 	ScalingDone   = "done"
 	ScalingFailed = "failed"
 )
