@@ -158,3 +158,10 @@ func (c *Client) DeletePool(ctx context.Context, id int64, name string) (apitype
 	res, err := c.call(ctx, request{Method: http.MethodDelete, Path: poolsPath(id, name)}, &p)
 	return p, res, err
 }
+
+// ScaleControlPlane asks for count control-plane nodes (202: recorded).
+func (c *Client) ScaleControlPlane(ctx context.Context, id int64, count int) (apitypes.ControlPlaneScaling, *response, error) {
+	var g apitypes.ControlPlaneScaling
+	res, err := c.call(ctx, request{Method: http.MethodPatch, Path: clusterPath(id), Body: map[string]int{"control_plane_count": count}}, &g)
+	return g, res, err
+}

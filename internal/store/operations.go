@@ -17,6 +17,9 @@ const (
 	KindDeletion        = "deletion"         // target: the cluster
 	KindNodePool        = "node-pool"        // target: the pool (create, scale, delete, an undone create)
 	KindNodeReplacement = "node-replacement" // target: the replacement row
+	// KindControlPlaneScaling's target is the cluster; its spec holds
+	// from_count and to_count (migration 030).
+	KindControlPlaneScaling = "control-plane-scaling"
 )
 
 // The targets an operation acts on (operations.target_type).
