@@ -112,12 +112,11 @@ func TestBundlesBootControlPlane(t *testing.T) {
 	if err != nil {
 		fatal(t, err)
 	}
-	etcdServers, ok := n1.static["kube-apiserver"].Flag("etcd-servers")
-	if !ok {
-		fatal(t, "kube-apiserver.yaml renders no --etcd-servers")
-	}
+	// Every API server names only its own member (127.0.0.1), so the
+	// members' addresses are each etcd's advertised client URL.
+	etcdServers := advertisedClientURLs(t, nodes)
 	eventually(t, r, "3 healthy etcd members over mutual TLS", labels(nodes, "etcd"), 3*time.Minute, func(ctx context.Context) (string, error) {
-		cli, err := harness.EtcdClient(strings.Split(etcdServers, ","), etcdTLS, dial)
+		cli, err := harness.EtcdClient(etcdServers, etcdTLS, dial)
 		if err != nil {
 			return "", err
 		}
@@ -198,7 +197,7 @@ func TestBundlesBootControlPlane(t *testing.T) {
 		checkIssuedKubeconfig(t, st, cl, n1, dial)
 	})
 	t.Run("secrets encrypted at rest", func(t *testing.T) {
-		checkSecretsAtRest(t, admin, strings.Split(etcdServers, ","), n1, dial)
+		checkSecretsAtRest(t, admin, etcdServers, n1, dial)
 	})
 	t.Run("anonymous refused except health", func(t *testing.T) {
 		checkAnonymous(t, admins[0])
@@ -328,6 +327,20 @@ func parseNode(t *testing.T, nd *node) {
 // startComponent starts one rendered command inside the node's namespace:
 // the built binary for its program, its rendered flags with host paths
 // moved under the node's root, its rendered environment.
+// advertisedClientURLs is every node's etcd --advertise-client-urls.
+func advertisedClientURLs(t *testing.T, nodes []*node) []string {
+	t.Helper()
+	var urls []string
+	for _, nd := range nodes {
+		u, ok := nd.etcd.Flag("advertise-client-urls")
+		if !ok {
+			fatal(t, "etcd.service renders no --advertise-client-urls")
+		}
+		urls = append(urls, u)
+	}
+	return urls
+}
+
 func startComponent(t *testing.T, r *harness.Run, nd *node, name string, cmd harness.Command) {
 	t.Helper()
 	argv := cmd.Reroot(nd.root)

@@ -90,6 +90,8 @@ var (
 		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
 		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete", Trail: true},
 		{Method: http.MethodPut, Path: "/clusters/{id}/spec", handle: (*Server).keepClusterSpec, Audit: "cluster.keep_spec"},
+		// Recorded here, as a replacement; the reconciler drives it.
+		{Method: http.MethodPatch, Path: "/clusters/{id}", handle: (*Server).patchCluster, Audit: "cluster.scale_control_plane", Trail: true},
 		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
 		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap", Trail: true},
 		// Recorded here (no VM is created, no key opened); the reconciler,

@@ -84,6 +84,14 @@ type NodeReplacements interface {
 
 var _ NodeReplacements = (*controlplane.Service)(nil)
 
+// ControlPlaneScalings records a scaling of a cluster's control plane; the
+// reconciler drives it.
+type ControlPlaneScalings interface {
+	ScaleControlPlane(ctx context.Context, org auth.Principal, clusterID int64, patch clusterspec.ClusterPatch) (apitypes.ControlPlaneScaling, error)
+}
+
+var _ ControlPlaneScalings = (*controlplane.Service)(nil)
+
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
 	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]apitypes.KubeconfigIssue, error)
@@ -178,6 +186,7 @@ type Server struct {
 	Clusters Clusters
 	Pools    NodePools
 	Replacer NodeReplacements
+	Scaler   ControlPlaneScalings
 	Bundles  Bundles
 	Renewals Renewals
 	Workers  WorkerBootstraps

@@ -11,6 +11,7 @@ type ClusterView struct {
 	StatusReason        string     `json:"status_reason,omitempty"` // Conditions' message, for older clients
 	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
 	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
+	ControlPlaneCount   int        `json:"control_plane_count"` // asked for: the founding's or a scaling's; a failed scaling's, what it kept
 	Nodes               []NodeView `json:"nodes"`
 	ServiceCIDR         string     `json:"service_cidr"`
 	PodCIDR             string     `json:"pod_cidr"`

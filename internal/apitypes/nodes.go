@@ -70,3 +70,16 @@ type NodeReplacement struct {
 	Conditions []Condition `json:"conditions"`
 	CreatedAt  time.Time   `json:"created_at"`
 }
+
+// ControlPlaneScaling is a scaling of a cluster's control plane as PATCH
+// /clusters/{id} answers it: from which count to which and how far it is
+// (scaling, done or failed).
+type ControlPlaneScaling struct {
+	ID          int64     `json:"scaling_id"`
+	ClusterID   int64     `json:"cluster_id"`
+	FromCount   int       `json:"from_count"`
+	ToCount     int       `json:"to_count"`
+	State       string    `json:"state"`
+	StateReason string    `json:"state_reason,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}

@@ -67,6 +67,11 @@ var (
 	ReplacementInProgress = define("replacement_in_progress", KindConflict, "a control-plane node of the cluster is being replaced; poll GET /clusters/{id} and try again once it is done")
 	WouldLoseQuorum       = define("would_lose_quorum", KindConflict, "replacing this node now could lose etcd's quorum; nothing was changed")
 
+	// PATCH /clusters/{id}'s control_plane_count (docs/SCALE-CONTROL-PLANE.md).
+	InvalidControlPlaneCount = define("invalid_control_plane_count", KindUnprocessable, "control_plane_count must be 1, 3 or 5; nothing was changed")
+	ControlPlaneUnchanged    = define("control_plane_unchanged", KindConflict, "the control plane already has this count; nothing was changed")
+	ScalingInProgress        = define("control_plane_scaling", KindConflict, "the cluster's control plane is being scaled; poll GET /clusters/{id} and try again once it is done")
+
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
 	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")

@@ -181,7 +181,7 @@ type view struct {
 	DNSServiceIP       string
 	APIServerEndpoint  string // https://<node ipv4>:6443, the node's own apiserver
 	EtcdInitialCluster string // name=https://ip:2380,... by ordinal
-	EtcdServers        string // https://ip:2379,... by ordinal
+	EtcdServers        string // localEtcd: its own member
 	IsInitial          bool
 	// ControlPlane: the node is a control-plane node (etcd, the API
 	// server); Worker is a worker's own settings, nil on the control plane.
@@ -240,7 +240,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.ControlPlane = true
 	v.APIServerEndpoint = "https://" + topo.self.IPv4 + ":6443"
 	v.EtcdInitialCluster = topo.etcdInitialCluster()
-	v.EtcdServers = topo.etcdServers()
+	v.EtcdServers = localEtcd
 	v.IsInitial = topo.isInitial
 	v.EtcdJoin = newEtcdJoinView(topo)
 	v.EtcdRestore = newEtcdRestoreView(in.Cluster, topo)

@@ -25,7 +25,7 @@ type snapshotView struct {
 
 func newSnapshotView() snapshotView {
 	return snapshotView{
-		Endpoint: "https://127.0.0.1:2379",
+		Endpoint: localEtcd,
 		CACert:   CertPath(pki.EtcdCA), Cert: CertPath(pki.APIServerEtcdClient), Key: KeyPath(pki.APIServerEtcdClient),
 		Dir: "/var/lib/exk8s/etcd-snapshots",
 		// A pending snapshot waits at most this long for its node; the

@@ -57,14 +57,15 @@ func (t topology) etcdMembers() []clusterfacts.Node {
 	return out
 }
 
-// etcdServers is the apiserver's --etcd-servers: every member's client URL.
-func (t topology) etcdServers() string {
-	parts := make([]string, len(t.peers))
-	for i, n := range t.peers {
-		parts[i] = "https://" + net.JoinHostPort(n.IPv4, "2379")
-	}
-	return strings.Join(parts, ",")
-}
+// localEtcd is the apiserver's --etcd-servers: its own node's member
+// alone, on loopback (etcd listens there, and its serving certificate
+// names 127.0.0.1), as kubeadm's stacked etcd does. The flag never names
+// another node, so it never changes as members come and go (a
+// replacement, a scaling, an upgrade): every API server follows the
+// membership through its own member, and one whose member is down is
+// down with it (its node is not ready, and the DNS name's other records
+// serve).
+const localEtcd = "https://127.0.0.1:2379"
 
 // podNetwork is what the bridge CNI renders on one node: its own pod subnet
 // (its conflist) and a route to every peer's (exk8s-pod-network.sh).

@@ -530,7 +530,7 @@ func TestAPIServerWiring(t *testing.T) {
 			"etcd-cafile":                             "/etc/exk8s/pki/etcd-ca.pem",
 			"etcd-certfile":                           "/etc/exk8s/pki/apiserver-etcd-client.pem",
 			"etcd-keyfile":                            "/etc/exk8s/pki/apiserver-etcd-client-key.pem",
-			"etcd-servers":                            "https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.13:2379",
+			"etcd-servers":                            "https://127.0.0.1:2379",
 			"client-ca-file":                          "/etc/exk8s/pki/ca.pem",
 			"kubelet-certificate-authority":           "/etc/exk8s/pki/ca.pem",
 			"kubelet-client-certificate":              "/etc/exk8s/pki/apiserver-kubelet-client.pem",
@@ -719,6 +719,28 @@ func markIncluded(node parse.Node, r *Renderer, used map[string]bool) {
 		if !used[n.Name] {
 			used[n.Name] = true
 			markIncluded(r.tmpl.Lookup(n.Name).Tree.Root, r, used)
+		}
+	}
+}
+
+// TestAPIServerNamesOnlyItsOwnEtcdMember: every API server's
+// --etcd-servers is its node's own member on loopback, which that node's
+// etcd listens on and whose serving certificate names, so no render
+// names another node (a member that comes or goes changes no flag).
+func TestAPIServerNamesOnlyItsOwnEtcdMember(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		apiserver := flags(mustFile(t, b, "/etc/kubernetes/manifests/kube-apiserver.yaml"))
+		if got := apiserver["etcd-servers"]; got != "https://127.0.0.1:2379" {
+			t.Errorf("%s: --etcd-servers=%s, want only its own member", b.Metadata.NodeName, got)
+		}
+		unit := mustFile(t, b, "/etc/systemd/system/etcd.service")
+		if !strings.Contains(unit, "--listen-client-urls=https://"+selfNode(t, b).IPv4+":2379,https://127.0.0.1:2379 ") {
+			t.Errorf("%s: etcd does not listen on loopback:\n%s", b.Metadata.NodeName, unit)
+		}
+		certs := certsIn(t, CertPath(pki.EtcdPeer), mustFile(t, b, CertPath(pki.EtcdPeer)))
+		if len(certs) != 1 || certs[0].VerifyHostname("127.0.0.1") != nil {
+			t.Errorf("%s: the etcd serving certificate does not name 127.0.0.1", b.Metadata.NodeName)
 		}
 	}
 }

@@ -127,7 +127,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.configPath, "config", "", "config file (default "+defaultConfigPath()+")")
 	defer refuseUnknownSubcommands(root)
 	root.AddCommand(a.applyCommand(), a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
-		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand(), a.waitCommand(), a.versionCommand())
+		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand(), a.waitCommand(), a.versionCommand(),
+		a.scaleCommand())
 	return root
 }
 

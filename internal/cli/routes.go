@@ -165,3 +165,10 @@ func (c *Client) KeepSpec(ctx context.Context, id int64, f apitypes.ClusterFile)
 	res, err := c.call(ctx, request{Method: http.MethodPut, Path: clusterPath(id) + "/spec", Body: f}, &v)
 	return v, res, err
 }
+
+// ScaleControlPlane asks for count control-plane nodes (202: recorded).
+func (c *Client) ScaleControlPlane(ctx context.Context, id int64, count int) (apitypes.ControlPlaneScaling, *response, error) {
+	var g apitypes.ControlPlaneScaling
+	res, err := c.call(ctx, request{Method: http.MethodPatch, Path: clusterPath(id), Body: map[string]int{"control_plane_count": count}}, &g)
+	return g, res, err
+}

@@ -213,14 +213,16 @@ func keptReason(c *store.Cluster) string {
 }
 
 // deletionRefused answers a delete that could not take the cluster over:
-// a replacement in progress, or busyOr.
+// a replacement or a control-plane scaling in progress, or busyOr.
 func (s *Service) deletionRefused(ctx context.Context, c store.Cluster, err error) error {
 	if !errors.Is(err, store.ErrLeaseLost) {
 		return usecase.DatabaseError(err)
 	}
-	r, lerr := s.Store.LiveReplacement(ctx, c.ID)
-	if lerr == nil {
+	if r, lerr := s.Store.LiveReplacement(ctx, c.ID); lerr == nil {
 		return controlplane.ReplacementInProgress(c.ID, r)
+	}
+	if g, lerr := s.Store.LiveScaling(ctx, c.ID); lerr == nil {
+		return controlplane.ScalingInProgress(c.ID, g)
 	}
 	return busyOr(c.Status, err)
 }

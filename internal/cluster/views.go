@@ -36,7 +36,7 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 	nodes := controlplane.ControlPlaneOf(m.Nodes)
 	v := apitypes.ClusterView{
 		ID: c.ID, Name: c.Name, Status: c.Status, StatusReason: c.StatusReason, ControlPlaneDNSName: c.ControlPlaneDNSName,
-		ControlPlaneVMIDs: []int64{}, Nodes: []apitypes.NodeView{},
+		ControlPlaneVMIDs: []int64{}, ControlPlaneCount: c.ControlPlaneCount, Nodes: []apitypes.NodeView{},
 		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: c.CNI, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
 		RestoredFromSnapshotID: c.RestoredFromSnapshotID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,

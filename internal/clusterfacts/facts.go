@@ -31,7 +31,8 @@ type Node struct {
 	IPv6       string // optional
 	PublicIPv4 string // optional
 	// Retiring: the node is being replaced (its etcd member is removed by
-	// the node replacing it). Joins: the node was made by a replacement,
+	// the node replacing it). Joins: the node was made by a replacement or
+	// a control-plane scaling,
 	// so its etcd joins the running cluster instead of founding it.
 	Retiring, Joins bool
 }

@@ -34,7 +34,7 @@ func FromRows(c *store.Cluster, nodes []store.Node) (Cluster, []Node, error) {
 // the cluster than its nodes (FromRows converts a cluster's whole rows).
 func NodeOf(n store.Node) Node {
 	return Node{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name, IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4,
-		Retiring: n.Retiring, Joins: n.ReplacementID != 0}
+		Retiring: n.Retiring, Joins: n.ReplacementID != 0 || n.ScalingID != 0}
 }
 
 // RoleOf is the role of a node stored with role: a worker, or a

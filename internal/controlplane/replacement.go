@@ -41,7 +41,7 @@ func (s *Service) ReplaceNode(ctx context.Context, org auth.Principal, clusterID
 	if err != nil {
 		return apitypes.NodeReplacement{}, err
 	}
-	if err := s.noLiveReplacement(ctx, c.ID); err != nil {
+	if err := s.noControlPlaneOperation(ctx, c.ID); err != nil {
 		return apitypes.NodeReplacement{}, err
 	}
 	nodes, err := s.Store.ClusterNodes(ctx, c.ID)
@@ -77,6 +77,8 @@ func (s *Service) noLiveReplacement(ctx context.Context, clusterID int64) error 
 // replacementRefused maps a replacement that could not begin to its answer.
 func (s *Service) replacementRefused(ctx context.Context, clusterID int64, err error) error {
 	switch {
+	case errors.Is(err, store.ErrScaling):
+		return apperr.ScalingInProgress.New()
 	case errors.Is(err, store.ErrReplacing):
 		r, lerr := s.Store.LiveReplacement(ctx, clusterID)
 		if lerr != nil {
@@ -152,8 +154,8 @@ type replacement struct {
 
 func (r *replacement) newNode() store.Node { return r.op.Nodes[0] }
 
-// notReadyInTime ends a replacement whose new node did not report ready
-// within its time.
+// notReadyInTime ends a replacement or a scaling whose new node did not
+// report ready within its time.
 type notReadyInTime struct {
 	node      string
 	within    time.Duration
@@ -161,7 +163,7 @@ type notReadyInTime struct {
 }
 
 func (e *notReadyInTime) Error() string {
-	return fmt.Sprintf("the new node %s did not report ready within %s; both nodes are kept: see its bootstrap "+
+	return fmt.Sprintf("the new node %s did not report ready within %s; it is kept: see its bootstrap "+
 		"(GET /clusters/%d/nodes/{vm_id}/bootstrap), re-open it or replace it", e.node, e.within, e.clusterID)
 }
 
@@ -181,13 +183,19 @@ func (s *Service) replacementSteps() []engine.Step[*replacement] {
 // until the new node reports ready (its etcd joined as a learner and was
 // promoted, its API server serves), for at most readyWithin.
 func (s *Service) awaitNewNode(_ context.Context, r *replacement, _ time.Time) error {
+	return s.awaitReady(r.newNode(), r.row.CreatedAt, r.readyWithin)
+}
+
+// awaitReady is nil once new node n reported ready, a wait until within
+// has passed since since, then notReadyInTime.
+func (s *Service) awaitReady(n store.Node, since time.Time, within time.Duration) error {
 	switch {
-	case r.newNode().ReadyAt != nil:
+	case n.ReadyAt != nil:
 		return nil
-	case s.Clock().Sub(r.row.CreatedAt) <= r.readyWithin:
+	case s.Clock().Sub(since) <= within:
 		return engine.Wait("the new node has not reported ready yet")
 	}
-	return &notReadyInTime{node: r.newNode().Name, within: r.readyWithin, clusterID: r.row.ClusterID}
+	return &notReadyInTime{node: n.Name, within: within, clusterID: n.ClusterID}
 }
 
 func (s *Service) deleteOldVM(ctx context.Context, r *replacement, deadline time.Time) error {

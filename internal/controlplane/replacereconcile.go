@@ -38,11 +38,18 @@ func (s *Service) replacementKind() engine.Kind[*replacement] {
 // A replacement already turned back (failing) has its new node removed.
 // A failure lets go of the cluster for a later run.
 func (s *Service) ReconcileReplacement(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) (string, engine.Result) {
-	res := s.reconcileReplacement(ctx, c, lease, pass)
+	return s.lettingGoOnFailure(ctx, c, lease, pass, Replacement, s.reconcileReplacement)
+}
+
+// lettingGoOnFailure drives claimed cluster c's operation of kind what,
+// and lets go of the cluster for a later run when the run failed.
+func (s *Service) lettingGoOnFailure(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass, what string,
+	drive func(context.Context, store.Cluster, store.Lease, usecase.Pass) engine.Result) (string, engine.Result) {
+	res := drive(ctx, c, lease, pass)
 	if res.Outcome == engine.Retrying && !errors.Is(res.Err, store.ErrLeaseLost) {
 		s.letGo(ctx, c, lease, pass)
 	}
-	return Replacement, res
+	return what, res
 }
 
 func (s *Service) reconcileReplacement(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) engine.Result {

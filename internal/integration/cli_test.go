@@ -77,17 +77,23 @@ func (s *stack) foundedByCLI(t *testing.T) (int64, []int64) {
 // bootAll plays the VMs: each fetches its bundle and reports every phase.
 func (s *stack) bootAll(t *testing.T, vms []int64) {
 	for i, id := range vms {
-		vm := s.proof(id)
-		if r := s.FetchBundle(vm.id, vm.imds, vm.access); r.Status != 200 {
-			t.Fatalf("bundle: %d", r.Status)
-		}
-		phases := []string{"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "ready"}
-		if i == 0 {
-			phases = []string{"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "addons_installed", "ready"}
-		}
-		for _, p := range phases {
-			s.mustReport(vm, `{"phase":"`+p+`"}`, 204)
-		}
+		s.boot(t, id, i == 0)
+	}
+}
+
+// boot plays one VM: it fetches its bundle and reports every phase (the
+// initial node's addons too).
+func (s *stack) boot(t *testing.T, id int64, initial bool) {
+	vm := s.proof(id)
+	if r := s.FetchBundle(vm.id, vm.imds, vm.access); r.Status != 200 {
+		t.Fatalf("bundle: %d", r.Status)
+	}
+	phases := []string{"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "ready"}
+	if initial {
+		phases = []string{"prerequisites_installed", "etcd_started", "kubelet_started", "apiserver_ready", "addons_installed", "ready"}
+	}
+	for _, p := range phases {
+		s.mustReport(vm, `{"phase":"`+p+`"}`, 204)
 	}
 }
 

@@ -41,6 +41,7 @@ type stack struct {
 	envelope          *envelope.Envelope
 	founder           *usecase.Deps           // CreateClusterFunction's founding
 	clusters          *usecase.Deps           // ClustersFunction's list, read and delete
+	reconciler        *usecase.Deps           // ReconcilerFunction's operations
 	bundles           *nodebootstrap.Service  // the bundle use case, whose configured artifacts a test may change
 	servers           map[string]*api.Server  // each function's handlers: servers[id].Handler(id)
 	schedule          *etcdsnapshot.Schedule  // ReconcilerFunction's etcd snapshot schedule
@@ -101,6 +102,7 @@ func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 		t.Fatal(err)
 	}
 	s.founder, s.clusters, s.bundles, s.servers, s.schedule = in.Founder, in.Clusters, in.Bundles, in.Servers, in.Snapshots
+	s.reconciler = in.Reconciler
 	s.api = httptest.NewServer(in.Handler)
 	t.Cleanup(s.api.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: s.api.URL, SimURL: simSrv.URL, Pool: pool}

@@ -1,7 +1,7 @@
 // Package operation is the engine every durable operation of k8sapi runs
 // on: a founding, a deletion's undo, a node pool's create, scale or delete,
-// a control-plane node's replacement, and the kinds to come (upgrades,
-// control-plane scaling, CA rotation, remediation).
+// a control-plane node's replacement, a control-plane scaling, and the
+// kinds to come (upgrades, CA rotation, remediation).
 //
 // A kind of operation is a Kind: its steps, how it lets go of its lease,
 // and how it is undone. Every step is idempotent over the recorded state
@@ -31,7 +31,7 @@
 // conditions the API shows of a cluster, a pool or a replacement from the
 // resource's state and its latest operation.
 //
-// Adding a kind (an upgrade, control-plane scaling, a remediation):
+// Adding a kind (an upgrade, a remediation):
 //
 //  1. its name and its target in store (a Kind* constant, a Target* one
 //     if it acts on a new kind of resource, and the CHECK of

@@ -59,6 +59,10 @@ type Report struct {
 	// replacement began, and those refused (each run they stay refused).
 	Remediated          int `json:"remediated"`
 	RemediationsRefused int `json:"remediations_refused"`
+	// Control-plane scalings done, failed, and waiting for a new member.
+	Scaled          int `json:"scaled"`
+	ScalingsFailed  int `json:"scalings_failed"`
+	ScalingsWaiting int `json:"scalings_waiting"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -69,6 +73,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		cluster.Deletion:         {engine.Done: &rep.Deleted},
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
+		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingsWaiting},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -109,10 +114,11 @@ func (r *Reconciler) kinds() map[string]handler {
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
 	return map[string]handler{
-		store.KindFounding:        onCluster(r, clusters.ReconcileCluster),
-		store.KindDeletion:        onCluster(r, clusters.ReconcileCluster),
-		store.KindNodePool:        onPool(r, pools.ReconcilePool),
-		store.KindNodeReplacement: onCluster(r, cp.ReconcileReplacement),
+		store.KindFounding:            onCluster(r, clusters.ReconcileCluster),
+		store.KindDeletion:            onCluster(r, clusters.ReconcileCluster),
+		store.KindNodePool:            onPool(r, pools.ReconcilePool),
+		store.KindNodeReplacement:     onCluster(r, cp.ReconcileReplacement),
+		store.KindControlPlaneScaling: onCluster(r, cp.ReconcileScaling),
 	}
 }
 

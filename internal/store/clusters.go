@@ -134,6 +134,9 @@ type Node struct {
 	// 0 for a node of the founding or of a pool): its create token derives
 	// from it.
 	ReplacementID int64
+	// ScalingID is the control-plane scaling's operation that made the node
+	// (migration 029; 0 otherwise): like a replacement's, it joins etcd as a learner.
+	ScalingID int64
 	// VMID is 0 until the compute API answered the create;
 	// CreateRequested says whether the create was ever sent.
 	VMID            int64
@@ -316,7 +319,7 @@ func nodesWithOwnIdentities(where string) string {
 // read nothing, which cost a listing of 50 clusters most of its time.
 func nodesSelect(identities, identitiesJoin, where string) string {
 	return `
-		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.scaling_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
 		       n.ipv4, n.ipv6, n.public_ipv4, exp.issued,
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
 		       ` + identities + `, exp.earliest, exp.undated,
@@ -347,7 +350,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		windows      []*time.Time
 		only         []bool
 	)
-	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
+	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.ScalingID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts,
 		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused); err != nil {

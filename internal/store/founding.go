@@ -304,8 +304,8 @@ type Released struct {
 // ahead: a founding ends superseded, a deletion is taken over, a pool
 // operation that starts meanwhile finds the cluster no longer active and
 // stops before its next remote call); any other kind (a control-plane
-// node's replacement, whose new VM it alone knows how to finish or undo)
-// until it ends. Held off: ErrLeaseLost. A deleted cluster is left as it
+// node's replacement or a control-plane scaling, whose new VM it alone
+// knows how to finish or undo) until it ends. Held off: ErrLeaseLost. A deleted cluster is left as it
 // is (ErrLeaseLost too; the caller read it first). A new deletion carries
 // the cluster's reason on (a failed founding keeps saying why).
 func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease Lease, now time.Time) error {

@@ -7,7 +7,7 @@ import (
 )
 
 // The kinds of operation (operations.kind, migration 025). A kind to come
-// (an upgrade, control-plane scaling, a remediation) is one name here, the
+// (an upgrade, a remediation) is one name here, the
 // target it acts on, and its handler in the reconciler's table: its begin
 // statement inserts a row with beginOperation, its writes are fenced by
 // opHeld, it ends with endOperation; the claim, the live-operation check
@@ -17,6 +17,9 @@ const (
 	KindDeletion        = "deletion"         // target: the cluster
 	KindNodePool        = "node-pool"        // target: the pool (create, scale, delete, an undone create)
 	KindNodeReplacement = "node-replacement" // target: the replacement row
+	// KindControlPlaneScaling's target is the cluster; its spec holds
+	// from_count and to_count (migration 029).
+	KindControlPlaneScaling = "control-plane-scaling"
 )
 
 // The targets an operation acts on (operations.target_type).
@@ -47,8 +50,8 @@ const (
 // DeletionTakesOver are the kinds whose live operation a cluster's
 // deletion may go ahead of once its lease ran out (its driver died): the
 // teardown deletes whatever they made. Any other live operation (a
-// replacement, whose new VM only it knows how to finish) holds the
-// deletion off until it ends.
+// replacement or a control-plane scaling, whose new VM only it knows how
+// to finish) holds the deletion off until it ends.
 var DeletionTakesOver = []string{KindFounding, KindDeletion, KindNodePool}
 
 // Operation is an operations row as the reconciler claims it: which kind,

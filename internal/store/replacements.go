@@ -43,14 +43,6 @@ type Replacement struct {
 var replacementColumns = `id, kube_cluster_id, old_node_id, old_vm_id, old_node_name, new_node_id, new_node_name,
 	state, created_at, updated_at, ` + lastOp(TargetNodeReplacement, "node_replacements.id", "state_reason")
 
-func oneReplacement(rows pgx.Rows, what string) (Replacement, error) {
-	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Replacement])
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", what, notFound(err))
-	}
-	return r, nil
-}
-
 // ReplacementStart is the start of a replacement: Old (a control-plane
 // node of the org's cluster) is replaced by a new node named by Name.
 type ReplacementStart struct {
@@ -64,11 +56,14 @@ type ReplacementStart struct {
 // row, the old node marked retiring and the new node's row (no VM yet, its
 // ordinal after every one the cluster handed out), and its operation, held
 // by no lease (the reconciler claims it at once). A cluster with a replacement in
-// progress: ErrReplacing; an old node that is gone or retiring already:
+// progress: ErrReplacing; with a control-plane scaling: ErrScaling; an old node that is gone or retiring already:
 // ErrNotFound.
 func (s *Store) BeginReplacement(ctx context.Context, r ReplacementStart) (Replacement, error) {
 	var out Replacement
 	err := s.inActiveCluster(ctx, r.OrgID, r.Old.ClusterID, func(tx pgx.Tx) error {
+		if err := noLiveControlPlaneOp(ctx, tx, r.Old.ClusterID); err != nil {
+			return err
+		}
 		id, err := insertReplacement(ctx, tx, r.Old)
 		if err != nil {
 			return err
@@ -129,7 +124,7 @@ func intendReplacementNode(ctx context.Context, tx pgx.Tx, id int64, r Replaceme
 	}
 	rows, _ := tx.Query(ctx, `UPDATE node_replacements SET new_node_id = $2, new_node_name = $3 WHERE id = $1
 		RETURNING `+replacementColumns, id, nodeID, name)
-	return oneReplacement(rows, "intending the new node")
+	return oneRow[Replacement](rows, "intending the new node")
 }
 
 // LiveReplacement is the cluster's replacement in progress: ErrNotFound
@@ -137,7 +132,7 @@ func intendReplacementNode(ctx context.Context, tx pgx.Tx, id int64, r Replaceme
 func (s *Store) LiveReplacement(ctx context.Context, clusterID int64) (Replacement, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+replacementColumns+` FROM node_replacements
 		WHERE kube_cluster_id = $1 AND state IN ('replacing', 'failing')`, clusterID)
-	return oneReplacement(rows, fmt.Sprintf("loading the replacement in progress of cluster %d", clusterID))
+	return oneRow[Replacement](rows, fmt.Sprintf("loading the replacement in progress of cluster %d", clusterID))
 }
 
 // ReplacementEnd is how a replacement ends: its state and why, the node

@@ -23,11 +23,12 @@ func ServeFounding(srv *api.Server, d *usecase.Deps) {
 
 // ServeClusters gives srv ClustersFunction's use cases: the clusters'
 // reads and deletions, their audit trails, the kubeconfig log, node pools
-// and control-plane node replacements.
+// and control-plane node replacements and scalings.
 func ServeClusters(srv *api.Server, d *usecase.Deps) {
 	srv.Clusters = &cluster.Service{Deps: d}
 	srv.Events = &trail.Trail{Store: d.Store}
 	srv.KubeconfigLog = &adminkubeconfig.Service{Deps: d}
 	srv.Pools = &nodepool.Service{Deps: d}
-	srv.Replacer = &controlplane.Service{Deps: d}
+	cp := &controlplane.Service{Deps: d}
+	srv.Replacer, srv.Scaler = cp, cp
 }

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/spf13/cobra"
+)
+
+// scaleCommand groups what changes a cluster's size.
+func (a *app) scaleCommand() *cobra.Command {
+	s := &cobra.Command{Use: "scale", Short: "Change the size of a cluster's control plane"}
+	s.AddCommand(a.scaleControlPlaneCommand())
+	return s
+}
+
+func (a *app) scaleControlPlaneCommand() *cobra.Command {
+	var count int
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use: "control-plane ID --count N", Short: "Scale a cluster's control plane to 1, 3 or 5 nodes, one etcd member at a time",
+		Example: "  k8sapi scale control-plane 7 --count 3 --wait", Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
+		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
+			id, err := parseID("cluster id", args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			g, _, err := c.ScaleControlPlane(ctx, id, count)
+			if err != nil {
+				return err
+			}
+			started := fmt.Sprintf("the control plane of cluster %d is being scaled from %d to %d nodes (scaling %d, %s)", id, g.FromCount, g.ToCount, g.ID, g.State)
+			if !wait {
+				fmt.Fprintf(a.stdout, "%s; follow it with: k8sapi describe cluster %d\n", started, id)
+				return nil
+			}
+			fmt.Fprintln(a.stdout, started)
+			if err := a.waitScaled(ctx, c, g, timeout); err != nil {
+				return fmt.Errorf("%w\nlook at it: k8sapi describe cluster %d", err, id)
+			}
+			fmt.Fprintf(a.stdout, "the control plane of cluster %d has %d nodes, every one ready\n", id, g.ToCount)
+			return nil
+		}),
+	}
+	cmd.Flags().IntVar(&count, "count", 0, "the new number of control-plane nodes: 1, 3 or 5")
+	_ = cmd.MarkFlagRequired("count")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every new node is ready, showing each as it joins")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+// waitScaled waits until g's cluster has g.ToCount control-plane nodes,
+// every one ready, printing each state it passes; the cluster recording
+// another count (the scaling failed and kept what it had) or a new node
+// failing ends it.
+func (a *app) waitScaled(ctx context.Context, c *Client, g apitypes.ControlPlaneScaling, timeout time.Duration) error {
+	last := ""
+	return a.poll(ctx, timeout, fmt.Sprintf("%d control-plane nodes", g.ToCount), func(ctx context.Context) (bool, error) {
+		cl, _, err := c.GetCluster(ctx, g.ClusterID)
+		if err != nil {
+			return false, err
+		}
+		state, done, err := scalingState(cl, g.ToCount)
+		if state != last {
+			last = state
+			fmt.Fprintf(a.stdout, "%s %s\n", a.now().UTC().Format(time.TimeOnly), state)
+		}
+		return done || err != nil, err
+	})
+}
+
+// scalingState is where a scaling to want stands in cl: a line that says
+// it, whether it is done, and why it failed.
+func scalingState(cl apitypes.ClusterView, want int) (string, bool, error) {
+	ready, joining := 0, ""
+	for _, n := range cl.Bootstrap.Nodes {
+		switch n.Phase {
+		case "ready":
+			ready++
+		case "failed":
+			return "", true, fmt.Errorf("%s failed: %s", n.NodeName, orNone(n.Message))
+		default:
+			joining = fmt.Sprintf("; %s %s", n.NodeName, n.Phase)
+		}
+	}
+	state := fmt.Sprintf("%d/%d control-plane nodes ready%s", ready, want, joining)
+	if cl.ControlPlaneCount != want {
+		return state, true, fmt.Errorf("the scaling to %d nodes failed: the control plane kept %d", want, cl.ControlPlaneCount)
+	}
+	return state, ready == want && len(cl.Bootstrap.Nodes) == want, nil
+}
