@@ -99,6 +99,11 @@ type Cluster struct {
 	// only while at most MaxUnhealthyPercent of its pool is unhealthy.
 	UnhealthyAfterSeconds int `db:"unhealthy_after_seconds"`
 	MaxUnhealthyPercent   int `db:"max_unhealthy_percent"`
+	// AdminGroup is the group of the operators' admin certificates:
+	// pki.ClusterAdminsGroup, which the cluster's RBAC binds to
+	// cluster-admin, or system:masters for a cluster founded before that
+	// binding existed (migration 030), whose API server knows no other.
+	AdminGroup string `db:"admin_group"`
 }
 
 var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -110,7 +115,7 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
 	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
-	spec, etcd_snapshot_interval_seconds, unhealthy_after_seconds, max_unhealthy_percent`
+	spec, etcd_snapshot_interval_seconds, unhealthy_after_seconds, max_unhealthy_percent, admin_group`
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 
