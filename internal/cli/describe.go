@@ -41,7 +41,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	}
 	w := &describer{w: a.stdout, now: a.now()}
 	w.cluster(cl)
-	w.nodes(details, cl.Bootstrap.Nodes)
+	w.nodes(details, cl.Bootstrap.Nodes, cl.Nodes)
 	w.pools(cl.NodePools)
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
@@ -102,11 +102,14 @@ func (d *describer) expiries(cl apitypes.ClusterView) {
 }
 
 // nodes describes each node's bootstrap; statuses (the cluster's view,
-// by VM) carry the steps' times.
-func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap) {
+// by VM) carry the steps' times, views (by VM) the version each runs.
+func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap, views []apitypes.NodeView) {
 	fmt.Fprintln(d.w, "Nodes:")
 	for _, n := range details {
 		fmt.Fprintf(d.w, "  %s (vm %d):\n", n.NodeName, n.VMID)
+		if i := slices.IndexFunc(views, func(v apitypes.NodeView) bool { return v.VMID == n.VMID }); i >= 0 {
+			d.field(2, "Kubernetes", orNone(views[i].KubernetesVersion))
+		}
 		d.field(2, "Phase", n.Phase+" since "+timestamp(n.UpdatedAt))
 		if n.Message != "" {
 			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))

@@ -118,8 +118,11 @@ type Node struct {
 	CreateRequested bool
 	Ordinal         int
 	Name            string
-	IPv4, IPv6      string
-	PublicIPv4      string
+	// KubernetesVersion is the version the node's bundle is rendered for
+	// (migration 028): its cluster's, or an upgrade's target.
+	KubernetesVersion string
+	IPv4, IPv6        string
+	PublicIPv4        string
 	// Issued says the node's stored identities are recorded.
 	Issued bool
 	// Phase is where the node's bootstrap stands (internal/progress), with
@@ -259,7 +262,7 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 // identities of the node whose VM is $2.
 func nodesQuery(where string) string {
 	return `
-		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name, n.kubernetes_version,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
@@ -295,7 +298,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		windows      []*time.Time
 		only         []bool
 	)
-	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
+	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.KubernetesVersion, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
