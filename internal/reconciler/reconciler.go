@@ -12,6 +12,7 @@ import (
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/upgrade"
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
@@ -55,6 +56,9 @@ type Report struct {
 	Replaced            int `json:"replaced"`
 	ReplacementsFailed  int `json:"replacements_failed"`
 	ReplacementsWaiting int `json:"replacements_waiting"`
+	// Cluster upgrades ended (done or aborted) and paused on a failed gate.
+	Upgraded       int `json:"upgraded"`
+	UpgradesPaused int `json:"upgrades_paused"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -65,6 +69,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		cluster.Deletion:         {engine.Done: &rep.Deleted},
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
+		upgrade.Kind:             {engine.Done: &rep.Upgraded, engine.Undone: &rep.UpgradesPaused},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -100,17 +105,21 @@ type claimer func(context.Context, *Report) (bool, error)
 
 // kinds is every kind the reconciler drives, in the order it claims them:
 // clusters' foundings and deletions first, then node pools' operations,
-// then control-plane node replacements. A kind to come is one more row:
+// then cluster upgrades (before the replacements: an upgrade that begins
+// one hands its cluster over to them in the same run), then control-plane
+// node replacements. A kind to come is one more row:
 // its claim statement, its row's ids, its handler.
 func (r *Reconciler) kinds() []claimer {
 	st := r.Deps.Store
 	clusters := &cluster.Service{Deps: r.Deps}
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
+	up := &upgrade.Service{Deps: r.Deps}
 	ofCluster := func(c store.Cluster) (int64, int64) { return c.OrgID, c.ID }
 	return []claimer{
 		claimWith(r, "cluster", st.ClaimExpired, ofCluster, clusters.ReconcileCluster),
 		claimWith(r, nodepool.Pool, st.ClaimExpiredPool, func(p store.Pool) (int64, int64) { return p.OrgID, p.ID }, pools.ReconcilePool),
+		claimWith(r, upgrade.Kind, st.ClaimExpiredUpgrade, ofCluster, up.Reconcile),
 		claimWith(r, controlplane.Replacement, st.ClaimExpiredReplacement, ofCluster, cp.ReconcileReplacement),
 	}
 }

@@ -27,3 +27,67 @@ CREATE TRIGGER kube_nodes_version_of_cluster BEFORE INSERT ON kube_nodes
 
 -- A replacement an upgrade begins names its new node's version.
 GRANT INSERT (kubernetes_version) ON kube_nodes TO k8sapi_clusters, k8sapi_reconciler;
+
+-- A rolling upgrade of a cluster (issue 38, item 2): a durable operation
+-- like a replacement (migration 018). Its intent is committed before any
+-- remote call; the reconciler drives it under the cluster's lease, one
+-- step at a time: the pre-upgrade snapshot, each control-plane node by a
+-- replacement whose new node is at the pass's version, then each pool's
+-- workers by surge. A target two or more minors ahead is a chain of
+-- passes (pass_version is the one under way).
+CREATE TABLE IF NOT EXISTS cluster_upgrades (
+    id                    bigserial   PRIMARY KEY,
+    kube_cluster_id       bigint      NOT NULL REFERENCES kube_clusters (id) ON DELETE CASCADE,
+    from_version          text        NOT NULL,
+    to_version            text        NOT NULL,
+    pass_version          text        NOT NULL,
+    surge                 integer     NOT NULL CHECK (surge BETWEEN 1 AND 10),
+    drain_timeout_seconds integer     NOT NULL CHECK (drain_timeout_seconds BETWEEN 30 AND 3600),
+    -- The operator overrode the deprecated-API gate (recorded: the audit
+    -- event names it too).
+    deprecated_apis_overridden boolean NOT NULL DEFAULT false,
+    requested_by          text        NOT NULL,
+    -- upgrading: the reconciler drives it; paused: a gate failed
+    -- (state_reason, paused_node say which and where), the operator
+    -- resumes or aborts; aborting: driven back to from_version; done;
+    -- aborted.
+    state                 text        NOT NULL DEFAULT 'upgrading'
+        CHECK (state IN ('upgrading', 'paused', 'aborting', 'done', 'aborted')),
+    state_reason          text        NOT NULL DEFAULT '' CHECK (octet_length(state_reason) <= 2048),
+    paused_node           text        NOT NULL DEFAULT '',
+    -- The pre-upgrade snapshot, once recorded; the replacement under way.
+    snapshot_id           bigint      REFERENCES etcd_snapshots (id) ON DELETE SET NULL,
+    replacement_id        bigint      REFERENCES node_replacements (id) ON DELETE SET NULL,
+    created_at            timestamptz NOT NULL DEFAULT now(),
+    updated_at            timestamptz NOT NULL DEFAULT now()
+);
+-- One upgrade at a time per cluster.
+CREATE UNIQUE INDEX IF NOT EXISTS cluster_upgrades_one_live ON cluster_upgrades (kube_cluster_id)
+    WHERE state IN ('upgrading', 'paused', 'aborting');
+
+-- What a node reports of its API server's deprecated-API requests
+-- (apiserver_requested_deprecated_apis, read on the node by its own
+-- identity): the APIs requested in the last day with the release that
+-- removes each, and when the node reported them.
+ALTER TABLE kube_nodes
+    ADD COLUMN IF NOT EXISTS deprecated_apis jsonb NOT NULL DEFAULT '[]',
+    ADD COLUMN IF NOT EXISTS deprecated_apis_reported_at timestamptz;
+
+-- ClustersFunction records an upgrade, pauses, resumes and aborts it; the
+-- reconciler drives it (and moves the cluster's version and artifact
+-- record once every API server is at the pass's version).
+GRANT USAGE ON SEQUENCE cluster_upgrades_id_seq TO k8sapi_clusters;
+GRANT SELECT ON cluster_upgrades TO k8sapi_clusters, k8sapi_reconciler;
+GRANT INSERT (kube_cluster_id, from_version, to_version, pass_version, surge, drain_timeout_seconds,
+    deprecated_apis_overridden, requested_by) ON cluster_upgrades TO k8sapi_clusters;
+GRANT UPDATE (state, state_reason, paused_node, replacement_id, updated_at) ON cluster_upgrades TO k8sapi_clusters, k8sapi_reconciler;
+GRANT UPDATE (pass_version, snapshot_id) ON cluster_upgrades TO k8sapi_reconciler;
+GRANT UPDATE (kubernetes_version, artifacts) ON kube_clusters TO k8sapi_reconciler;
+GRANT UPDATE (deprecated_apis, deprecated_apis_reported_at) ON kube_nodes TO k8sapi_get_bundle;
+-- The reconciler begins the replacements of an upgrade (ClustersFunction
+-- begins an operator's): the same rows.
+GRANT USAGE ON SEQUENCE node_replacements_id_seq TO k8sapi_reconciler;
+GRANT INSERT (kube_cluster_id, old_node_id, old_vm_id, old_node_name) ON node_replacements TO k8sapi_reconciler;
+GRANT UPDATE (new_node_id, new_node_name) ON node_replacements TO k8sapi_reconciler;
+GRANT INSERT (replacement_id) ON kube_nodes TO k8sapi_reconciler;
+GRANT UPDATE (last_ordinal) ON kube_clusters TO k8sapi_reconciler;

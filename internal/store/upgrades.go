@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Upgrade states (cluster_upgrades.state, migration 025): upgrading and
+// aborting are driven by the reconciler under the cluster's lease, paused
+// waits on the operator, done and aborted are settled.
+const (
+	UpgradeUpgrading = "upgrading"
+	UpgradePaused    = "paused"
+	UpgradeAborting  = "aborting"
+	UpgradeDone      = "done"
+	UpgradeAborted   = "aborted"
+)
+
+// ErrUpgrading means an upgrade of the cluster is already live.
+var ErrUpgrading = errors.New("an upgrade of the cluster is in progress")
+
+// Upgrade is a cluster_upgrades row.
+type Upgrade struct {
+	ID                       int64     `db:"id"`
+	ClusterID                int64     `db:"kube_cluster_id"`
+	FromVersion              string    `db:"from_version"`
+	ToVersion                string    `db:"to_version"`
+	PassVersion              string    `db:"pass_version"`
+	Surge                    int       `db:"surge"`
+	DrainTimeoutSeconds      int       `db:"drain_timeout_seconds"`
+	DeprecatedAPIsOverridden bool      `db:"deprecated_apis_overridden"`
+	RequestedBy              string    `db:"requested_by"`
+	State                    string    `db:"state"`
+	StateReason              string    `db:"state_reason"`
+	PausedNode               string    `db:"paused_node"`
+	SnapshotID               *int64    `db:"snapshot_id"`
+	ReplacementID            *int64    `db:"replacement_id"`
+	CreatedAt                time.Time `db:"created_at"`
+	UpdatedAt                time.Time `db:"updated_at"`
+}
+
+const upgradeColumns = `id, kube_cluster_id, from_version, to_version, pass_version, surge, drain_timeout_seconds,
+	deprecated_apis_overridden, requested_by, state, state_reason, paused_node, snapshot_id, replacement_id, created_at, updated_at`
+
+// liveUpgradeStates are the states of an upgrade not yet settled.
+const liveUpgradeStates = `('upgrading', 'paused', 'aborting')`
+
+func oneUpgrade(rows pgx.Rows, what string) (Upgrade, error) {
+	u, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Upgrade])
+	if err != nil {
+		return u, fmt.Errorf("%s: %w", what, notFound(err))
+	}
+	return u, nil
+}
+
+// BeginUpgrade records u (its cluster active and of org) before any
+// remote call. A cluster with a live upgrade: ErrUpgrading; with a live
+// replacement: ErrReplacing.
+func (s *Store) BeginUpgrade(ctx context.Context, orgID int64, u Upgrade) (Upgrade, error) {
+	var out Upgrade
+	err := s.inActiveCluster(ctx, orgID, u.ClusterID, func(tx pgx.Tx) error {
+		var replacing bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM node_replacements WHERE kube_cluster_id = $1
+			AND state IN ('replacing', 'failing'))`, u.ClusterID).Scan(&replacing); err != nil {
+			return err
+		}
+		if replacing {
+			return ErrReplacing
+		}
+		rows, _ := tx.Query(ctx, `INSERT INTO cluster_upgrades (kube_cluster_id, from_version, to_version, pass_version, surge,
+			drain_timeout_seconds, deprecated_apis_overridden, requested_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			RETURNING `+upgradeColumns, u.ClusterID, u.FromVersion, u.ToVersion, u.PassVersion, u.Surge,
+			u.DrainTimeoutSeconds, u.DeprecatedAPIsOverridden, u.RequestedBy)
+		var err error
+		out, err = oneUpgrade(rows, "recording the upgrade")
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.ConstraintName == "cluster_upgrades_one_live" {
+			return ErrUpgrading
+		}
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("beginning the upgrade of cluster %d: %w", u.ClusterID, err)
+	}
+	return out, nil
+}
+
+// LiveUpgrade is the cluster's upgrade not yet settled: ErrNotFound when
+// there is none.
+func (s *Store) LiveUpgrade(ctx context.Context, clusterID int64) (Upgrade, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+upgradeColumns+` FROM cluster_upgrades
+		WHERE kube_cluster_id = $1 AND state IN `+liveUpgradeStates, clusterID)
+	return oneUpgrade(rows, fmt.Sprintf("loading the live upgrade of cluster %d", clusterID))
+}
+
+// LatestUpgrade is the cluster's newest upgrade of any state: ErrNotFound
+// when it has had none.
+func (s *Store) LatestUpgrade(ctx context.Context, clusterID int64) (Upgrade, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+upgradeColumns+` FROM cluster_upgrades
+		WHERE kube_cluster_id = $1 ORDER BY id DESC LIMIT 1`, clusterID)
+	return oneUpgrade(rows, fmt.Sprintf("loading the upgrades of cluster %d", clusterID))
+}
+
+// MoveUpgrade moves the cluster's live upgrade from one of from to state
+// to, with reason and node (an operator's resume or abort: no lease is
+// held, as no driver runs a paused upgrade; a driven one moves under the
+// driver's fence, RecordUpgrade); the failed replacement that paused it,
+// if one did, is no longer its own. ErrNotFound: no live upgrade in from.
+func (s *Store) MoveUpgrade(ctx context.Context, clusterID int64, from []string, to, reason string) (Upgrade, error) {
+	rows, _ := s.pool.Query(ctx, `UPDATE cluster_upgrades SET state = $3, state_reason = $4, paused_node = '', replacement_id = NULL,
+		updated_at = now()
+		WHERE kube_cluster_id = $1 AND state = ANY($2) RETURNING `+upgradeColumns, clusterID, from, to, reason)
+	return oneUpgrade(rows, fmt.Sprintf("moving the upgrade of cluster %d to %s", clusterID, to))
+}
+
+// UpgradeChange is what a driver records of its upgrade, fenced by the
+// cluster's lease and by the state the driver loaded (Was: an operator's
+// abort meanwhile stops the driver): each field as it is now.
+type UpgradeChange struct {
+	Was                 string
+	State, Reason, Node string
+	PassVersion         string
+	SnapshotID          *int64
+	ReplacementID       *int64
+}
+
+// RecordUpgrade writes c into the owner's upgrade id of the cluster.
+func (s *Store) RecordUpgrade(ctx context.Context, clusterID int64, owner string, id int64, c UpgradeChange) error {
+	return s.fenced(ctx, "recording the upgrade", `UPDATE cluster_upgrades u SET state = $4, state_reason = $5, paused_node = $6,
+		pass_version = $7, snapshot_id = $8, replacement_id = $9, updated_at = now()
+		WHERE u.id = $3 AND u.kube_cluster_id = $1 AND u.state = $10
+		AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`,
+		clusterID, owner, id, c.State, c.Reason, c.Node, c.PassVersion, c.SnapshotID, c.ReplacementID, c.Was)
+}
+
+// SetClusterVersion records that every API server of the owner's cluster
+// is at version, with the artifact set its nodes use from now on.
+func (s *Store) SetClusterVersion(ctx context.Context, clusterID int64, owner, version string, artifacts []byte) error {
+	return s.fenced(ctx, "recording the cluster's version", `UPDATE kube_clusters SET kubernetes_version = $3,
+		artifacts = $4, updated_at = now() WHERE `+leaseHeld, clusterID, owner, version, artifacts)
+}
+
+// ClaimExpiredUpgrade takes over one active cluster whose upgrade is
+// driven (upgrading or aborting), whose lease is free or ran out and which
+// has no replacement in progress (that replacement's kind drives it
+// first), by taking the cluster's lease: ErrNotFound when there is none.
+func (s *Store) ClaimExpiredUpgrade(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
+	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
+		WHERE id = (SELECT k.id FROM kube_clusters k JOIN cluster_upgrades u ON u.kube_cluster_id = k.id
+				AND u.state IN ('upgrading', 'aborting')
+			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3)
+			  AND NOT EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing'))
+			ORDER BY k.lease_until NULLS FIRST, k.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED)
+		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
+	c, err := collectCluster(rows)
+	if err != nil {
+		return c, fmt.Errorf("claiming an upgrade in progress: %w", notFound(err))
+	}
+	return c, nil
+}
+
+// ReplacementByID is one replacement of the cluster.
+func (s *Store) ReplacementByID(ctx context.Context, clusterID, id int64) (Replacement, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+replacementColumns+` FROM node_replacements WHERE kube_cluster_id = $1 AND id = $2`, clusterID, id)
+	return oneReplacement(rows, fmt.Sprintf("loading replacement %d", id))
+}
+
+// SnapshotByID is one etcd snapshot of the cluster, of any state.
+func (s *Store) SnapshotByID(ctx context.Context, clusterID, id int64) (EtcdSnapshot, error) {
+	var row snapshotRow
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT row_to_json(s) FROM etcd_snapshots s WHERE kube_cluster_id = $1 AND id = $2`,
+		clusterID, id).Scan(&raw)
+	if err == nil {
+		err = json.Unmarshal(raw, &row)
+	}
+	if err != nil {
+		return EtcdSnapshot{}, fmt.Errorf("loading snapshot %d: %w", id, notFound(err))
+	}
+	return row.snapshot(), nil
+}
