@@ -142,8 +142,13 @@ func (s *Store) RecordUpgrade(ctx context.Context, clusterID int64, owner string
 // SetClusterVersion records that every API server of the owner's cluster
 // is at version, with the artifact set its nodes use from now on.
 func (s *Store) SetClusterVersion(ctx context.Context, clusterID int64, owner, version string, artifacts []byte) error {
+	var record *string // nil: a cluster founded before records keeps none
+	if artifacts != nil {
+		doc := string(artifacts)
+		record = &doc
+	}
 	return s.fenced(ctx, "recording the cluster's version", `UPDATE kube_clusters SET kubernetes_version = $3,
-		artifacts = $4, updated_at = now() WHERE `+leaseHeld, clusterID, owner, version, artifacts)
+		artifacts = $4::jsonb, updated_at = now() WHERE `+leaseHeld, clusterID, owner, version, record)
 }
 
 // ClaimExpiredUpgrade takes over one active cluster whose upgrade is

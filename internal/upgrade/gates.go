@@ -56,9 +56,8 @@ func live(nodes []store.Node) []store.Node {
 
 func ready(n store.Node) bool { return n.ReadyAt != nil && n.Phase == "ready" }
 
-// nodesReady: every node has a VM, is not being removed, and its
-// bootstrap reported ready and nothing since (a failed renewal reports
-// failed).
+// nodesReady: every node has a VM, is not being removed, and its last
+// report is ready (a failed renewal, or a bootstrap under way, is not).
 func nodesReady(f facts) error {
 	var not []string
 	for _, n := range f.nodes {
@@ -67,7 +66,7 @@ func nodesReady(f facts) error {
 			not = append(not, n.Name+" (no VM yet)")
 		case n.Retiring:
 			not = append(not, n.Name+" (being removed)")
-		case !ready(n):
+		case n.Phase != "ready":
 			not = append(not, fmt.Sprintf("%s (%s)", n.Name, n.Phase))
 		}
 	}
@@ -77,9 +76,9 @@ func nodesReady(f facts) error {
 	return nil
 }
 
-// etcdHealthy: the control plane has its count of members, each one's
-// node reported ready, which it does only once its member is promoted
-// to a voter and serves (a replacement's learner is not ready before).
+// etcdHealthy: the control plane has its count of members, each of which
+// is voting: its node reported ready in its bootstrap, which a node does
+// only once its member was promoted from learner and serves.
 func etcdHealthy(f facts) error {
 	var members, voting []string
 	for _, n := range live(f.nodes) {
@@ -87,7 +86,7 @@ func etcdHealthy(f facts) error {
 			continue
 		}
 		members = append(members, n.Name)
-		if ready(n) {
+		if n.ReadyAt != nil {
 			voting = append(voting, n.Name)
 		}
 	}
