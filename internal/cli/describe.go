@@ -17,7 +17,7 @@ func (a *app) describeCommand() *cobra.Command {
 	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
 	describe.AddCommand(&cobra.Command{
 		Use:               "cluster ID",
-		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, expiries, kubeconfigs and events",
+		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, its upgrade, expiries, kubeconfigs and events",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE:              a.run(a.describeCluster),
@@ -43,6 +43,7 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	w.cluster(cl)
 	w.nodes(details, cl.Bootstrap.Nodes, cl.Nodes)
 	w.pools(cl.NodePools)
+	w.upgrade(c.GetUpgrade(ctx, cl.ID))
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)

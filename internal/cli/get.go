@@ -16,7 +16,7 @@ import (
 
 func (a *app) getCommand() *cobra.Command {
 	get := &cobra.Command{Use: "get", Short: "List clusters, or show one cluster or its nodes"}
-	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand())
+	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand(), a.getVersionsCommand())
 	return get
 }
 
