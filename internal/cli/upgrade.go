@@ -77,17 +77,8 @@ func (a *app) upgradeClusterCommand() *cobra.Command {
 	var dryRun, wait, allow bool
 	var surge, drain int
 	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use: "cluster ID", Short: "Show the upgrade's plan and gates, then begin it", Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
-		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			id, err := parseID("cluster id", args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+	cmd := a.clusterCommand("cluster ID", "Show the upgrade's plan and gates, then begin it",
+		func(ctx context.Context, c *Client, id int64) error {
 			req := apitypes.UpgradeRequest{KubernetesVersion: to, Surge: &surge, DrainTimeoutSeconds: &drain, AllowDeprecatedAPIs: allow, DryRun: true}
 			plan, err := c.Upgrade(ctx, id, req)
 			if err != nil {
@@ -108,8 +99,7 @@ func (a *app) upgradeClusterCommand() *cobra.Command {
 				return nil
 			}
 			return a.waitUpgraded(ctx, c, id, timeout)
-		}),
-	}
+		})
 	f := cmd.Flags()
 	f.StringVar(&to, "to", "", "the target Kubernetes version (k8sapi get versions)")
 	f.BoolVar(&dryRun, "dry-run", false, "show the plan and its gates only")
@@ -206,8 +196,19 @@ func upgradeOver(u apitypes.Upgrade) (bool, error) {
 }
 
 func (a *app) moveUpgradeCommand(action, short string) *cobra.Command {
+	return a.clusterCommand(action+" ID", short, func(ctx context.Context, c *Client, id int64) error {
+		u, err := c.MoveUpgrade(ctx, id, action)
+		if err == nil {
+			fmt.Fprintf(a.stdout, "upgrade %d of cluster %d to %s is %s\n", u.ID, id, u.To, u.State)
+		}
+		return err
+	})
+}
+
+// clusterCommand is a command on one cluster (its argument ID).
+func (a *app) clusterCommand(use, short string, do func(ctx context.Context, c *Client, id int64) error) *cobra.Command {
 	return &cobra.Command{
-		Use: action + " ID", Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
+		Use: use, Short: short, Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
 		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
 			id, err := parseID("cluster id", args[0])
 			if err != nil {
@@ -217,12 +218,7 @@ func (a *app) moveUpgradeCommand(action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			u, err := c.MoveUpgrade(ctx, id, action)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "upgrade %d of cluster %d to %s is %s\n", u.ID, id, u.To, u.State)
-			return nil
+			return do(ctx, c, id)
 		}),
 	}
 }

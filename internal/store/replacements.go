@@ -42,11 +42,7 @@ const replacementColumns = `id, kube_cluster_id, old_node_id, old_vm_id, old_nod
 	state, state_reason, created_at, updated_at`
 
 func oneReplacement(rows pgx.Rows, what string) (Replacement, error) {
-	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Replacement])
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", what, notFound(err))
-	}
-	return r, nil
+	return oneRow[Replacement](rows, what)
 }
 
 // ReplacementStart is the start of a replacement: Old (a control-plane
@@ -138,14 +134,23 @@ func (s *Store) LiveReplacement(ctx context.Context, clusterID int64) (Replaceme
 // cluster's lease (as ClaimExpired for a founding): ErrNotFound when there
 // is none.
 func (s *Store) ClaimExpiredReplacement(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
+	return s.claimActive(ctx, lease, now, "a replacement in progress",
+		`EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing'))`)
+}
+
+// claimActive takes over one active cluster for which due (over
+// kube_clusters k) holds and whose lease is free or ran out, by taking
+// the cluster's lease (as ClaimExpired for a founding): ErrNotFound when
+// there is none. what names it in an error.
+func (s *Store) claimActive(ctx context.Context, lease Lease, now time.Time, what, due string) (Cluster, error) {
 	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT k.id FROM kube_clusters k JOIN node_replacements r ON r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing')
-			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3)
+		WHERE id = (SELECT k.id FROM kube_clusters k
+			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3) AND `+due+`
 			ORDER BY k.lease_until NULLS FIRST, k.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED)
 		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
 	c, err := collectCluster(rows)
 	if err != nil {
-		return c, fmt.Errorf("claiming a replacement in progress: %w", notFound(err))
+		return c, fmt.Errorf("claiming %s: %w", what, notFound(err))
 	}
 	return c, nil
 }

@@ -51,13 +51,7 @@ const upgradeColumns = `id, kube_cluster_id, from_version, to_version, pass_vers
 // liveUpgradeStates are the states of an upgrade not yet settled.
 const liveUpgradeStates = `('upgrading', 'paused', 'aborting')`
 
-func oneUpgrade(rows pgx.Rows, what string) (Upgrade, error) {
-	u, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Upgrade])
-	if err != nil {
-		return u, fmt.Errorf("%s: %w", what, notFound(err))
-	}
-	return u, nil
-}
+func oneUpgrade(rows pgx.Rows, what string) (Upgrade, error) { return oneRow[Upgrade](rows, what) }
 
 // BeginUpgrade records u (its cluster active and of org) before any
 // remote call. A cluster with a live upgrade: ErrUpgrading; with a live
@@ -156,18 +150,9 @@ func (s *Store) SetClusterVersion(ctx context.Context, clusterID int64, owner, v
 // has no replacement in progress (that replacement's kind drives it
 // first), by taking the cluster's lease: ErrNotFound when there is none.
 func (s *Store) ClaimExpiredUpgrade(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
-	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT k.id FROM kube_clusters k JOIN cluster_upgrades u ON u.kube_cluster_id = k.id
-				AND u.state IN ('upgrading', 'aborting')
-			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3)
-			  AND NOT EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing'))
-			ORDER BY k.lease_until NULLS FIRST, k.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED)
-		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
-	c, err := collectCluster(rows)
-	if err != nil {
-		return c, fmt.Errorf("claiming an upgrade in progress: %w", notFound(err))
-	}
-	return c, nil
+	return s.claimActive(ctx, lease, now, "an upgrade in progress",
+		`EXISTS (SELECT 1 FROM cluster_upgrades u WHERE u.kube_cluster_id = k.id AND u.state IN ('upgrading', 'aborting'))
+		AND NOT EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing'))`)
 }
 
 // ReplacementByID is one replacement of the cluster.
