@@ -44,7 +44,8 @@ func (s *stack) world() {
 	ctx := context.Background()
 	for _, q := range []string{
 		`UPDATE etcd_snapshots SET state = 'uploaded', size_bytes = 4096, sha256 = repeat('ab', 32), finished_at = now() WHERE state = 'pending'`,
-		`UPDATE kube_nodes SET phase = 'ready', ready_at = now() WHERE replacement_id IS NOT NULL AND vm_id IS NOT NULL AND ready_at IS NULL`,
+		`UPDATE kube_nodes SET phase = 'ready', ready_at = now() WHERE (replacement_id IS NOT NULL OR role = 'worker')
+			AND vm_id IS NOT NULL AND ready_at IS NULL`,
 	} {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
 			s.t.Fatal(err)
@@ -367,4 +368,44 @@ func TestUpgradeCutOffAtEachStepIsFinished(t *testing.T) {
 			s.assertSettled()
 		})
 	}
+}
+
+// Each pool moves by surge once every API server is at the target: a new
+// worker at v1.36.3 is ready before an old one is retired (never fewer
+// ready workers than the pool's count), the old ones' VMs are deleted,
+// and the pool keeps its count.
+func TestUpgradeMovesEachPoolBySurge(t *testing.T) {
+	s := newStack(t)
+	id, _ := s.upgradable()
+	s.AddPool(1, id, stacktest.TwoWorkers)
+	s.world()
+	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
+		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
+	}
+	for range 40 {
+		s.upgradeRun()
+		if n := s.count(`SELECT count(*) FROM kube_nodes WHERE role = 'worker' AND NOT retiring AND phase = 'ready'`); n < 2 {
+			t.Fatalf("%d ready workers stay, want at least the pool's 2 throughout", n)
+		}
+		if state, _, _ := s.upgradeState(); state != "upgrading" {
+			break
+		}
+		s.world()
+	}
+	if state, reason, _ := s.upgradeState(); state != "done" {
+		t.Fatalf("upgrade %s: %s", state, reason)
+	}
+	if n := s.count(`SELECT count(*) FROM kube_nodes WHERE role = 'worker' AND kubernetes_version = 'v1.36.3' AND NOT retiring`); n != 2 {
+		t.Errorf("%d workers at v1.36.3, want the pool's 2", n)
+	}
+	if n := s.count(`SELECT count(*) FROM kube_nodes WHERE role = 'worker'`); n != 2 {
+		t.Errorf("%d worker rows, want 2", n)
+	}
+	if n := s.count(`SELECT count FROM node_pools`); n != 2 {
+		t.Errorf("the pool's count is %d, want 2", n)
+	}
+	if _, _, created, live := s.counts(); created != 10 || live != 5 {
+		t.Errorf("%d VMs created, %d live; want 10 (3+3 control plane, 2+2 workers) and 5", created, live)
+	}
+	s.assertSettled()
 }

@@ -41,12 +41,15 @@ type Upgrade struct {
 	PausedNode               string    `db:"paused_node"`
 	SnapshotID               *int64    `db:"snapshot_id"`
 	ReplacementID            *int64    `db:"replacement_id"`
+	SurgePoolID              *int64    `db:"surge_pool_id"`
+	SurgeBase                int       `db:"surge_base"`
+	SurgeCount               int       `db:"surge_count"`
 	CreatedAt                time.Time `db:"created_at"`
 	UpdatedAt                time.Time `db:"updated_at"`
 }
 
 const upgradeColumns = `id, kube_cluster_id, from_version, to_version, pass_version, surge, drain_timeout_seconds,
-	deprecated_apis_overridden, requested_by, state, state_reason, paused_node, snapshot_id, replacement_id, created_at, updated_at`
+	deprecated_apis_overridden, requested_by, state, state_reason, paused_node, snapshot_id, replacement_id, surge_pool_id, surge_base, surge_count, created_at, updated_at`
 
 // liveUpgradeStates are the states of an upgrade not yet settled.
 const liveUpgradeStates = `('upgrading', 'paused', 'aborting')`
@@ -122,15 +125,19 @@ type UpgradeChange struct {
 	PassVersion         string
 	SnapshotID          *int64
 	ReplacementID       *int64
+	SurgePoolID         *int64
+	SurgeBase           int
+	SurgeCount          int
 }
 
 // RecordUpgrade writes c into the owner's upgrade id of the cluster.
 func (s *Store) RecordUpgrade(ctx context.Context, clusterID int64, owner string, id int64, c UpgradeChange) error {
 	return s.fenced(ctx, "recording the upgrade", `UPDATE cluster_upgrades u SET state = $4, state_reason = $5, paused_node = $6,
-		pass_version = $7, snapshot_id = $8, replacement_id = $9, updated_at = now()
+		pass_version = $7, snapshot_id = $8, replacement_id = $9, surge_pool_id = $11, surge_base = $12, surge_count = $13, updated_at = now()
 		WHERE u.id = $3 AND u.kube_cluster_id = $1 AND u.state = $10
 		AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`,
-		clusterID, owner, id, c.State, c.Reason, c.Node, c.PassVersion, c.SnapshotID, c.ReplacementID, c.Was)
+		clusterID, owner, id, c.State, c.Reason, c.Node, c.PassVersion, c.SnapshotID, c.ReplacementID, c.Was,
+		c.SurgePoolID, c.SurgeBase, c.SurgeCount)
 }
 
 // SetClusterVersion records that every API server of the owner's cluster
@@ -174,4 +181,35 @@ func (s *Store) SnapshotByID(ctx context.Context, clusterID, id int64) (EtcdSnap
 		return EtcdSnapshot{}, fmt.Errorf("loading snapshot %d: %w", id, notFound(err))
 	}
 	return row.snapshot(), nil
+}
+
+// RetirePoolWorkers begins the pool operation that removes the workers of
+// ordinals (an upgrade's old ones, once as many new ones are ready) and
+// sets the pool's count to c.Pool.Count, as BeginPoolOperation begins a
+// scale-down but retiring the workers named rather than the newest, and
+// ends upgrade's surge of the pool, in one transaction fenced by the
+// cluster's lease (owner): a cut-off never retires without ending the
+// surge, nor ends it without retiring.
+func (s *Store) RetirePoolWorkers(ctx context.Context, c PoolChange, ordinals []int, upgrade int64, owner string) (Pool, error) {
+	var out Pool
+	err := s.inActiveCluster(ctx, c.OrgID, c.Pool.ClusterID, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE cluster_upgrades u SET surge_pool_id = NULL, surge_base = 0, surge_count = 0, updated_at = now()
+			WHERE u.id = $3 AND u.kube_cluster_id = $1 AND u.state = 'upgrading'
+			AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`, c.Pool.ClusterID, owner, upgrade)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = ErrLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		if out, err = upsertPool(ctx, tx, c); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE kube_nodes SET retiring = true WHERE node_pool_id = $1 AND ordinal = ANY($2)`, out.ID, ordinals)
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("retiring workers of node pool %q: %w", c.Pool.Name, err)
+	}
+	return out, nil
 }

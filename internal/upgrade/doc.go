@@ -7,7 +7,9 @@
 // and each control-plane node one at a time by a replacement
 // (controlplane) whose new node is rendered at the pass's version, with a
 // health gate after each. Once every API server is at the pass's version
-// the cluster's version and artifact record move to it. A failed gate
+// the cluster's version and artifact record move to it, then each pool's
+// workers move by surge (new workers ready before old ones retire). A
+// failed gate
 // pauses the upgrade with a reason naming the node; the operator resumes
 // or aborts it, and an abort before the last control-plane node moved
 // brings the control plane back by the same replacement path.

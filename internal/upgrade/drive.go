@@ -96,7 +96,8 @@ func (s *Service) record(ctx context.Context, r *run, ch func(*store.Upgrade)) e
 	next := r.u
 	ch(&next)
 	err := s.Store.RecordUpgrade(ctx, r.c.ID, r.lease.Owner, r.u.ID, store.UpgradeChange{Was: r.u.State, State: next.State,
-		Reason: next.StateReason, Node: next.PausedNode, PassVersion: next.PassVersion, SnapshotID: next.SnapshotID, ReplacementID: next.ReplacementID})
+		Reason: next.StateReason, Node: next.PausedNode, PassVersion: next.PassVersion, SnapshotID: next.SnapshotID, ReplacementID: next.ReplacementID,
+		SurgePoolID: next.SurgePoolID, SurgeBase: next.SurgeBase, SurgeCount: next.SurgeCount})
 	if err := usecase.Recorded(err); err != nil {
 		return err
 	}

@@ -58,6 +58,12 @@ CREATE TABLE IF NOT EXISTS cluster_upgrades (
     -- The pre-upgrade snapshot, once recorded; the replacement under way.
     snapshot_id           bigint      REFERENCES etcd_snapshots (id) ON DELETE SET NULL,
     replacement_id        bigint      REFERENCES node_replacements (id) ON DELETE SET NULL,
+    -- The pool being moved by surge: its count before the surge and how
+    -- many new workers the surge adds (recorded before the pool is
+    -- scaled up, so a cut-off never surges twice).
+    surge_pool_id         bigint      REFERENCES node_pools (id) ON DELETE SET NULL,
+    surge_base            integer     NOT NULL DEFAULT 0,
+    surge_count           integer     NOT NULL DEFAULT 0,
     created_at            timestamptz NOT NULL DEFAULT now(),
     updated_at            timestamptz NOT NULL DEFAULT now()
 );
@@ -81,7 +87,7 @@ GRANT SELECT ON cluster_upgrades TO k8sapi_clusters, k8sapi_reconciler;
 GRANT INSERT (kube_cluster_id, from_version, to_version, pass_version, surge, drain_timeout_seconds,
     deprecated_apis_overridden, requested_by) ON cluster_upgrades TO k8sapi_clusters;
 GRANT UPDATE (state, state_reason, paused_node, replacement_id, updated_at) ON cluster_upgrades TO k8sapi_clusters, k8sapi_reconciler;
-GRANT UPDATE (pass_version, snapshot_id) ON cluster_upgrades TO k8sapi_reconciler;
+GRANT UPDATE (pass_version, snapshot_id, surge_pool_id, surge_base, surge_count) ON cluster_upgrades TO k8sapi_reconciler;
 GRANT UPDATE (kubernetes_version, artifacts) ON kube_clusters TO k8sapi_reconciler;
 GRANT UPDATE (deprecated_apis, deprecated_apis_reported_at) ON kube_nodes TO k8sapi_get_bundle;
 -- The reconciler begins the replacements of an upgrade (ClustersFunction
