@@ -65,15 +65,6 @@ func nextPass(at, to string) (string, bool) {
 	return best, best != ""
 }
 
-// describePasses is a chain as a sentence: "v1.35.4 → v1.36.3".
-func describePasses(passes []apitypes.UpgradePass) string {
-	out := []string{passes[0].From}
-	for _, p := range passes {
-		out = append(out, p.To)
-	}
-	return strings.Join(out, " → ")
-}
-
 // Defaults and bounds of a request's surge and drain timeout (the
 // migration's CHECKs hold the same bounds).
 const (
