@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/spf13/cobra"
 )
 
@@ -228,7 +229,7 @@ func (a *app) clusterCommand(use, short string, do func(ctx context.Context, c *
 func (d *describer) upgrade(u apitypes.Upgrade, err error) {
 	var apiErr *APIError
 	switch {
-	case errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound && apiErr.Code == "not_found" && strings.Contains(apiErr.Message, "never been upgraded"):
+	case errors.As(err, &apiErr) && apiErr.Code == apperr.NotFound.String() && strings.Contains(apiErr.Message, "never been upgraded"):
 		d.field(0, "Upgrade", "<none>")
 		return
 	case err != nil:
