@@ -66,6 +66,17 @@ var (
 	ReplacementInProgress = define("replacement_in_progress", KindConflict, "a control-plane node of the cluster is being replaced; poll GET /clusters/{id} and try again once it is done")
 	WouldLoseQuorum       = define("would_lose_quorum", KindConflict, "replacing this node now could lose etcd's quorum; nothing was changed")
 
+	// Upgrading a cluster (docs/UPGRADES.md): each preflight gate refuses
+	// with its own code, named for the gate.
+	UpgradeInProgress     = define("upgrade_in_progress", KindConflict, "the cluster is being upgraded (one upgrade at a time); poll GET /clusters/{id}")
+	UpgradeNoPath         = define("upgrade_no_path", KindUnprocessable, "the release table has no upgrade path from the cluster's version to the one asked for; nothing was changed")
+	UpgradeNodesNotReady  = define("upgrade_nodes_not_ready", KindConflict, "gate nodes_ready: a node is not ready and reporting; nothing was changed")
+	UpgradeEtcdUnhealthy  = define("upgrade_etcd_unhealthy", KindConflict, "gate etcd_healthy: an etcd member is not voting and healthy; nothing was changed")
+	UpgradeVersionSkew    = define("upgrade_version_skew", KindConflict, "gate version_skew: a kubelet would be newer than an API server or more than three minors older; nothing was changed")
+	UpgradeDeprecatedAPIs = define("upgrade_deprecated_apis", KindConflict, "gate deprecated_apis: an API the target removes was requested in the last day; migrate its clients, or override with allow_deprecated_apis")
+	UpgradeNotPaused      = define("upgrade_not_paused", KindConflict, "the upgrade is not paused; only a paused upgrade resumes")
+	UpgradePastAbort      = define("upgrade_past_abort", KindConflict, "every API server is at the new version already; the way back is a restore from the pre-upgrade snapshot (docs/RESTORE.md)")
+
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
 	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")

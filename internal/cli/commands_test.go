@@ -179,9 +179,9 @@ func TestGetNodes(t *testing.T) {
 	c.Bootstrap.Nodes[1].Message = "etcd failed\nlast lines"
 	f.on("GET /clusters/5", ok(c))
 	runCLI(t, f, nil, "get", "nodes", "5", "-o", "wide").wantOut(t, `
-NAME                      ROLE            VM-ID   ORDINAL   PHASE    IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
-cp-0.cluster-5.internal   control-plane   10      0         ready    10.0.0.10   60s     <none>   <none>        <none>
-cp-1.cluster-5.internal   control-plane   11      1         failed   10.0.0.11   60s     <none>   <none>        etcd failed`)
+NAME                      ROLE            VM-ID   ORDINAL   VERSION   PHASE    IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
+cp-0.cluster-5.internal   control-plane   10      0         v1.35.4   ready    10.0.0.10   60s     <none>   <none>        <none>
+cp-1.cluster-5.internal   control-plane   11      1         v1.35.4   failed   10.0.0.11   60s     <none>   <none>        etcd failed`)
 }
 
 func TestIDArgumentsAreChecked(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 func (a *app) getCommand() *cobra.Command {
 	get := &cobra.Command{Use: "get", Short: "List clusters, or show one cluster or its nodes"}
-	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand())
+	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand(), a.getVersionsCommand())
 	return get
 }
 
@@ -203,7 +203,7 @@ func nodeRows(c apitypes.ClusterView) []nodeRow {
 }
 
 func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
-	headers := []string{"NAME", "ROLE", "VM-ID", "ORDINAL", "PHASE", "IPV4", "SINCE"}
+	headers := []string{"NAME", "ROLE", "VM-ID", "ORDINAL", "VERSION", "PHASE", "IPV4", "SINCE"}
 	if o == outputWide {
 		headers = append(headers, "IPV6", "PUBLIC-IPV4", "MESSAGE")
 	}
@@ -213,7 +213,7 @@ func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
 		if !r.updated.UpdatedAt.IsZero() {
 			since = age(now, r.updated.UpdatedAt)
 		}
-		row := []string{r.Name, r.Role, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.Phase), r.IPv4, since}
+		row := []string{r.Name, r.Role, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.KubernetesVersion), orNone(r.Phase), r.IPv4, since}
 		if o == outputWide {
 			row = append(row, orNone(r.IPv6), orNone(r.PublicIPv4), orNone(firstLine(r.Message)))
 		}

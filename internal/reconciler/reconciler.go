@@ -12,6 +12,7 @@ import (
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/upgrade"
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
@@ -55,6 +56,9 @@ type Report struct {
 	Replaced            int `json:"replaced"`
 	ReplacementsFailed  int `json:"replacements_failed"`
 	ReplacementsWaiting int `json:"replacements_waiting"`
+	// Cluster upgrades ended (done or aborted) and paused on a failed gate.
+	Upgraded       int `json:"upgraded"`
+	UpgradesPaused int `json:"upgrades_paused"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -65,6 +69,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		cluster.Deletion:         {engine.Done: &rep.Deleted},
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
+		upgrade.Kind:             {engine.Done: &rep.Upgraded, engine.Undone: &rep.UpgradesPaused},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -99,11 +104,13 @@ func (r *Reconciler) kinds() map[string]handler {
 	clusters := &cluster.Service{Deps: r.Deps}
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
+	up := &upgrade.Service{Deps: r.Deps}
 	return map[string]handler{
 		store.KindFounding:        onCluster(r, clusters.ReconcileCluster),
 		store.KindDeletion:        onCluster(r, clusters.ReconcileCluster),
 		store.KindNodePool:        onPool(r, pools.ReconcilePool),
 		store.KindNodeReplacement: onCluster(r, cp.ReconcileReplacement),
+		store.KindUpgrade:         onCluster(r, up.Reconcile),
 	}
 }
 

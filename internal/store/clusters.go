@@ -124,8 +124,11 @@ type Node struct {
 	CreateRequested bool
 	Ordinal         int
 	Name            string
-	IPv4, IPv6      string
-	PublicIPv4      string
+	// KubernetesVersion is the version the node's bundle is rendered for
+	// (migration 029): its cluster's, or an upgrade's target.
+	KubernetesVersion string
+	IPv4, IPv6        string
+	PublicIPv4        string
 	// Issued says the node's stored identities are recorded.
 	Issued bool
 	// Phase is where the node's bootstrap stands (internal/progress), with
@@ -150,6 +153,18 @@ type Node struct {
 	// Expiry is when the node's stored identities expire, loaded for every
 	// node (no keys in it).
 	Expiry IdentityExpiry
+	// DeprecatedAPIs are the deprecated APIs the node's API server served
+	// in the last day, as the node last reported them (migration 029), and
+	// when; nil: never reported.
+	DeprecatedAPIs           []DeprecatedAPI
+	DeprecatedAPIsReportedAt *time.Time
+}
+
+// DeprecatedAPI is one deprecated API requested of an API server
+// (apiserver_requested_deprecated_apis): its group, version and resource,
+// and the release that removes it ("1.36"; "" when none is planned).
+type DeprecatedAPI struct {
+	Group, Version, Resource, RemovedRelease string
 }
 
 // IdentityExpiry is the earliest not_after among a node's stored
@@ -265,10 +280,10 @@ func (s *Store) nodes(ctx context.Context, where string, arg any, selfVMID int64
 // identities of the node whose VM is $2.
 func nodesQuery(where string) string {
 	return `
-		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name, n.kubernetes_version,
 		       n.ipv4, n.ipv6, n.public_ipv4,
 		       EXISTS (SELECT 1 FROM node_identities WHERE node_id = n.id),
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times, n.deprecated_apis, n.deprecated_apis_reported_at,
 		       ids.names, ids.certs, ids.keys, ids.not_afters, ids.windows, ids.bootstrap_only, exp.earliest, exp.undated
 		FROM kube_nodes n
 		LEFT JOIN LATERAL (
@@ -301,8 +316,8 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		windows      []*time.Time
 		only         []bool
 	)
-	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
+	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.KubernetesVersion, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &n.DeprecatedAPIs, &n.DeprecatedAPIsReportedAt, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts); err != nil {
 		return n, err
 	}

@@ -17,6 +17,7 @@ const (
 	KindDeletion        = "deletion"         // target: the cluster
 	KindNodePool        = "node-pool"        // target: the pool (create, scale, delete, an undone create)
 	KindNodeReplacement = "node-replacement" // target: the replacement row
+	KindUpgrade         = "upgrade"          // target: the cluster (its cluster_upgrades row: the spec and progress)
 )
 
 // The targets an operation acts on (operations.target_type).
@@ -42,6 +43,8 @@ const (
 	ReasonSucceeded   = "Succeeded"
 	ReasonFailed      = "Failed"     // ended without doing what was asked (message: why)
 	ReasonSuperseded  = "Superseded" // ended by a newer operation of its target (a cluster's deletion)
+	ReasonPaused      = "Paused"     // ended as its gate failed, waiting on the operator (an upgrade; resumed, it begins again)
+	ReasonAborted     = "Aborted"    // ended turned back by the operator (an upgrade)
 )
 
 // DeletionTakesOver are the kinds whose live operation a cluster's

@@ -99,13 +99,7 @@ func collectPools(rows pgx.Rows) ([]Pool, error) {
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Pool])
 }
 
-func onePool(rows pgx.Rows, what string) (Pool, error) {
-	p, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Pool])
-	if err != nil {
-		return p, fmt.Errorf("%s: %w", what, notFound(err))
-	}
-	return p, nil
-}
+func onePool(rows pgx.Rows, what string) (Pool, error) { return oneRow[Pool](rows, what) }
 
 // PoolByName returns the cluster's live (not deleted) pool called name.
 func (s *Store) PoolByName(ctx context.Context, clusterID int64, name string) (Pool, error) {

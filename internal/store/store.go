@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,6 +26,16 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Ping checks the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// oneRow is the one row of rows as a T (its columns by name), for what;
+// no row is ErrNotFound.
+func oneRow[T any](rows pgx.Rows, what string) (T, error) {
+	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", what, notFound(err))
+	}
+	return r, nil
+}
 
 func notFound(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -7,6 +7,7 @@ import (
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/trail"
+	"github.com/excloud/k8sapi/internal/upgrade"
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
@@ -23,11 +24,12 @@ func ServeFounding(srv *api.Server, d *usecase.Deps) {
 
 // ServeClusters gives srv ClustersFunction's use cases: the clusters'
 // reads and deletions, their audit trails, the kubeconfig log, node pools
-// and control-plane node replacements.
+// control-plane node replacements and upgrades.
 func ServeClusters(srv *api.Server, d *usecase.Deps) {
 	srv.Clusters = &cluster.Service{Deps: d}
 	srv.Events = &trail.Trail{Store: d.Store}
 	srv.KubeconfigLog = &adminkubeconfig.Service{Deps: d}
 	srv.Pools = &nodepool.Service{Deps: d}
 	srv.Replacer = &controlplane.Service{Deps: d}
+	srv.Upgrades = &upgrade.Service{Deps: d}
 }
