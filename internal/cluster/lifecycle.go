@@ -212,6 +212,10 @@ func (s *Service) deletionRefused(ctx context.Context, c store.Cluster, err erro
 	if lerr == nil {
 		return controlplane.ReplacementInProgress(c.ID, r)
 	}
+	if u, uerr := s.Store.LiveUpgrade(ctx, c.ID); uerr == nil && u.State != store.UpgradePaused {
+		return apperr.UpgradeInProgress.Detailf("upgrade %d to %s is %s; delete the cluster once it is done, or paused (GET /clusters/%d/upgrade)",
+			u.ID, u.ToVersion, u.State, c.ID)
+	}
 	return busyOr(c.Status, err)
 }
 

@@ -382,6 +382,7 @@ func TestUpgradeMovesEachPoolBySurge(t *testing.T) {
 	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
 		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
 	}
+	s.refusedMidUpgrade(id)
 	for range 40 {
 		s.upgradeRun()
 		if n := s.count(`SELECT count(*) FROM kube_nodes WHERE role = 'worker' AND NOT retiring AND phase = 'ready'`); n < 2 {
@@ -408,4 +409,24 @@ func TestUpgradeMovesEachPoolBySurge(t *testing.T) {
 		t.Errorf("%d VMs created, %d live; want 10 (3+3 control plane, 2+2 workers) and 5", created, live)
 	}
 	s.assertSettled()
+}
+
+// refusedMidUpgrade: while cluster id's upgrade runs, an operator's pool
+// scale and the cluster's deletion are refused by name, and nothing moved.
+func (s *stack) refusedMidUpgrade(id int64) {
+	s.t.Helper()
+	for what, r := range map[string]stacktest.Response{
+		"a pool scale": stacktest.Do(s.t, http.MethodPatch, s.PoolsURL(id, "workers"), `{"count":3}`, s.Bearer(1)),
+		"a deletion":   stacktest.Do(s.t, http.MethodDelete, s.APIURL+"/clusters/"+itoa(id), "", s.Bearer(1)),
+	} {
+		if r.Status != http.StatusConflict || r.ErrorCode(s.t) != "upgrade_in_progress" {
+			s.t.Errorf("%s mid-upgrade = %d %s, want 409 upgrade_in_progress", what, r.Status, r.Body)
+		}
+	}
+	if n := s.count(`SELECT count FROM node_pools`); n != 2 {
+		s.t.Errorf("the pool's count is %d after a refused scale, want 2", n)
+	}
+	if n := s.count(`SELECT count(*) FROM kube_clusters WHERE status <> 'active'`); n != 0 {
+		s.t.Errorf("%d clusters left active after a refused deletion", n)
+	}
 }

@@ -139,6 +139,9 @@ type PoolChange struct {
 	Lease Lease
 	Now   time.Time
 	Name  func(ordinal int) string
+	// ByOperator: an operator's change, held off (ErrUpgrading) while an
+	// upgrade of the cluster runs (its own pool changes are not).
+	ByOperator bool
 }
 
 // BeginPoolOperation commits a pool operation before any remote call, in
@@ -146,11 +149,15 @@ type PoolChange struct {
 // pool row and its intended or retiring workers. A new pool whose
 // idempotency key the cluster already used: ErrDuplicate; whose name a
 // live pool has: ErrNameTaken. An existing pool that is busy or in no
-// state of From: ErrLeaseLost.
+// state of From: ErrLeaseLost. An operator's change while an upgrade of
+// the cluster runs: ErrUpgrading (BeginUpgrade locks the same cluster row).
 func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, error) {
 	var out Pool
 	err := s.inActiveCluster(ctx, c.OrgID, c.Pool.ClusterID, func(tx pgx.Tx) error {
-		var err error
+		err := upgradeHoldsOff(ctx, tx, c)
+		if err != nil {
+			return err
+		}
 		if out, err = upsertPool(ctx, tx, c); err != nil {
 			return err
 		}

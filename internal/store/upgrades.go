@@ -98,6 +98,22 @@ func (s *Store) BeginUpgrade(ctx context.Context, orgID int64, u Upgrade) (Upgra
 	return out, nil
 }
 
+// upgradeHoldsOff is ErrUpgrading for an operator's pool change (c) while
+// an upgrade of its cluster runs: the upgrade's surge counts the pool's
+// workers.
+func upgradeHoldsOff(ctx context.Context, tx pgx.Tx, c PoolChange) error {
+	if !c.ByOperator {
+		return nil
+	}
+	var running bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM operations WHERE kube_cluster_id = $1 AND kind = '`+KindUpgrade+`'
+		AND ended_at IS NULL)`, c.Pool.ClusterID).Scan(&running)
+	if err == nil && running {
+		err = ErrUpgrading
+	}
+	return err
+}
+
 // LiveUpgrade is the cluster's upgrade not yet settled: ErrNotFound when
 // there is none.
 func (s *Store) LiveUpgrade(ctx context.Context, clusterID int64) (Upgrade, error) {

@@ -130,10 +130,13 @@ func (s *Service) retireOld(ctx context.Context, r *run, p store.Pool, old []sto
 	return engine.Wait(fmt.Sprintf("node pool %s retires %d old workers", p.Name, len(ordinals)))
 }
 
-// poolChange is the pool operation moving p to its count, leased to no
-// one (run out at once): the pools' kind claims and drives it.
+// poolChange is the pool operation moving p to its count, under a lease
+// of its own that has run out at once: the pools' kind claims and drives
+// it (the upgrade's lease names the upgrade's operation alone).
 func (s *Service) poolChange(r *run, p store.Pool) store.PoolChange {
+	lease := s.RequestLease()
+	lease.Until = s.Clock()
 	return store.PoolChange{OrgID: r.c.OrgID, Pool: p, State: store.PoolScaling, From: []string{store.PoolActive},
-		Lease: store.Lease{Owner: r.lease.Owner, Until: s.Clock()}, Now: s.Clock(),
+		Lease: lease, Now: s.Clock(),
 		Name: func(ordinal int) string { return clusterspec.WorkerName(p.Name, ordinal, r.c.ID) }}
 }
