@@ -151,7 +151,7 @@ func (s *Store) MoveUpgrade(ctx context.Context, clusterID int64, from []string,
 }
 
 // UpgradeChange is what a driver records of its upgrade, fenced by the
-// cluster's lease and by the state the driver loaded (Was: an operator's
+// lease of the upgrade's operation (opHeld) and by the state the driver loaded (Was: an operator's
 // abort meanwhile stops the driver): each field as it is now.
 type UpgradeChange struct {
 	Was                 string
@@ -230,7 +230,7 @@ func (s *Store) SnapshotByID(ctx context.Context, clusterID, id int64) (EtcdSnap
 // sets the pool's count to c.Pool.Count, as BeginPoolOperation begins a
 // scale-down but retiring the workers named rather than the newest, and
 // ends upgrade's surge of the pool, in one transaction fenced by the
-// cluster's lease (owner): a cut-off never retires without ending the
+// lease of the upgrade's operation (owner): a cut-off never retires without ending the
 // surge, nor ends it without retiring.
 func (s *Store) RetirePoolWorkers(ctx context.Context, c PoolChange, ordinals []int, upgrade int64, owner string) (Pool, error) {
 	var out Pool
