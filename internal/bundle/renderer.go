@@ -211,6 +211,7 @@ type view struct {
 	ArtifactFiles []artifacts.File // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
 	Snapshot      snapshotView
+	EtcdCRL       etcdCRLView
 	Taint         taintView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
 	// cluster-admin (pki.ClusterAdminsGroup).
@@ -244,6 +245,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.APIServer = newAPIServerView(in)
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
+	v.EtcdCRL = newEtcdCRLView()
 	v.Taint = newTaintView()
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil

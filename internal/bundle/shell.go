@@ -29,6 +29,8 @@ const (
 	SnapshotPathTemplate = PathTemplate + "/etcd-snapshot"
 	// GET: the download URL of a restored cluster's snapshot.
 	RestorePathTemplate = PathTemplate + "/etcd-restore"
+	// GET: the cluster's current etcd CRL (etcdcrl.go).
+	EtcdCRLPathTemplate = PathTemplate + "/etcd-crl"
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -38,7 +40,8 @@ type VMRoute struct{ Name, Path string }
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
-		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
+		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"etcd_crl", EtcdCRLPathTemplate},
+		{"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
 		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate}}
 }
 
@@ -71,6 +74,9 @@ var vmCalls = []vmCall{
 	// The snapshot timer's ask and report: brief, like a report; the timer
 	// runs again in minutes.
 	{Kind: "snapshot", ConnectTimeout: 5, MaxTime: 30, Retries: 3, RetryDelay: 2, RetryMax: 30, Attempts: 1},
+	// The etcd CRL timer's ask, every minute: it must end well inside the
+	// minute, so a revocation is in force within two.
+	{Kind: "etcd_crl", ConnectTimeout: 5, MaxTime: 10, Retries: 2, RetryDelay: 2, RetryMax: 20, Attempts: 1},
 	// The snapshot's upload to its presigned URL: large, so no limit on
 	// an attempt (the URL's lifetime bounds it); curl's retries.
 	{Kind: "upload", ConnectTimeout: 10, Retries: 3, RetryDelay: 5, Attempts: 1},

@@ -50,8 +50,10 @@ var _ Topologies = (*store.Store)(nil)
 
 // Service renders bundles.
 type Service struct {
-	Store    Topologies
-	Renewer  Renewer
+	Store   Topologies
+	Renewer Renewer
+	// CRLs serves the etcd CRL route (etcdcrl.go).
+	CRLs     CRLs
 	Envelope *envelope.Envelope
 	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
@@ -108,6 +110,7 @@ type target struct {
 	peers   []clusterfacts.Node
 	node    clusterfacts.Node
 	phase   clusterfacts.Phase // where self's bootstrap stands
+	crl     store.EtcdCRL      // the cluster's current etcd CRL (etcdcrl.go)
 }
 
 // role is the role of t's node.
@@ -124,7 +127,7 @@ func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 		return nil, fmt.Errorf("node of vm %d: %w", self.VMID, err)
 	}
 	return &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers,
-		node: clusterfacts.NodeOf(self), phase: phase}, nil
+		node: clusterfacts.NodeOf(self), phase: phase, crl: topo.EtcdCRL}, nil
 }
 
 // load reads vm's topology and finds its node: not found for a VM that is
@@ -271,6 +274,9 @@ func (s *Service) prepare(ctx context.Context, t *target) (*plan, error) {
 		return nil, err
 	}
 	in := bundleInput(t, artifacts, opened, ids)
+	if in.EtcdCRLPEM, err = bundleCRL(t, opened, s.now()); err != nil {
+		return nil, err
+	}
 	window, issued, err := s.windowIdentities(ctx, t, opened, in.IsInitial())
 	if err != nil {
 		return nil, err
