@@ -60,6 +60,7 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	p.bootWorkers(t, workers)
 	p.checkWorkersReady(t, workers)
 	readyIn := time.Since(start)
+	noSnapshot := p.checkWorkerGetsNoSnapshotURL(t, workers[0].v)
 	p.checkWorkerKeys(t, workers)
 	p.eventuallyTainted(t, true)
 	ran := p.checkPoolWeb(t)
@@ -69,7 +70,7 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	p.checkPoolDelete(t, left)
 	t.Logf("the pool step took %.0f s: workers Ready %.0f s after the POST, scale down %.0f s, delete %.0f s",
 		time.Since(start).Seconds(), readyIn.Seconds(), deleted.Sub(scaled).Seconds(), time.Since(deleted).Seconds())
-	return []string{"2/2 workers Ready", ran}
+	return []string{"2/2 workers Ready", ran, noSnapshot}
 }
 
 // poolPath is the proof pool's route, or the pools' when name is empty.
@@ -204,21 +205,10 @@ var bundleRules = []bundleRule{
 // fetches per 10 minutes, so the worker's own fetch still succeeds.
 func (p *provenCluster) checkWorkerBundle(t *testing.T, v vm) {
 	t.Helper()
-	session := p.imdsGet(t, v, "token", "")
-	var access struct {
-		Token string `json:"access_token"`
-	}
-	decode(t, []byte(p.imdsGet(t, v, "latest/identity/access-token", session)), &access)
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/bootstrap/worker/%d", p.st.get(t, "API_URL"), v.id), nil)
-	if err != nil {
-		fatal(t, err)
-	}
-	req.Header.Set("X-exc-imds-token", session)
-	req.Header.Set("Authorization", "Bearer "+access.Token)
 	var b struct {
 		Files map[string]string `json:"files"`
 	}
-	decode(t, []byte(readOK(t, req)), &b)
+	decode(t, []byte(readOK(t, p.asVM(t, v, http.MethodGet, fmt.Sprintf("/bootstrap/worker/%d", v.id)))), &b)
 	if len(b.Files) == 0 {
 		fatalf(t, "VM %d's worker bundle has no files", v.id)
 	}
@@ -229,6 +219,44 @@ func (p *provenCluster) checkWorkerBundle(t *testing.T, v vm) {
 			}
 		}
 	}
+}
+
+// checkWorkerGetsNoSnapshotURL: a worker's own proofs on the control
+// plane's etcd-snapshot route get no upload URL (204: nothing for this VM
+// to take; the choice and the lookup name only control-plane nodes, issue
+// 43: etcd belongs to the control plane).
+func (p *provenCluster) checkWorkerGetsNoSnapshotURL(t *testing.T, v vm) string {
+	t.Helper()
+	req := p.asVM(t, v, http.MethodGet, fmt.Sprintf("/bootstrap/control-plane/%d/etcd-snapshot", v.id))
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		fatal(t, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	refused := resp.StatusCode == http.StatusNoContent || resp.StatusCode >= 400 && resp.StatusCode < 500
+	if !refused || strings.Contains(string(raw), "upload_url") {
+		fatalf(t, "a worker's proofs on %s: %d %s (want 204 or a 4xx, and no upload URL)", req.URL.Path, resp.StatusCode, raw)
+	}
+	return fmt.Sprintf("a worker's etcd-snapshot request got no URL (%d)", resp.StatusCode)
+}
+
+// asVM is a request to k8sapi with VM v's proofs (a fresh IMDS session
+// and its access token), as its shim and scripts make them.
+func (p *provenCluster) asVM(t *testing.T, v vm, method, path string) *http.Request {
+	t.Helper()
+	session := p.imdsGet(t, v, "token", "")
+	var access struct {
+		Token string `json:"access_token"`
+	}
+	decode(t, []byte(p.imdsGet(t, v, "latest/identity/access-token", session)), &access)
+	req, err := http.NewRequest(method, p.st.get(t, "API_URL")+path, nil)
+	if err != nil {
+		fatal(t, err)
+	}
+	req.Header.Set("X-exc-imds-token", session)
+	req.Header.Set("Authorization", "Bearer "+access.Token)
+	return req
 }
 
 // imdsGet is one call to the simulator's IMDS for VM v.

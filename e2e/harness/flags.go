@@ -18,6 +18,10 @@ type Command struct {
 	Env  []string // KEY=value, in the order rendered
 	// EnvFiles are systemd EnvironmentFile= paths (a leading "-" means optional).
 	EnvFiles []string
+	// Pre are the unit's ExecStartPre= command lines, in order (systemd
+	// runs each before ExecStart; etcd's installs its CRL file, without
+	// which etcd refuses every handshake).
+	Pre [][]string
 	// Mounts maps a container path to the host path it is mounted from
 	// (static pods only); paths in Argv are container paths.
 	Mounts map[string]string
@@ -85,22 +89,36 @@ func ParseUnit(unit string) (Command, error) {
 			cmd.Env = append(cmd.Env, words...)
 		case "EnvironmentFile":
 			cmd.EnvFiles = append(cmd.EnvFiles, value)
+		case "ExecStartPre":
+			words, err := execWords(value)
+			if err != nil {
+				return Command{}, fmt.Errorf("ExecStartPre: %w", err)
+			}
+			cmd.Pre = append(cmd.Pre, words)
 		}
 	}
 	if !found {
 		return Command{}, fmt.Errorf("unit has no [Service] ExecStart")
 	}
-	// Special executable prefixes (systemd.service(5)): -, @, :, +, !, !!.
-	execStart = strings.TrimLeft(execStart, "-@:+!")
-	words, err := splitWords(execStart)
+	words, err := execWords(execStart)
 	if err != nil {
 		return Command{}, fmt.Errorf("ExecStart: %w", err)
 	}
-	if len(words) == 0 {
-		return Command{}, fmt.Errorf("ExecStart is empty")
-	}
 	cmd.Argv = words
 	return cmd, nil
+}
+
+// execWords splits an Exec*= value into its words, without the special
+// executable prefixes (systemd.service(5)): -, @, :, +, !, !!.
+func execWords(value string) ([]string, error) {
+	words, err := splitWords(strings.TrimLeft(value, "-@:+!"))
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("empty command line")
+	}
+	return words, nil
 }
 
 // joinContinuations returns the unit's logical lines: a line ending in a

@@ -93,6 +93,20 @@ func TestParseUnitPrefixAndComments(t *testing.T) {
 	}
 }
 
+func TestParseUnitExecStartPre(t *testing.T) {
+	cmd, err := ParseUnit("[Service]\nExecStartPre=/usr/local/bin/a install\nExecStartPre=-/bin/b\nExecStart=/usr/bin/etcd\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"/usr/local/bin/a", "install"}, {"/bin/b"}}
+	if !reflect.DeepEqual(cmd.Pre, want) {
+		t.Errorf("got %q want %q", cmd.Pre, want)
+	}
+	if _, err := ParseUnit("[Service]\nExecStartPre=\nExecStart=/usr/bin/etcd\n"); err == nil {
+		t.Error("an empty ExecStartPre parsed")
+	}
+}
+
 func TestExpandEnv(t *testing.T) {
 	env, err := ParseEnvFile("# cluster\nexport NODE_NAME=cp-1\nNODE_IP=\"10.0.1.2\"\nFLAGS='--a=1 --b=2'\n\n")
 	if err != nil {

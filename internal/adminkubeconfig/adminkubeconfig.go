@@ -129,7 +129,7 @@ func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Tru
 	}
 	now := s.Clock()
 	issuer := pki.Issuer{Algorithm: cluster.Algorithm, Now: func() time.Time { return now }, LeafLifetime: ttl}
-	kp, err := issuer.Issue(t, pki.OperatorAdmin, pki.Subject{Name: AdminCommonName(org.Who())})
+	kp, err := issuer.Issue(t, pki.OperatorAdmin, pki.Subject{Name: AdminCommonName(org.Who()), AdminGroup: c.AdminGroup})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (s *Service) IssueCredential(ctx context.Context, org auth.Principal, id in
 	now := s.Clock()
 	issuer := s.Issuer("") // no key is made: the algorithm is the request's
 	issuer.Now = func() time.Time { return now }
-	certPEM, err := issuer.Reissue(trust, pki.OperatorCredential, pki.Subject{Name: user}, csr.PublicKey)
+	certPEM, err := issuer.Reissue(trust, pki.OperatorCredential, pki.Subject{Name: user, AdminGroup: c.AdminGroup}, csr.PublicKey)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -172,9 +173,17 @@ func (s *Service) Delete(ctx context.Context, org auth.Principal, bearer string,
 	}
 	ctx = platformauth.WithToken(ctx, bearer)
 	if err := s.finishDeleting(ctx, &c, m.Nodes, lease.Owner); err != nil {
-		return apitypes.ClusterView{}, err
+		return apitypes.ClusterView{}, usecase.GoesOn(err, deletionGoesOn(id))
 	}
 	return s.Get(ctx, org, id)
+}
+
+// deletionGoesOn is what a deletion stopped part-way answers: the cluster
+// is recorded deleting before the first VM is deleted, so the reconciler
+// finishes it whatever stopped this request.
+func deletionGoesOn(id int64) string {
+	return fmt.Sprintf("the deletion of cluster %d goes on without this request: the reconciler retries it every minute "+
+		"until every VM is gone; poll GET /clusters/%d (DELETE again is safe)", id, id)
 }
 
 // finishDeleting tears the cluster down and ends it deleted; on failure it

@@ -473,3 +473,30 @@ func TestAdminKubeconfigsOfTwoClustersMerge(t *testing.T) {
 		}
 	}
 }
+
+// A cluster founded before its RBAC bound k8sapi's cluster-admins group
+// (migration 026 marks it system:masters) keeps giving its operators the
+// one group its API server grants: a kubeconfig and a credential both
+// name system:masters there, and k8sapi's group on every newer cluster.
+func TestOlderClustersKeepTheirAdminGroup(t *testing.T) {
+	s := newStack(t)
+	older, newer := s.Found(1, stacktest.ThreeNodes), s.Found(1, stacktest.ThreeNodes)
+	if _, err := s.pool.Exec(context.Background(), `UPDATE kube_clusters SET admin_group = 'system:masters' WHERE id = $1`, older.ClusterID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id    int64
+		group string
+	}{{older.ClusterID, "system:masters"}, {newer.ClusterID, pki.ClusterAdminsGroup}} {
+		k := loadAdmin(t, s.issueKubeconfig(1, c.id, "").Kubeconfig)
+		if !slices.Equal(k.cert.Subject.Organization, []string{c.group}) {
+			t.Errorf("cluster %d's admin kubeconfig is in %v, want %s", c.id, k.cert.Subject.Organization, c.group)
+		}
+		r := s.askCredential(c.id, signedCSR(t, newKey(t), &x509.CertificateRequest{}), s.Bearer(1))
+		var got apitypes.IssuedCredential
+		r.JSON(t, &got)
+		if r.Status != http.StatusCreated || !slices.Equal(got.Groups, []string{c.group}) {
+			t.Errorf("cluster %d's credential: %d %s, want groups [%s]", c.id, r.Status, r.Body, c.group)
+		}
+	}
+}

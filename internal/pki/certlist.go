@@ -100,6 +100,11 @@ type Subject struct {
 	// Initial is the cluster's initial control-plane node, the one that
 	// installs the addons: only it gets the InitialOnly identities.
 	Initial bool
+	// AdminGroup is an operator's group on a cluster whose RBAC binds
+	// another than ClusterAdminsGroup (system:masters, on a cluster
+	// founded before the binding); "" is ClusterAdminsGroup. Operator
+	// certificates only.
+	AdminGroup string
 }
 
 // Spec declares one certificate.
@@ -197,6 +202,14 @@ func client(name, signer Name, cn string, orgs ...string) Spec {
 		CommonName: fixed(cn), Organization: orgs,
 		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
+}
+
+// organization is the subject's O= of spec's certificate for n.
+func (s Spec) organization(n Subject) []string {
+	if s.Phase == PhaseOperator && n.AdminGroup != "" {
+		return []string{n.AdminGroup}
+	}
+	return s.Organization
 }
 
 func operatorAdmin(name Name, lifetime time.Duration) Spec {

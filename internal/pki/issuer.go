@@ -232,7 +232,7 @@ func (is Issuer) sign(spec Spec, n Subject, pub crypto.PublicKey, parent *x509.C
 	now := is.now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: spec.CommonName(n), Organization: spec.Organization},
+		Subject:      pkix.Name{CommonName: spec.CommonName(n), Organization: spec.organization(n)},
 		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(is.lifetime(spec)),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

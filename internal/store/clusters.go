@@ -86,6 +86,11 @@ type Cluster struct {
 	RestoreObjectKey       *string `db:"restore_object_key"`
 	RestoreSizeBytes       *int64  `db:"restore_size_bytes"`
 	RestoreSHA256          *string `db:"restore_sha256"`
+	// AdminGroup is the group of the operators' admin certificates:
+	// pki.ClusterAdminsGroup, which the cluster's RBAC binds to
+	// cluster-admin, or system:masters for a cluster founded before that
+	// binding existed (migration 026), whose API server knows no other.
+	AdminGroup string `db:"admin_group"`
 }
 
 const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -95,7 +100,7 @@ const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, st
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
 	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
-	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256`
+	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, admin_group`
 
 // Node is one node (a kube_nodes row: a control-plane node, or a worker
 // of a pool) with the addresses the compute API reported for its VM.
