@@ -86,6 +86,39 @@
     });
     return ops;
   }
+  // Who calls a route, from its security: a VM proves itself with an IMDS
+  // token as well; a route of no auth is the service's own (health, this
+  // description, the release table); every other is an operator's.
+  var AUDIENCES = [
+    { id: "operator", title: "Operator", about: "bearer token of an org" },
+    { id: "vm", title: "VM", about: "IMDS token + the VM's bearer token" },
+    { id: "service", title: "Service", about: "no auth" }
+  ];
+  function audienceOf(o) {
+    var sec = o.op.security || spec.security || [];
+    if (sec.some(function (r) { return Object.keys(r).some(function (k) { return spec.components.securitySchemes[k].type === "apiKey"; }); })) return "vm";
+    if (!sec.length || sec.every(function (r) { return !Object.keys(r).length; })) return "service";
+    return "operator";
+  }
+  function sidebar(ops) {
+    var h = ['<nav id="sidebar"><a class="top" href="#">' + esc(spec.info.title) + "</a>"];
+    AUDIENCES.forEach(function (a) {
+      var mine = ops.filter(function (o) { return audienceOf(o) === a.id; });
+      h.push('<h4 id="audience-' + a.id + '">' + esc(a.title) + " <small>" + mine.length + " · " + esc(a.about) + "</small></h4><ul>");
+      mine.forEach(function (o) {
+        h.push('<li><a href="#' + anchor(o) + '" title="' + esc(o.op.summary || "") + '"><span class="method ' + o.method + '">' + o.method.toUpperCase() +
+          '</span><span class="path">' + esc(o.path).replace(/\//g, "/<wbr>") + "</span></a></li>");
+      });
+      h.push("</ul>");
+    });
+    h.push('<h4><a href="#auth">Authentication</a> · <a href="#schemas">Schemas</a></h4></nav>');
+    return h.join("");
+  }
+  // An example answer, as the document gives it: JSON pretty-printed.
+  function example(status, ct, ex) {
+    var text = typeof ex === "string" ? ex : JSON.stringify(ex, null, 2);
+    return '<details class="example" open><summary>Example ' + esc(status) + " <code>" + esc(ct) + "</code></summary><pre>" + esc(text) + "</pre></details>";
+  }
   function anchor(o) { return "op-" + o.method + "-" + o.path.replace(/[^a-z0-9]+/gi, "-"); }
   function renderOp(o) {
     var op = o.op, h = [];
@@ -108,30 +141,28 @@
       h.push(fields(rb.content[ct].schema));
       if (rb.content[ct].example) h.push("<p>Example: <code>" + esc(JSON.stringify(rb.content[ct].example)) + "</code></p>");
     }
+    var examples = [];
     h.push("<h3>Responses</h3><table><tr><th>status</th><th>body</th><th>meaning</th></tr>");
     Object.keys(op.responses).forEach(function (status) {
       var r = resolve(op.responses[status]), body = "";
       if (r.content) {
         var ct = Object.keys(r.content)[0];
         body = typeOf(r.content[ct].schema) + ' <span class="lim">' + esc(ct) + "</span>";
+        if (status[0] === "2" && r.content[ct].example !== undefined) examples.push(example(status, ct, r.content[ct].example));
+      } else if (status[0] === "2") {
+        body = '<span class="lim">no body</span>';
       }
       var hdrs = Object.keys(r.headers || {}).filter(function (k) { return k !== "X-Request-Id"; });
       h.push('<tr><td class="status s' + status[0] + '">' + esc(status) + "</td><td class=\"type\">" + body + "</td><td>" + md(r.description) +
         (hdrs.length ? '<p class="lim">headers: ' + hdrs.map(function (k) { return "<code>" + esc(k) + "</code>"; }).join(" ") + "</p>" : "") + "</td></tr>");
     });
-    h.push("</table></div></section>");
+    h.push("</table>" + examples.join("") + "</div></section>");
     return h.join("");
   }
   var ops = operations(), out = [];
   out.push("<h1>" + esc(spec.info.title) + " <small>API " + esc(spec.info.version) + " · OpenAPI " + esc(spec.openapi) +
     ' · <a href="openapi.json">openapi.json</a></small></h1>');
   out.push(md(spec.info.description));
-  out.push('<h2 id="routes">Routes</h2><div class="toc">');
-  ops.forEach(function (o) {
-    out.push('<div><a href="#' + anchor(o) + '"><span class="method ' + o.method + '">' + o.method.toUpperCase() + '</span><span class="path">' +
-      esc(o.path) + '</span></a><span class="sum">' + esc(o.op.summary || "") + "</span></div>");
-  });
-  out.push("</div>");
   out.push('<h2 id="auth">Authentication</h2><table><tr><th>scheme</th><th>how</th><th>meaning</th></tr>');
   Object.keys(spec.components.securitySchemes).forEach(function (k) {
     var s = spec.components.securitySchemes[k];
@@ -149,5 +180,6 @@
     out.push('<section class="op" id="schema-' + esc(name) + '"><header><span class="path">' + esc(name) + "</span></header><div>" + md(s.description) + fields(s) + "</div></section>");
   });
   document.getElementById("root").innerHTML = out.join("");
+  document.getElementById("root").insertAdjacentHTML("beforebegin", sidebar(ops));
   if (location.hash) { var t = document.getElementById(location.hash.slice(1)); if (t) t.scrollIntoView(); }
 })();

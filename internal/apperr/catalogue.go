@@ -59,6 +59,8 @@ var (
 	// A cluster's node pools.
 	NodePoolExists = define("node_pool_exists", KindConflict, "the cluster already has a node pool of this name")
 	NodePoolBusy   = define("node_pool_busy", KindConflict, "the node pool's operation is still running; poll the pool and try again")
+	PoolsNeedCNI   = define("pools_need_routed_cni", KindUnprocessable,
+		"the cluster's pod network cannot route a worker that joins later; found a cluster with cni flannel or cilium for node pools")
 
 	// Replacing a control-plane node.
 	ReplacementInProgress = define("replacement_in_progress", KindConflict, "a control-plane node of the cluster is being replaced; poll GET /clusters/{id} and try again once it is done")

@@ -30,6 +30,12 @@ func (c CNI) String() string { return string(c) }
 // cnis is the one table of the choices, the default first.
 var cnis = []CNI{CNICilium, CNIBridge, CNIFlannel}
 
+// RoutesJoiningNodes reports whether c carries pods to a node that joins
+// after the others were rendered, as a pool's workers do: bridge renders
+// every route from the node list at founding, so the nodes already
+// running have none to a worker (docs/NODE-POOLS.md).
+func (c CNI) RoutesJoiningNodes() bool { return c != CNIBridge }
+
 // CNIs lists the choices, the default first (the API description repeats
 // them).
 func CNIs() []CNI { return append([]CNI(nil), cnis...) }

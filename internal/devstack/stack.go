@@ -102,7 +102,7 @@ func run(ctx context.Context, opt Options, ready func(Stack)) error {
 			return err
 		}
 	}
-	printSummary(opt.Out, b.st, b.tmpl, b.envPath)
+	printSummary(opt.Out, b.st, b.tmpl, b.envPath, opt.BootVMs)
 	if ready != nil {
 		ready(b.st)
 	}
@@ -377,7 +377,7 @@ func (b *boot) standInAPIURL() string {
 	return b.st.APIURL
 }
 
-func printSummary(w io.Writer, st Stack, t *samtemplate.Template, envPath string) {
+func printSummary(w io.Writer, st Stack, t *samtemplate.Template, envPath string, bootVMs bool) {
 	fmt.Fprintf(w, "\nk8sapi local stack is up (Ctrl-C stops everything)\n\n")
 	fmt.Fprintf(w, "  API          %s\n", st.APIURL)
 	for _, f := range t.Functions {
@@ -393,6 +393,32 @@ func printSummary(w io.Writer, st Stack, t *samtemplate.Template, envPath string
 	fmt.Fprintf(w, "  try: curl -s %s/health\n", st.APIURL)
 	fmt.Fprintf(w, "  scripts: . %s\n", envPath)
 	fmt.Fprintf(w, "  sam local: --env-vars %s\n\n", filepath.Join(filepath.Dir(envPath), SAMEnvFile))
+	fmt.Fprintf(w, "  VMs          %s\n\n", vmsLine(bootVMs))
+	printCLI(w, envPath)
+}
+
+// vmsLine says whether the simulator's VMs boot, and what follows.
+func vmsLine(bootVMs bool) string {
+	if bootVMs {
+		return "boot as stand-ins (BOOT_VMS=1): each fetches its bundle, reports its phases, renews its certificates\n" +
+			"               and takes the etcd snapshots it is asked for; nothing runs on a machine (internal/vmstandin)"
+	}
+	return "do not boot: a cluster's bootstrap stays pending until its VMs are played by hand\n" +
+		"               (docs/API-WALKTHROUGH.md); make local BOOT_VMS=1 boots them as stand-ins"
+}
+
+// printCLI is how to get the operator's CLI and point it at this stack:
+// built into the stack's scratch directory, its URL and token from
+// stack.env.
+func printCLI(w io.Writer, envPath string) {
+	bin := filepath.Join(filepath.Dir(envPath), "bin")
+	path := bin
+	if !filepath.IsAbs(bin) {
+		path = "$PWD/" + bin
+	}
+	fmt.Fprintf(w, "  CLI          go build -o %s/k8sapi ./cmd/k8sapi && export PATH=\"%s:$PATH\"\n", bin, path)
+	fmt.Fprintf(w, "               . %s && export K8SAPI_URL=$API_URL K8SAPI_TOKEN=$DEV_TOKEN\n", envPath)
+	fmt.Fprintf(w, "               k8sapi create cluster --image 1 --instance-type c1.large --subnet 1 --wait   (README.md, Quick start)\n\n")
 }
 
 func firstError(errs ...error) error {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +50,30 @@ func TestStandInVMsBootAClusterOnlyWhenAsked(t *testing.T) {
 // standInStack is k8sapi in-process (stacktest) behind StartSimulator as
 // the local stack starts it, with stand-in VMs or without.
 func standInStack(t *testing.T, boot bool) *stacktest.Client {
+	c, _ := answeringStack(t, boot)
+	return c
+}
+
+// answered counts k8sapi's answers by method, path and status.
+type answered struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *answered) count(method, path string, status int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n[fmt.Sprintf("%s %s %d", method, path, status)]++
+}
+
+func (a *answered) get(method, path string, status int) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[fmt.Sprintf("%s %s %d", method, path, status)]
+}
+
+// answeringStack is standInStack, with every answer of k8sapi counted.
+func answeringStack(t *testing.T, boot bool) (*stacktest.Client, *answered) {
 	t.Helper()
 	dsn := testenv.Postgres(t)
 	simPool, err := pgxpool.New(context.Background(), dsn)
@@ -58,7 +84,15 @@ func standInStack(t *testing.T, boot bool) *stacktest.Client {
 	// The simulator needs k8sapi's URL and k8sapi the simulator's: serve
 	// k8sapi first, its handler set once built.
 	var handler atomic.Pointer[http.Handler]
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
+	answers := &answered{n: map[string]int{}}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		(*handler.Load()).ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		answers.count(r.Method, r.URL.Path, rec.Code)
+	}))
 	t.Cleanup(api.Close)
 	standIns := vmstandin.Config{Delay: 50 * time.Millisecond, SnapshotEvery: 200 * time.Millisecond}
 	if boot {
@@ -81,7 +115,7 @@ func standInStack(t *testing.T, boot bool) *stacktest.Client {
 		t.Fatal(err)
 	}
 	handler.Store(&in.Handler)
-	return &stacktest.Client{T: t, APIURL: api.URL, SimURL: simURL, Pool: simPool}
+	return &stacktest.Client{T: t, APIURL: api.URL, SimURL: simURL, Pool: simPool}, answers
 }
 
 // waitBootstrap waits until cluster id's bootstrap is in state with every
@@ -135,12 +169,14 @@ func logger(t *testing.T) *slog.Logger {
 
 // With BootVMs the operator's journey runs with no VM played by hand: a
 // pool's workers boot as workers (their own route, their CSRs over keys
-// born on the stand-in, their reports) and end ready; a snapshot asked for
-// is taken by the chosen control-plane stand-in, uploaded to S3 (moto)
-// and reported; and a cluster restored from it boots ready, its stand-in
-// having downloaded the snapshot and checked its size and SHA-256.
-func TestStandInVMsBootWorkersAndTakeSnapshots(t *testing.T) {
-	c := standInStack(t, true)
+// born on the stand-in, their reports) and end ready; every ready node
+// renews its certificates over the keys it holds, as its timer does; a
+// snapshot asked for is taken by the chosen control-plane stand-in,
+// uploaded to S3 (moto) and reported; a cluster restored from it boots
+// ready, its stand-in having downloaded the snapshot and checked its size
+// and SHA-256; and the pool and both clusters delete cleanly.
+func TestStandInVMsWalkTheOperatorsJourney(t *testing.T) {
+	c, answers := answeringStack(t, true)
 	id := c.Found(1, stacktest.OneNode).ClusterID
 	waitBootstrap(t, c, id, "ready", 90*time.Second)
 
@@ -165,6 +201,56 @@ func TestStandInVMsBootWorkersAndTakeSnapshots(t *testing.T) {
 		fmt.Sprintf(`,"restore_from":{"cluster_id":%d,"snapshot_id":%d}}`, id, snap.ID)
 	restored := c.Found(1, restore).ClusterID
 	waitBootstrap(t, c, restored, "ready", 90*time.Second)
+
+	// Ready, every node renewed at once, as a node's timer renews: the
+	// control plane, both workers and the restored cluster's node.
+	for _, vm := range poolVMs(t, c, id, "workers") {
+		if n := answers.get(http.MethodPost, fmt.Sprintf("/bootstrap/worker/%d/renew", vm), http.StatusOK); n != 1 {
+			t.Errorf("worker vm %d renewed %d times, want 1", vm, n)
+		}
+	}
+	for _, cluster := range []int64{id, restored} {
+		vm := controlPlaneVMs(t, c, cluster)[0]
+		waitFor(t, "the control plane renewed", 10*time.Second, func() (bool, string) {
+			n := answers.get(http.MethodPost, fmt.Sprintf("/bootstrap/control-plane/%d/renew", vm), http.StatusOK)
+			return n == 1, strconv.Itoa(n)
+		})
+	}
+
+	if r := stacktest.Do(t, http.MethodDelete, c.PoolsURL(id, "workers"), "", c.Bearer(1)); r.Status/100 != 2 {
+		t.Fatalf("DELETE the pool = %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "the pool gone", 60*time.Second, func() (bool, string) {
+		r := stacktest.Do(t, http.MethodGet, c.PoolsURL(id, "workers"), "", c.Bearer(1))
+		return r.Status == http.StatusNotFound, strconv.Itoa(r.Status)
+	})
+	for _, cluster := range []int64{restored, id} {
+		if r := stacktest.Do(t, http.MethodDelete, clusterURL(c, cluster), "", c.Bearer(1)); r.Status != http.StatusOK {
+			t.Fatalf("DELETE cluster %d = %d %s", cluster, r.Status, r.Body)
+		}
+		waitFor(t, "the cluster deleted", 60*time.Second, func() (bool, string) {
+			var got apitypes.ClusterView
+			stacktest.Do(t, http.MethodGet, clusterURL(c, cluster), "", c.Bearer(1)).JSON(t, &got)
+			return got.Status == "deleted", got.Status
+		})
+	}
+}
+
+// poolVMs are the VM ids of pool's workers of cluster id.
+func poolVMs(t *testing.T, c *stacktest.Client, id int64, pool string) []int64 {
+	var vms []int64
+	for _, n := range poolWorkers(t, c, id, pool) {
+		vms = append(vms, n.VMID)
+	}
+	return vms
+}
+
+// controlPlaneVMs are cluster id's control-plane VM ids.
+func controlPlaneVMs(t *testing.T, c *stacktest.Client, id int64) []int64 {
+	t.Helper()
+	var got apitypes.ClusterView
+	stacktest.Do(t, http.MethodGet, clusterURL(c, id), "", c.Bearer(1)).JSON(t, &got)
+	return got.ControlPlaneVMIDs
 }
 
 func clusterURL(c *stacktest.Client, id int64) string {
@@ -190,14 +276,19 @@ func waitFor(t *testing.T, what string, within time.Duration, done func() (bool,
 
 // workerPhases are the phases of pool's workers of cluster id.
 func workerPhases(t *testing.T, c *stacktest.Client, id int64, pool string) []string {
-	t.Helper()
-	var p apitypes.NodePool
-	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
 	var phases []string
-	for _, n := range p.Nodes {
+	for _, n := range poolWorkers(t, c, id, pool) {
 		phases = append(phases, n.Phase)
 	}
 	return phases
+}
+
+// poolWorkers are pool's workers of cluster id, as its view shows them.
+func poolWorkers(t *testing.T, c *stacktest.Client, id int64, pool string) []apitypes.WorkerView {
+	t.Helper()
+	var p apitypes.NodePool
+	stacktest.Do(t, http.MethodGet, c.PoolsURL(id, pool), "", c.Bearer(1)).JSON(t, &p)
+	return p.Nodes
 }
 
 // snapshotState is the state of cluster id's snapshot snap.

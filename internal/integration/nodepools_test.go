@@ -98,6 +98,27 @@ func TestNodePoolRejectsBadInput(t *testing.T) {
 	assertLiveVMs(t, s, 1)
 }
 
+// A pool on a bridge cluster is refused with the reason (422, nothing
+// created): its routes are rendered at founding, so the nodes running
+// would have none to the workers.
+func TestNodePoolRefusedOnABridgeCluster(t *testing.T) {
+	s := newStack(t)
+	id := s.Found(1, strings.TrimSuffix(stacktest.OneNode, "}")+`,"cni":"bridge"}`).ClusterID
+	r := stacktest.Do(t, http.MethodPost, s.PoolsURL(id), stacktest.TwoWorkers, s.Bearer(1))
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	r.JSON(t, &e)
+	if r.Status != http.StatusUnprocessableEntity || e.Error.Code != "pools_need_routed_cni" ||
+		!strings.Contains(e.Error.Message, "bridge pod network") || !strings.Contains(e.Error.Message, "cni flannel or cilium") {
+		t.Fatalf("pool on a bridge cluster = %d %s, want 422 pools_need_routed_cni with the reason", r.Status, r.Body)
+	}
+	if r := stacktest.Do(t, http.MethodGet, s.PoolsURL(id, "workers"), "", s.Bearer(1)); r.Status != http.StatusNotFound {
+		t.Errorf("the refused pool: GET = %d %s, want 404", r.Status, r.Body)
+	}
+	assertLiveVMs(t, s, 1)
+}
+
 // Pools are org-scoped: another org's cluster, and a pool of it, are 404.
 func TestNodePoolsAreOrgScoped(t *testing.T) {
 	s := newStack(t)

@@ -7,6 +7,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
@@ -41,6 +42,9 @@ func (s *Service) CreatePool(ctx context.Context, org auth.Principal, bearer str
 	if err != nil {
 		return PoolResult{}, err
 	}
+	if err := poolsNetworked(c); err != nil {
+		return PoolResult{}, err
+	}
 	fp := spec.Fingerprint() // as asked: the subnet resolved below is not part of it
 	if key != "" {
 		if res, err := s.replayPool(ctx, c.ID, key, fp); !errors.Is(err, store.ErrNotFound) {
@@ -66,6 +70,21 @@ func (s *Service) CreatePool(ctx context.Context, org auth.Principal, bearer str
 		return PoolResult{}, err
 	}
 	return s.drivePool(ctx, op)
+}
+
+// poolsNetworked refuses a pool on a cluster whose pod network would not
+// reach its workers (bridge): they would join, but pods on them would be
+// cut off from every other node's.
+func poolsNetworked(c store.Cluster) error {
+	cni, err := clusterfacts.ParseCNI(c.CNI)
+	if err != nil {
+		return apperr.Internal.Wrap(err)
+	}
+	if cni.RoutesJoiningNodes() {
+		return nil
+	}
+	return apperr.PoolsNeedCNI.Detailf("cluster %d runs the %s pod network: every route is rendered from the nodes at founding, "+
+		"so the nodes already running would have none to a worker; found a cluster with cni flannel or cilium for node pools", c.ID, cni)
 }
 
 // clusterSubnet is the subnet the cluster's control plane was founded in.

@@ -24,8 +24,9 @@ type controlPlaneBundle struct {
 }
 
 // bootControlPlane fetches the bundle, fetches and checks the snapshot a
-// restored cluster starts from, reports each phase, then takes the etcd
-// snapshots it is asked for until the VM is gone or the player closes.
+// restored cluster starts from, reports each phase, then renews its
+// certificates and takes the etcd snapshots it is asked for until the VM
+// is gone or the player closes.
 func (p *Player) bootControlPlane(vmID int64, log *slog.Logger) error {
 	var b controlPlaneBundle
 	if err := p.fetchWithRetries(vmID, bundle.PathTemplate, bundle.StatusPathTemplate, &b, log); err != nil {
@@ -42,8 +43,14 @@ func (p *Player) bootControlPlane(vmID int64, log *slog.Logger) error {
 	if err := p.reportPhases(vmID, bundle.StatusPathTemplate, Phases(ControlPlane, b.Initial), log); err != nil {
 		return err
 	}
-	log.Info("stand-in vm reported ready; it takes the etcd snapshots it is asked for", "every", p.cfg.SnapshotEvery.String())
-	return p.takeSnapshots(vmID, log)
+	ids, err := controlPlaneIdentities(b.Files)
+	if err != nil {
+		p.fail(vmID, bundle.StatusPathTemplate, "reading its keys", err, log)
+		return err
+	}
+	log.Info("stand-in vm reported ready; it renews its certificates and takes the etcd snapshots it is asked for",
+		"renew_every", p.cfg.RenewEvery.String(), "snapshot_every", p.cfg.SnapshotEvery.String())
+	return p.keepUp([]duty{p.renewal(vmID, controlPlaneRenewal, ids, log), p.snapshots(vmID, log)})
 }
 
 // fetchRestoreSnapshot downloads the snapshot vmID's cluster was restored
@@ -64,27 +71,24 @@ func (p *Player) fetchRestoreSnapshot(vmID int64) error {
 	return nil
 }
 
-// firstSnapshotAsk is how long after ready a stand-in first asks: the
-// schedule (every 10 s locally) asks for a cluster's first snapshot once a
-// node is Ready, and while that one is pending an operator's
-// `etcd-snapshots create` is 409; taken at once, it is out of the way.
-const firstSnapshotAsk = 15 * time.Second
+// firstSnapshotAsks are the waits of a stand-in's first asks after ready:
+// the schedule (every 10 s locally) asks for a cluster's first snapshot
+// once a node is Ready, and while that one is pending an operator's
+// `etcd-snapshots create` is 409; asked for three times in the first
+// minute, it is taken within about half a minute of ready, out of the
+// way. Three more asks an hour keep within the route's budget (36 + 3 of
+// 40).
+var firstSnapshotAsks = []time.Duration{15 * time.Second, 15 * time.Second, 30 * time.Second}
 
-// takeSnapshots asks firstSnapshotAsk after ready, then every
-// SnapshotEvery, as the node's snapshot timer does, and takes the
-// snapshot it is given. Only the VM's being gone or the player closing
-// ends it.
-func (p *Player) takeSnapshots(vmID int64, log *slog.Logger) error {
-	wait := min(firstSnapshotAsk, p.cfg.SnapshotEvery)
-	for {
-		if err := p.pause(wait); err != nil {
-			return err
-		}
-		if err := p.takeSnapshot(vmID, log); err != nil {
-			return err
-		}
-		wait = p.cfg.SnapshotEvery
+// snapshots is the duty of asking for a snapshot to take: as
+// firstSnapshotAsks says, then every SnapshotEvery, as the node's
+// snapshot timer does.
+func (p *Player) snapshots(vmID int64, log *slog.Logger) duty {
+	soon := make([]time.Duration, len(firstSnapshotAsks))
+	for i, d := range firstSnapshotAsks {
+		soon[i] = min(d, p.cfg.SnapshotEvery)
 	}
+	return duty{soon: soon, every: p.cfg.SnapshotEvery, do: func() error { return p.takeSnapshot(vmID, log) }}
 }
 
 // takeSnapshot asks for vmID's pending snapshot; given one, it uploads a

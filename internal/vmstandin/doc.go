@@ -24,6 +24,13 @@
 //     stand-in, has k8sapi sign a request over each, checks each answer
 //     is the cluster CA's certificate for its own key (else it reports
 //     failed), and reports kubelet_started and ready.
+//   - Every ready stand-in (renew.go) renews as its node's renewal timer
+//     does, by proof of possession: at once when ready, then every
+//     RenewEvery (a day). A control-plane node signs one request with each
+//     key its bundle brought; a worker with each key it made, showing the
+//     certificate each proves. Each answer must be its signer's
+//     certificate over the same key; it is kept for the next renewal. A
+//     refused renewal is logged and the node goes on with what it has.
 //
 // It writes no file, starts no process and installs nothing; its reports
 // say they come from a stand-in. A cluster it made "ready" has no API
@@ -35,7 +42,7 @@
 // a bootstrap). It stops as soon as IMDS no longer knows the VM (deleted)
 // or the player is closed.
 //
-// In: Config{IMDSBaseURL, APIBaseURL, Delay, SnapshotEvery, Log};
+// In: Config{IMDSBaseURL, APIBaseURL, Delay, SnapshotEvery, RenewEvery, Log};
 // Boot(vmID, role) from the simulator's Config.Created. Out: HTTP calls to
 // IMDS, k8sapi and the presigned URLs, net/http only. Never deploy it.
 package vmstandin

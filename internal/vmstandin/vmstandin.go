@@ -29,6 +29,12 @@ const DefaultDelay = time.Second
 // windows) must hold, so 36 an hour.
 const DefaultSnapshotEvery = 100 * time.Second
 
+// DefaultRenewEvery is how often a ready stand-in renews its
+// certificates after its first renewal, which follows ready at once (so
+// the renewal routes are used in every local journey): a real node's
+// timer renews daily.
+const DefaultRenewEvery = 24 * time.Hour
+
 // fetchAttempts bounds the fetch's retries, Delay apart: the shim tries
 // for minutes because a real k8sapi may not answer yet; locally, a minute
 // is more than founding takes.
@@ -70,8 +76,11 @@ type Config struct {
 	// SnapshotEvery is how often a ready control-plane stand-in asks for
 	// an etcd snapshot to take (0: DefaultSnapshotEvery).
 	SnapshotEvery time.Duration
-	Client        *http.Client // nil: one with a 30 s timeout
-	Log           *slog.Logger // nil: discard
+	// RenewEvery is how often a ready stand-in renews its certificates
+	// after the first renewal (0: DefaultRenewEvery).
+	RenewEvery time.Duration
+	Client     *http.Client // nil: one with a 30 s timeout
+	Log        *slog.Logger // nil: discard
 }
 
 // Player boots a stand-in for each VM it is told of.
@@ -91,6 +100,9 @@ func New(cfg Config) *Player {
 	}
 	if cfg.SnapshotEvery <= 0 {
 		cfg.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if cfg.RenewEvery <= 0 {
+		cfg.RenewEvery = DefaultRenewEvery
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
@@ -184,6 +196,61 @@ func (p *Player) pause(d time.Duration) error {
 	case <-p.ctx.Done():
 		return p.ctx.Err()
 	}
+}
+
+// duty is what a ready stand-in does again and again, as one of its
+// node's timers: after each of the waits of soon in turn, then every
+// every. Only the VM's being gone or the player closing is an error of do.
+type duty struct {
+	soon  []time.Duration
+	every time.Duration
+	do    func() error
+}
+
+// wait is how long the duty waits before its n-th run (0 the first).
+func (d duty) wait(n int) time.Duration {
+	if n < len(d.soon) {
+		return d.soon[n]
+	}
+	return d.every
+}
+
+// keepUp does each duty when it is due, until one of them ends (the VM
+// gone, the player closing).
+func (p *Player) keepUp(duties []duty) error {
+	next := make([]time.Time, len(duties))
+	runs := make([]int, len(duties))
+	for i, d := range duties {
+		next[i] = time.Now().Add(d.wait(0))
+	}
+	for {
+		i := soonest(next)
+		if err := p.pause(time.Until(next[i])); err != nil {
+			return err
+		}
+		if err := duties[i].do(); err != nil {
+			return err
+		}
+		runs[i]++
+		next[i] = time.Now().Add(duties[i].wait(runs[i]))
+	}
+}
+
+// soonest is the index of the earliest of times.
+func soonest(times []time.Time) int {
+	i := 0
+	for j, t := range times {
+		if t.Before(times[i]) {
+			i = j
+		}
+	}
+	return i
+}
+
+// renewal is the duty of renewing ids through r: at once, then every
+// RenewEvery.
+func (p *Player) renewal(vmID int64, r renewal, ids identities, log *slog.Logger) duty {
+	return duty{soon: []time.Duration{0}, every: p.cfg.RenewEvery, do: func() error { return p.renew(vmID, r, ids, log) }}
 }
 
 // fetchWithRetries GETs vmID's bundle at path into out, Delay apart until

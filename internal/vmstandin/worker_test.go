@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -34,12 +35,19 @@ func fakeIMDS(t *testing.T) *httptest.Server {
 
 // fakeWorkerAPI is k8sapi's worker side over a CA of its own: it signs
 // each request over a key it makes itself when foreignKey, and records
-// every path called and every phase reported.
+// every path called, every phase reported and every renewal.
 type fakeWorkerAPI struct {
-	mu      sync.Mutex
-	paths   []string
-	reports []string // phase: message
+	mu       sync.Mutex
+	paths    []string
+	reports  []string // phase: message
+	answered map[string]string
+	renewals []renewalSeen
 }
+
+// renewalSeen is what one renewal proved: whether each request was signed
+// with the key of the certificate it came with, and whether those were
+// the certificates answered last.
+type renewalSeen struct{ proved, lastAnswered bool }
 
 func (f *fakeWorkerAPI) serve(t *testing.T, foreignKey bool) *httptest.Server {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -69,13 +77,29 @@ func (f *fakeWorkerAPI) serve(t *testing.T, foreignKey bool) *httptest.Server {
 		f.paths = append(f.paths, r.Method+" "+r.URL.Path)
 		f.mu.Unlock()
 		switch r.Method + " " + r.URL.Path {
+		case "POST /bootstrap/worker/7/renew":
+			var req struct{ CSRs, Certificates map[string]string }
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			f.mu.Lock()
+			seen := renewalSeen{proved: len(req.CSRs) == 2, lastAnswered: maps.Equal(req.Certificates, f.answered)}
+			f.answered = map[string]string{}
+			for name, csr := range req.CSRs {
+				seen.proved = seen.proved && sameKey(t, csr, req.Certificates[name])
+				f.answered[name] = sign(csr)
+			}
+			f.renewals = append(f.renewals, seen)
+			_ = json.NewEncoder(w).Encode(map[string]any{"certificates": f.answered, "renewed": []string{"kubelet-client", "kubelet"}})
+			f.mu.Unlock()
 		case "GET /bootstrap/worker/7":
 			_ = json.NewEncoder(w).Encode(map[string]string{"node_name": "web-2.cluster-1.internal", "ipv4": "10.0.0.9", "ca_cert": caPEM})
 		case "POST /bootstrap/worker/7/csr":
 			var req map[string]string
 			_ = json.NewDecoder(r.Body).Decode(&req)
-			_ = json.NewEncoder(w).Encode(map[string]string{"kubelet_client_cert": sign(req["kubelet_client_csr"]),
-				"kubelet_serving_cert": sign(req["kubelet_serving_csr"]), "ca_cert": caPEM})
+			f.mu.Lock()
+			f.answered = map[string]string{"kubelet-client": sign(req["kubelet_client_csr"]), "kubelet": sign(req["kubelet_serving_csr"])}
+			_ = json.NewEncoder(w).Encode(map[string]string{"kubelet_client_cert": f.answered["kubelet-client"],
+				"kubelet_serving_cert": f.answered["kubelet"], "ca_cert": caPEM})
+			f.mu.Unlock()
 		case "POST /bootstrap/worker/7/status":
 			var rep map[string]string
 			_ = json.NewDecoder(r.Body).Decode(&rep)
@@ -91,35 +115,60 @@ func (f *fakeWorkerAPI) serve(t *testing.T, foreignKey bool) *httptest.Server {
 	return s
 }
 
-// bootWorker boots VM 7 as a worker against f's api and waits for its
-// last report (ready or failed).
-func bootWorker(t *testing.T, f *fakeWorkerAPI, api *httptest.Server) {
-	p := vmstandin.New(vmstandin.Config{IMDSBaseURL: fakeIMDS(t).URL, APIBaseURL: api.URL, Delay: time.Millisecond})
+// sameKey reports whether csrPEM is signed with certPEM's key.
+func sameKey(t *testing.T, csrPEM, certPEM string) bool {
+	cb, _ := pem.Decode([]byte(csrPEM))
+	kb, _ := pem.Decode([]byte(certPEM))
+	if cb == nil || kb == nil {
+		return false
+	}
+	csr, err := x509.ParseCertificateRequest(cb.Bytes)
+	if err != nil {
+		t.Errorf("a renewal's request: %v", err)
+		return false
+	}
+	cert, err := x509.ParseCertificate(kb.Bytes)
+	return err == nil && cert.PublicKey.(*ecdsa.PublicKey).Equal(csr.PublicKey)
+}
+
+// bootWorker boots VM 7 as a worker against f's api, renewing every
+// 20 ms once ready, and waits until done holds of f.
+func bootWorker(t *testing.T, f *fakeWorkerAPI, api *httptest.Server, done func(*fakeWorkerAPI) bool) {
+	p := vmstandin.New(vmstandin.Config{IMDSBaseURL: fakeIMDS(t).URL, APIBaseURL: api.URL, Delay: time.Millisecond, RenewEvery: 20 * time.Millisecond})
 	defer p.Close()
 	p.Boot(7, vmstandin.Worker)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		f.mu.Lock()
-		n := len(f.reports)
-		last := n > 0 && (strings.HasPrefix(f.reports[n-1], "ready") || strings.HasPrefix(f.reports[n-1], "failed"))
+		ok := done(f)
 		f.mu.Unlock()
-		if last {
+		if ok {
 			return
 		}
 	}
-	t.Fatal("the worker reported neither ready nor failed in 5 s")
+	t.Fatalf("not done in 5 s: reports %q, renewals %+v", f.reports, f.renewals)
 }
 
 // A worker boots through the worker's routes alone, has its two requests
-// signed over keys it made, and reports the worker's phases.
-func TestWorkerBootsThroughTheWorkerRoutes(t *testing.T) {
+// signed over keys it made, reports the worker's phases, then renews as
+// its timer does: each request signed with the key of the certificate it
+// shows, and the certificates shown those the last answer gave it.
+func TestWorkerBootsThroughTheWorkerRoutesAndRenews(t *testing.T) {
 	var f fakeWorkerAPI
-	bootWorker(t, &f, f.serve(t, false))
-	want := []string{"GET /bootstrap/worker/7", "POST /bootstrap/worker/7/csr", "POST /bootstrap/worker/7/status", "POST /bootstrap/worker/7/status"}
-	if strings.Join(f.paths, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("calls %q, want %q", f.paths, want)
+	bootWorker(t, &f, f.serve(t, false), func(f *fakeWorkerAPI) bool { return len(f.renewals) >= 2 })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := []string{"GET /bootstrap/worker/7", "POST /bootstrap/worker/7/csr", "POST /bootstrap/worker/7/status", "POST /bootstrap/worker/7/status",
+		"POST /bootstrap/worker/7/renew", "POST /bootstrap/worker/7/renew"}
+	if strings.Join(f.paths[:6], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("calls %q, want %q first", f.paths, want)
 	}
 	if len(f.reports) != 2 || !strings.HasPrefix(f.reports[0], "kubelet_started: ") || !strings.HasPrefix(f.reports[1], "ready: ") {
 		t.Fatalf("reports %q", f.reports)
+	}
+	for i, r := range f.renewals[:2] {
+		if !r.proved || !r.lastAnswered {
+			t.Fatalf("renewal %d: %+v; want each key proved with the certificates last answered", i, r)
+		}
 	}
 }
 
@@ -127,8 +176,10 @@ func TestWorkerBootsThroughTheWorkerRoutes(t *testing.T) {
 // the worker's script refuses it: the worker reports failed, never ready.
 func TestWorkerRefusesACertificateForAnotherKey(t *testing.T) {
 	var f fakeWorkerAPI
-	bootWorker(t, &f, f.serve(t, true))
-	if len(f.reports) != 1 || !strings.HasPrefix(f.reports[0], "failed: ") || !strings.Contains(f.reports[0], "not for this worker's key") {
+	bootWorker(t, &f, f.serve(t, true), func(f *fakeWorkerAPI) bool { return len(f.reports) > 0 })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reports) != 1 || !strings.HasPrefix(f.reports[0], "failed: ") || !strings.Contains(f.reports[0], "kubelet-client: not for this node's key") {
 		t.Fatalf("reports %q, want one failed naming the key", f.reports)
 	}
 }
