@@ -118,7 +118,7 @@ func (f *fleetRun) rowCounts() string {
 
 func (f *fleetRun) sweepSection(p printf) {
 	p("\n### The reconciler's sweep\n\n")
-	p("What the ReconcilerFunction asks of the store in one run: each kind's claim until none is due (`ClaimExpired`, `ClaimExpiredPool`, `ClaimExpiredReplacement`), then the etcd snapshot schedule (`etcdsnapshot.Schedule.Run`). A claimed operation is not handled here: its handling is its own work. On one connection, whose backend's `pg_stat_user_tables` are read before and after (rows: heap rows read by sequential and index scans; blocks: heap, index and TOAST blocks touched). 1%% due: %d operations begun through the store (a deletion, a pool scale-up, a control-plane replacement in turn) whose lease ran out, and the clusters whose newest snapshot turned an hour old %s after the idle sweeps' clock.\n\n",
+	p("What the ReconcilerFunction asks of the store in one run: the one claim of every kind until none is due (`ClaimDue`), then the etcd snapshot schedule (`etcdsnapshot.Schedule.Run`). A claimed operation is not handled here: its handling is its own work. On one connection, whose backend's `pg_stat_user_tables` are read before and after (rows: heap rows read by sequential and index scans; blocks: heap, index and TOAST blocks touched). 1%% due: %d operations begun through the store (a deletion, a pool scale-up, a control-plane replacement in turn) whose lease ran out, and the clusters whose newest snapshot turned an hour old %s after the idle sweeps' clock.\n\n",
 		f.dueOps, dueAfter)
 	p("| sweep | time | statements | rows read | seq scans of fleet tables | blocks | claimed | snapshots asked for |\n|---|---|---|---|---|---|---|---|\n")
 	row := func(what string, s sweepResult) {

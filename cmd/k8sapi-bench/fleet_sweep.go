@@ -27,26 +27,19 @@ type sweepResult struct {
 }
 
 // sweep is one run of what the ReconcilerFunction asks of the store at
-// now: each kind's claim (the reconciler claims until none is due, in the
-// order of its kinds), then the etcd snapshot schedule. A claimed
+// now: the one claim of every kind (the reconciler claims until none is
+// due), then the etcd snapshot schedule. A claimed
 // operation is not handled: its handling is that operation's own work
 // (remote calls and fenced writes), not the cost of finding it.
 func sweep(ctx context.Context, st *store.Store, now time.Time) (sweepResult, error) {
 	var r sweepResult
 	lease := store.Lease{Owner: "k8sapi-bench-sweep", Until: now.Add(reconciler.DefaultLease)}
-	claims := []func() error{
-		func() error { _, err := st.ClaimExpired(ctx, lease, now); return err },
-		func() error { _, err := st.ClaimExpiredPool(ctx, lease, now); return err },
-		func() error { _, err := st.ClaimExpiredReplacement(ctx, lease, now); return err },
-	}
 	start := time.Now()
-	for _, claim := range claims {
-		n, err := claimAll(claim)
-		if err != nil {
-			return r, err
-		}
-		r.claimed += n
+	n, err := claimAll(func() error { _, err := st.ClaimDue(ctx, lease, now); return err })
+	if err != nil {
+		return r, err
 	}
+	r.claimed = n
 	mid := time.Now()
 	sched := &etcdsnapshot.Schedule{Store: st, Now: func() time.Time { return now }}
 	rep, err := sched.Run(ctx)
@@ -54,7 +47,7 @@ func sweep(ctx context.Context, st *store.Store, now time.Time) (sweepResult, er
 	return r, err
 }
 
-// claimAll claims until nothing of the kind is due.
+// claimAll claims until nothing is due.
 func claimAll(claim func() error) (int, error) {
 	for n := 0; ; n++ {
 		err := claim()

@@ -14,7 +14,7 @@ import (
 // as its schema in the document.
 var shapes = []any{
 	apitypes.ClusterView{}, apitypes.ClusterList{}, apitypes.FoundingResult{}, apitypes.DNSRecord{},
-	apitypes.NodeView{}, apitypes.WorkerView{}, apitypes.NodeReplacement{},
+	apitypes.NodeView{}, apitypes.WorkerView{}, apitypes.NodeReplacement{}, apitypes.Condition{},
 	apitypes.Bootstrap{}, apitypes.NodeBootstrap{}, apitypes.BootstrapStep{}, apitypes.RunningStep{},
 	apitypes.NodeBootstrapDetail{}, apitypes.BootstrapWindow{}, apitypes.Fetch{}, apitypes.NodePool{}, apitypes.NodePoolList{}, apitypes.Taint{},
 	apitypes.IssuedKubeconfig{}, apitypes.KubeconfigIssue{}, apitypes.KubeconfigIssueList{},

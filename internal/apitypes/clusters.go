@@ -8,7 +8,7 @@ type ClusterView struct {
 	ID                  int64      `json:"cluster_id"`
 	Name                string     `json:"name"`
 	Status              string     `json:"status"`
-	StatusReason        string     `json:"status_reason,omitempty"`
+	StatusReason        string     `json:"status_reason,omitempty"` // Conditions' message, for older clients
 	ControlPlaneDNSName string     `json:"control_plane_dns_name"`
 	ControlPlaneVMIDs   []int64    `json:"control_plane_vm_ids"`
 	Nodes               []NodeView `json:"nodes"`
@@ -32,8 +32,11 @@ type ClusterView struct {
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	// Conditions are Ready (the cluster active) and Progressing (its
+	// founding or deletion runs).
+	Conditions []Condition `json:"conditions"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
 }
 
 // ClusterList is one page of GET /clusters; NextCursor is nil on the last.

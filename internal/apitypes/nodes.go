@@ -29,12 +29,15 @@ type WorkerView struct {
 // POST /clusters/{id}/nodes/{vm_id}/replace answers it: the node
 // replaced, the node replacing it and how far it is.
 type NodeReplacement struct {
-	ID          int64     `json:"replacement_id"`
-	ClusterID   int64     `json:"cluster_id"`
-	OldVMID     int64     `json:"old_vm_id"`
-	OldNodeName string    `json:"old_node_name"`
-	NewNodeName string    `json:"new_node_name"`
-	State       string    `json:"state"`
-	StateReason string    `json:"state_reason,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          int64  `json:"replacement_id"`
+	ClusterID   int64  `json:"cluster_id"`
+	OldVMID     int64  `json:"old_vm_id"`
+	OldNodeName string `json:"old_node_name"`
+	NewNodeName string `json:"new_node_name"`
+	State       string `json:"state"`
+	StateReason string `json:"state_reason,omitempty"` // Conditions' message, for older clients
+	// Conditions are Ready (the replacement done) and Progressing (it
+	// runs, or is being turned back).
+	Conditions []Condition `json:"conditions"`
+	CreatedAt  time.Time   `json:"created_at"`
 }

@@ -13,10 +13,13 @@ type NodePool struct {
 	Labels       map[string]string `json:"labels"`
 	Taints       []Taint           `json:"taints"`
 	State        string            `json:"state"`
-	StateReason  string            `json:"state_reason,omitempty"`
-	Nodes        []WorkerView      `json:"nodes"`
-	CreatedAt    time.Time         `json:"created_at"`
-	UpdatedAt    time.Time         `json:"updated_at"`
+	StateReason  string            `json:"state_reason,omitempty"` // Conditions' message, for older clients
+	// Conditions are Ready (the pool active) and Progressing (its create,
+	// scale or delete runs).
+	Conditions []Condition  `json:"conditions"`
+	Nodes      []WorkerView `json:"nodes"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
 }
 
 // NodePoolList is GET /clusters/{id}/node-pools.

@@ -225,6 +225,29 @@ func TestDescribeCluster(t *testing.T) {
 		"  2026-11-24T12:30:00Z   kubeconfig.issue   succeeded (201)   org:1:token:5e884898da28   /clusters/5/kubeconfig   r-9")
 }
 
+// describe shows the cluster's conditions and each pool's, the truth of
+// where each stands.
+func TestDescribeShowsConditions(t *testing.T) {
+	f := newFakeAPI(t)
+	c := cluster(5, "deleting", "ready")
+	since := time.Date(2026, 11, 24, 12, 40, 0, 0, time.UTC)
+	c.Conditions = []apitypes.Condition{
+		{Type: apitypes.ConditionReady, Status: apitypes.ConditionFalse, Reason: "Deleting", Message: "deleting failed", LastTransitionTime: since},
+		{Type: apitypes.ConditionProgressing, Status: apitypes.ConditionTrue, Reason: "Retrying", Message: "deleting failed", LastTransitionTime: since},
+	}
+	c.NodePools = []apitypes.NodePool{{Name: "web", Count: 1, State: "active", Nodes: []apitypes.WorkerView{},
+		Conditions: []apitypes.Condition{{Type: apitypes.ConditionReady, Status: apitypes.ConditionTrue, Reason: "Active", LastTransitionTime: since}}}}
+	f.on("GET /clusters/5", ok(c))
+	r := runCLI(t, f, nil, "describe", "cluster", "5")
+	r.want(t, 0)
+	r.wantLines(t,
+		"Conditions:",
+		"  Ready        False    Deleting     2026-11-24T12:40:00Z  deleting failed",
+		"  Progressing  True     Retrying     2026-11-24T12:40:00Z  deleting failed",
+		"    Conditions:",
+		"      Ready        True     Active       2026-11-24T12:40:00Z")
+}
+
 func TestDescribeWithoutTheKubeconfigsRouteSaysWhy(t *testing.T) {
 	f := newFakeAPI(t)
 	f.on("GET /clusters/5", ok(cluster(5, "founding", "pending")))

@@ -78,7 +78,23 @@ func (d *describer) cluster(cl apitypes.ClusterView) {
 	d.field(0, "Created", timestamp(cl.CreatedAt))
 	d.field(0, "Updated", timestamp(cl.UpdatedAt))
 	d.field(0, "Bootstrap", cl.Bootstrap.State+" ("+readyNodes(cl.Bootstrap)+" nodes ready)")
+	d.conditions(0, cl.Conditions)
 	d.expiries(cl)
+}
+
+// conditions writes a resource's conditions, one line each: type, status,
+// reason, since when, and the message.
+func (d *describer) conditions(indent int, conds []apitypes.Condition) {
+	if len(conds) == 0 {
+		return
+	}
+	pad := strings.Repeat("  ", indent+1)
+	fmt.Fprintf(d.w, "%sConditions:\n", strings.Repeat("  ", indent))
+	fmt.Fprintf(d.w, "%s%-12s %-8s %-12s %-21s %s\n", pad, "Type", "Status", "Reason", "Since", "Message")
+	for _, c := range conds {
+		line := fmt.Sprintf("%-12s %-8s %-12s %-21s %s", c.Type, c.Status, c.Reason, timestamp(c.LastTransitionTime), c.Message)
+		fmt.Fprintln(d.w, pad+strings.TrimRight(line, " "))
+	}
 }
 
 func dnsConfigured(cl apitypes.ClusterView) string {

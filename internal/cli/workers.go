@@ -49,6 +49,7 @@ func (d *describer) pools(pools []apitypes.NodePool) {
 		d.field(2, "State", state)
 		d.field(2, "Workers", fmt.Sprintf("%d/%d ready", readyWorkers(p), p.Count))
 		d.field(2, "Instance type", fmt.Sprintf("%s (image %d, subnet %d)", p.InstanceType, p.ImageID, p.SubnetID))
+		d.conditions(2, p.Conditions)
 		for _, w := range p.Nodes {
 			line := fmt.Sprintf("%s (vm %d, %s): %s", w.Name, w.VMID, orNone(w.IPv4), orNone(w.Phase))
 			if w.Retiring {

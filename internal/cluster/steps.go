@@ -105,9 +105,9 @@ func (s *Service) foundingKind() engine.Kind[*controlplane.NodeOp] {
 	return engine.Kind[*controlplane.NodeOp]{
 		Name:  Founding,
 		Steps: func(*controlplane.NodeOp) []engine.Step[*controlplane.NodeOp] { return s.foundingSteps() },
-		Release: func(ctx context.Context, op *controlplane.NodeOp, until time.Time) error {
+		Release: func(ctx context.Context, op *controlplane.NodeOp, until time.Time, step string) error {
 			return s.Store.Release(ctx, op.Cluster.ID, op.Lease.Owner,
-				store.Released{Status: store.StatusFounding, Until: until, Resumable: true})
+				store.Released{Status: store.StatusFounding, Until: until, Resumable: true, Step: step})
 		},
 		Undo: func(ctx context.Context, op *controlplane.NodeOp, cause error) error {
 			return s.undo(ctx, op, usecase.Reason(cause))

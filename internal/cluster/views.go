@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"slices"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
@@ -36,6 +37,8 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 		ServiceCIDR: c.ServiceCIDR, PodCIDR: c.PodCIDR, CNI: c.CNI, KubernetesVersion: c.KubernetesVersion,
 		KeyAlgorithm: c.KeyAlgorithm, DNSConfigured: c.DNSConfigured, DNSError: c.DNSError,
 		RestoredFromSnapshotID: c.RestoredFromSnapshotID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Conditions: engine.Conditions(engine.Observed{State: c.Status, ReadyIn: store.StatusActive, Message: c.StatusReason,
+			Op: c.LastOp, CreatedAt: c.CreatedAt}),
 	}
 	var statuses []apitypes.NodeBootstrap
 	initial := initialOrdinal(controlplane.LiveControlPlane(nodes))

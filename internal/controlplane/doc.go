@@ -8,6 +8,6 @@
 // control-plane scaling are the kinds to come here.
 //
 // In: an org's principal, a cluster, a VM id; the reconciler's claimed
-// clusters. Out: apitypes.NodeReplacement, engine results, rows written
-// under the cluster's lease.
+// replacements' clusters. Out: apitypes.NodeReplacement, engine results,
+// rows written under the replacement operation's lease.
 package controlplane

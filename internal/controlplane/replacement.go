@@ -18,7 +18,9 @@ import (
 
 func replacementViewOf(r store.Replacement) apitypes.NodeReplacement {
 	return apitypes.NodeReplacement{ID: r.ID, ClusterID: r.ClusterID, OldVMID: r.OldVMID, OldNodeName: r.OldNodeName,
-		NewNodeName: r.NewNodeName, State: r.State, StateReason: r.StateReason, CreatedAt: r.CreatedAt}
+		NewNodeName: r.NewNodeName, State: r.State, StateReason: r.StateReason, CreatedAt: r.CreatedAt,
+		Conditions: engine.Conditions(engine.Observed{State: r.State, ReadyIn: store.ReplacementDone, Message: r.StateReason,
+			Op: r.LastOp, CreatedAt: r.CreatedAt})}
 }
 
 // ReplaceNode records the replacement of the control-plane node whose VM

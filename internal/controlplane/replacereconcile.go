@@ -19,14 +19,14 @@ const DefaultReplaceWithin = time.Hour
 // Replacement names the kind in the reconciler's counts.
 const Replacement = "node replacement"
 
-// replacementKind: a replacement's steps under the cluster's lease; let go
-// with the cluster active; undone as undoReplacement says.
+// replacementKind: a replacement's steps under its operation's lease
+// (its node writes fenced by it as a founding's are); let go as it stands; undone as undoReplacement says.
 func (s *Service) replacementKind() engine.Kind[*replacement] {
 	return engine.Kind[*replacement]{
 		Name:  Replacement,
 		Steps: func(*replacement) []engine.Step[*replacement] { return s.replacementSteps() },
-		Release: func(ctx context.Context, op *replacement, until time.Time) error {
-			return s.releaseActive(ctx, op.op, until)
+		Release: func(ctx context.Context, op *replacement, until time.Time, step string) error {
+			return s.releaseActive(ctx, op.op, until, step)
 		},
 		Undo: s.undoReplacement,
 	}
@@ -117,14 +117,13 @@ func (s *Service) removeNewNode(ctx context.Context, op *replacement) error {
 // retry after RetryAfter.
 func (s *Service) letGo(ctx context.Context, c store.Cluster, lease store.Lease, pass usecase.Pass) {
 	until := s.Clock().Add(cmp.Or(pass.RetryAfter, usecase.DefaultRetryAfter))
-	if err := s.releaseActive(ctx, &NodeOp{Cluster: c, Lease: lease}, until); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.releaseActive(ctx, &NodeOp{Cluster: c, Lease: lease}, until, ""); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		s.Logger().WarnContext(ctx, "releasing a node replacement failed; its lease runs out", "cluster_id", c.ID, "cause", err.Error())
 	}
 }
 
-// releaseActive lets go of op's cluster (active) until until.
-func (s *Service) releaseActive(ctx context.Context, op *NodeOp, until time.Time) error {
-	c := op.Cluster
-	return usecase.Recorded(s.Store.Release(context.WithoutCancel(ctx), c.ID, op.Lease.Owner,
-		store.Released{Status: store.StatusActive, Until: until, Reason: c.StatusReason}))
+// releaseActive lets go of op's replacement until until, leaving it as
+// it stands at step.
+func (s *Service) releaseActive(ctx context.Context, op *NodeOp, until time.Time, step string) error {
+	return usecase.Recorded(s.Store.ReleaseLease(context.WithoutCancel(ctx), op.Cluster.ID, op.Lease.Owner, until, step))
 }

@@ -70,7 +70,7 @@ type clusterRow struct {
 func (s *stack) clusters() []clusterRow {
 	s.t.Helper()
 	rows, err := s.pool.Query(context.Background(),
-		`SELECT status, status_reason, length(wrapped_data_key) FROM kube_clusters ORDER BY id`)
+		`SELECT status, (SELECT o.message FROM operations o WHERE o.target_type = 'cluster' AND o.target_id = kube_clusters.id ORDER BY o.id DESC LIMIT 1), length(wrapped_data_key) FROM kube_clusters ORDER BY id`)
 	if err != nil {
 		s.t.Fatal(err)
 	}

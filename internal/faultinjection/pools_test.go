@@ -83,7 +83,8 @@ func (s *stack) assertPoolSettled(state string, n int) {
 	ctx := context.Background()
 	var got string
 	var lease *string
-	if err := s.pool.QueryRow(ctx, `SELECT state, lease_owner FROM node_pools`).Scan(&got, &lease); err != nil || got != state || lease != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT state, (SELECT o.lease_owner FROM operations o WHERE o.target_type = 'node_pool' AND o.target_id = node_pools.id
+		AND o.ended_at IS NULL) FROM node_pools`).Scan(&got, &lease); err != nil || got != state || lease != nil {
 		s.t.Errorf("pool %q holding lease %v (%v), want %s and let go", got, lease, err, state)
 	}
 	var workers, withVM int

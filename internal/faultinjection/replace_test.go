@@ -157,7 +157,8 @@ func (s *stack) assertReplaced(id int64, vms []int64) {
 	}
 	var status string
 	var lease *string
-	if err := s.pool.QueryRow(ctx, `SELECT status, lease_owner FROM kube_clusters WHERE id = $1`, id).Scan(&status, &lease); err != nil ||
+	if err := s.pool.QueryRow(ctx, `SELECT status, (SELECT o.lease_owner FROM operations o WHERE o.kube_cluster_id = $1 AND o.lease_owner IS NOT NULL LIMIT 1)
+		FROM kube_clusters WHERE id = $1`, id).Scan(&status, &lease); err != nil ||
 		status != "active" || lease != nil {
 		s.t.Errorf("cluster %q holding lease %v (%v), want active and let go", status, lease, err)
 	}
@@ -177,7 +178,7 @@ func TestReplacementCutOffThenFailingIsTurnedBack(t *testing.T) {
 	}
 	var state, reason string
 	var nodes, retiring int
-	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM node_replacements), (SELECT state_reason FROM node_replacements),
+	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM node_replacements), (SELECT o.message FROM operations o WHERE o.target_type = 'node_replacement'),
 		count(*), count(*) FILTER (WHERE retiring) FROM kube_nodes`).Scan(&state, &reason, &nodes, &retiring)
 	if err != nil || state != "failed" || reason == "" || nodes != 3 || retiring != 0 {
 		t.Errorf("replacement %q (%q), %d nodes, %d retiring (%v); want failed with a reason, 3, 0", state, reason, nodes, retiring, err)
@@ -260,7 +261,7 @@ func TestReplacementWhoseNewNodeNeverReadyKeepsBoth(t *testing.T) {
 	}
 	var state, reason string
 	var nodes, retiring int
-	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM node_replacements), (SELECT state_reason FROM node_replacements),
+	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT state FROM node_replacements), (SELECT o.message FROM operations o WHERE o.target_type = 'node_replacement'),
 		count(*), count(*) FILTER (WHERE retiring) FROM kube_nodes`).Scan(&state, &reason, &nodes, &retiring)
 	if err != nil || state != "failed" || !strings.Contains(reason, "did not report ready") || nodes != 4 || retiring != 0 {
 		t.Errorf("replacement %q (%q), %d nodes, %d retiring (%v); want failed, 4 nodes kept, none retiring", state, reason, nodes, retiring, err)

@@ -230,7 +230,7 @@ func assertUndone(t *testing.T, s *stack, code string) {
 	ctx := context.Background()
 	var status, reason string
 	var keyLen int
-	if err := s.pool.QueryRow(ctx, `SELECT status, status_reason, length(wrapped_data_key) FROM kube_clusters`).
+	if err := s.pool.QueryRow(ctx, `SELECT status, (SELECT o.message FROM operations o WHERE o.target_type = 'cluster' AND o.target_id = kube_clusters.id ORDER BY o.id DESC LIMIT 1), length(wrapped_data_key) FROM kube_clusters`).
 		Scan(&status, &reason, &keyLen); err != nil {
 		t.Fatal(err)
 	}

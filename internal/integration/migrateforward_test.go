@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ var updateFixture = flag.Bool("update-fixture", false,
 	"found a fleet through the stack and write testdata/founded-on-v<newest migration>.{sql,json}")
 
 // fixtureVersions are the schemas a fixture was founded on.
-var fixtureVersions = []int32{21}
+var fixtureVersions = []int32{21, 24}
 
 func TestMigrationsCarryAnOldDatabaseForward(t *testing.T) {
 	if *updateFixture {
@@ -78,10 +79,105 @@ func checkCarriedForward(t *testing.T, version int32) {
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
-	got := readBack(t, store.New(pool), clusterIDsOf(want))
+	st := store.New(pool)
+	got := readBack(t, st, clusterIDsOf(want))
 	for _, diff := range subsetDiffs("", want, got) {
 		t.Error(diff)
 	}
+	for _, id := range clusterIDsOf(want) {
+		checkOperations(t, st, id, want, got)
+	}
+}
+
+// checkOperations: the old database's cluster id, its pools and its
+// replacement have their operations in the table of operations (migration
+// 025), in the state their old columns said, and their conditions say the
+// same.
+func checkOperations(t *testing.T, st *store.Store, id int64, want, got map[string]any) {
+	t.Helper()
+	key := func(what string) string { return fmt.Sprintf("cluster %d %s", id, what) }
+	ops, err := st.OperationsOf(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := want[key("get")].(map[string]any)
+	status, _ := old["status"].(string)
+	reason, _ := old["status_reason"].(string)
+	own := opsOn(ops, store.TargetCluster, id)
+	if len(own) == 0 || own[0].Kind != store.KindFounding {
+		t.Errorf("cluster %d: operations %+v, want its founding first", id, own)
+		return
+	}
+	last := own[len(own)-1]
+	if w := clusterOpOf(status); last.Kind != w.Kind || last.State != w.State || last.Message != reason {
+		t.Errorf("cluster %d (%s, %q): latest operation %+v, want a %s %s saying %q", id, status, reason, last, w.State, w.Kind, reason)
+	}
+	checkConditions(t, key("get"), got[key("get")], status, status == store.StatusActive, last.State == store.OpRunning)
+	pools, _ := got[key("pools")].([]any)
+	for i, p := range pools {
+		state, _ := p.(map[string]any)["state"].(string)
+		checkConditions(t, fmt.Sprintf("%s[%d]", key("pools"), i), p, state, state == store.PoolActive, slices.Contains(livePoolStates, state))
+	}
+	if n := len(opsWhere(ops, func(o store.OpTarget) bool { return o.Kind == store.KindNodePool })); n < len(pools) {
+		t.Errorf("cluster %d: %d pool operations for %d pools", id, n, len(pools))
+	}
+	if r, ok := want[key("replacement")].(map[string]any); ok {
+		rid, _ := r["id"].(float64)
+		if live := opsOn(ops, store.TargetNodeReplacement, int64(rid)); len(live) != 1 || live[0].State != store.OpRunning {
+			t.Errorf("cluster %d: replacement %v's operations %+v, want one running", id, rid, live)
+		}
+	}
+}
+
+// livePoolStates are the pool states an operation drives.
+var livePoolStates = []string{store.PoolCreating, store.PoolScaling, store.PoolDeleting, store.PoolFailing}
+
+// clusterOpOf is the kind and state of the latest own operation of a
+// cluster in status.
+func clusterOpOf(status string) store.OpTarget {
+	switch status {
+	case store.StatusFounding:
+		return store.OpTarget{Kind: store.KindFounding, State: store.OpRunning}
+	case store.StatusFailed:
+		return store.OpTarget{Kind: store.KindFounding, State: store.OpFailed}
+	case store.StatusDeleting:
+		return store.OpTarget{Kind: store.KindDeletion, State: store.OpRunning}
+	case store.StatusDeleted:
+		return store.OpTarget{Kind: store.KindDeletion, State: store.OpSucceeded}
+	}
+	return store.OpTarget{Kind: store.KindFounding, State: store.OpSucceeded}
+}
+
+// checkConditions: the view (a JSON object) at what says Ready as ready
+// (its reason the state's) and Progressing as live.
+func checkConditions(t *testing.T, what string, view any, state string, ready, live bool) {
+	t.Helper()
+	conds, _ := view.(map[string]any)["conditions"].([]any)
+	byType := map[string]map[string]any{}
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		byType[fmt.Sprint(m["type"])] = m
+	}
+	r, p := byType["Ready"], byType["Progressing"]
+	if r == nil || p == nil || (r["status"] == "True") != ready || !strings.EqualFold(fmt.Sprint(r["reason"]), state) ||
+		(p["status"] == "True") != live {
+		t.Errorf("%s (%s): conditions %v, want Ready %v and Progressing %v", what, state, conds, ready, live)
+	}
+}
+
+// opsOn are the operations of ops on the target (type, id).
+func opsOn(ops []store.OpTarget, targetType string, id int64) []store.OpTarget {
+	return opsWhere(ops, func(o store.OpTarget) bool { return o.TargetType == targetType && o.TargetID == id })
+}
+
+func opsWhere(ops []store.OpTarget, keep func(store.OpTarget) bool) []store.OpTarget {
+	var out []store.OpTarget
+	for _, o := range ops {
+		if keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // readBack is what the operator's reads answer of each cluster of ids, by
@@ -106,6 +202,8 @@ func readBack(t *testing.T, st *store.Store, ids []int64) map[string]any {
 		events, err := (&trail.Trail{Store: st}).Events(ctx, fixtureOrg, id, trail.Query{Limit: 200})
 		reads[key("events")] = mustRead(t, key("events"), events, err)
 		reads[key("replacement")] = liveReplacement(t, st, id)
+		ops, err := st.OperationsOf(ctx, id)
+		reads[key("operations")] = mustRead(t, key("operations"), ops, err)
 	}
 	return reads
 }

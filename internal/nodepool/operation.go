@@ -115,7 +115,7 @@ func (s *Service) settlePool(ctx context.Context, op *poolOperation, _ time.Time
 	if err := usecase.Recorded(s.Store.SettlePool(ctx, op.pool.ID, op.lease.Owner, to, op.pool.StateReason, nil)); err != nil {
 		return err
 	}
-	op.pool.State, op.pool.LeaseOwner, op.pool.LeaseUntil = to, nil, nil
+	op.pool.State, op.pool.LastOp = to, op.pool.LastOp.Ended(store.PoolSettledReason(to, op.pool.StateReason), s.Clock())
 	return nil
 }
 
@@ -235,9 +235,9 @@ func (s *Service) poolKind() engine.Kind[*poolOperation] {
 	return engine.Kind[*poolOperation]{
 		Name:  Pool,
 		Steps: func(*poolOperation) []engine.Step[*poolOperation] { return s.poolSteps() },
-		Release: func(ctx context.Context, op *poolOperation, until time.Time) error {
+		Release: func(ctx context.Context, op *poolOperation, until time.Time, step string) error {
 			return s.Store.MovePool(ctx, op.pool.ID, op.lease.Owner,
-				store.PoolMove{State: op.pool.State, Reason: op.pool.StateReason, Until: until})
+				store.PoolMove{State: op.pool.State, Reason: op.pool.StateReason, Until: until, Step: step})
 		},
 		Undo: s.turnBack,
 	}

@@ -3,6 +3,7 @@ package nodepool
 import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/clusterspec"
+	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/store"
 )
 
@@ -20,7 +21,9 @@ func Views(pools []store.Pool, nodes []store.Node) []apitypes.NodePool {
 func poolViewOf(p store.Pool, nodes []store.Node) apitypes.NodePool {
 	v := apitypes.NodePool{Name: p.Name, Count: p.Count, InstanceType: p.InstanceType, ImageID: p.ImageID, SubnetID: p.SubnetID,
 		Labels: p.Labels, Taints: clusterspec.TaintsOf(p.Taints), State: p.State, StateReason: p.StateReason, Nodes: []apitypes.WorkerView{},
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		Conditions: engine.Conditions(engine.Observed{State: p.State, ReadyIn: store.PoolActive, Message: p.StateReason,
+			Op: p.LastOp, CreatedAt: p.CreatedAt})}
 	for _, n := range nodes {
 		if n.PoolID == p.ID && n.VMID != 0 {
 			v.Nodes = append(v.Nodes, apitypes.WorkerView{NodeView: apitypes.NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,

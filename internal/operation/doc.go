@@ -22,6 +22,32 @@
 // Undo runs on a context detached from the driver's (the request may be
 // gone, an orphan VM costs the customer money), bounded by UndoTimeout.
 //
+// Every operation is one row of the table of operations (migration 025,
+// internal/store's operations.go): kind, target, state, typed reason and
+// message, lease, requested spec, times. The reconciler claims the oldest
+// due row of any kind with one statement (store.ClaimDue) and hands it to
+// its kind's handler; "no live operation on this cluster" is one check
+// (store.BeginDeleting); Conditions makes the Ready and Progressing
+// conditions the API shows of a cluster, a pool or a replacement from the
+// resource's state and its latest operation.
+//
+// Adding a kind (an upgrade, control-plane scaling, a remediation):
+//
+//  1. its name and its target in store (a Kind* constant, a Target* one
+//     if it acts on a new kind of resource, and the CHECK of
+//     operations.target_type widened by a migration);
+//  2. its begin statement inserts its row (kind, cluster, target, state
+//     running, reason InProgress, the lease or none, its spec) in the
+//     transaction that records its intent; its writes are fenced by the
+//     store's opHeld (a live operation of the cluster held by the owner);
+//     it ends with the store's endOperation (state, reason, message);
+//  3. a Kind of steps, release and undo in its use-case package;
+//  4. one row in reconciler.kinds: its name and its handler. Whether a
+//     cluster's deletion may go ahead of it once its driver died is one
+//     entry of store.DeletionTakesOver.
+//
+// The claim, the live-operation check and the conditions need no change.
+//
 // In: a Kind, the operation's state as loaded from the rows, a deadline.
 // Out: a Result; the side effects are in the rows the steps wrote.
 package operation

@@ -57,8 +57,9 @@ type Kind[O any] struct {
 	Name  string
 	Steps func(O) []Step[O]
 	// Release lets go of op's lease until until (now: the next driver
-	// carries on at once), leaving the operation where it is.
-	Release func(ctx context.Context, op O, until time.Time) error
+	// carries on at once), leaving the operation where it is: at step, the
+	// one it stopped before (recorded on the operation's row).
+	Release func(ctx context.Context, op O, until time.Time, step string) error
 	// Undo turns op back after cause failed one of its steps, on a context
 	// that outlives the driver's. nil: the operation's end (or the way it
 	// goes on) is recorded. An error: it could not be turned back now; the
@@ -83,28 +84,34 @@ type Result struct {
 
 // Run runs steps in order over op, stopping at the first that fails.
 func Run[O any](ctx context.Context, what string, steps []Step[O], op O, deadline time.Time) error {
+	_, err := runSteps(ctx, what, steps, op, deadline)
+	return err
+}
+
+// runSteps is Run, and the name of the step that failed.
+func runSteps[O any](ctx context.Context, what string, steps []Step[O], op O, deadline time.Time) (string, error) {
 	for _, st := range steps {
 		if err := st.Run(ctx, op, deadline); err != nil {
-			return fmt.Errorf("%s step %q: %w", what, st.Name, err)
+			return st.Name, fmt.Errorf("%s step %q: %w", what, st.Name, err)
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // Drive runs k's steps over op until they are done, time is up, a step
 // waits, the lease is lost or a step fails (then k undoes op).
 func Drive[O any](ctx context.Context, d Driver, k Kind[O], op O, deadline time.Time) Result {
-	err := Run(ctx, k.Name, k.Steps(op), op, deadline)
+	step, err := runSteps(ctx, k.Name, k.Steps(op), op, deadline)
 	switch {
 	case err == nil:
 		return Result{Outcome: Done}
 	case errors.Is(err, store.ErrLeaseLost):
 		return Result{Outcome: LeaseLost, Err: err}
 	case errors.Is(err, ErrOutOfTime):
-		release(ctx, d, k, op, d.Now())
+		release(ctx, d, k, op, d.Now(), step)
 		return Result{Outcome: Yielded, Err: err}
 	case errors.Is(err, errWaiting):
-		release(ctx, d, k, op, d.Now().Add(d.RetryAfter))
+		release(ctx, d, k, op, d.Now().Add(d.RetryAfter), step)
 		return Result{Outcome: Waiting, Err: err}
 	}
 	return undo(ctx, d, k, op, err)
@@ -123,8 +130,8 @@ func undo[O any](ctx context.Context, d Driver, k Kind[O], op O, cause error) Re
 
 // release lets go of op until until; a failure is logged, as the lease
 // then runs out by itself and the next driver takes the operation over.
-func release[O any](ctx context.Context, d Driver, k Kind[O], op O, until time.Time) {
-	err := k.Release(context.WithoutCancel(ctx), op, until)
+func release[O any](ctx context.Context, d Driver, k Kind[O], op O, until time.Time, step string) {
+	err := k.Release(context.WithoutCancel(ctx), op, until, step)
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		d.logger().WarnContext(ctx, "releasing an operation failed; its lease runs out by itself", "kind", k.Name, "cause", err.Error())
 	}

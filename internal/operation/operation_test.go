@@ -14,6 +14,7 @@ import (
 type trace struct {
 	ran      []string
 	released []time.Time
+	at       []string // the steps it was let go at
 	undone   error
 	// undoCtxErr and undoHasDeadline are the undo's context as it ran.
 	undoCtxErr      error
@@ -33,8 +34,8 @@ func kindOf(stepErrs []error, undoErr error) Kind[*trace] {
 			}
 			return steps
 		},
-		Release: func(_ context.Context, t *trace, until time.Time) error {
-			t.released = append(t.released, until)
+		Release: func(_ context.Context, t *trace, until time.Time, step string) error {
+			t.released, t.at = append(t.released, until), append(t.at, step)
 			return nil
 		},
 		Undo: func(ctx context.Context, t *trace, cause error) error {
@@ -78,6 +79,9 @@ func TestDriveEndsEveryRunInOneOutcome(t *testing.T) {
 			if res.Outcome != c.want || len(op.ran) != c.ran || fmt.Sprint(op.released) != fmt.Sprint(c.released) || (op.undone != nil) != c.undone {
 				t.Fatalf("outcome %s, ran %v, released %v, undone %v; want %s, %d steps, released %v, undone %v",
 					res.Outcome, op.ran, op.released, op.undone, c.want, c.ran, c.released, c.undone)
+			}
+			if len(op.released) > 0 && fmt.Sprint(op.at) != fmt.Sprint([]int{c.ran - 1}) {
+				t.Fatalf("let go at steps %v, want at the one that stopped (%d)", op.at, c.ran-1)
 			}
 			if c.undone && !errors.Is(res.Err, failed) {
 				t.Fatalf("the result's cause is %v, want the failed step's", res.Err)

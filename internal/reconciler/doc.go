@@ -1,6 +1,8 @@
 // Package reconciler drives every registered kind of durable operation
-// that its driver let go of or died holding (Reconciler.kinds: one row per
-// kind, its claim statement and its handler), on a schedule, and counts
+// that its driver let go of or died holding, on a schedule: one claim
+// statement for every kind (store.ClaimDue, the oldest due row of the
+// table of operations), then the kind's handler (Reconciler.kinds: one row
+// per kind, its name and its handler), and counts
 // what each run did (Report).
 //
 // In: the wired dependencies, k8sapi's own platform token. Out: a Report;

@@ -72,82 +72,96 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 	return counters[what][o]
 }
 
-// Run claims and handles unfinished operations one at a time, every kind
-// in the order of kinds, until none is left, or until the context's
+// Run claims and handles unfinished operations one at a time, the oldest
+// due first whatever its kind, until none is left, or until the context's
 // deadline is near (the rest wait for the next run).
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	var rep Report
-	for _, claimNext := range r.kinds() {
-		for {
-			if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
-				return rep, nil
-			}
-			claimed, err := claimNext(ctx, &rep)
-			if err != nil {
-				return rep, err
-			}
-			if !claimed {
-				break
-			}
+	handlers := r.kinds()
+	for {
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
+			return rep, nil
+		}
+		claimed, err := r.claimNext(ctx, handlers, &rep)
+		if err != nil || !claimed {
+			return rep, err
 		}
 	}
-	return rep, nil
 }
 
-// claimer claims one operation of its kind that is due and handles it;
-// false when there is none.
-type claimer func(context.Context, *Report) (bool, error)
+// handler drives one claimed operation of a kind (it loads its target)
+// and says which operation it was and how the run ended.
+type handler func(context.Context, store.Operation, store.Lease, usecase.Pass) (string, engine.Result)
 
-// kinds is every kind the reconciler drives, in the order it claims them:
-// clusters' foundings and deletions first, then node pools' operations,
-// then control-plane node replacements. A kind to come is one more row:
-// its claim statement, its row's ids, its handler.
-func (r *Reconciler) kinds() []claimer {
-	st := r.Deps.Store
+// kinds is every kind the reconciler drives, by its name in the table of
+// operations (store.Kind*): a kind to come is one more row, its handler.
+func (r *Reconciler) kinds() map[string]handler {
 	clusters := &cluster.Service{Deps: r.Deps}
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
-	ofCluster := func(c store.Cluster) (int64, int64) { return c.OrgID, c.ID }
-	return []claimer{
-		claimWith(r, "cluster", st.ClaimExpired, ofCluster, clusters.ReconcileCluster),
-		claimWith(r, nodepool.Pool, st.ClaimExpiredPool, func(p store.Pool) (int64, int64) { return p.OrgID, p.ID }, pools.ReconcilePool),
-		claimWith(r, controlplane.Replacement, st.ClaimExpiredReplacement, ofCluster, cp.ReconcileReplacement),
+	return map[string]handler{
+		store.KindFounding:        onCluster(r, clusters.ReconcileCluster),
+		store.KindDeletion:        onCluster(r, clusters.ReconcileCluster),
+		store.KindNodePool:        onPool(r, pools.ReconcilePool),
+		store.KindNodeReplacement: onCluster(r, cp.ReconcileReplacement),
 	}
 }
 
-// handler drives one claimed row of a kind and says which operation it
-// was and how the run ended.
-type handler[R any] func(context.Context, R, store.Lease, usecase.Pass) (string, engine.Result)
-
-// claimWith is the claimer of one kind: claim takes one row that is due
-// under a fresh lease (store.ErrNotFound: none), ids names its org and
-// itself, handle drives it acting for its org. A handling that failed is
-// logged and counted as retrying; the operation goes on at a later run.
-func claimWith[R any](r *Reconciler, what string, claim func(context.Context, store.Lease, time.Time) (R, error),
-	ids func(R) (org, id int64), handle handler[R]) claimer {
-	return func(ctx context.Context, rep *Report) (bool, error) {
-		d := r.Deps
-		lease := d.NewLease(r.Lease, DefaultLease)
-		row, err := claim(ctx, lease, d.Clock())
-		if errors.Is(err, store.ErrNotFound) {
-			return false, nil
-		}
+// onCluster is the handler of a kind driven over its cluster's row.
+func onCluster(r *Reconciler, handle func(context.Context, store.Cluster, store.Lease, usecase.Pass) (string, engine.Result)) handler {
+	return func(ctx context.Context, op store.Operation, lease store.Lease, pass usecase.Pass) (string, engine.Result) {
+		c, err := r.Deps.Store.Cluster(ctx, op.OrgID, op.ClusterID)
 		if err != nil {
-			return false, err
+			return op.Kind, engine.Retry(err)
 		}
-		org, id := ids(row)
-		op, res := handle(r.actingFor(ctx, org), row, lease, r.pass(ctx))
-		if n := rep.counter(op, res.Outcome); n != nil {
-			*n++
+		return handle(ctx, c, lease, pass)
+	}
+}
+
+// onPool is the handler of a kind driven over its node pool's row.
+func onPool(r *Reconciler, handle func(context.Context, store.Pool, store.Lease, usecase.Pass) (string, engine.Result)) handler {
+	return func(ctx context.Context, op store.Operation, lease store.Lease, pass usecase.Pass) (string, engine.Result) {
+		p, err := r.Deps.Store.PoolByID(ctx, op.TargetID)
+		if err != nil {
+			return op.Kind, engine.Retry(err)
 		}
-		log := d.Logger().With("kind", what, "operation", op, "id", id, "outcome", res.Outcome.String())
-		if res.Outcome == engine.Retrying {
-			log.WarnContext(ctx, "reconciling: the operation goes on at a later run", "cause", res.Err.Error())
-		} else {
-			log.InfoContext(ctx, "reconciled")
-		}
+		return handle(ctx, p, lease, pass)
+	}
+}
+
+// claimNext claims the oldest due operation under a fresh lease (the one
+// claim statement, store.ClaimDue) and drives it with its kind's handler,
+// acting for its org; false when none is due. A handling that failed is
+// logged and counted as retrying; the operation goes on at a later run.
+func (r *Reconciler) claimNext(ctx context.Context, handlers map[string]handler, rep *Report) (bool, error) {
+	d := r.Deps
+	lease := d.NewLease(r.Lease, DefaultLease)
+	op, err := d.Store.ClaimDue(ctx, lease, d.Clock())
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	handle, ok := handlers[op.Kind]
+	if !ok {
+		// Written by a newer k8sapi (a deployment in progress): its own
+		// reconciler drives it once its lease runs out again.
+		d.Logger().WarnContext(ctx, "reconciling: no handler for the operation's kind", "kind", op.Kind, "operation_id", op.ID)
 		return true, nil
 	}
+	what, res := handle(r.actingFor(ctx, op.OrgID), op, lease, r.pass(ctx))
+	if n := rep.counter(what, res.Outcome); n != nil {
+		*n++
+	}
+	log := d.Logger().With("kind", op.Kind, "operation", what, "operation_id", op.ID, "cluster_id", op.ClusterID,
+		"outcome", res.Outcome.String())
+	if res.Outcome == engine.Retrying {
+		log.WarnContext(ctx, "reconciling: the operation goes on at a later run", "cause", res.Err.Error())
+	} else {
+		log.InfoContext(ctx, "reconciled")
+	}
+	return true, nil
 }
 
 // actingFor is ctx calling the platform with k8sapi's own token for org.

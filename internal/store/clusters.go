@@ -60,16 +60,18 @@ type Cluster struct {
 	RequestFingerprint      *string   `db:"request_fingerprint"`
 	CreatedAt               time.Time `db:"created_at"`
 	UpdatedAt               time.Time `db:"updated_at"`
-	// The durable operation (migration 004): the spec VMs are created from,
-	// why the cluster failed or a deletion is retried, who drives the
-	// founding or deletion and until when, and whether a security group
-	// create was ever sent.
-	FoundingSpec           []byte     `db:"founding_spec"`
-	StatusReason           string     `db:"status_reason"`
-	LeaseOwner             *string    `db:"lease_owner"`
-	LeaseUntil             *time.Time `db:"lease_until"`
-	SecurityGroupRequested bool       `db:"security_group_requested"`
-	Resumable              bool       `db:"resumable"`
+	// The durable operation (migration 004, its lease and reason in
+	// operations since 025): the spec VMs are created from (the founding's),
+	// why the cluster failed or a deletion is retried, whether a security
+	// group create was ever sent, and whether the caller can still follow
+	// the founding.
+	FoundingSpec           []byte `db:"founding_spec"`
+	StatusReason           string `db:"status_reason"`
+	SecurityGroupRequested bool   `db:"security_group_requested"`
+	Resumable              bool   `db:"resumable"`
+	// LastOp is the cluster's latest own operation (a founding, a
+	// deletion; migration 025): StatusReason is its message.
+	LastOp *OpRecord `db:"last_op"`
 	// Artifacts is the artifact set recorded at founding (migration 008,
 	// artifacts.Set as JSON); nil for a cluster founded before it.
 	Artifacts []byte `db:"artifacts"`
@@ -93,14 +95,18 @@ type Cluster struct {
 	AdminGroup string `db:"admin_group"`
 }
 
-const clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
+var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count, security_group_ids, created_security_group_id,
 	kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 	front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
 	dns_configured, dns_error, idempotency_key, request_fingerprint, created_at, updated_at,
-	founding_spec, status_reason, lease_owner, lease_until, security_group_requested, resumable, artifacts,
+	(SELECT o.spec FROM operations o WHERE o.target_type = '` + TargetCluster + `' AND o.target_id = kube_clusters.id
+		AND o.kind = '` + KindFounding + `' ORDER BY o.id LIMIT 1) AS founding_spec,
+	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
 	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, admin_group`
+
+var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 
 // Node is one node (a kube_nodes row: a control-plane node, or a worker
 // of a pool) with the addresses the compute API reported for its VM.

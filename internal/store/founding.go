@@ -34,7 +34,8 @@ func (s *Store) ReserveClusterID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// BeginFounding commits the cluster (status founding, held by lease) and
+// BeginFounding commits the cluster (status founding), its founding
+// operation (held by lease, with the validated request as its spec) and
 // its intended nodes (no VM yet) in one statement, whatever the node count,
 // before any remote call; the cluster's ordinal high-water mark is theirs.
 // A cluster already recorded under the same (org, idempotency key) gives
@@ -50,13 +51,16 @@ func (s *Store) BeginFounding(ctx context.Context, c Cluster, nodes []Node, leas
 			status, key_algorithm, kubernetes_version, cluster_domain, service_cidr, pod_cidr, control_plane_count,
 			security_group_ids, kms_key_id, wrapped_data_key, ca_cert, ca_key_sealed, etcd_ca_cert, etcd_ca_key_sealed,
 			front_proxy_ca_cert, front_proxy_ca_key_sealed, service_account_pub, service_account_key_sealed,
-			idempotency_key, request_fingerprint, founding_spec, lease_owner, lease_until, resumable, cni, artifacts,
+			idempotency_key, request_fingerprint, resumable, cni, artifacts,
 			create_token_key, secrets_encryption_key_sealed,
 			restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256, last_ordinal)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$29,$30,$31,$32,$33,
 				$36,$37,$38,$39,$40)
 			ON CONFLICT (org_id, idempotency_key) DO NOTHING
 			RETURNING id
+		), op AS (
+			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, lease_owner, lease_until, spec)
+			SELECT '`+KindFounding+`', c.id, '`+TargetCluster+`', c.id, 'running', '`+ReasonInProgress+`', $27, $28, $26::jsonb FROM c
 		)
 		INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name)
 		SELECT c.id, u.ordinal, u.name FROM c, unnest($34::int[], $35::text[]) AS u (ordinal, name)`,
@@ -99,8 +103,24 @@ func (s *Store) fenced(ctx context.Context, what, sql string, clusterID int64, o
 	return nil
 }
 
-// leaseHeld is the fence of every write: the cluster is the owner's.
-const leaseHeld = `id = $1 AND lease_owner = $2`
+// fencedCount runs one statement of an operation that answers how many
+// rows it moved (0: the lease is not owner's): sql's $1 is the cluster
+// id, $2 the owner, then args.
+func (s *Store) fencedCount(ctx context.Context, what, sql string, clusterID int64, owner string, args ...any) error {
+	var moved int64
+	err := s.pool.QueryRow(ctx, sql, append([]any{clusterID, owner}, args...)...).Scan(&moved)
+	if err == nil && moved == 0 {
+		err = ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// leaseHeld is the fence of every write of a cluster's rows: a live
+// operation of cluster $1 is the owner's ($2).
+var leaseHeld = `id = $1 AND ` + opHeld("$1")
 
 // MarkSecurityGroupRequested records that a security group create is about
 // to be sent.
@@ -222,21 +242,48 @@ func (s *Store) RecordIdentities(ctx context.Context, clusterID int64, owner str
 		clusterID, owner, ordinals, ids.names, ids.certs, ids.keys, ids.notAfters, ids.serials)
 }
 
-// FinishFounding makes the founding's cluster active and lets go of it.
+// FinishFounding makes the founding's cluster active and ends its
+// founding.
 func (s *Store) FinishFounding(ctx context.Context, clusterID int64, owner string) error {
-	return s.fenced(ctx, "finishing founding", `UPDATE kube_clusters
-		SET status = 'active', lease_owner = NULL, lease_until = NULL, updated_at = now()
-		WHERE `+leaseHeld+` AND status = 'founding'`, clusterID, owner)
+	return s.fenced(ctx, "finishing founding", `WITH k AS (
+			UPDATE kube_clusters SET status = 'active', updated_at = now()
+			WHERE `+leaseHeld+` AND status = 'founding' RETURNING id
+		)
+		`+endOperation+` AND kind = '`+KindFounding+`' AND EXISTS (SELECT 1 FROM k)`,
+		clusterID, owner, OpSucceeded, ReasonSucceeded, "")
 }
 
-// Release lets go of the owner's operation: the reconciler takes it over
-// once until has passed. It records the status the operation goes on in
-// (founding or deleting), why, and whether a founding may be finished
-// rather than undone.
+// endOperation ends the live operation of cluster $1 held by owner $2 with
+// state $3, reason $4 and message $5, and lets go of its lease.
+const endOperation = `UPDATE operations SET state = $3, reason = $4, message = $5, lease_owner = NULL, lease_until = NULL,
+	updated_at = now(), ended_at = now() WHERE kube_cluster_id = $1 AND lease_owner = $2 AND ended_at IS NULL`
+
+// Release lets go of the owner's founding or deletion: the reconciler
+// takes it over once until has passed. It records the status the cluster
+// goes on in (founding or deleting: a founding whose undo failed ends,
+// and a deletion goes on under the same lease), why, and whether a
+// founding may be finished rather than undone.
 func (s *Store) Release(ctx context.Context, clusterID int64, owner string, r Released) error {
-	return s.fenced(ctx, "releasing the operation", `UPDATE kube_clusters
-		SET status = $3, lease_until = $4, status_reason = $5, resumable = resumable OR $6, updated_at = now()
-		WHERE `+leaseHeld, clusterID, owner, r.Status, r.Until, r.Reason, r.Resumable)
+	return s.fencedCount(ctx, "releasing the operation", `WITH k AS (
+			UPDATE kube_clusters SET status = $3, resumable = resumable OR $6, updated_at = now()
+			WHERE `+leaseHeld+` RETURNING id
+		), ended AS (
+			UPDATE operations o SET state = 'failed', reason = '`+ReasonFailed+`', message = $5, lease_owner = NULL,
+				lease_until = NULL, updated_at = now(), ended_at = now()
+			FROM k WHERE o.kube_cluster_id = k.id AND o.lease_owner = $2 AND o.ended_at IS NULL
+			  AND o.kind = '`+KindFounding+`' AND $3 = '`+StatusDeleting+`'
+			RETURNING o.id
+		), deleting AS (
+			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, message, lease_owner, lease_until)
+			SELECT '`+KindDeletion+`', $1, '`+TargetCluster+`', $1, 'running', $7, $5, $2, $4 FROM ended
+		), moved AS (
+			UPDATE operations o SET lease_until = $4, reason = $7, message = $5, step = $8, updated_at = now()
+			FROM k WHERE o.kube_cluster_id = k.id AND o.lease_owner = $2 AND o.ended_at IS NULL
+			  AND NOT (o.kind = '`+KindFounding+`' AND $3 = '`+StatusDeleting+`')
+			RETURNING o.id
+		)
+		SELECT (SELECT count(*) FROM ended) + (SELECT count(*) FROM moved)`,
+		clusterID, owner, r.Status, r.Until, r.Reason, r.Resumable, runningReason(r.Reason), r.Step)
 }
 
 // Released is how an operation is let go (see Release).
@@ -245,75 +292,95 @@ type Released struct {
 	Until     time.Time
 	Reason    string
 	Resumable bool
+	Step      string // the step it stands at ("": none)
 }
 
-// BeginDeleting moves one of org's clusters to deleting under lease, unless
-// another invocation holds a live lease on it or on one of its node pools
-// (a founding, a deletion or a pool operation in progress), or one of its
-// control-plane nodes is being replaced (whose new VM the replacement
-// alone knows how to finish or undo): then ErrLeaseLost. (A pool operation that starts meanwhile finds the cluster
-// no longer active and stops before its next remote call.) A deleted cluster is left as it is
-// (ErrNotFound tells the caller nothing was claimed).
+// BeginDeleting moves one of org's clusters to deleting under lease, in
+// one check: no live operation of the cluster holds it off. A founding,
+// a deletion or a pool operation holds it off while its lease is live
+// (another invocation drives it; once its driver died, the deletion goes
+// ahead: a founding ends superseded, a deletion is taken over, a pool
+// operation that starts meanwhile finds the cluster no longer active and
+// stops before its next remote call); any other kind (a control-plane
+// node's replacement, whose new VM it alone knows how to finish or undo)
+// until it ends. Held off: ErrLeaseLost. A deleted cluster is left as it
+// is (ErrLeaseLost too; the caller read it first). A new deletion carries
+// the cluster's reason on (a failed founding keeps saying why).
 func (s *Store) BeginDeleting(ctx context.Context, orgID, clusterID int64, lease Lease, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE kube_clusters
-		SET status = 'deleting', lease_owner = $3, lease_until = $4, updated_at = now()
-		WHERE org_id = $1 AND id = $2 AND status <> 'deleted' AND (lease_until IS NULL OR lease_until < $5)
-		  AND NOT EXISTS (SELECT 1 FROM node_pools p WHERE p.kube_cluster_id = $2 AND p.lease_until >= $5)
-		  AND NOT EXISTS (SELECT 1 FROM node_replacements r WHERE r.kube_cluster_id = $2 AND r.state IN ('replacing', 'failing'))`,
-		orgID, clusterID, lease.Owner, lease.Until, now)
+	var began bool
+	err := s.pool.QueryRow(ctx, `WITH k AS (
+			UPDATE kube_clusters SET status = 'deleting', updated_at = now()
+			WHERE org_id = $1 AND id = $2 AND status <> 'deleted'
+			  AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.kube_cluster_id = $2 AND o.ended_at IS NULL
+				AND (o.lease_until >= $5 OR NOT o.kind = ANY($6)))
+			RETURNING id, `+clusterLastOp+`
+		), taken AS (
+			UPDATE operations o SET lease_owner = $3, lease_until = $4, updated_at = now() FROM k
+			WHERE o.target_type = '`+TargetCluster+`' AND o.target_id = k.id AND o.kind = '`+KindDeletion+`' AND o.ended_at IS NULL
+			RETURNING o.id
+		), superseded AS (
+			UPDATE operations o SET state = 'failed', reason = '`+ReasonSuperseded+`', lease_owner = NULL, lease_until = NULL,
+				updated_at = now(), ended_at = now()
+			FROM k WHERE o.target_type = '`+TargetCluster+`' AND o.target_id = k.id AND o.kind <> '`+KindDeletion+`' AND o.ended_at IS NULL
+			RETURNING o.id
+		), begun AS (
+			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, message, lease_owner, lease_until)
+			SELECT '`+KindDeletion+`', k.id, '`+TargetCluster+`', k.id, 'running', '`+ReasonInProgress+`', k.status_reason, $3, $4
+			-- superseded is read first: the one live operation of the
+			-- cluster has ended before the deletion's row is inserted.
+			FROM k, (SELECT count(*) FROM superseded) s WHERE NOT EXISTS (SELECT 1 FROM taken)
+		)
+		SELECT EXISTS (SELECT 1 FROM k)`, orgID, clusterID, lease.Owner, lease.Until, now, DeletionTakesOver).Scan(&began)
+	if err == nil && !began {
+		err = ErrLeaseLost
+	}
 	if err != nil {
 		return fmt.Errorf("beginning deletion of cluster %d: %w", clusterID, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("beginning deletion of cluster %d: %w", clusterID, ErrLeaseLost)
-	}
 	return nil
-}
-
-// ClaimExpired takes over one cluster whose founding or deletion lease ran
-// out (its holder died), if any: ErrNotFound when there is none. The row
-// lock is held only for this statement; SKIP LOCKED lets reconcilers
-// running side by side claim different clusters instead of queueing.
-func (s *Store) ClaimExpired(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
-	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT id FROM kube_clusters
-			WHERE status IN ('founding', 'deleting') AND (lease_until IS NULL OR lease_until < $3)
-			ORDER BY lease_until NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
-	c, err := collectCluster(rows)
-	if err != nil {
-		return c, fmt.Errorf("claiming an unfinished operation: %w", notFound(err))
-	}
-	return c, nil
 }
 
 // EndOperation ends the owner's founding (status failed) or deletion
 // (status deleted) and crypto-shreds the cluster in one transaction: the
 // wrapped data key and every sealed key are overwritten, so nothing can
-// open them again.
+// open them again. Every other live operation of the cluster (its pools')
+// ends superseded: the teardown deleted their VMs with the rest.
 func (s *Store) EndOperation(ctx context.Context, clusterID int64, owner, status, reason string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		empty := []byte{}
 		tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET wrapped_data_key = $3, ca_key_sealed = $3,
 			etcd_ca_key_sealed = $3, front_proxy_ca_key_sealed = $3, service_account_key_sealed = $3,
-			secrets_encryption_key_sealed = $3,
-			status = $4, status_reason = $5, lease_owner = NULL, lease_until = NULL, updated_at = now()
-			WHERE `+leaseHeld, clusterID, owner, empty, status, reason)
+			secrets_encryption_key_sealed = $3, status = $4, updated_at = now()
+			WHERE `+leaseHeld, clusterID, owner, empty, status)
 		if err != nil {
 			return fmt.Errorf("ending the operation as %s: %w", status, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("ending the operation as %s: %w", status, ErrLeaseLost)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE node_identities SET key_sealed = $2
-			WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, empty); err != nil {
-			return fmt.Errorf("destroying node identity keys: %w", err)
-		}
-		// The teardown deleted the workers' VMs with the rest.
-		if _, err := tx.Exec(ctx, `UPDATE node_pools SET state = 'deleted', lease_owner = NULL, lease_until = NULL,
-			updated_at = now() WHERE kube_cluster_id = $1 AND state <> 'deleted'`, clusterID); err != nil {
-			return fmt.Errorf("ending the node pools: %w", err)
-		}
-		return nil
+		return endCluster(ctx, tx, clusterID, owner, status, reason)
 	})
+}
+
+// endCluster ends the owner's operation of an ended cluster as status
+// says, supersedes the others, destroys its node keys and ends its pools.
+func endCluster(ctx context.Context, tx pgx.Tx, clusterID int64, owner, status, reason string) error {
+	r := endedReason(status)
+	if _, err := tx.Exec(ctx, endOperation, clusterID, owner, endedState(r), r, reason); err != nil {
+		return fmt.Errorf("ending the operation as %s: %w", status, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE operations SET state = 'failed', reason = '`+ReasonSuperseded+`', lease_owner = NULL,
+		lease_until = NULL, updated_at = now(), ended_at = now() WHERE kube_cluster_id = $1 AND ended_at IS NULL`, clusterID); err != nil {
+		return fmt.Errorf("ending the cluster's other operations: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE node_identities SET key_sealed = $2
+		WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, []byte{}); err != nil {
+		return fmt.Errorf("destroying node identity keys: %w", err)
+	}
+	// The teardown deleted the workers' VMs with the rest.
+	if _, err := tx.Exec(ctx, `UPDATE node_pools SET state = 'deleted', updated_at = now()
+		WHERE kube_cluster_id = $1 AND state <> 'deleted'`, clusterID); err != nil {
+		return fmt.Errorf("ending the node pools: %w", err)
+	}
+	return nil
 }

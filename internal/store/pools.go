@@ -70,25 +70,30 @@ type Pool struct {
 	Labels             map[string]string `db:"labels"`
 	Taints             []Taint           `db:"taints"`
 	State              string            `db:"state"`
-	StateReason        string            `db:"state_reason"`
+	StateReason        string            `db:"state_reason"` // its latest operation's message
 	IdempotencyKey     *string           `db:"idempotency_key"`
 	RequestFingerprint *string           `db:"request_fingerprint"`
-	LeaseOwner         *string           `db:"lease_owner"`
-	LeaseUntil         *time.Time        `db:"lease_until"`
 	CreatedAt          time.Time         `db:"created_at"`
 	UpdatedAt          time.Time         `db:"updated_at"`
+	// LastOp is the pool's latest operation (migration 025).
+	LastOp *OpRecord `db:"last_op"`
 }
 
-const poolColumns = `id, kube_cluster_id, (SELECT org_id FROM kube_clusters k WHERE k.id = kube_cluster_id) AS org_id,
-	name, count, instance_type, image_id, subnet_id, labels, taints, state, state_reason, idempotency_key,
-	request_fingerprint, lease_owner, lease_until, created_at, updated_at`
+var poolColumns = `id, kube_cluster_id, (SELECT org_id FROM kube_clusters k WHERE k.id = kube_cluster_id) AS org_id,
+	name, count, instance_type, image_id, subnet_id, labels, taints, state, idempotency_key,
+	request_fingerprint, created_at, updated_at, ` + lastOp(TargetNodePool, "node_pools.id", "state_reason")
 
-// poolLeaseHeld is the fence of a pool operation's writes: $1 the pool, $2 its owner.
-const poolLeaseHeld = `p.id = $1 AND p.lease_owner = $2`
+// poolOpHeld is the fence of a pool operation's writes: a live operation
+// of the pool $1 is held by owner $2.
+const poolOpHeld = `EXISTS (SELECT 1 FROM operations o WHERE o.target_type = '` + TargetNodePool + `' AND o.target_id = $1
+	AND o.lease_owner = $2 AND o.ended_at IS NULL)`
 
-// PoolStates are the states in which a pool's operation runs: what the
-// reconciler claims once its lease ran out.
-var PoolStates = []string{PoolCreating, PoolScaling, PoolDeleting, PoolFailing}
+// poolLeaseHeld is poolOpHeld over node_pools p.
+const poolLeaseHeld = `p.id = $1 AND ` + poolOpHeld
+
+// poolOpOf names the live operation of the pool moved (a CTE of its id)
+// held by owner $2.
+const poolOpOf = `o.target_type = '` + TargetNodePool + `' AND o.target_id = moved.id AND o.lease_owner = $2 AND o.ended_at IS NULL`
 
 func collectPools(rows pgx.Rows) ([]Pool, error) {
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Pool])
@@ -189,35 +194,57 @@ func lockActiveCluster(ctx context.Context, tx pgx.Tx, orgID, clusterID int64) e
 	return nil
 }
 
-// upsertPool inserts a new pool or moves an existing one to c.State.
+// upsertPool inserts a new pool or moves an existing one to c.State, and
+// begins its operation under c.Lease.
 func upsertPool(ctx context.Context, tx pgx.Tx, c PoolChange) (Pool, error) {
-	p := c.Pool
-	if p.ID != 0 {
-		rows, _ := tx.Query(ctx, `UPDATE node_pools SET count = $2, state = $3, state_reason = '', lease_owner = $4,
-			lease_until = $5, updated_at = now()
-			WHERE id = $1 AND state = ANY($6) AND (lease_until IS NULL OR lease_until < $7)
-			RETURNING `+poolColumns, p.ID, p.Count, c.State, c.Lease.Owner, c.Lease.Until, c.From, c.Now)
-		out, err := onePool(rows, "moving the pool")
-		if errors.Is(err, ErrNotFound) {
-			return out, ErrLeaseLost
-		}
-		return out, err
+	id, err := movePoolRow(ctx, tx, c)
+	if err != nil {
+		return Pool{}, err
 	}
-	rows, _ := tx.Query(ctx, `INSERT INTO node_pools (kube_cluster_id, name, count, instance_type, image_id, subnet_id,
-		labels, taints, state, idempotency_key, request_fingerprint, lease_owner, lease_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13)
+	if _, err := tx.Exec(ctx, `WITH ended AS (
+			UPDATE operations o SET state = 'failed', reason = '`+ReasonSuperseded+`', lease_owner = NULL, lease_until = NULL,
+				updated_at = now(), ended_at = now()
+			WHERE o.target_type = '`+TargetNodePool+`' AND o.target_id = $2 AND o.ended_at IS NULL RETURNING o.id
+		)
+		INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, lease_owner, lease_until, spec)
+		SELECT '`+KindNodePool+`', $1, '`+TargetNodePool+`', $2, 'running', '`+ReasonInProgress+`', $3, $4,
+			jsonb_build_object('count', $5::int, 'state', $6::text)
+		FROM (SELECT count(*) FROM ended) e`, c.Pool.ClusterID, id, c.Lease.Owner, c.Lease.Until, c.Pool.Count, c.State); err != nil {
+		return Pool{}, err
+	}
+	rows, _ := tx.Query(ctx, `SELECT `+poolColumns+` FROM node_pools WHERE id = $1`, id)
+	return onePool(rows, "loading the pool")
+}
+
+// movePoolRow inserts c's new pool, or moves its existing one to c.State
+// from a state of c.From while no live lease holds it: the pool's id.
+func movePoolRow(ctx context.Context, tx pgx.Tx, c PoolChange) (int64, error) {
+	p := c.Pool
+	var id int64
+	if p.ID != 0 {
+		err := tx.QueryRow(ctx, `UPDATE node_pools SET count = $2, state = $3, updated_at = now()
+			WHERE id = $1 AND state = ANY($4) AND NOT EXISTS (SELECT 1 FROM operations o
+				WHERE o.target_type = '`+TargetNodePool+`' AND o.target_id = $1 AND o.ended_at IS NULL AND o.lease_until >= $5)
+			RETURNING id`, p.ID, p.Count, c.State, c.From, c.Now).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, ErrLeaseLost
+		}
+		return id, err
+	}
+	err := tx.QueryRow(ctx, `INSERT INTO node_pools (kube_cluster_id, name, count, instance_type, image_id, subnet_id,
+		labels, taints, state, idempotency_key, request_fingerprint)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11)
 		ON CONFLICT (kube_cluster_id, idempotency_key) DO NOTHING
-		RETURNING `+poolColumns, p.ClusterID, p.Name, p.Count, p.InstanceType, p.ImageID, p.SubnetID,
-		jsonText(p.Labels), jsonText(taintsJSON(p.Taints)), c.State, p.IdempotencyKey, p.RequestFingerprint, c.Lease.Owner, c.Lease.Until)
-	out, err := onePool(rows, "inserting the pool")
+		RETURNING id`, p.ClusterID, p.Name, p.Count, p.InstanceType, p.ImageID, p.SubnetID,
+		jsonText(p.Labels), jsonText(taintsJSON(p.Taints)), c.State, p.IdempotencyKey, p.RequestFingerprint).Scan(&id)
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return out, ErrDuplicate
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, ErrDuplicate
 	case errors.As(err, &pgErr) && pgErr.ConstraintName == "node_pools_live_name":
-		return out, ErrNameTaken
+		return 0, ErrNameTaken
 	}
-	return out, err
+	return id, err
 }
 
 // convergeWorkers intends new workers, or marks the highest ordinals
@@ -274,11 +301,27 @@ func (s *Store) DeleteRetired(ctx context.Context, f Fence, ordinals []int) erro
 }
 
 // SettlePool ends the owner's pool operation in state (active, failed or
-// deleted) with reason, and its count (nil: unchanged).
+// deleted) with reason, and its count (nil: unchanged). An operation that
+// settles with a reason did not do what was asked (a create undone, a
+// scale turned back): it ends failed.
 func (s *Store) SettlePool(ctx context.Context, poolID int64, owner, state, reason string, count *int) error {
-	return s.fenced(ctx, "settling the node pool", `UPDATE node_pools p SET state = $3, state_reason = $4,
-		count = coalesce($5, count), lease_owner = NULL, lease_until = NULL, updated_at = now()
-		WHERE `+poolLeaseHeld, poolID, owner, state, reason, count)
+	ended := PoolSettledReason(state, reason)
+	return s.fenced(ctx, "settling the node pool", `WITH moved AS (
+			UPDATE node_pools p SET state = $3, count = coalesce($5, count), updated_at = now()
+			WHERE `+poolLeaseHeld+` RETURNING p.id
+		)
+		UPDATE operations o SET state = $6, reason = $7, message = $4, lease_owner = NULL, lease_until = NULL,
+			updated_at = now(), ended_at = now()
+		FROM moved WHERE `+poolOpOf, poolID, owner, state, reason, count, endedState(ended), ended)
+}
+
+// PoolSettledReason is the reason a pool operation ends with when it
+// settles the pool in state with reason.
+func PoolSettledReason(state, reason string) string {
+	if state == PoolFailed || reason != "" {
+		return ReasonFailed
+	}
+	return ReasonSucceeded
 }
 
 // PoolMove moves a pool operation on: its state and reason, its count
@@ -289,20 +332,27 @@ type PoolMove struct {
 	Count         *int
 	Retire        []int
 	Until         time.Time
+	Step          string // the step it stands at ("": none)
 }
 
 // MovePool moves the owner's pool operation as m says, in one statement.
 func (s *Store) MovePool(ctx context.Context, poolID int64, owner string, m PoolMove) error {
+	reason := runningReason(m.Reason)
+	if m.State == PoolFailing {
+		reason = ReasonTurningBack
+	}
 	var moved bool
 	err := s.pool.QueryRow(ctx, `WITH moved AS (
-			UPDATE node_pools p SET state = $3, state_reason = $4, count = coalesce($5, count), lease_until = $6,
-				updated_at = now()
+			UPDATE node_pools p SET state = $3, count = coalesce($5, count), updated_at = now()
 			WHERE `+poolLeaseHeld+` RETURNING p.id
+		), op AS (
+			UPDATE operations o SET reason = $8, message = $4, lease_until = $6, step = $9, updated_at = now()
+			FROM moved WHERE `+poolOpOf+`
 		), retired AS (
 			UPDATE kube_nodes n SET retiring = true FROM moved WHERE n.node_pool_id = moved.id AND n.ordinal = ANY($7)
 			RETURNING 1
 		)
-		SELECT EXISTS (SELECT 1 FROM moved)`, poolID, owner, m.State, m.Reason, m.Count, m.Until, m.Retire).Scan(&moved)
+		SELECT EXISTS (SELECT 1 FROM moved)`, poolID, owner, m.State, m.Reason, m.Count, m.Until, m.Retire, reason, m.Step).Scan(&moved)
 	if err == nil && !moved {
 		err = ErrLeaseLost
 	}
@@ -310,17 +360,6 @@ func (s *Store) MovePool(ctx context.Context, poolID int64, owner string, m Pool
 		return fmt.Errorf("moving node pool %d to %s: %w", poolID, m.State, err)
 	}
 	return nil
-}
-
-// ClaimExpiredPool takes over one pool whose operation's lease ran out, if
-// any: ErrNotFound when there is none (as ClaimExpired for clusters).
-func (s *Store) ClaimExpiredPool(ctx context.Context, lease Lease, now time.Time) (Pool, error) {
-	rows, _ := s.pool.Query(ctx, `UPDATE node_pools SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT id FROM node_pools
-			WHERE state = ANY($4) AND (lease_until IS NULL OR lease_until < $3)
-			ORDER BY lease_until NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+poolColumns, lease.Owner, lease.Until, now, PoolStates)
-	return onePool(rows, "claiming an unfinished node pool operation")
 }
 
 // jsonText is v as a JSON document's text: the statement's parameter types

@@ -33,13 +33,15 @@ type Replacement struct {
 	NewNodeID   *int64    `db:"new_node_id"`
 	NewNodeName string    `db:"new_node_name"`
 	State       string    `db:"state"`
-	StateReason string    `db:"state_reason"`
+	StateReason string    `db:"state_reason"` // its operation's message
 	CreatedAt   time.Time `db:"created_at"`
 	UpdatedAt   time.Time `db:"updated_at"`
+	// LastOp is the replacement's operation (migration 025).
+	LastOp *OpRecord `db:"last_op"`
 }
 
-const replacementColumns = `id, kube_cluster_id, old_node_id, old_vm_id, old_node_name, new_node_id, new_node_name,
-	state, state_reason, created_at, updated_at`
+var replacementColumns = `id, kube_cluster_id, old_node_id, old_vm_id, old_node_name, new_node_id, new_node_name,
+	state, created_at, updated_at, ` + lastOp(TargetNodeReplacement, "node_replacements.id", "state_reason")
 
 func oneReplacement(rows pgx.Rows, what string) (Replacement, error) {
 	r, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Replacement])
@@ -60,7 +62,8 @@ type ReplacementStart struct {
 // BeginReplacement commits a replacement before any remote call, in one
 // transaction that locks the cluster (active, of the org): the replacement
 // row, the old node marked retiring and the new node's row (no VM yet, its
-// ordinal after every one the cluster handed out). A cluster with a replacement in
+// ordinal after every one the cluster handed out), and its operation, held
+// by no lease (the reconciler claims it at once). A cluster with a replacement in
 // progress: ErrReplacing; an old node that is gone or retiring already:
 // ErrNotFound.
 func (s *Store) BeginReplacement(ctx context.Context, r ReplacementStart) (Replacement, error) {
@@ -84,8 +87,15 @@ func (s *Store) BeginReplacement(ctx context.Context, r ReplacementStart) (Repla
 
 func insertReplacement(ctx context.Context, tx pgx.Tx, old Node) (int64, error) {
 	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO node_replacements (kube_cluster_id, old_node_id, old_vm_id, old_node_name)
-		VALUES ($1, $2, $3, $4) RETURNING id`, old.ClusterID, old.ID, old.VMID, old.Name).Scan(&id)
+	err := tx.QueryRow(ctx, `WITH r AS (
+			INSERT INTO node_replacements (kube_cluster_id, old_node_id, old_vm_id, old_node_name)
+			VALUES ($1, $2, $3, $4) RETURNING id
+		), op AS (
+			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, spec)
+			SELECT '`+KindNodeReplacement+`', $1, '`+TargetNodeReplacement+`', r.id, 'running', '`+ReasonInProgress+`',
+				jsonb_build_object('old_node_id', $2::bigint, 'old_vm_id', $3::bigint) FROM r
+		)
+		SELECT id FROM r`, old.ClusterID, old.ID, old.VMID, old.Name).Scan(&id)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.ConstraintName == "node_replacements_one_live" {
 		return 0, ErrReplacing
@@ -130,23 +140,6 @@ func (s *Store) LiveReplacement(ctx context.Context, clusterID int64) (Replaceme
 	return oneReplacement(rows, fmt.Sprintf("loading the replacement in progress of cluster %d", clusterID))
 }
 
-// ClaimExpiredReplacement takes over one active cluster whose replacement
-// is in progress and whose lease is free or ran out, by taking the
-// cluster's lease (as ClaimExpired for a founding): ErrNotFound when there
-// is none.
-func (s *Store) ClaimExpiredReplacement(ctx context.Context, lease Lease, now time.Time) (Cluster, error) {
-	rows, _ := s.pool.Query(ctx, `UPDATE kube_clusters SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT k.id FROM kube_clusters k JOIN node_replacements r ON r.kube_cluster_id = k.id AND r.state IN ('replacing', 'failing')
-			WHERE k.status = 'active' AND (k.lease_until IS NULL OR k.lease_until < $3)
-			ORDER BY k.lease_until NULLS FIRST, k.id LIMIT 1 FOR UPDATE OF k SKIP LOCKED)
-		RETURNING `+clusterColumns, lease.Owner, lease.Until, now)
-	c, err := collectCluster(rows)
-	if err != nil {
-		return c, fmt.Errorf("claiming a replacement in progress: %w", notFound(err))
-	}
-	return c, nil
-}
-
 // ReplacementEnd is how a replacement ends: its state and why, the node
 // row to remove (its VM is gone; 0: none) and the node row that is no
 // longer retiring (0: none).
@@ -158,12 +151,16 @@ type ReplacementEnd struct {
 	CRL *NewEtcdCRL
 }
 
-// EndReplacement ends the replacement as e says and lets go of the
-// cluster's lease, in one transaction fenced by the owner's lease.
+// EndReplacement ends the replacement and its operation as e says, in
+// one transaction fenced by the owner's lease.
 func (s *Store) EndReplacement(ctx context.Context, clusterID int64, owner string, id int64, e ReplacementEnd) error {
+	reason := ReasonFailed
+	if e.State == ReplacementDone {
+		reason = ReasonSucceeded
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE kube_clusters SET lease_owner = NULL, lease_until = NULL, updated_at = now()
-			WHERE `+leaseHeld, clusterID, owner)
+		tag, err := tx.Exec(ctx, endOperation+` AND target_type = '`+TargetNodeReplacement+`' AND target_id = $6`,
+			clusterID, owner, endedState(reason), reason, e.Reason, id)
 		if err != nil {
 			return fmt.Errorf("ending replacement %d: %w", id, err)
 		}
@@ -176,12 +173,12 @@ func (s *Store) EndReplacement(ctx context.Context, clusterID int64, owner strin
 			}
 		}
 		_, err = tx.Exec(ctx, `WITH ended AS (
-				UPDATE node_replacements SET state = $3, state_reason = $4, updated_at = now()
+				UPDATE node_replacements SET state = $3, updated_at = now()
 				WHERE id = $2 AND kube_cluster_id = $1 AND state IN ('replacing', 'failing') RETURNING 1
 			), kept AS (
-				UPDATE kube_nodes SET retiring = false WHERE id = $6 AND kube_cluster_id = $1 RETURNING 1
+				UPDATE kube_nodes SET retiring = false WHERE id = $5 AND kube_cluster_id = $1 RETURNING 1
 			)
-			DELETE FROM kube_nodes WHERE id = $5 AND kube_cluster_id = $1`, clusterID, id, e.State, e.Reason, e.Remove, e.Keep)
+			DELETE FROM kube_nodes WHERE id = $4 AND kube_cluster_id = $1`, clusterID, id, e.State, e.Remove, e.Keep)
 		if err != nil {
 			return fmt.Errorf("ending replacement %d: %w", id, err)
 		}
@@ -192,7 +189,12 @@ func (s *Store) EndReplacement(ctx context.Context, clusterID int64, owner strin
 // FailReplacement moves the owner's replacement to failing with reason:
 // its new node is to be removed and the old one kept.
 func (s *Store) FailReplacement(ctx context.Context, clusterID int64, owner string, id int64, reason string) error {
-	return s.fenced(ctx, "turning back the replacement", `UPDATE node_replacements r SET state = 'failing', state_reason = $4,
-		updated_at = now() WHERE r.id = $3 AND r.kube_cluster_id = $1 AND r.state = 'replacing'
-		AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`)`, clusterID, owner, id, reason)
+	return s.fenced(ctx, "turning back the replacement", `WITH r AS (
+			UPDATE node_replacements r SET state = 'failing', updated_at = now()
+			WHERE r.id = $3 AND r.kube_cluster_id = $1 AND r.state = 'replacing' AND `+opHeld("$1")+`
+			RETURNING r.id
+		)
+		UPDATE operations o SET reason = '`+ReasonTurningBack+`', message = $4, updated_at = now()
+		FROM r WHERE o.target_type = '`+TargetNodeReplacement+`' AND o.target_id = r.id AND o.lease_owner = $2
+		  AND o.ended_at IS NULL`, clusterID, owner, id, reason)
 }

@@ -1,0 +1,197 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/testenv"
+)
+
+var opsT0 = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+
+// lease is a lease of owner lasting d from opsT0.
+func lease(owner string, d time.Duration) store.Lease {
+	return store.Lease{Owner: owner, Until: opsT0.Add(d)}
+}
+
+// founding begins a founding of one node held by l, answering its id.
+func founding(t *testing.T, st *store.Store, l store.Lease) int64 {
+	t.Helper()
+	ctx := context.Background()
+	id, err := st.ReserveClusterID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := fmt.Sprint("key-", id)
+	c := store.Cluster{ID: id, OrgID: 1, ProjectID: 1, Name: fmt.Sprint("exk8s-1-", id), ControlPlaneDNSName: "cp.example",
+		KeyAlgorithm: "ecdsa-p256", KubernetesVersion: "v1.35.4", ClusterDomain: "cluster.local", ServiceCIDR: "10.96.0.0/12",
+		PodCIDR: "172.16.0.0/12", CNI: "cilium", ControlPlaneCount: 1, SecurityGroupIDs: []int64{}, KMSKeyID: "k",
+		WrappedDataKey: []byte{1}, CAKeySealed: []byte{1}, EtcdCAKeySealed: []byte{1}, FrontProxyCAKeySealed: []byte{1},
+		ServiceAccountKeySealed: []byte{1}, IdempotencyKey: &key, FoundingSpec: []byte(`{"asked":true}`)}
+	if err := st.BeginFounding(ctx, c, []store.Node{{Ordinal: 1, Name: "cp-1"}}, l); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// The one claim takes the oldest due operation whatever its kind, under
+// a fresh lease; the driver whose lease ran out then writes nothing, and
+// the claimer finishes it.
+func TestOneClaimTakesAnyKindAndFencesTheDriverThatLostIt(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	id := founding(t, st, lease("first", time.Minute))
+	if _, err := st.ClaimDue(ctx, lease("early", 7*time.Minute), opsT0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claim while the founding's lease holds: %v, want nothing due", err)
+	}
+	released := store.Released{Status: store.StatusFounding, Until: opsT0, Resumable: true, Step: "vms"}
+	if err := st.Release(ctx, id, "first", released); err != nil {
+		t.Fatal(err)
+	}
+	if ops, err := st.OperationsOf(ctx, id); err != nil || len(ops) != 1 || ops[0].Step != "vms" || ops[0].State != store.OpRunning {
+		t.Fatalf("operations %+v (%v), want the founding running, let go at step vms", ops, err)
+	}
+	op, err := st.ClaimDue(ctx, lease("second", 8*time.Minute), opsT0.Add(2*time.Minute))
+	if err != nil || op.Kind != store.KindFounding || op.ClusterID != id || op.OrgID != 1 {
+		t.Fatalf("claimed %+v (%v), want cluster %d's founding", op, err, id)
+	}
+	if err := st.MarkSecurityGroupRequested(ctx, id, "first"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the first driver's write: %v, want ErrLeaseLost", err)
+	}
+	if err := st.FinishFounding(ctx, id, "first"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the first driver's finish: %v, want ErrLeaseLost", err)
+	}
+	if err := st.FinishFounding(ctx, id, "second"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Cluster(ctx, 1, id)
+	if err != nil || c.Status != store.StatusActive || c.LastOp == nil || c.LastOp.State != store.OpSucceeded ||
+		string(c.FoundingSpec) != `{"asked": true}` {
+		t.Fatalf("cluster %s, last operation %+v, spec %s (%v); want active, its founding succeeded, the spec kept",
+			c.Status, c.LastOp, c.FoundingSpec, err)
+	}
+	replacement := replacing(t, st, id)
+	op, err = st.ClaimDue(ctx, lease("third", 8*time.Minute), opsT0.Add(2*time.Minute))
+	if err != nil || op.Kind != store.KindNodeReplacement || op.TargetID != replacement {
+		t.Fatalf("claimed %+v (%v), want replacement %d (no driver took it yet)", op, err, replacement)
+	}
+}
+
+// "No live operation on this cluster" is one check: a replacement holds
+// a deletion off whatever its lease; a pool operation while its lease
+// holds, not once its driver died.
+func TestDeletionWaitsForTheLiveOperationsOfItsCluster(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	id := founding(t, st, lease("founder", time.Minute))
+	if err := st.FinishFounding(ctx, id, "founder"); err != nil {
+		t.Fatal(err)
+	}
+	pool := store.Pool{ClusterID: id, Name: "web", Count: 0, InstanceType: "e2.medium", ImageID: 1, SubnetID: 1,
+		Labels: map[string]string{}}
+	if _, err := st.BeginPoolOperation(ctx, store.PoolChange{OrgID: 1, Pool: pool, State: store.PoolCreating,
+		Lease: lease("pooler", time.Minute), Now: opsT0, Name: func(o int) string { return fmt.Sprint("w-", o) }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 7*time.Minute), opsT0); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("deleting beside a leased pool operation: %v, want ErrLeaseLost", err)
+	}
+	replacing(t, st, id)
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 9*time.Minute), opsT0.Add(2*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("deleting beside a replacement: %v, want ErrLeaseLost", err)
+	}
+	endReplacement(t, st, id)
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 9*time.Minute), opsT0.Add(2*time.Minute)); err != nil {
+		t.Fatalf("deleting once the pool's driver died and the replacement ended: %v", err)
+	}
+	if err := st.EndOperation(ctx, id, "deleter", store.StatusDeleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := st.OperationsOf(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []store.OpTarget
+	for _, o := range ops {
+		if o.State == store.OpRunning || o.Leased {
+			live = append(live, o)
+		}
+	}
+	if len(ops) != 4 || len(live) != 0 || ops[1].Reason != store.ReasonSuperseded || ops[3].Kind != store.KindDeletion {
+		t.Fatalf("operations %+v; want the founding, the pool's (superseded), the replacement's and the deletion, none live", ops)
+	}
+}
+
+// replacing begins the replacement of cluster id's first node.
+func replacing(t *testing.T, st *store.Store, id int64) int64 {
+	t.Helper()
+	nodes, err := st.ClusterNodes(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.BeginReplacement(context.Background(), store.ReplacementStart{OrgID: 1, Old: nodes[0],
+		Name: func(o int) string { return fmt.Sprint("cp-", o) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
+
+// endReplacement claims cluster id's replacement and ends it done.
+func endReplacement(t *testing.T, st *store.Store, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.LiveReplacement(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		op, err := st.ClaimDue(ctx, lease("replacer", 9*time.Minute), opsT0.Add(2*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.Kind == store.KindNodeReplacement {
+			break
+		}
+	}
+	if err := st.EndReplacement(ctx, id, "replacer", r.ID, store.ReplacementEnd{State: store.ReplacementDone}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	pool, err := store.Open(context.Background(), testenv.Postgres(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return store.New(pool)
+}
+
+// A deletion goes ahead of a founding whose driver died: the founding
+// ends superseded, the deletion runs under the caller's lease, and the
+// founding's driver writes nothing more.
+func TestDeletionSupersedesAnAbandonedFounding(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	id := founding(t, st, lease("founder", time.Minute))
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 7*time.Minute), opsT0); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("deleting a founding whose lease holds: %v, want ErrLeaseLost", err)
+	}
+	if err := st.BeginDeleting(ctx, 1, id, lease("deleter", 9*time.Minute), opsT0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkSecurityGroupRequested(ctx, id, "founder"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the founding's driver's write: %v, want ErrLeaseLost", err)
+	}
+	ops, err := st.OperationsOf(ctx, id)
+	if err != nil || len(ops) != 2 || ops[0].Reason != store.ReasonSuperseded || ops[1].Kind != store.KindDeletion ||
+		ops[1].State != store.OpRunning || !ops[1].Leased {
+		t.Fatalf("operations %+v (%v); want the founding superseded, a deletion running under a lease", ops, err)
+	}
+}
