@@ -475,7 +475,7 @@ func TestAdminKubeconfigsOfTwoClustersMerge(t *testing.T) {
 }
 
 // A cluster founded before its RBAC bound k8sapi's cluster-admins group
-// (migration 026 marks it system:masters) keeps giving its operators the
+// (migration 027 marks it system:masters) keeps giving its operators the
 // one group its API server grants: a kubeconfig and a credential both
 // name system:masters there, and k8sapi's group on every newer cluster.
 func TestOlderClustersKeepTheirAdminGroup(t *testing.T) {

@@ -91,7 +91,7 @@ type Cluster struct {
 	// AdminGroup is the group of the operators' admin certificates:
 	// pki.ClusterAdminsGroup, which the cluster's RBAC binds to
 	// cluster-admin, or system:masters for a cluster founded before that
-	// binding existed (migration 026), whose API server knows no other.
+	// binding existed (migration 027), whose API server knows no other.
 	AdminGroup string `db:"admin_group"`
 }
 
