@@ -440,6 +440,7 @@ func TestTrailActionsAreTheDocumentedEnum(t *testing.T) {
 	for _, r := range Routes() {
 		if r.Trail {
 			code = append(code, r.Audit)
+			code = append(code, r.Variants...)
 		}
 	}
 	for _, a := range prop(t, "AuditEvent", "action")["enum"].([]any) {

@@ -25,6 +25,9 @@ type Route struct {
 	// fetches, reports and renewals: many, and the node's own view shows
 	// them).
 	Trail bool
+	// Variants are the other actions its handler may record a request
+	// under (audit.Note.As), kept in the trail like Audit.
+	Variants []string
 }
 
 // Key is the route's "METHOD /path".
@@ -107,6 +110,13 @@ var (
 		{Method: http.MethodGet, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).getNodePool},
 		{Method: http.MethodPatch, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).scaleNodePool, Audit: "node_pool.scale", Trail: true},
 		{Method: http.MethodDelete, Path: "/clusters/{id}/node-pools/{pool}", handle: (*Server).deleteNodePool, Audit: "node_pool.delete", Trail: true},
+		// Upgrades are recorded here (no VM is created, no key opened); the
+		// reconciler drives them (docs/UPGRADES.md).
+		{Method: http.MethodPost, Path: "/clusters/{id}/upgrade", handle: (*Server).upgradeCluster, Audit: "cluster.upgrade", Trail: true,
+			Variants: []string{AuditUpgradeOverride}},
+		{Method: http.MethodGet, Path: "/clusters/{id}/upgrade", handle: (*Server).getUpgrade},
+		{Method: http.MethodPost, Path: "/clusters/{id}/upgrade/resume", handle: (*Server).resumeUpgrade, Audit: "cluster.upgrade_resume", Trail: true},
+		{Method: http.MethodPost, Path: "/clusters/{id}/upgrade/abort", handle: (*Server).abortUpgrade, Audit: "cluster.upgrade_abort", Trail: true},
 	}}
 	// A bundle fetch changes state too: the window's first issues the
 	// node's identities and records bundle_fetched.

@@ -28,6 +28,7 @@ import (
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/requestid"
 	"github.com/excloud/k8sapi/internal/trail"
+	"github.com/excloud/k8sapi/internal/upgrade"
 	"github.com/excloud/k8sapi/internal/vmlimit"
 )
 
@@ -91,6 +92,17 @@ type ControlPlaneScalings interface {
 }
 
 var _ ControlPlaneScalings = (*controlplane.Service)(nil)
+
+// Upgrades plans, records, resumes and aborts a cluster's upgrade; the
+// reconciler drives it.
+type Upgrades interface {
+	Upgrade(ctx context.Context, org auth.Principal, clusterID int64, req apitypes.UpgradeRequest) (apitypes.UpgradeAnswer, error)
+	Current(ctx context.Context, org auth.Principal, clusterID int64) (apitypes.Upgrade, error)
+	Resume(ctx context.Context, org auth.Principal, clusterID int64) (apitypes.Upgrade, error)
+	Abort(ctx context.Context, org auth.Principal, clusterID int64) (apitypes.Upgrade, error)
+}
+
+var _ Upgrades = (*upgrade.Service)(nil)
 
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
@@ -187,6 +199,7 @@ type Server struct {
 	Pools    NodePools
 	Replacer NodeReplacements
 	Scaler   ControlPlaneScalings
+	Upgrades Upgrades
 	Bundles  Bundles
 	Renewals Renewals
 	Workers  WorkerBootstraps

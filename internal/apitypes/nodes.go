@@ -11,6 +11,9 @@ type NodeView struct {
 	IPv4       string `json:"ipv4"`
 	IPv6       string `json:"ipv6,omitempty"`
 	PublicIPv4 string `json:"public_ipv4,omitempty"`
+	// KubernetesVersion is the version the node's bundle is rendered for:
+	// its cluster's, or during an upgrade the old or the new one.
+	KubernetesVersion string `json:"kubernetes_version"`
 	// Retiring: the node is being replaced (its VM is deleted once the
 	// node replacing it is ready).
 	Retiring bool `json:"retiring,omitempty"`

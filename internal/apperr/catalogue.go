@@ -71,6 +71,16 @@ var (
 	InvalidControlPlaneCount = define("invalid_control_plane_count", KindUnprocessable, "control_plane_count must be 1, 3 or 5; nothing was changed")
 	ControlPlaneUnchanged    = define("control_plane_unchanged", KindConflict, "the control plane already has this count; nothing was changed")
 	ScalingInProgress        = define("control_plane_scaling", KindConflict, "the cluster's control plane is being scaled; poll GET /clusters/{id} and try again once it is done")
+	// Upgrading a cluster (docs/UPGRADES.md): each preflight gate refuses
+	// with its own code, named for the gate.
+	UpgradeInProgress     = define("upgrade_in_progress", KindConflict, "the cluster is being upgraded (one upgrade at a time); poll GET /clusters/{id}")
+	UpgradeNoPath         = define("upgrade_no_path", KindUnprocessable, "the release table has no upgrade path from the cluster's version to the one asked for; nothing was changed")
+	UpgradeNodesNotReady  = define("upgrade_nodes_not_ready", KindConflict, "gate nodes_ready: a node is not ready and reporting; nothing was changed")
+	UpgradeEtcdUnhealthy  = define("upgrade_etcd_unhealthy", KindConflict, "gate etcd_healthy: an etcd member is not voting and healthy; nothing was changed")
+	UpgradeVersionSkew    = define("upgrade_version_skew", KindConflict, "gate version_skew: a kubelet would be newer than an API server or more than three minors older; nothing was changed")
+	UpgradeDeprecatedAPIs = define("upgrade_deprecated_apis", KindConflict, "gate deprecated_apis: an API the target removes was requested in the last day; migrate its clients, or override with allow_deprecated_apis")
+	UpgradeNotPaused      = define("upgrade_not_paused", KindConflict, "the upgrade is not paused; only a paused upgrade resumes")
+	UpgradePastAbort      = define("upgrade_past_abort", KindConflict, "every API server is at the new version already; the way back is a restore from the pre-upgrade snapshot (docs/RESTORE.md)")
 
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")

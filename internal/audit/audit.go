@@ -73,6 +73,7 @@ type Note struct {
 	orgID     int64
 	principal string
 	clusterID int64
+	action    string // "": the route's
 	_         noEqual
 }
 
@@ -106,9 +107,21 @@ func (n *Note) Cluster(id int64) {
 	}
 }
 
-// Event is the record of the request: the route's action, the resource
+// As records the request under action, one its route declares
+// (api.Route.Variants), in place of the route's own: what the request did
+// is then in the trail itself (an upgrade that overrode a gate).
+func (n *Note) As(action string) {
+	if n != nil {
+		n.action = action
+	}
+}
+
+// Event is the record of the request: the route's action (or As's), the resource
 // (the request's path, as Resource keeps it), the status answered.
 func (n *Note) Event(action, path, requestID string, status int, at time.Time) Event {
+	if n.action != "" {
+		action = n.action
+	}
 	e := Event{At: at, OrgID: n.orgID, ClusterID: n.clusterID, Principal: n.principal, Action: action,
 		Resource: Resource(path), Outcome: OutcomeOf(status), Status: status, RequestID: requestID}
 	if e.Principal == "" {

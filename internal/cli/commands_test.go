@@ -239,9 +239,9 @@ func TestGetNodes(t *testing.T) {
 	c.Nodes[1].NodeHealth = apitypes.NodeHealth{Health: "unhealthy", UnhealthySince: &unhealthySince}
 	f.on("GET /clusters/5", ok(c))
 	runCLI(t, f, nil, "get", "nodes", "5", "-o", "wide").wantOut(t, `
-NAME                      ROLE            VM-ID   ORDINAL   PHASE    HEALTH         IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
-cp-0.cluster-5.internal   control-plane   10      0         ready    healthy        10.0.0.10   60s     <none>   <none>        <none>
-cp-1.cluster-5.internal   control-plane   11      1         failed   unhealthy 3m   10.0.0.11   60s     <none>   <none>        etcd failed`)
+NAME                      ROLE            VM-ID   ORDINAL   VERSION   PHASE    HEALTH         IPV4        SINCE   IPV6     PUBLIC-IPV4   MESSAGE
+cp-0.cluster-5.internal   control-plane   10      0         v1.35.4   ready    healthy        10.0.0.10   60s     <none>   <none>        <none>
+cp-1.cluster-5.internal   control-plane   11      1         v1.35.4   failed   unhealthy 3m   10.0.0.11   60s     <none>   <none>        etcd failed`)
 }
 
 func TestIDArgumentsAreChecked(t *testing.T) {

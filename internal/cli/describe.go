@@ -17,7 +17,7 @@ func (a *app) describeCommand() *cobra.Command {
 	describe := &cobra.Command{Use: "describe", Short: "Show a cluster in detail"}
 	describe.AddCommand(&cobra.Command{
 		Use:               "cluster CLUSTER",
-		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, expiries, kubeconfigs and events",
+		Short:             "Show a cluster's nodes, phases, bootstrap windows, fetches, node pools and workers, its upgrade, expiries, kubeconfigs and events",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: a.completeClusterIDs,
 		RunE:              a.run(a.describeCluster),
@@ -41,9 +41,10 @@ func (a *app) describeCluster(ctx context.Context, _ *cobra.Command, args []stri
 	}
 	w := &describer{w: a.stdout, now: a.now()}
 	w.cluster(cl)
-	w.nodes(details, cl.Bootstrap.Nodes, healthByVM(cl))
+	w.nodes(details, cl.Bootstrap.Nodes, cl.Nodes)
 	w.pools(cl.NodePools)
 	w.replacements(cl.Replacements)
+	w.upgrade(c.GetUpgrade(ctx, cl.ID))
 	kubeconfigs, err := c.Kubeconfigs(ctx, cl.ID)
 	w.kubeconfigs(kubeconfigs, err)
 	events, err := c.Events(ctx, cl.ID)
@@ -145,13 +146,19 @@ func (d *describer) expiries(cl apitypes.ClusterView) {
 }
 
 // nodes describes each node's bootstrap; statuses (the cluster's view,
-// by VM) carry the steps' times.
-func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap, health map[int64]apitypes.NodeHealth) {
+// by VM) carry the steps' times, views (by VM) the version each runs and
+// its health.
+func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []apitypes.NodeBootstrap, views []apitypes.NodeView) {
 	fmt.Fprintln(d.w, "Nodes:")
 	for _, n := range details {
 		fmt.Fprintf(d.w, "  %s (vm %d):\n", n.NodeName, n.VMID)
+		var health apitypes.NodeHealth
+		if i := slices.IndexFunc(views, func(v apitypes.NodeView) bool { return v.VMID == n.VMID }); i >= 0 {
+			d.field(2, "Kubernetes", orNone(views[i].KubernetesVersion))
+			health = views[i].NodeHealth
+		}
 		d.field(2, "Phase", n.Phase+" since "+timestamp(n.UpdatedAt))
-		d.field(2, "Health", healthLine(health[n.VMID]))
+		d.field(2, "Health", healthLine(health))
 		if n.Message != "" {
 			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))
 		}

@@ -15,8 +15,8 @@ import (
 )
 
 func (a *app) getCommand() *cobra.Command {
-	get := &cobra.Command{Use: "get", Short: "List clusters, show one cluster or its nodes, or list the images, instance types and subnets"}
-	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand())
+	get := &cobra.Command{Use: "get", Short: "List clusters, show one cluster or its nodes, list the Kubernetes versions, or list the images, instance types and subnets"}
+	get.AddCommand(a.getClustersCommand(), a.getClusterCommand(), a.getNodesCommand(), a.getVersionsCommand())
 	get.AddCommand(a.catalogCommands()...)
 	return get
 }
@@ -207,7 +207,7 @@ func nodeRows(c apitypes.ClusterView) []nodeRow {
 }
 
 func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
-	headers := []string{"NAME", "ROLE", "VM-ID", "ORDINAL", "PHASE", "HEALTH", "IPV4", "SINCE"}
+	headers := []string{"NAME", "ROLE", "VM-ID", "ORDINAL", "VERSION", "PHASE", "HEALTH", "IPV4", "SINCE"}
 	if o == outputWide {
 		headers = append(headers, "IPV6", "PUBLIC-IPV4", "MESSAGE")
 	}
@@ -217,7 +217,7 @@ func printNodes(w io.Writer, now time.Time, rows []nodeRow, o output) error {
 		if !r.updated.UpdatedAt.IsZero() {
 			since = age(now, r.updated.UpdatedAt)
 		}
-		row := []string{r.Name, r.Role, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.Phase), healthOf(now, r.NodeHealth), r.IPv4, since}
+		row := []string{r.Name, r.Role, strconv.FormatInt(r.VMID, 10), strconv.Itoa(r.Ordinal), orNone(r.KubernetesVersion), orNone(r.Phase), healthOf(now, r.NodeHealth), r.IPv4, since}
 		if o == outputWide {
 			row = append(row, orNone(r.IPv6), orNone(r.PublicIPv4), orNone(firstLine(r.Message)))
 		}

@@ -179,7 +179,7 @@ func cluster(id int64, status, state string, phases ...string) apitypes.ClusterV
 		vm := int64(10 + i)
 		name := "cp-" + jsonInt(int64(i)) + ".cluster-" + jsonInt(id) + ".internal"
 		c.ControlPlaneVMIDs = append(c.ControlPlaneVMIDs, vm)
-		c.Nodes = append(c.Nodes, apitypes.NodeView{VMID: vm, Ordinal: i, Name: name, IPv4: "10.0.0." + jsonInt(int64(10+i))})
+		c.Nodes = append(c.Nodes, apitypes.NodeView{VMID: vm, Ordinal: i, Name: name, IPv4: "10.0.0." + jsonInt(int64(10+i)), KubernetesVersion: "v1.35.4"})
 		c.Bootstrap.Nodes = append(c.Bootstrap.Nodes, apitypes.NodeBootstrap{VMID: vm, NodeName: name, Phase: p, UpdatedAt: now.Add(-time.Minute)})
 	}
 	return c

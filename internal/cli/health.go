@@ -39,12 +39,3 @@ func remediation(cl apitypes.ClusterView) string {
 	return fmt.Sprintf("a node unhealthy for %s is replaced (workers while at most %d%% of their pool is unhealthy)",
 		cl.UnhealthyAfter, cl.MaxUnhealthyPercent)
 }
-
-// healthByVM is the health of every node and worker of cl, by VM.
-func healthByVM(cl apitypes.ClusterView) map[int64]apitypes.NodeHealth {
-	out := map[int64]apitypes.NodeHealth{}
-	for _, n := range cl.Nodes {
-		out[n.VMID] = n.NodeHealth
-	}
-	return out
-}

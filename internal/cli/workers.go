@@ -51,7 +51,7 @@ func (d *describer) pools(pools []apitypes.NodePool) {
 		d.field(2, "Instance type", fmt.Sprintf("%s (image %d, subnet %d)", p.InstanceType, p.ImageID, p.SubnetID))
 		d.conditions(2, p.Conditions)
 		for _, w := range p.Nodes {
-			line := fmt.Sprintf("%s (vm %d, %s): %s, %s", w.Name, w.VMID, orNone(w.IPv4), orNone(w.Phase), healthLine(w.NodeHealth))
+			line := fmt.Sprintf("%s (vm %d, %s, %s): %s, %s", w.Name, w.VMID, orNone(w.IPv4), orNone(w.KubernetesVersion), orNone(w.Phase), healthLine(w.NodeHealth))
 			if w.Retiring {
 				line += ", retiring"
 			}

@@ -222,7 +222,8 @@ func keptReason(c *store.Cluster) string {
 }
 
 // deletionRefused answers a delete that could not take the cluster over:
-// a replacement or a control-plane scaling in progress, or busyOr.
+// a replacement, a control-plane scaling or an unpaused upgrade in
+// progress, or busyOr.
 func (s *Service) deletionRefused(ctx context.Context, c store.Cluster, err error) error {
 	if !errors.Is(err, store.ErrLeaseLost) {
 		return usecase.DatabaseError(err)
@@ -232,6 +233,10 @@ func (s *Service) deletionRefused(ctx context.Context, c store.Cluster, err erro
 	}
 	if g, lerr := s.Store.LiveScaling(ctx, c.ID); lerr == nil {
 		return controlplane.ScalingInProgress(c.ID, g)
+	}
+	if u, uerr := s.Store.LiveUpgrade(ctx, c.ID); uerr == nil && u.State != store.UpgradePaused {
+		return apperr.UpgradeInProgress.Detailf("upgrade %d to %s is %s; delete the cluster once it is done, or paused (GET /clusters/%d/upgrade)",
+			u.ID, u.ToVersion, u.State, c.ID)
 	}
 	return busyOr(c.Status, err)
 }

@@ -51,8 +51,9 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 			continue // an intended node of a founding: shown once its VM exists
 		}
 		v.ControlPlaneVMIDs = append(v.ControlPlaneVMIDs, n.VMID)
-		v.Nodes = append(v.Nodes, apitypes.NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
-			IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Retiring: n.Retiring})
+		view := nodepool.NodeViewOf(n)
+		view.Retiring = n.Retiring
+		v.Nodes = append(v.Nodes, view)
 		statuses = append(statuses, progress.StatusOf(n.VMID, n.Name, n.PhaseMessage, timelineOf(n, initial)))
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)

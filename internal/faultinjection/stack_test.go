@@ -75,6 +75,7 @@ type stack struct {
 	refReads   gate // reads of a founding's platform references (subnet, image, instance type)
 	topologies gate
 	founder    *usecase.Deps // CreateClusterFunction's
+	clustersFn *usecase.Deps // ClustersFunction's
 	reconciler *usecase.Deps // ReconcilerFunction's
 	reconciles int           // reconciler runs so far (durable_test.go)
 	logs       *stacktest.LockedBuffer
@@ -190,7 +191,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.founder, s.reconciler = in.Founder, in.Reconciler
+	s.founder, s.clustersFn, s.reconciler = in.Founder, in.Clusters, in.Reconciler
 	apiSrv := httptest.NewServer(in.Handler)
 	t.Cleanup(apiSrv.Close)
 	s.Client = &stacktest.Client{T: t, APIURL: apiSrv.URL, SimURL: simSrv.URL, Pool: pool}

@@ -40,6 +40,9 @@ type refusedCaller struct {
 // TestAuthMatrixEveryRoute sends every hostile caller to every route, each
 // function's handler on its own server, and checks the exact status, the
 // JSON error code, and that no answer carries key material or a token.
+// dryUpgrade is an upgrade's plan: it records nothing, whoever asks.
+const dryUpgrade = `{"kubernetes_version":"v1.36.3","dry_run":true}`
+
 func TestAuthMatrixEveryRoute(t *testing.T) {
 	s := newStack(t)
 	ctx := context.Background()
@@ -111,6 +114,10 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		{"POST", "/clusters/" + id1 + "/kubeconfig", `{"ttl":"1h"}`},
 		{"GET", "/clusters/" + id1 + "/kubeconfigs", ""},
 		{"POST", "/clusters/" + id1 + "/credentials", credentialBody(t, signedCSR(t, newKey(t), &x509.CertificateRequest{}))},
+		{"POST", "/clusters/" + id1 + "/upgrade", dryUpgrade},
+		{"GET", "/clusters/" + id1 + "/upgrade", ""},
+		{"POST", "/clusters/" + id1 + "/upgrade/resume", ""},
+		{"POST", "/clusters/" + id1 + "/upgrade/abort", ""},
 	}
 	for _, r := range principalRoutes {
 		for _, c := range refused {
@@ -153,6 +160,15 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 		authCase{"kubeconfigs other org", "GET", "/clusters/" + id1 + "/kubeconfigs", bearer2, "", 404, "not_found"},
 		authCase{"kubeconfigs deleted cluster", "GET", "/clusters/" + idDel + "/kubeconfigs", bearer1, "", 200, ""},
 		authCase{"kubeconfigs by the VM itself", "GET", "/clusters/" + id1 + "/kubeconfigs", map[string]string{"Authorization": "Bearer " + access1, "X-exc-imds-token": imds1}, "", 403, "token_scope"},
+		authCase{"upgrade plan by its operator", "POST", "/clusters/" + id1 + "/upgrade", bearer1, dryUpgrade, 200, ""},
+		authCase{"upgrade other org", "POST", "/clusters/" + id1 + "/upgrade", bearer2, dryUpgrade, 404, "not_found"},
+		authCase{"upgrade deleted cluster", "POST", "/clusters/" + idDel + "/upgrade", bearer1, dryUpgrade, 409, "cluster_not_active"},
+		authCase{"upgrade read other org", "GET", "/clusters/" + id1 + "/upgrade", bearer2, "", 404, "not_found"},
+		authCase{"upgrade never begun", "GET", "/clusters/" + id1 + "/upgrade", bearer1, "", 404, "not_found"},
+		authCase{"upgrade resume other org", "POST", "/clusters/" + id1 + "/upgrade/resume", bearer2, "", 404, "not_found"},
+		authCase{"upgrade resume none", "POST", "/clusters/" + id1 + "/upgrade/resume", bearer1, "", 404, "not_found"},
+		authCase{"upgrade abort other org", "POST", "/clusters/" + id1 + "/upgrade/abort", bearer2, "", 404, "not_found"},
+		authCase{"upgrade by the VM itself", "POST", "/clusters/" + id1 + "/upgrade", map[string]string{"Authorization": "Bearer " + access1, "X-exc-imds-token": imds1}, dryUpgrade, 403, "token_scope"},
 	)
 	// Bad ids: refused as a 400 once authenticated, as a 401 before (the
 	// token is checked first, so an id never tells a stranger anything),

@@ -17,6 +17,7 @@
 package nodebootstrap
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,6 +124,7 @@ func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node of vm %d: %w", self.VMID, err)
 	}
+	cluster.KubernetesVersion = cmp.Or(self.KubernetesVersion, cluster.KubernetesVersion) // the node's own (issue 38)
 	return &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers,
 		node: clusterfacts.NodeOf(self), phase: phase}, nil
 }
@@ -279,13 +281,30 @@ func (s *Service) prepare(ctx context.Context, t *target) (*plan, error) {
 	return &plan{in: in, opened: opened, window: issued}, nil
 }
 
-// artifacts is the artifact set c's nodes use: the one recorded at its
-// founding, whatever the configuration says now, so a deployment's new
+// artifacts is the artifact set of a node at cluster's version (the
+// node's own) in c: the cluster's record (recordedArtifacts) when the node
+// is at the cluster's version, and at another (a node an upgrade made, or
+// one it has not moved yet) that record at the node's release
+// (artifacts.Set.AtRelease).
+func (s *Service) artifacts(c *store.Cluster, cluster clusterfacts.Cluster) (artifacts.Set, error) {
+	a, err := s.recordedArtifacts(c, cluster.CNI)
+	if err != nil || cluster.KubernetesVersion == c.KubernetesVersion {
+		return a, err
+	}
+	r, ok := artifacts.ReleaseOf(cluster.KubernetesVersion)
+	if !ok {
+		return a, fmt.Errorf("a node of cluster %d is at %s, which is no supported release", c.ID, cluster.KubernetesVersion)
+	}
+	return a.AtRelease(r, s.Artifacts, cluster.CNI), nil
+}
+
+// recordedArtifacts is the artifact set c's nodes use: the one recorded at
+// its founding, whatever the configuration says now, so a deployment's new
 // pins never change what an existing cluster's nodes download. A cluster
 // without a record, and any field its record lacks, render from the
 // configuration: there is nothing else to render them from.
-func (s *Service) artifacts(c *store.Cluster, cluster clusterfacts.Cluster) (artifacts.Set, error) {
-	a := s.Artifacts.Record(cluster.KubernetesVersion, cluster.CNI)
+func (s *Service) recordedArtifacts(c *store.Cluster, cni clusterfacts.CNI) (artifacts.Set, error) {
+	a := s.Artifacts.Record(c.KubernetesVersion, cni)
 	if c.Artifacts == nil {
 		return a, nil
 	}

@@ -289,7 +289,7 @@ func workerBundleOf(t *target, pool store.Pool, window time.Duration) (*WorkerBu
 	}
 	c, n := t.row, t.self
 	return &WorkerBundle{ClusterName: c.Name, NodeName: n.Name, NodePool: pool.Name,
-		APIServerURL: bundle.WorkerAPIServerURL(t.cluster), CACert: c.CACert, KubernetesVersion: c.KubernetesVersion,
+		APIServerURL: bundle.WorkerAPIServerURL(t.cluster), CACert: c.CACert, KubernetesVersion: t.cluster.KubernetesVersion,
 		ClusterDomain: c.ClusterDomain, ClusterDNS: dnsIP.String(), PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR, CNI: c.CNI,
 		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Labels: pool.Labels, Taints: clusterspec.TaintsOf(pool.Taints),
 		CSRPath:        strings.Replace(bundle.WorkerCSRPathTemplate, "{vm_id}", strconv.FormatInt(n.VMID, 10), 1),

@@ -176,8 +176,10 @@ func (s *Service) changePool(ctx context.Context, org auth.Principal, bearer str
 func (s *Service) beginPool(ctx context.Context, orgID int64, c store.Cluster, p store.Pool, to string, from []string) (*poolOperation, error) {
 	lease := s.RequestLease()
 	p, err := s.Store.BeginPoolOperation(ctx, store.PoolChange{OrgID: orgID, Pool: p, State: to, From: from, Lease: lease,
-		Now: s.Clock(), Name: func(ordinal int) string { return clusterspec.WorkerName(p.Name, ordinal, c.ID) }})
+		Now: s.Clock(), Name: func(ordinal int) string { return clusterspec.WorkerName(p.Name, ordinal, c.ID) }, ByOperator: true})
 	switch {
+	case errors.Is(err, store.ErrUpgrading):
+		return nil, apperr.UpgradeInProgress.Detailf("the cluster is being upgraded; change node pool %q once it is done or paused (GET /clusters/%d/upgrade)", p.Name, c.ID)
 	case errors.Is(err, store.ErrNameTaken):
 		return nil, apperr.NodePoolExists.Detailf("name: the cluster already has a node pool %q", p.Name)
 	case errors.Is(err, store.ErrClusterNotActive):

@@ -26,9 +26,16 @@ func poolViewOf(p store.Pool, nodes []store.Node) apitypes.NodePool {
 			Op: p.LastOp, CreatedAt: p.CreatedAt})}
 	for _, n := range nodes {
 		if n.PoolID == p.ID && n.VMID != 0 {
-			v.Nodes = append(v.Nodes, apitypes.WorkerView{NodeView: apitypes.NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name,
-				IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4}, Phase: n.Phase, Retiring: n.Retiring})
+			v.Nodes = append(v.Nodes, apitypes.WorkerView{NodeView: NodeViewOf(n), Phase: n.Phase, Retiring: n.Retiring})
 		}
 	}
 	return v
+}
+
+// NodeViewOf is node n as the API shows it, whatever its role: its VM,
+// names, addresses and the Kubernetes version it runs (a control-plane
+// view adds whether it is retiring).
+func NodeViewOf(n store.Node) apitypes.NodeView {
+	return apitypes.NodeView{VMID: n.VMID, Ordinal: n.Ordinal, Name: n.Name, IPv4: n.IPv4, IPv6: n.IPv6,
+		PublicIPv4: n.PublicIPv4, KubernetesVersion: n.KubernetesVersion}
 }

@@ -12,6 +12,7 @@ import (
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"github.com/excloud/k8sapi/internal/platformauth"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/upgrade"
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
@@ -63,6 +64,9 @@ type Report struct {
 	Scaled          int `json:"scaled"`
 	ScalingsFailed  int `json:"scalings_failed"`
 	ScalingsWaiting int `json:"scalings_waiting"`
+	// Cluster upgrades ended (done or aborted) and paused on a failed gate.
+	Upgraded       int `json:"upgraded"`
+	UpgradesPaused int `json:"upgrades_paused"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -74,6 +78,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
 		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingsWaiting},
+		upgrade.Kind:             {engine.Done: &rep.Upgraded, engine.Undone: &rep.UpgradesPaused},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -113,12 +118,14 @@ func (r *Reconciler) kinds() map[string]handler {
 	clusters := &cluster.Service{Deps: r.Deps}
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
+	up := &upgrade.Service{Deps: r.Deps}
 	return map[string]handler{
 		store.KindFounding:            onCluster(r, clusters.ReconcileCluster),
 		store.KindDeletion:            onCluster(r, clusters.ReconcileCluster),
 		store.KindNodePool:            onPool(r, pools.ReconcilePool),
 		store.KindNodeReplacement:     onCluster(r, cp.ReconcileReplacement),
 		store.KindControlPlaneScaling: onCluster(r, cp.ReconcileScaling),
+		store.KindUpgrade:             onCluster(r, up.Reconcile),
 	}
 }
 

@@ -148,8 +148,11 @@ type Node struct {
 	CreateRequested bool
 	Ordinal         int
 	Name            string
-	IPv4, IPv6      string
-	PublicIPv4      string
+	// KubernetesVersion is the version the node's bundle is rendered for
+	// (migration 030): its cluster's, or an upgrade's target.
+	KubernetesVersion string
+	IPv4, IPv6        string
+	PublicIPv4        string
 	// Issued says the node's stored identities are recorded.
 	Issued bool
 	// Phase is where the node's bootstrap stands (internal/progress), with
@@ -176,6 +179,18 @@ type Node struct {
 	Expiry IdentityExpiry
 	// Health is what the node's last health report said (migration 028).
 	Health NodeHealth
+	// DeprecatedAPIs are the deprecated APIs the node's API server served
+	// in the last day, as the node last reported them (migration 030), and
+	// when; nil: never reported.
+	DeprecatedAPIs           []DeprecatedAPI
+	DeprecatedAPIsReportedAt *time.Time
+}
+
+// DeprecatedAPI is one deprecated API requested of an API server
+// (apiserver_requested_deprecated_apis): its group, version and resource,
+// and the release that removes it ("1.36"; "" when none is planned).
+type DeprecatedAPI struct {
+	Group, Version, Resource, RemovedRelease string
 }
 
 // IdentityExpiry is the earliest not_after among a node's stored
@@ -324,9 +339,9 @@ func nodesWithOwnIdentities(where string) string {
 // read nothing, which cost a listing of 50 clusters most of its time.
 func nodesSelect(identities, identitiesJoin, where string) string {
 	return `
-		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.scaling_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name,
+		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.scaling_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name, n.kubernetes_version,
 		       n.ipv4, n.ipv6, n.public_ipv4, exp.issued,
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times, n.deprecated_apis, n.deprecated_apis_reported_at,
 		       ` + identities + `, exp.earliest, exp.undated,
 		       n.health_reported_at, n.health_checks, n.health_failing_since, n.remediation_refused
 		FROM kube_nodes n` + identitiesJoin + `
@@ -355,8 +370,8 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		windows      []*time.Time
 		only         []bool
 	)
-	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.ScalingID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &names, &certs, &keys, &notAfters,
+	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.ScalingID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.KubernetesVersion, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &n.DeprecatedAPIs, &n.DeprecatedAPIsReportedAt, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts,
 		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused); err != nil {
 		return n, err

@@ -20,6 +20,7 @@ const (
 	// KindControlPlaneScaling's target is the cluster; its spec holds
 	// from_count and to_count (migration 029).
 	KindControlPlaneScaling = "control-plane-scaling"
+	KindUpgrade             = "upgrade" // target: the cluster (its cluster_upgrades row: the spec and progress)
 )
 
 // The targets an operation acts on (operations.target_type).
@@ -45,6 +46,8 @@ const (
 	ReasonSucceeded   = "Succeeded"
 	ReasonFailed      = "Failed"     // ended without doing what was asked (message: why)
 	ReasonSuperseded  = "Superseded" // ended by a newer operation of its target (a cluster's deletion)
+	ReasonPaused      = "Paused"     // ended as its gate failed, waiting on the operator (an upgrade; resumed, it begins again)
+	ReasonAborted     = "Aborted"    // ended turned back by the operator (an upgrade)
 )
 
 // DeletionTakesOver are the kinds whose live operation a cluster's

@@ -99,13 +99,7 @@ func collectPools(rows pgx.Rows) ([]Pool, error) {
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Pool])
 }
 
-func onePool(rows pgx.Rows, what string) (Pool, error) {
-	p, err := pgx.CollectOneRow(rows, pgx.RowToStructByName[Pool])
-	if err != nil {
-		return p, fmt.Errorf("%s: %w", what, notFound(err))
-	}
-	return p, nil
-}
+func onePool(rows pgx.Rows, what string) (Pool, error) { return oneRow[Pool](rows, what) }
 
 // PoolByName returns the cluster's live (not deleted) pool called name.
 func (s *Store) PoolByName(ctx context.Context, clusterID int64, name string) (Pool, error) {
@@ -145,6 +139,9 @@ type PoolChange struct {
 	Lease Lease
 	Now   time.Time
 	Name  func(ordinal int) string
+	// ByOperator: an operator's change, held off (ErrUpgrading) while an
+	// upgrade of the cluster runs (its own pool changes are not).
+	ByOperator bool
 }
 
 // BeginPoolOperation commits a pool operation before any remote call, in
@@ -152,7 +149,8 @@ type PoolChange struct {
 // pool row and its intended or retiring workers. A new pool whose
 // idempotency key the cluster already used: ErrDuplicate; whose name a
 // live pool has: ErrNameTaken. An existing pool that is busy or in no
-// state of From: ErrLeaseLost.
+// state of From: ErrLeaseLost. An operator's change while an upgrade of
+// the cluster runs: ErrUpgrading (BeginUpgrade locks the same cluster row).
 func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, error) {
 	out, err := s.beginPool(ctx, c, nil)
 	if err != nil {
@@ -166,7 +164,10 @@ func (s *Store) BeginPoolOperation(ctx context.Context, c PoolChange) (Pool, err
 func (s *Store) beginPool(ctx context.Context, c PoolChange, first func(pgx.Tx, Pool) error) (Pool, error) {
 	var out Pool
 	err := s.inActiveCluster(ctx, c.OrgID, c.Pool.ClusterID, func(tx pgx.Tx) error {
-		var err error
+		err := upgradeHoldsOff(ctx, tx, c)
+		if err != nil {
+			return err
+		}
 		if out, err = upsertPool(ctx, tx, c); err != nil {
 			return err
 		}

@@ -49,6 +49,9 @@ type ReplacementStart struct {
 	OrgID int64
 	Old   Node
 	Name  func(ordinal int) string
+	// KubernetesVersion is the new node's version: "" for its cluster's,
+	// an upgrade's target for the replacement of an upgrade.
+	KubernetesVersion string
 }
 
 // BeginReplacement commits a replacement before any remote call, in one
@@ -118,8 +121,8 @@ func intendReplacementNode(ctx context.Context, tx pgx.Tx, id int64, r Replaceme
 	}
 	name := r.Name(ordinal)
 	var nodeID int64
-	if err := tx.QueryRow(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name, role, replacement_id)
-		VALUES ($1, $2, $3, 'control-plane', $4) RETURNING id`, r.Old.ClusterID, ordinal, name, id).Scan(&nodeID); err != nil {
+	if err := tx.QueryRow(ctx, `INSERT INTO kube_nodes (kube_cluster_id, ordinal, node_name, role, replacement_id, kubernetes_version)
+		VALUES ($1, $2, $3, 'control-plane', $4, $5) RETURNING id`, r.Old.ClusterID, ordinal, name, id, r.KubernetesVersion).Scan(&nodeID); err != nil {
 		return Replacement{}, err
 	}
 	rows, _ := tx.Query(ctx, `UPDATE node_replacements SET new_node_id = $2, new_node_name = $3 WHERE id = $1

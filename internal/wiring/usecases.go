@@ -7,6 +7,7 @@ import (
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/trail"
+	"github.com/excloud/k8sapi/internal/upgrade"
 	"github.com/excloud/k8sapi/internal/usecase"
 )
 
@@ -22,8 +23,8 @@ func ServeFounding(srv *api.Server, d *usecase.Deps) {
 }
 
 // ServeClusters gives srv ClustersFunction's use cases: the clusters'
-// reads and deletions, their audit trails, the kubeconfig log, node pools
-// and control-plane node replacements and scalings.
+// reads and deletions, their audit trails, the kubeconfig log, node pools,
+// control-plane node replacements, scalings and upgrades.
 func ServeClusters(srv *api.Server, d *usecase.Deps) {
 	srv.Clusters = &cluster.Service{Deps: d}
 	srv.Events = &trail.Trail{Store: d.Store}
@@ -31,4 +32,5 @@ func ServeClusters(srv *api.Server, d *usecase.Deps) {
 	srv.Pools = &nodepool.Service{Deps: d}
 	cp := &controlplane.Service{Deps: d}
 	srv.Replacer, srv.Scaler = cp, cp
+	srv.Upgrades = &upgrade.Service{Deps: d}
 }

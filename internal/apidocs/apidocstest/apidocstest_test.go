@@ -7,7 +7,7 @@ import (
 )
 
 const goodCluster = `{"cluster_id":7,"name":"exk8s-1-7","status":"active","control_plane_dns_name":"exk8s-1-7.k8s.example",
-"control_plane_vm_ids":[3],"control_plane_count":1,"nodes":[{"vm_id":3,"ordinal":1,"name":"cp-1.cluster-7.internal","ipv4":"10.0.0.3"}],
+"control_plane_vm_ids":[3],"control_plane_count":1,"nodes":[{"vm_id":3,"ordinal":1,"name":"cp-1.cluster-7.internal","ipv4":"10.0.0.3","kubernetes_version":"v1.35.4"}],
 "service_cidr":"10.96.0.0/12","pod_cidr":"172.16.0.0/12","cni":"cilium","kubernetes_version":"v1.35.4","key_algorithm":"ecdsa-p256",
 "dns_configured":true,"bootstrap":{"state":"pending","nodes":[{"vm_id":3,"node_name":"cp-1.cluster-7.internal","phase":"pending","message":"","updated_at":"2026-01-02T03:04:05Z","steps":[],"running":{"phase":"bundle_fetched","started_at":"2026-01-02T03:04:05Z"}}]},
 "certificates_expire_at":"2027-01-02T03:04:05Z","cas_expire_at":{"ca":"2036-01-02T03:04:05Z"},"node_pools":[],"unhealthy_after":"5m0s","max_unhealthy_percent":40,"conditions":[{"type":"Ready","status":"True","reason":"Active","last_transition_time":"2026-01-02T03:04:05Z"}],"created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05.5Z"}`
