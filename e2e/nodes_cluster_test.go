@@ -15,7 +15,7 @@ import (
 
 // nodeJournals are the units whose journals each node keeps in the run's
 // log folder (n<i>_<unit>.journal), pass or fail.
-var nodeJournals = []string{"cloud-init-standin", "containerd", "etcd", "kubelet", "exk8s-imds-guard", "exk8s-pod-network", "exk8s-flannel-cni", "exk8s-etcd-snapshot"}
+var nodeJournals = []string{"cloud-init-standin", "containerd", "etcd", "kubelet", "exk8s-imds-guard", "exk8s-pod-network", "exk8s-flannel-cni", "exk8s-etcd-snapshot", "exk8s-etcd-crl"}
 
 const adminKubeconfig = "/etc/exk8s/kubeconfig/admin.kubeconfig"
 

@@ -148,11 +148,14 @@ type replacement struct {
 // through the initial node every second (each write needs etcd's quorum)
 // and none may fail. The new VM boots as a new machine on the node
 // network; its member is promoted, every member is healthy, its Node is
-// Ready, and k8sapi deletes the old VM.
+// Ready, and k8sapi deletes the old VM; then the old node's etcd client
+// certificate is refused by every member (nodes_etcdcrl_test.go).
 func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	t.Helper()
 	c, old, oldNS := p.c, p.c.vms[i], p.c.machines[i].NS
 	c.logEtcdStatus(t)
+	retired := c.keepEtcdClient(t, i)
+	c.checkEtcdClientAnswered(t, retired, (i+1)%len(c.vms))
 	w := c.startWriter("replace-write")
 	t.Cleanup(func() { w.finish() })
 	t.Logf("stopping %s (VM %d) for good: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
@@ -172,6 +175,7 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 		func(ctx context.Context) (string, error) { return c.roleLabelled(ctx, rep.NewNodeName) })
 	eventually(t, c.r, fmt.Sprintf("replacement %d done, VM %d deleted by k8sapi", rep.ID, old.id), nil, 3*time.Minute,
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
+	retiredAt := time.Now()
 	writes, failed := w.finish()
 	if err := p.network.Unplug(oldNS); err != nil { // the old VM's address is free again
 		fatal(t, err)
@@ -180,7 +184,8 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 		fatalf(t, "%d of %d writes during the replacement failed (etcd quorum lost?):\n%s", len(failed), writes, strings.Join(failed, "\n"))
 	}
 	p.forgetReplacedNode(t, rep)
-	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed)", writes)
+	refused := c.checkRetiredEtcdClientRefused(t, retired, retiredAt)
+	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed); %s", writes, refused)
 }
 
 // roleLabelled: the Node carries the control-plane role label. Founding's

@@ -55,6 +55,9 @@ var (
 	// A restored cluster's node asks once before its etcd first starts; a
 	// re-opened bootstrap or a failed download asks again.
 	restoreBudget = vmlimit.Budget{Calls: 10, Per: time.Hour}
+	// The etcd CRL timer asks every minute (a revocation is in force
+	// within two); twice that covers a restarted timer and a hand run.
+	etcdCRLBudget = vmlimit.Budget{Calls: 120, Per: time.Hour}
 )
 
 // Function is one Lambda function of template.yaml (Name, its logical id)
@@ -133,6 +136,9 @@ var (
 		// A restored cluster's node gets the download URL of its snapshot
 		// (an issued credential: audited).
 		{Method: http.MethodGet, Path: bundle.RestorePathTemplate, handle: (*Server).etcdRestoreURL, PerVM: restoreBudget, Audit: "etcd_restore.download_url", Trail: true},
+		// A control-plane node's etcd CRL: public (serials and a signature),
+		// asked every minute: a read, logged, not audited.
+		{Method: http.MethodGet, Path: bundle.EtcdCRLPathTemplate, handle: (*Server).etcdCRL, PerVM: etcdCRLBudget},
 		// A worker's bootstrap: its bundle holds no key, but signing its
 		// certificate requests opens the cluster CA, this function's KMS
 		// right. Its fetch is the start of a node joining: audited like

@@ -134,6 +134,11 @@ type Bundles interface {
 	Bundle(ctx context.Context, vm auth.BootstrapVM) (*bundle.Bundle, error)
 }
 
+// EtcdCRLs serves a control-plane node its cluster's current etcd CRL.
+type EtcdCRLs interface {
+	EtcdCRL(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.EtcdCRL, error)
+}
+
 // Renewals renews a ready node's certificates.
 type Renewals interface {
 	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.RenewalOutcome, error)
@@ -202,6 +207,7 @@ type Server struct {
 	Upgrades Upgrades
 	Bundles  Bundles
 	Renewals Renewals
+	EtcdCRLs EtcdCRLs
 	Workers  WorkerBootstraps
 	Progress Reporter
 	Health   HealthReports

@@ -128,3 +128,25 @@ func (s *Server) etcdRestoreURL(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store") // the URL is a credential for its lifetime
 	writeJSON(w, http.StatusOK, d)
 }
+
+// etcdCRL serves GET /bootstrap/control-plane/{vm_id}/etcd-crl: the four
+// proofs, then the cluster's current etcd CRL (200: its number and PEM),
+// or 204 while it has revoked nothing (the node keeps its bundle's empty
+// one).
+func (s *Server) etcdCRL(w http.ResponseWriter, r *http.Request) {
+	vm, ok := s.bootstrapVM(w, r)
+	if !ok {
+		return
+	}
+	crl, err := s.EtcdCRLs.EtcdCRL(r.Context(), vm)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if crl == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store") // the newest one, every time
+	writeJSON(w, http.StatusOK, crl)
+}

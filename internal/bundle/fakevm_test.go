@@ -36,6 +36,8 @@ type fakeVM struct {
 	restore     []byte
 	restoreAsks int
 	downloads   map[string][]byte
+	// crl answers the etcd CRL route (204 while nil).
+	crl []byte
 	// signWorker answers a worker's certificate requests (404 while nil);
 	// workerCSRs are the requests received.
 	signWorker func(csrs map[string]string) ([]byte, error)
@@ -123,12 +125,13 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("POST /api"+StatusPathTemplate, proven(vm.statusInto(&vm.reports)))
 	mux.HandleFunc("POST /api"+WorkerStatusPathTemplate, proven(vm.statusInto(&vm.workerReports)))
 	mux.HandleFunc("POST /api"+RenewPathTemplate, proven(vm.renew))
-	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.snapshotAsk))
+	mux.HandleFunc("GET /api"+SnapshotPathTemplate, proven(vm.answerOf(&vm.snapshot)))
 	mux.HandleFunc("POST /api"+SnapshotPathTemplate, proven(vm.snapshotReport))
 	mux.HandleFunc("POST /api"+HealthPathTemplate, proven(vm.healthReport))
 	mux.HandleFunc("POST /api"+WorkerHealthPathTemplate, proven(vm.healthReport))
 	mux.HandleFunc("PUT /upload/", vm.upload)
 	mux.HandleFunc("GET /api"+RestorePathTemplate, proven(vm.restoreAsk))
+	mux.HandleFunc("GET /api"+EtcdCRLPathTemplate, proven(vm.answerOf(&vm.crl)))
 	mux.HandleFunc("GET /download/", vm.download)
 	vm.srv = httptest.NewServer(mux)
 	t.Cleanup(vm.srv.Close)
@@ -228,15 +231,19 @@ func (vm *fakeVM) receivedFromWorker() []vmReport {
 	return append([]vmReport(nil), vm.workerReports...)
 }
 
-func (vm *fakeVM) snapshotAsk(w http.ResponseWriter, _ *http.Request) {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	if vm.snapshot == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return
+// answerOf answers what *body holds as JSON, 204 while it is nil (the
+// snapshot ask's and the CRL route's way).
+func (vm *fakeVM) answerOf(body *[]byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		vm.mu.Lock()
+		defer vm.mu.Unlock()
+		if *body == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(*body)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(vm.snapshot)
 }
 
 func (vm *fakeVM) snapshotReport(w http.ResponseWriter, req *http.Request) {

@@ -103,7 +103,22 @@ func (cp *clusterPKI) input(c clusterfacts.Cluster, nodes []clusterfacts.Node, s
 		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: artifacts.Default(),
 		CACerts: cas, ServiceAccountKeyPEM: cp.saKey, ServiceAccountPubPEM: cp.saPub,
 		Identities: cp.identities[self], SecretsEncryptionKey: cp.trust.SecretsEncryptionKey,
+		EtcdCRLPEM: cp.crl(nil, 0),
 	}
+}
+
+// crl is a CRL of number listing serials (hex), signed by the cluster's
+// etcd CA.
+func (cp *clusterPKI) crl(serials []string, number int64) []byte {
+	var revoked []pki.Revoked
+	for _, s := range serials {
+		revoked = append(revoked, pki.Revoked{Serial: s, RevokedAt: time.Now()})
+	}
+	p, err := pki.SignCRL(cp.trust.CAs[pki.EtcdCA], number, revoked, time.Now())
+	if err != nil {
+		panic(err) // the test's own CA: a failure is a bug in pki
+	}
+	return p
 }
 
 func (cp *clusterPKI) caPool(name pki.Name) *x509.CertPool {
@@ -128,6 +143,9 @@ type fixtures struct {
 	SAKey      string                                `json:"service_account_key"`
 	SAPub      string                                `json:"service_account_pub"`
 	Identities map[int64]map[pki.Name]fixtureKeyPair `json:"identities"`
+	// EtcdCRL is the goldens' CRL: fixed bytes, as the goldens need (the
+	// script tests install CRLs the live etcd CA signs).
+	EtcdCRL string `json:"etcd_crl"`
 }
 
 type fixtureKeyPair struct {
@@ -160,7 +178,12 @@ func writeFixtures(t testing.TB) {
 	t.Helper()
 	c, nodes := testCluster()
 	cp := issueClusterPKI(t, c, nodes, func() time.Time { return fixtureClock })
-	f := fixtures{CACerts: map[pki.Name]string{}, SAKey: string(cp.saKey), SAPub: string(cp.saPub), Identities: map[int64]map[pki.Name]fixtureKeyPair{}}
+	crl, err := pki.SignCRL(cp.trust.CAs[pki.EtcdCA], 0, nil, fixtureClock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixtures{CACerts: map[pki.Name]string{}, SAKey: string(cp.saKey), SAPub: string(cp.saPub),
+		Identities: map[int64]map[pki.Name]fixtureKeyPair{}, EtcdCRL: string(crl)}
 	for name, ca := range cp.trust.CAs {
 		f.CACerts[name] = string(ca.CertPEM)
 	}
@@ -186,7 +209,7 @@ func (f fixtures) input(c clusterfacts.Cluster, nodes []clusterfacts.Node, self 
 	in := Input{
 		Cluster: c, Nodes: nodes, SelfVMID: self, Artifacts: artifacts.Default(),
 		CACerts: map[pki.Name][]byte{}, ServiceAccountKeyPEM: []byte(f.SAKey), ServiceAccountPubPEM: []byte(f.SAPub),
-		Identities: map[pki.Name]pki.KeyPair{}, SecretsEncryptionKey: fixtureSecretsKey,
+		Identities: map[pki.Name]pki.KeyPair{}, SecretsEncryptionKey: fixtureSecretsKey, EtcdCRLPEM: []byte(f.EtcdCRL),
 	}
 	for name, pem := range f.CACerts {
 		in.CACerts[name] = []byte(pem)

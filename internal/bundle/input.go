@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"net"
@@ -32,6 +33,10 @@ type Input struct {
 	// etcd with (pki.SecretsEncryptionKeySize bytes). Empty for a cluster
 	// founded before k8sapi made one: its bundles render no encryption.
 	SecretsEncryptionKey []byte
+	// EtcdCRLPEM is the cluster's current etcd CRL (signed by its etcd
+	// CA; an empty one while nothing is revoked): always there, since
+	// etcd refuses every handshake while its CRL file is missing.
+	EtcdCRLPEM []byte
 }
 
 // requiredCAs are the CA certificates every bundle carries.
@@ -182,6 +187,8 @@ func secretRules(in *Input) []validation.Rule {
 		rule("service_account_pub", len(in.ServiceAccountPubPEM) > 0, "missing"),
 		rule("secrets_encryption_key", len(in.SecretsEncryptionKey) == 0 || len(in.SecretsEncryptionKey) == pki.SecretsEncryptionKeySize,
 			fmt.Sprintf("must be empty or %d bytes, got %d", pki.SecretsEncryptionKeySize, len(in.SecretsEncryptionKey))))
+	crl, _ := pem.Decode(in.EtcdCRLPEM)
+	rules = append(rules, rule("etcd_crl", crl != nil && crl.Type == "X509 CRL", "must be a PEM CRL"))
 	for _, name := range RequiredIdentities(in.IsInitial()) {
 		kp := in.Identities[name]
 		rules = append(rules, rule("identities."+string(name), len(kp.CertPEM) > 0 && len(kp.KeyPEM) > 0, "missing certificate or key"))

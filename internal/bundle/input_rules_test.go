@@ -67,6 +67,7 @@ func TestValidateSaysEveryRuleExactly(t *testing.T) {
 		"ca_certs.ca: missing",
 		"ca_certs.front-proxy-ca: missing",
 		"service_account_key: missing",
+		"etcd_crl: must be a PEM CRL",
 	}
 	for _, name := range RequiredIdentities(false) { // self is no node: not the initial one
 		want = append(want, "identities."+string(name)+": missing certificate or key")

@@ -60,6 +60,7 @@ func parts() []part {
 		{"scripts", scriptPart},
 		{"certificate-renewal", renewalPart},
 		{"etcd-snapshot", snapshotPart},
+		{"etcd-crl", etcdCRLPart},
 		{"control-plane-taint", controlPlaneTaintPart},
 		{"health", healthPart},
 	}

@@ -214,6 +214,7 @@ type view struct {
 	ArtifactFiles []artifacts.File // what the prereqs script downloads, by the manifest's names
 	Renewal       renewalView
 	Snapshot      snapshotView
+	EtcdCRL       etcdCRLView
 	Taint         taintView
 	Health        healthView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
@@ -248,6 +249,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.APIServer = newAPIServerView(in)
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
+	v.EtcdCRL = newEtcdCRLView()
 	v.Taint = newTaintView()
 	v.Health = newHealthView("health")
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup

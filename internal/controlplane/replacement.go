@@ -206,11 +206,16 @@ func (s *Service) deleteOldVM(ctx context.Context, r *replacement, deadline time
 }
 
 // retireOld removes the old node's row (its identities and fetches go
-// with it: its proofs name a VM no node has) and ends the replacement,
-// then points the cluster's DNS name at the nodes that stay.
+// with it: its proofs name a VM no node has) with the etcd CRL that lists
+// its etcd-CA serials, and ends the replacement, then points the cluster's
+// DNS name at the nodes that stay.
 func (s *Service) retireOld(ctx context.Context, r *replacement, _ time.Time) error {
 	c := &r.op.Cluster
-	end := store.ReplacementEnd{State: store.ReplacementDone, Remove: r.old.ID}
+	crl, err := s.etcdRevocation(ctx, c, r.old)
+	if err != nil {
+		return err // the next run retries: the old node is removed only with the CRL that lists it
+	}
+	end := store.ReplacementEnd{State: store.ReplacementDone, Remove: r.old.ID, CRL: crl}
 	if err := usecase.Recorded(s.Store.EndReplacement(ctx, c.ID, r.op.Lease.Owner, r.row.ID, end)); err != nil {
 		return err
 	}

@@ -103,13 +103,20 @@ func (s *Service) turnBackReplacement(ctx context.Context, op *replacement, caus
 
 // removeNewNode deletes the new node's VM (one whose create was sent but
 // whose id was never recorded is found by repeating the create), then its
-// row, keeps the old node and ends the replacement failed.
+// row with the CRL that revokes its etcd identities, keeps the old node
+// and ends the replacement failed.
 func (s *Service) removeNewNode(ctx context.Context, op *replacement) error {
 	n := op.newNode()
 	if err := s.vms().Delete(ctx, &op.op.Cluster, n); err != nil {
 		return err
 	}
-	end := store.ReplacementEnd{State: store.ReplacementFailed, Reason: op.row.StateReason, Remove: n.ID, Keep: op.old.ID}
+	// Its VM may have fetched its identities: they are revoked as a retired
+	// node's are (none issued: nothing to sign).
+	crl, err := s.etcdRevocation(ctx, &op.op.Cluster, n)
+	if err != nil {
+		return err
+	}
+	end := store.ReplacementEnd{State: store.ReplacementFailed, Reason: op.row.StateReason, Remove: n.ID, Keep: op.old.ID, CRL: crl}
 	return usecase.Recorded(s.Store.EndReplacement(ctx, op.row.ClusterID, op.op.Lease.Owner, op.row.ID, end))
 }
 

@@ -51,8 +51,10 @@ var _ Topologies = (*store.Store)(nil)
 
 // Service renders bundles.
 type Service struct {
-	Store    Topologies
-	Renewer  Renewer
+	Store   Topologies
+	Renewer Renewer
+	// CRLs serves the etcd CRL route (etcdcrl.go).
+	CRLs     CRLs
 	Envelope *envelope.Envelope
 	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
@@ -109,6 +111,7 @@ type target struct {
 	peers   []clusterfacts.Node
 	node    clusterfacts.Node
 	phase   clusterfacts.Phase // where self's bootstrap stands
+	crl     store.EtcdCRL      // the cluster's current etcd CRL (etcdcrl.go)
 }
 
 // role is the role of t's node.
@@ -126,7 +129,7 @@ func targetOf(topo *store.Topology, self store.Node) (*target, error) {
 	}
 	cluster.KubernetesVersion = cmp.Or(self.KubernetesVersion, cluster.KubernetesVersion) // the node's own (issue 38)
 	return &target{row: &topo.Cluster, self: self, cluster: cluster, peers: peers,
-		node: clusterfacts.NodeOf(self), phase: phase}, nil
+		node: clusterfacts.NodeOf(self), phase: phase, crl: topo.EtcdCRL}, nil
 }
 
 // load reads vm's topology and finds its node: not found for a VM that is
@@ -273,6 +276,9 @@ func (s *Service) prepare(ctx context.Context, t *target) (*plan, error) {
 		return nil, err
 	}
 	in := bundleInput(t, artifacts, opened, ids)
+	if in.EtcdCRLPEM, err = bundleCRL(t, opened, s.now()); err != nil {
+		return nil, err
+	}
 	window, issued, err := s.windowIdentities(ctx, t, opened, in.IsInitial())
 	if err != nil {
 		return nil, err

@@ -390,6 +390,9 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 type Topology struct {
 	Cluster Cluster
 	Nodes   []Node
+	// EtcdCRL is the cluster's current etcd CRL (control-plane topologies
+	// only: every control-plane bundle carries it).
+	EtcdCRL EtcdCRL
 }
 
 // clusterOfVM is the cluster whose node of role (a placeholder) has the VM $1.
@@ -429,11 +432,18 @@ func (s *Store) topology(ctx context.Context, vmID int64, role, nodesWhere strin
 		t.Nodes, nodesErr = collectNodes(rows)
 		return nil
 	})
+	var crlErr error
+	if role == RoleControlPlane { // in the same batch: a fetch costs no round trip more
+		b.Queue(etcdCRLQuery, vmID).QueryRow(func(row pgx.Row) error {
+			t.EtcdCRL, crlErr = scanEtcdCRL(row)
+			return nil
+		})
+	}
 	err := s.pool.SendBatch(ctx, b).Close()
 	if clusterErr != nil {
 		return Topology{}, fmt.Errorf("loading cluster of vm %d: %w", vmID, notFound(clusterErr))
 	}
-	if err = cmp.Or(err, nodesErr); err != nil {
+	if err = cmp.Or(err, nodesErr, crlErr); err != nil {
 		return Topology{}, fmt.Errorf("loading the topology of vm %d: %w", vmID, err)
 	}
 	return t, nil

@@ -144,6 +144,9 @@ func (s *Store) LiveReplacement(ctx context.Context, clusterID int64) (Replaceme
 type ReplacementEnd struct {
 	State, Reason string
 	Remove, Keep  int64
+	// CRL, when not nil, is the etcd CRL that lists the removed node's
+	// etcd-CA serials: stored in the same transaction as the removal.
+	CRL *NewEtcdCRL
 }
 
 // EndReplacement ends the replacement and its operation as e says, in
@@ -161,6 +164,11 @@ func (s *Store) EndReplacement(ctx context.Context, clusterID int64, owner strin
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("ending replacement %d: %w", id, ErrLeaseLost)
+		}
+		if e.CRL != nil {
+			if err := storeEtcdCRL(ctx, tx, clusterID, e.CRL); err != nil {
+				return fmt.Errorf("ending replacement %d: %w", id, err)
+			}
 		}
 		_, err = tx.Exec(ctx, `WITH ended AS (
 				UPDATE node_replacements SET state = $3, updated_at = now()

@@ -55,6 +55,9 @@ step "starting etcd"
 # etcd reports ready only once its peers form a quorum, so do not block on it:
 # every control-plane node starts its member at about the same time.
 systemctl restart --no-block etcd
+# From now on every minute: a retired node's etcd certificates are
+# refused within two (docs/REPLACE-NODE.md).
+start_unit exk8s-etcd-crl.timer
 progress_report etcd_started
 
 # The IMDS guard and the pod network, before the kubelet starts any pod.
