@@ -31,7 +31,7 @@ func TestProjectTemplate(t *testing.T) {
 			"POST /clusters/{id}/node-pools", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap", "POST /clusters/{id}/nodes/{vm_id}/replace", "POST /clusters/{id}/upgrade", "POST /clusters/{id}/upgrade/abort",
 			"POST /clusters/{id}/upgrade/resume", "PUT /clusters/{id}/spec"},
 		"CreateClusterFunction": {"POST /clusters", "POST /clusters/{id}/credentials", "POST /clusters/{id}/kubeconfig"},
-		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-restore", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",
+		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-crl", "GET /bootstrap/control-plane/{vm_id}/etcd-restore", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",
 			"GET /bootstrap/worker/{vm_id}", "POST /bootstrap/control-plane/{vm_id}/etcd-snapshot", "POST /bootstrap/control-plane/{vm_id}/health",
 			"POST /bootstrap/control-plane/{vm_id}/renew", "POST /bootstrap/control-plane/{vm_id}/status", "POST /bootstrap/worker/{vm_id}/csr",
 			"POST /bootstrap/worker/{vm_id}/health", "POST /bootstrap/worker/{vm_id}/renew", "POST /bootstrap/worker/{vm_id}/status"},
