@@ -45,10 +45,15 @@ func (c *machineCluster) keepEtcdClient(t *testing.T, i int) etcdClient {
 	return id
 }
 
-// etcdHealthAs is etcdctl endpoint health against endpoint as id, briefly.
+// etcdHealthAs is etcdctl endpoint health against endpoint as id, briefly:
+// a refused identity's call lasts its whole --command-timeout, so each call
+// has its own time, not the share left of the caller's attempt (two refused
+// members used up a 10 s attempt before the third was asked).
 func (c *machineCluster) etcdHealthAs(ctx context.Context, id etcdClient, endpoint string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	return c.initial().Exec(ctx, "etcdctl", "--endpoints="+endpoint, "--cacert=/etc/exk8s/pki/etcd-ca.pem",
-		"--cert="+id.cert, "--key="+id.key, "--dial-timeout=3s", "--command-timeout=5s", "endpoint", "health")
+		"--cert="+id.cert, "--key="+id.key, "--dial-timeout=2s", "--command-timeout=3s", "endpoint", "health")
 }
 
 // checkEtcdClientAnswered: before the replacement, the member at index
@@ -68,7 +73,10 @@ func (c *machineCluster) checkEtcdClientAnswered(t *testing.T, id etcdClient, st
 func (c *machineCluster) etcdClientRefused(ctx context.Context, id etcdClient) (string, error) {
 	for _, v := range c.vms {
 		endpoint := "https://" + v.addr.Addr().String() + ":2379"
-		if out, err := c.etcdctl(ctx, endpoint, "--dial-timeout=3s", "--command-timeout=5s", "endpoint", "health"); err != nil {
+		own, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		out, err := c.etcdctl(own, endpoint, "--dial-timeout=3s", "--command-timeout=5s", "endpoint", "health")
+		cancel()
+		if err != nil {
 			return "", fmt.Errorf("%s does not answer the initial node's client either: %v %s", endpoint, err, out)
 		}
 		if out, err := c.etcdHealthAs(ctx, id, endpoint); err == nil {
