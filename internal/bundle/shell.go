@@ -29,13 +29,10 @@ const (
 	SnapshotPathTemplate = PathTemplate + "/etcd-snapshot"
 	// GET: the download URL of a restored cluster's snapshot.
 	RestorePathTemplate = PathTemplate + "/etcd-restore"
-<<<<<<< HEAD
 	// POST: a ready node's health report (exk8s-health-report.sh).
 	HealthPathTemplate = PathTemplate + "/health"
-=======
 	// GET: the cluster's current etcd CRL (etcdcrl.go).
 	EtcdCRLPathTemplate = PathTemplate + "/etcd-crl"
->>>>>>> db2aacf (Revert "Revert "Merge h8-crl (issue 43 item 2's CRL: a retired node's etcd-CA serials on a CRL signed by the etcd CA, carried by every control-plane bundle, refreshed by a timer within about 70 s; node proof check), its migration renumbered 025"")
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -45,15 +42,10 @@ type VMRoute struct{ Name, Path string }
 // VMRoutes lists every route the VM's shell library calls.
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
-<<<<<<< HEAD
-		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
-		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate},
-		{"health", HealthPathTemplate}, {"worker_health", WorkerHealthPathTemplate}}
-=======
 		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"etcd_crl", EtcdCRLPathTemplate},
 		{"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
-		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate}}
->>>>>>> db2aacf (Revert "Revert "Merge h8-crl (issue 43 item 2's CRL: a retired node's etcd-CA serials on a CRL signed by the etcd CA, carried by every control-plane bundle, refreshed by a timer within about 70 s; node proof check), its migration renumbered 025"")
+		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate},
+		{"health", HealthPathTemplate}, {"worker_health", WorkerHealthPathTemplate}}
 }
 
 // imdsBaseURL is where a VM reaches IMDS unless EXC_IMDS_BASE_URL says

@@ -3,7 +3,7 @@
 -- by the cluster's etcd CA, which every member's etcd reads at each
 -- handshake (--client-crl-file, --peer-crl-file; docs/REPLACE-NODE.md).
 --
--- Numbered 025 (written as 022, renumbered after the names, claims and fleet migrations landed first): it depends on 002 (node_identities) and 011 (the roles).
+-- Numbered 032 (written as 022, renumbered as the migrations before it landed first): it depends on 002 (node_identities) and 011 (the roles).
 
 -- Every etcd-CA certificate a node was given, as it was stored: a renewal
 -- replaces a row's certificate over the same key and a re-opened window
