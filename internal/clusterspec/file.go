@@ -3,6 +3,7 @@ package clusterspec
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
@@ -34,12 +35,16 @@ var fileFields = map[string]string{
 var clusterNamePattern = poolNamePattern
 
 // ValidateFile returns every problem of a cluster file at once as one 400:
-// its own rules (kind, name, pools named once, the schedule), POST
-// /clusters' rules over its founding fields, and a pool create's rules
-// over each pool. The CLI runs it before planning and the API before
-// keeping a spec, so both refuse the same file with the same words.
+// its own rules (kind, name, pools named once, the schedule, a count any
+// cluster may have), POST /clusters' rules over its founding fields but
+// the count, and a pool create's rules over each pool. The CLI runs it
+// before planning and the API before keeping a spec, so both refuse the
+// same file with the same words. The count is a scaling's (1, 3 or 5), not
+// a founding's (1 or 3): a cluster scaled to 5 has a file of 5, and its
+// own file is never refused; a founding plan holds the founding's count
+// (foundingPlan).
 func ValidateFile(f apitypes.ClusterFile) error {
-	tables := [][]validation.Rule{fileRules(f), renamed(foundingRules(FoundingRequest(f)), fileFields, "")}
+	tables := [][]validation.Rule{fileRules(f), renamed(withoutField(foundingRules(FoundingRequest(f)), "control_plane_count"), fileFields, "")}
 	for i, p := range f.NodePools {
 		req := PoolRequestOf(p)
 		for _, t := range req.rules(req.spec()) {
@@ -59,10 +64,18 @@ func foundingRules(r Request) []validation.Rule {
 	return all
 }
 
+// withoutField is rules but those of field.
+func withoutField(rules []validation.Rule, field string) []validation.Rule {
+	return slices.DeleteFunc(slices.Clone(rules), func(r validation.Rule) bool { return r.Field == field })
+}
+
 // fileRules: what only a file has.
 func fileRules(f apitypes.ClusterFile) []validation.Rule {
 	_, intervalErr := SnapshotIntervalOf(f)
+	count := FoundingRequest(f).withDefaults().ControlPlaneCount
 	rules := []validation.Rule{
+		rule("control_plane.count", slices.Contains(ScalableControlPlaneCounts, count),
+			"must be 1, 3 or 5 (etcd needs a majority of its members up, so an even count tolerates no more failures than the odd one below it)"),
 		rule("kind", f.Kind == apitypes.ClusterFileKind, "must be "+apitypes.ClusterFileKind),
 		rule("name", f.Name != "", "is required"),
 		rule("name", f.Name == "" || clusterNamePattern.MatchString(f.Name),

@@ -24,7 +24,7 @@ func TestValidateFileNamesTheFilesFields(t *testing.T) {
 	f.EtcdSnapshots = &apitypes.ClusterFileSnapshots{Interval: "1m"}
 	err := ValidateFile(f)
 	for _, want := range []string{"kind: must be Cluster", "name: must be a DNS label", "etcd_snapshots.interval: must be 0 (no schedule) or a duration from 5m0s to 168h",
-		"node_pools[1].name: repeats an earlier pool's name", "control_plane.count: must be 1 or 3", "control_plane.instance_type: is required",
+		"node_pools[1].name: repeats an earlier pool's name", "control_plane.count: must be 1, 3 or 5", "control_plane.instance_type: is required",
 		"node_pools[1].count: is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no %q in %v", want, err)
@@ -69,11 +69,63 @@ func TestPlanRefusesWhatNoOperationChanges(t *testing.T) {
 	f.CNI, f.ControlPlane.Count, f.NodePools[0].InstanceType = "flannel", 3, "c1.large"
 	_, err := Plan(f, &actual, nil)
 	for _, want := range []string{`cni: the cluster has "cilium", the file asks "flannel": fixed at founding`,
-		`control_plane.count: the cluster has "1", the file asks "3": not changed by apply on this server yet`,
 		`node_pools[0].instance_type: pool "workers" has e2.medium, the file asks c1.large: only a pool's count changes`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no %q in %v", want, err)
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), "control_plane.count") {
+		t.Errorf("the count is a scaling now, not a fixed field: %v", err)
+	}
+}
+
+// A control_plane.count change is the control plane's scaling and a
+// kubernetes_version change the upgrade, in that order, the upgrade last
+// of all (after the pools and the file kept): the server holds off pool
+// changes while an upgrade runs.
+func TestPlanScalesTheControlPlaneThenUpgrades(t *testing.T) {
+	actual := exampleFile()
+	actual.ControlPlane.Count, actual.KubernetesVersion = 1, "v1.35.4"
+	kept := exampleFile()
+	f := exampleFile()
+	three := 3
+	f.ControlPlane.Count, f.KubernetesVersion, f.NodePools[0].Count = 3, "v1.36.3", &three
+	steps, err := Plan(f, &actual, &kept)
+	if err != nil || actions(steps) != "scale control plane demo, scale pool workers, keep spec demo, upgrade demo" {
+		t.Fatalf("plan: %s %v", actions(steps), err)
+	}
+	if s := steps[0]; s.Count != 3 || s.Detail != "control-plane nodes 1 → 3, one etcd member at a time" {
+		t.Errorf("scaling step %+v", s)
+	}
+	if s := steps[3]; s.Version != "v1.36.3" || !strings.HasPrefix(s.Detail, "kubernetes v1.35.4 → v1.36.3") {
+		t.Errorf("upgrade step %+v", s)
+	}
+	f = exampleFile()
+	f.KubernetesVersion = "v1.36.3"
+	if steps, err := Plan(f, &actual, &kept); err != nil || actions(steps) != "keep spec demo, upgrade demo" {
+		t.Fatalf("only the version: %s %v", actions(steps), err)
+	}
+}
+
+// A cluster scaled to 5 has a file of 5: its own file is valid and plans
+// nothing; only a founding is held to 1 or 3, the file's words naming how
+// to reach 5.
+func TestAScaledClustersOwnFileIsValid(t *testing.T) {
+	f := exampleFile()
+	f.ControlPlane.Count, f.KubernetesVersion = 5, "v1.35.4"
+	if err := ValidateFile(f); err != nil {
+		t.Fatalf("the file of a cluster of 5: %v", err)
+	}
+	if steps, err := Plan(f, &f, &f); err != nil || len(steps) != 0 {
+		t.Fatalf("its own file: %s %v", actions(steps), err)
+	}
+	_, err := Plan(f, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "control_plane.count: must be 1 or 3") || !strings.Contains(err.Error(), "applying the file again once it is active") {
+		t.Fatalf("founding at 5: %v", err)
+	}
+	f.ControlPlane.Count = 2
+	if err := ValidateFile(f); err == nil || !strings.Contains(err.Error(), "control_plane.count: must be 1, 3 or 5") {
+		t.Fatalf("a count of 2: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
+	"github.com/excloud/k8sapi/internal/validation"
 )
 
 // Actions a plan's step takes, each through an existing route.
@@ -18,6 +19,12 @@ const (
 	ScalePool     = "scale pool"     // PATCH /clusters/{id}/node-pools/{pool}
 	DeletePool    = "delete pool"    // DELETE /clusters/{id}/node-pools/{pool}
 	KeepSpec      = "keep spec"      // PUT /clusters/{id}/spec (and the snapshot schedule)
+	// ScaleControlPlane is a control_plane.count change: PATCH
+	// /clusters/{id}, its use case's refusals and codes.
+	ScaleControlPlane = "scale control plane"
+	// Upgrade is a kubernetes_version change: POST /clusters/{id}/upgrade,
+	// its plan (a chain of one-minor passes), gates and codes.
+	Upgrade = "upgrade"
 )
 
 // Step is one thing a plan does: its action, what it acts on, and what
@@ -27,35 +34,83 @@ type Step struct {
 	Target string
 	Detail string
 	Pool   *apitypes.ClusterFilePool // the pool created or scaled
+	// Count is a control-plane scaling's new count, Version an upgrade's
+	// target.
+	Count   int
+	Version string
 }
 
 // Plan is what applying f does to a cluster that is as actual says (nil:
 // no cluster has f's name yet), kept being the file last applied to it
-// (nil: none). Steps run in order: the cluster, new pools, scaled pools,
-// removed pools (only those the kept file had: apply never removes a pool
-// it did not make), then the file kept. No step: the cluster is as f
-// asks. A difference no operation can reach (a field fixed at founding,
-// a pool's instance type) refuses the whole plan, naming each.
+// (nil: none). Steps run in order: the cluster, the control plane's
+// scaling, new pools, scaled pools, removed pools (only those the kept
+// file had: apply never removes a pool it did not make), the file kept,
+// then the upgrade. The scaling comes before the upgrade so the upgrade
+// replaces members of a control plane that keeps its quorum while one is
+// replaced; the upgrade comes last because the server holds off pool
+// changes while it runs and it rolls every pool, the new ones too. The
+// cluster runs one of these operations at a time, so an upgrade planned
+// after a scaling waits for it (the CLI says so). No step: the cluster is
+// as f asks. A difference no operation can reach (a field fixed at
+// founding, a pool's instance type) refuses the whole plan, naming each.
 func Plan(f apitypes.ClusterFile, actual, kept *apitypes.ClusterFile) ([]Step, error) {
 	if err := ValidateFile(f); err != nil {
 		return nil, err
 	}
 	if actual == nil {
-		return foundingPlan(f), nil
+		return foundingPlan(f)
 	}
 	if err := FixedDiffer(f, actual); err != nil {
 		return nil, err
 	}
-	steps := poolSteps(f, actual, kept)
+	scale, err := scaleStep(f, actual)
+	if err != nil {
+		return nil, err
+	}
+	steps := slices.Concat(scale, poolSteps(f, actual, kept))
 	if len(steps) > 0 || !sameFile(f, kept) || scheduleDiffers(f, actual) {
 		steps = append(steps, Step{Action: KeepSpec, Target: f.Name, Detail: keepDetail(f, actual)})
 	}
-	return steps, nil
+	return append(steps, upgradeStep(f, actual)...), nil
+}
+
+// scaleStep is the control plane's scaling when f asks another count,
+// checked as PATCH /clusters/{id} checks it (the server's use case judges
+// the rest: a shrink, a member not ready, another operation).
+func scaleStep(f apitypes.ClusterFile, actual *apitypes.ClusterFile) ([]Step, error) {
+	want, have := FoundingRequest(f).withDefaults().ControlPlaneCount, FoundingRequest(*actual).withDefaults().ControlPlaneCount
+	if want == have {
+		return nil, nil
+	}
+	if _, err := (ClusterPatch{ControlPlaneCount: &want}).Validate(); err != nil {
+		return nil, err
+	}
+	return []Step{{Action: ScaleControlPlane, Target: f.Name, Detail: fmt.Sprintf("control-plane nodes %d → %d, one etcd member at a time", have, want),
+		Count: want}}, nil
+}
+
+// upgradeStep is the upgrade when f names a version the cluster is not
+// at; the passes and gates are the server's (POST /clusters/{id}/upgrade
+// with dry_run), as is the refusal of a version it cannot move to.
+func upgradeStep(f apitypes.ClusterFile, actual *apitypes.ClusterFile) []Step {
+	if f.KubernetesVersion == "" || f.KubernetesVersion == actual.KubernetesVersion {
+		return nil
+	}
+	return []Step{{Action: Upgrade, Target: f.Name, Detail: fmt.Sprintf("kubernetes %s → %s, one control-plane node at a time, then each pool by surge",
+		actual.KubernetesVersion, f.KubernetesVersion), Version: f.KubernetesVersion}}
 }
 
 // foundingPlan founds the cluster, keeps its file, then makes its pools.
-func foundingPlan(f apitypes.ClusterFile) []Step {
+// The founding's count is 1 or 3 (POST /clusters' rule, told in the
+// file's words): 5 is reached by applying the file again once it is
+// active.
+func foundingPlan(f apitypes.ClusterFile) ([]Step, error) {
 	cp := FoundingRequest(f).withDefaults()
+	count := foundingCountRule(cp)
+	count.Message += "; a cluster is founded with 1 or 3 and scaled to 5 by applying the file again once it is active"
+	if err := invalid(renamed([]validation.Rule{count}, fileFields, "")); err != nil {
+		return nil, err
+	}
 	steps := []Step{
 		{Action: CreateCluster, Target: f.Name, Detail: fmt.Sprintf("%d control-plane node(s) of %s, cni %s", cp.ControlPlaneCount, cp.ControlPlaneInstanceType, cp.CNI)},
 		{Action: KeepSpec, Target: f.Name, Detail: "the file, and etcd snapshots " + intervalDetail(f)},
@@ -63,7 +118,7 @@ func foundingPlan(f apitypes.ClusterFile) []Step {
 	for _, p := range f.NodePools {
 		steps = append(steps, Step{Action: CreatePool, Target: p.Name, Detail: fmt.Sprintf("%d worker(s) of %s", *p.Count, p.InstanceType), Pool: &p})
 	}
-	return steps
+	return steps, nil
 }
 
 // poolSteps: new pools, then scaled ones, then the removed ones.
@@ -152,8 +207,8 @@ func normalized(f apitypes.ClusterFile) apitypes.ClusterFile {
 	return f
 }
 
-// fixedField is one thing a cluster keeps from its founding (or that no
-// operation changes yet), read from a file with its defaults applied.
+// fixedField is one thing a cluster keeps from its founding, read from a
+// file with its defaults applied.
 type fixedField struct {
 	name string
 	of   func(Spec) string
@@ -163,10 +218,9 @@ type fixedField struct {
 
 const refound = "fixed at founding: found a new cluster to change it"
 
-// fixedFields are the fields a plan may not change. Extension points:
-// control_plane.count leaves this table when control-plane scaling (PATCH
-// /clusters/{id}) lands, kubernetes_version when upgrades do; each then
-// becomes a step of the plan.
+// fixedFields are the fields a plan may not change. control_plane.count
+// and kubernetes_version are not here: each is a step of the plan
+// (scaleStep, upgradeStep).
 var fixedFields = []fixedField{
 	{"zone_id", func(s Spec) string { return strconv.FormatInt(s.ZoneID, 10) }, refound},
 	{"subnet_id", func(s Spec) string { return strconv.FormatInt(s.SubnetID, 10) }, refound},
@@ -178,23 +232,15 @@ var fixedFields = []fixedField{
 	{"control_plane.allocate_public_ipv4", func(s Spec) string { return strconv.FormatBool(s.AllocatePublicIPv4) }, refound},
 	{"control_plane.ssh_pubkey", func(s Spec) string { return s.SSHPubkey }, refound},
 	{"control_plane.root_volume_size_gib", func(s Spec) string { return strconv.Itoa(s.RootVolumeSizeGiB) }, refound},
-	{"control_plane.count", func(s Spec) string { return strconv.Itoa(s.ControlPlaneCount) },
-		"not changed by apply on this server yet (control-plane scaling has no route here)"},
-	{"kubernetes_version", func(s Spec) string { return s.KubernetesVersion },
-		"not changed by apply on this server yet (upgrades have no route here)"},
 }
 
 // FixedDiffer is the 400 naming every field f would change that no
-// operation can (nil: none). An absent kubernetes_version asks for none
-// in particular.
+// operation can (nil: none).
 func FixedDiffer(f apitypes.ClusterFile, actual *apitypes.ClusterFile) error {
 	if actual == nil {
 		return apperr.NotFound.Detail("the cluster's rows cannot be read as a cluster file")
 	}
 	want, have := FoundingRequest(f).withDefaults(), FoundingRequest(*actual).withDefaults()
-	if want.KubernetesVersion == "" {
-		want.KubernetesVersion = have.KubernetesVersion
-	}
 	var problems []string
 	for _, ff := range fixedFields {
 		if w, h := ff.of(want), ff.of(have); w != h {

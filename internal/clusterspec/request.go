@@ -141,8 +141,7 @@ var rule = validation.Check
 func requestRules(r Request, s Spec) []validation.Rule {
 	instanceType := strings.TrimSpace(s.ControlPlaneInstanceType)
 	return []validation.Rule{
-		rule("control_plane_count", slices.Contains(ControlPlaneCounts, s.ControlPlaneCount),
-			"must be 1 or 3 (etcd needs a majority: two members tolerate no more failures than one, and need both up)"),
+		foundingCountRule(s),
 		rule("control_plane_image_id", r.ControlPlaneImageID != nil, "is required"),
 		rule("control_plane_image_id", r.ControlPlaneImageID == nil || s.ControlPlaneImageID > 0, "must be a positive integer"),
 		rule("control_plane_instance_type", instanceType != "", "is required"),
@@ -153,6 +152,13 @@ func requestRules(r Request, s Spec) []validation.Rule {
 		rule("subnet_id", r.SubnetID != nil, "is required"),
 		rule("subnet_id", r.SubnetID == nil || s.SubnetID > 0, "must be a positive integer"),
 	}
+}
+
+// foundingCountRule: a cluster is founded with ControlPlaneCounts nodes
+// (it grows to 5 by scaling, PATCH /clusters/{id}).
+func foundingCountRule(s Spec) validation.Rule {
+	return rule("control_plane_count", slices.Contains(ControlPlaneCounts, s.ControlPlaneCount),
+		"must be 1 or 3 (etcd needs a majority: two members tolerate no more failures than one, and need both up)")
 }
 
 // securityGroupRules: at most MaxSecurityGroups ids, each positive and
