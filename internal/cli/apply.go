@@ -47,7 +47,7 @@ func (a *app) applyCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("filename")
 	cmd.Flags().BoolVarP(&opts.yes, "yes", "y", false, "act without asking")
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "show the plan and change nothing")
-	cmd.Flags().BoolVar(&opts.wait, "wait", false, "after acting, wait until every control-plane node is ready")
+	cmd.Flags().BoolVar(&opts.wait, "wait", false, "after acting, follow each operation (the founding, a control-plane scaling, an upgrade) until it is done, then wait until every control-plane node is ready")
 	cmd.Flags().StringVar(&opts.idempotencyKey, "idempotency-key", "", "Idempotency-Key of the founding, when the plan founds one (default: a new random one; repeat it to follow an interrupted founding)")
 	cmd.Flags().DurationVar(&opts.timeout, "timeout", 30*time.Minute, "how long apply waits for a founding to become active, and --wait for its nodes")
 	return cmd
@@ -71,6 +71,9 @@ func (a *app) apply(ctx context.Context, opts applyOptions) error {
 		return err
 	}
 	a.printPlan(f, target, steps)
+	if err := a.printUpgradeOf(ctx, c, target, steps); err != nil {
+		return err
+	}
 	if len(steps) == 0 || opts.dryRun {
 		return nil
 	}
@@ -120,7 +123,25 @@ func planFor(f apitypes.ClusterFile, target *apitypes.ClusterView) ([]clusterspe
 // diff do.
 var stepMarks = map[string]string{
 	clusterspec.CreateCluster: "+", clusterspec.CreatePool: "+", clusterspec.ScalePool: "~",
-	clusterspec.DeletePool: "-", clusterspec.KeepSpec: "=",
+	clusterspec.DeletePool: "-", clusterspec.KeepSpec: "=", clusterspec.ScaleControlPlane: "~", clusterspec.Upgrade: "~",
+}
+
+// printUpgradeOf shows the server's plan of the plan's upgrade (a dry run
+// of POST /clusters/{id}/upgrade): its chain of passes, its gates as they
+// stand and the order of the nodes. A version the cluster cannot move to
+// refuses the plan with the upgrade's own code.
+func (a *app) printUpgradeOf(ctx context.Context, c *Client, target *apitypes.ClusterView, steps []clusterspec.Step) error {
+	for _, s := range steps {
+		if s.Action != clusterspec.Upgrade {
+			continue
+		}
+		answer, err := c.Upgrade(ctx, target.ID, apitypes.UpgradeRequest{KubernetesVersion: s.Version, DryRun: true})
+		if err != nil {
+			return fmt.Errorf("the file cannot be applied: its kubernetes_version: %w", err)
+		}
+		a.printUpgradePlan(answer.Plan)
+	}
+	return nil
 }
 
 func (a *app) printPlan(f apitypes.ClusterFile, target *apitypes.ClusterView, steps []clusterspec.Step) {
@@ -154,19 +175,31 @@ func (a *app) confirm(yes bool) error {
 	return nil
 }
 
-// carryOut runs the steps in order through the existing routes.
+// carryOut runs the steps in order through the existing routes. A
+// cluster runs one operation at a time, so an upgrade planned after a
+// scaling begins only once the scaling is done: with --wait apply follows
+// the scaling and then begins it, without it the upgrade is left waiting
+// for the next apply of the same file (as a second `eksctl upgrade` or
+// `kops update` would be), said so.
 func (a *app) carryOut(ctx context.Context, c *Client, f apitypes.ClusterFile, target *apitypes.ClusterView, steps []clusterspec.Step, opts applyOptions) error {
 	var id int64
 	if target != nil {
 		id = target.ID
 	}
+	scaling := false
 	for _, s := range steps {
+		if s.Action == clusterspec.Upgrade && scaling && !opts.wait {
+			fmt.Fprintf(a.stdout, "waiting: %s %s begins once the control plane's scaling is done (one operation at a time): "+
+				"apply the file again then, or apply it with --wait to follow the scaling and begin the upgrade\n", s.Action, s.Target)
+			continue
+		}
 		var err error
 		id, err = a.runStep(ctx, c, f, id, s, opts)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", s.Action, s.Target, err)
 		}
 		fmt.Fprintf(a.stdout, "done: %s %s\n", s.Action, s.Target)
+		scaling = scaling || s.Action == clusterspec.ScaleControlPlane
 	}
 	if opts.wait {
 		return a.waitReady(ctx, c, id, opts.timeout)
@@ -192,6 +225,10 @@ func (a *app) runStep(ctx context.Context, c *Client, f apitypes.ClusterFile, id
 	case clusterspec.DeletePool:
 		_, _, err := c.DeletePool(ctx, id, s.Target)
 		return id, err
+	case clusterspec.ScaleControlPlane:
+		return id, a.scaleControlPlane(ctx, c, id, s.Count, opts.wait, opts.timeout)
+	case clusterspec.Upgrade:
+		return id, a.beginUpgrade(ctx, c, id, apitypes.UpgradeRequest{KubernetesVersion: s.Version}, opts.wait, opts.timeout)
 	}
 	return id, fmt.Errorf("this CLI cannot %s", s.Action)
 }

@@ -22,21 +22,7 @@ func (a *app) scaleControlPlaneCommand() *cobra.Command {
 	var timeout time.Duration
 	cmd := a.clusterCommand("control-plane ID --count N", "Scale a cluster's control plane to 1, 3 or 5 nodes, one etcd member at a time",
 		func(ctx context.Context, c *Client, id int64) error {
-			g, _, err := c.ScaleControlPlane(ctx, id, count)
-			if err != nil {
-				return err
-			}
-			started := fmt.Sprintf("the control plane of cluster %d is being scaled from %d to %d nodes (scaling %d, %s)", id, g.FromCount, g.ToCount, g.ID, g.State)
-			if !wait {
-				fmt.Fprintf(a.stdout, "%s; follow it with: k8sapi describe cluster %d\n", started, id)
-				return nil
-			}
-			fmt.Fprintln(a.stdout, started)
-			if err := a.waitScaled(ctx, c, g, timeout); err != nil {
-				return fmt.Errorf("%w\nlook at it: k8sapi describe cluster %d", err, id)
-			}
-			fmt.Fprintf(a.stdout, "the control plane of cluster %d has %d nodes, every one ready\n", id, g.ToCount)
-			return nil
+			return a.scaleControlPlane(ctx, c, id, count, wait, timeout)
 		})
 	cmd.Example = "  k8sapi scale control-plane 7 --count 3 --wait"
 	cmd.Flags().IntVar(&count, "count", 0, "the new number of control-plane nodes: 1, 3 or 5")
@@ -44,6 +30,27 @@ func (a *app) scaleControlPlaneCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every new node is ready, showing each as it joins")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait waits")
 	return cmd
+}
+
+// scaleControlPlane scales cluster id's control plane to count nodes and,
+// with wait, follows it until every node is ready (scale control-plane
+// and apply both scale so).
+func (a *app) scaleControlPlane(ctx context.Context, c *Client, id int64, count int, wait bool, timeout time.Duration) error {
+	g, _, err := c.ScaleControlPlane(ctx, id, count)
+	if err != nil {
+		return err
+	}
+	started := fmt.Sprintf("the control plane of cluster %d is being scaled from %d to %d nodes (scaling %d, %s)", id, g.FromCount, g.ToCount, g.ID, g.State)
+	if !wait {
+		fmt.Fprintf(a.stdout, "%s; follow it with: k8sapi describe cluster %d\n", started, id)
+		return nil
+	}
+	fmt.Fprintln(a.stdout, started)
+	if err := a.waitScaled(ctx, c, g, timeout); err != nil {
+		return fmt.Errorf("%w\nlook at it: k8sapi describe cluster %d", err, id)
+	}
+	fmt.Fprintf(a.stdout, "the control plane of cluster %d has %d nodes, every one ready\n", id, g.ToCount)
+	return nil
 }
 
 // waitScaled waits until g's cluster has g.ToCount control-plane nodes,

@@ -89,17 +89,7 @@ func (a *app) upgradeClusterCommand() *cobra.Command {
 			if dryRun {
 				return nil
 			}
-			req.DryRun = false
-			begun, err := c.Upgrade(ctx, id, req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "upgrade %d of cluster %d to %s is %s\n", begun.Upgrade.ID, id, to, begun.Upgrade.State)
-			if !wait {
-				fmt.Fprintf(a.stdout, "follow it with: k8sapi describe cluster %d\n", id)
-				return nil
-			}
-			return a.waitUpgraded(ctx, c, id, timeout)
+			return a.beginUpgrade(ctx, c, id, req, wait, timeout)
 		})
 	f := cmd.Flags()
 	f.StringVar(&to, "to", "", "the target Kubernetes version (k8sapi get versions)")
@@ -111,6 +101,23 @@ func (a *app) upgradeClusterCommand() *cobra.Command {
 	f.DurationVar(&timeout, "timeout", time.Hour, "how long --wait waits")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// beginUpgrade begins the upgrade req asks of cluster id and, with wait,
+// follows it until it is done (upgrade cluster and apply both begin one
+// so).
+func (a *app) beginUpgrade(ctx context.Context, c *Client, id int64, req apitypes.UpgradeRequest, wait bool, timeout time.Duration) error {
+	req.DryRun = false
+	begun, err := c.Upgrade(ctx, id, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "upgrade %d of cluster %d to %s is %s\n", begun.Upgrade.ID, id, req.KubernetesVersion, begun.Upgrade.State)
+	if !wait {
+		fmt.Fprintf(a.stdout, "follow it with: k8sapi describe cluster %d\n", id)
+		return nil
+	}
+	return a.waitUpgraded(ctx, c, id, timeout)
 }
 
 // printUpgradePlan shows the chain, the gates and the order of the nodes.
