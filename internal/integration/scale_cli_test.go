@@ -41,26 +41,35 @@ func TestCLIScalesTheControlPlane(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "invalid_control_plane_count: control_plane_count must be 1, 3 or 5, not 2") {
 		t.Fatalf("scale to 2: exit %d\n%s\n%s", code, out, errOut)
 	}
+	r, booted := s.driveScaling(t, res.ClusterID, res.ControlPlaneVMIDs, "scale", "control-plane", itoa(res.ClusterID), "--count", "3", "--wait", "--timeout", "2m")
+	if r[0] != "0" || !strings.Contains(r[1], "has 3 nodes, every one ready") {
+		t.Fatalf("scale --wait: exit %s\n%s\n%s", r[0], r[1], r[2])
+	}
+	if len(booted) != 3 {
+		t.Fatalf("VMs %v, want the founding's and two new", booted)
+	}
+}
+
+// driveScaling runs the CLI with args while the reconciler makes each new
+// control-plane node of cluster id, one at a time, and each new VM (beside
+// booted) fetches its bundle in join mode and reports; it returns the
+// CLI's exit, stdout and stderr, and every VM booted.
+func (s *stack) driveScaling(t *testing.T, id int64, booted []int64, args ...string) ([]string, []int64) {
+	t.Helper()
 	done := make(chan []string, 1)
 	go func() {
-		code, out, errOut := s.k8sapiCLI("scale", "control-plane", itoa(res.ClusterID), "--count", "3", "--wait", "--timeout", "2m")
+		code, out, errOut := s.k8sapiCLI(args...)
 		done <- []string{itoa(int64(code)), out, errOut}
 	}()
-	booted := slices.Clone(res.ControlPlaneVMIDs)
+	booted = slices.Clone(booted)
 	for range 600 {
 		select {
 		case r := <-done:
-			if r[0] != "0" || !strings.Contains(r[1], "has 3 nodes, every one ready") {
-				t.Fatalf("scale --wait: exit %s\n%s\n%s", r[0], r[1], r[2])
-			}
-			if len(booted) != 3 {
-				t.Fatalf("VMs %v, want the founding's and two new", booted)
-			}
-			return
+			return r, booted
 		default:
 		}
 		s.reconcile(t)
-		vms := s.getCluster(t, res.ClusterID).ControlPlaneVMIDs
+		vms := s.getCluster(t, id).ControlPlaneVMIDs
 		if len(vms) > len(booted)+1 {
 			t.Fatalf("VMs %v after %v: more than one new member at a time", vms, booted)
 		}
@@ -73,7 +82,8 @@ func TestCLIScalesTheControlPlane(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal("scale --wait did not return")
+	t.Fatalf("%v did not return", args)
+	return nil, nil
 }
 
 // checkJoins: a new node's bundle joins the running etcd and names only
