@@ -136,12 +136,43 @@ func (a *app) printUpgradeOf(ctx context.Context, c *Client, target *apitypes.Cl
 			continue
 		}
 		answer, err := c.Upgrade(ctx, target.ID, apitypes.UpgradeRequest{KubernetesVersion: s.Version, DryRun: true})
+		if u, live := liveUpgradeTo(ctx, c, target.ID, s.Version, err); live {
+			fmt.Fprintf(a.stdout, "upgrade %d to %s is already %s: apply begins no other, and --wait follows it\n", u.ID, u.To, u.State)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("the file cannot be applied: its kubernetes_version: %w", err)
 		}
 		a.printUpgradePlan(answer.Plan)
 	}
 	return nil
+}
+
+// applyUpgrade begins the upgrade of cluster id to version, or, when
+// that very upgrade is live already (a second apply of the same file
+// while it runs), takes it as begun: --wait follows either.
+func (a *app) applyUpgrade(ctx context.Context, c *Client, id int64, version string, opts applyOptions) error {
+	err := a.beginUpgrade(ctx, c, id, apitypes.UpgradeRequest{KubernetesVersion: version}, opts.wait, opts.timeout)
+	u, live := liveUpgradeTo(ctx, c, id, version, err)
+	if !live {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "upgrade %d of cluster %d to %s is already %s\n", u.ID, id, u.To, u.State)
+	if !opts.wait {
+		return nil
+	}
+	return a.waitUpgraded(ctx, c, id, opts.timeout)
+}
+
+// liveUpgradeTo is cluster id's live upgrade when err is the server's
+// upgrade_in_progress and that upgrade goes to version.
+func liveUpgradeTo(ctx context.Context, c *Client, id int64, version string, err error) (apitypes.Upgrade, bool) {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != apperr.UpgradeInProgress.String() {
+		return apitypes.Upgrade{}, false
+	}
+	u, err := c.GetUpgrade(ctx, id)
+	return u, err == nil && u.To == version
 }
 
 func (a *app) printPlan(f apitypes.ClusterFile, target *apitypes.ClusterView, steps []clusterspec.Step) {
@@ -228,7 +259,7 @@ func (a *app) runStep(ctx context.Context, c *Client, f apitypes.ClusterFile, id
 	case clusterspec.ScaleControlPlane:
 		return id, a.scaleControlPlane(ctx, c, id, s.Count, opts.wait, opts.timeout)
 	case clusterspec.Upgrade:
-		return id, a.beginUpgrade(ctx, c, id, apitypes.UpgradeRequest{KubernetesVersion: s.Version}, opts.wait, opts.timeout)
+		return id, a.applyUpgrade(ctx, c, id, s.Version, opts)
 	}
 	return id, fmt.Errorf("this CLI cannot %s", s.Action)
 }

@@ -115,3 +115,28 @@ func TestApplyRefusesAVersionTheUpgradeRefuses(t *testing.T) {
 		t.Fatal("a refused plan did something")
 	}
 }
+
+// A second apply of the file while its upgrade runs begins no other: the
+// plan names the live upgrade, and --wait follows it to its end.
+func TestApplyFollowsTheLiveUpgradeOfTheSameVersion(t *testing.T) {
+	f, path := applyScene(t)
+	c := cluster(5, "active", "ready", "ready", "ready", "ready")
+	c.ControlPlaneCount = 3
+	kept := demoFile(3, "v1.36.3")
+	c.Spec, c.Actual = &kept, ptr(demoFile(3, "v1.35.4"))
+	f.on("GET /clusters", ok(apitypes.ClusterList{Clusters: []apitypes.ClusterView{c}}))
+	f.on("GET /clusters/5", ok(c))
+	f.on("POST /clusters/5/upgrade", reply{status: 409, body: `{"error":{"code":"upgrade_in_progress","message":"upgrade 2 to v1.36.3 is upgrading","request_id":"r"}}`})
+	live := apitypes.Upgrade{ID: 2, ClusterID: 5, From: "v1.35.4", To: "v1.36.3", PassTo: "v1.36.3", State: "upgrading"}
+	done := live
+	done.State = "done"
+	f.on("GET /clusters/5/upgrade", ok(live), ok(live), ok(done))
+	r := runCLI(t, f, nil, "apply", "-f", path, "--yes", "--wait")
+	r.want(t, 0)
+	r.wantLines(t, "upgrade 2 to v1.36.3 is already upgrading: apply begins no other, and --wait follows it",
+		"upgrade 2 of cluster 5 to v1.36.3 is already upgrading", "13:00:00 done (pass to v1.36.3): cp-0.cluster-5.internal v1.35.4, cp-1.cluster-5.internal v1.35.4, cp-2.cluster-5.internal v1.35.4",
+		"done: upgrade demo")
+	if len(f.callsTo("PATCH /clusters/5")) != 0 {
+		t.Fatal("the count the cluster has was scaled again")
+	}
+}
