@@ -113,8 +113,11 @@ func planFor(f apitypes.ClusterFile, target *apitypes.ClusterView) ([]clusterspe
 	}
 	steps, err := clusterspec.Plan(f, actual, kept)
 	var refused *apperr.Error
-	if errors.As(err, &refused) {
+	switch {
+	case errors.As(err, &refused) && refused.Code == apperr.InvalidRequest:
 		return nil, fmt.Errorf("the file cannot be applied:\n  %s", strings.ReplaceAll(refused.Message, "; ", "\n  "))
+	case err != nil: // another operation's refusal (a scaling's 422): its own code
+		return nil, fmt.Errorf("the file cannot be applied: %w", err)
 	}
 	return steps, err
 }

@@ -18,8 +18,9 @@ import (
 // file (so a plan is computed the same way from any machine) and sets the
 // snapshot schedule f names. The operations f asks for are not started
 // here: the CLI carries them out through their own routes. A file that
-// differs from the cluster in what it keeps from its founding is refused:
-// no operation could reach it.
+// differs from the cluster in what it keeps from its founding, or asks a
+// count PATCH /clusters/{id} refuses, is refused: no operation could
+// reach it.
 func (s *Service) KeepSpec(ctx context.Context, org auth.Principal, id int64, f apitypes.ClusterFile) (apitypes.ClusterView, error) {
 	if err := clusterspec.ValidateFile(f); err != nil {
 		return apitypes.ClusterView{}, err
@@ -28,7 +29,7 @@ func (s *Service) KeepSpec(ctx context.Context, org auth.Principal, id int64, f 
 	if err != nil {
 		return v, err
 	}
-	if err := clusterspec.FixedDiffer(f, v.Actual); err != nil {
+	if err := clusterspec.Refused(f, v.Actual); err != nil {
 		return v, err
 	}
 	interval, _ := clusterspec.SnapshotIntervalOf(f) // valid: checked above

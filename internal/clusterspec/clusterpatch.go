@@ -12,6 +12,9 @@ import (
 // than the odd one below it and needs one more member up.
 var ScalableControlPlaneCounts = []int{1, 3, 5}
 
+// MaxControlPlaneCount is the most control-plane nodes a cluster has.
+const MaxControlPlaneCount = 5
+
 // ClusterPatch is the body of PATCH /clusters/{id}: what changes.
 type ClusterPatch struct {
 	ControlPlaneCount *int `json:"control_plane_count"`

@@ -35,14 +35,17 @@ var fileFields = map[string]string{
 var clusterNamePattern = poolNamePattern
 
 // ValidateFile returns every problem of a cluster file at once as one 400:
-// its own rules (kind, name, pools named once, the schedule, a count any
+// its own rules (kind, name, pools named once, the schedule, a count a
 // cluster may have), POST /clusters' rules over its founding fields but
 // the count, and a pool create's rules over each pool. The CLI runs it
 // before planning and the API before keeping a spec, so both refuse the
-// same file with the same words. The count is a scaling's (1, 3 or 5), not
-// a founding's (1 or 3): a cluster scaled to 5 has a file of 5, and its
-// own file is never refused; a founding plan holds the founding's count
-// (foundingPlan).
+// same file with the same words. The count is any a cluster may have (1
+// to MaxControlPlaneCount), not a founding's (1 or 3): a cluster scaled
+// to 5 has a file of 5, and one whose scaling failed keeping the nodes it
+// made may have 2 or 4 (docs/SCALE-CONTROL-PLANE.md), so a cluster's own
+// file is never refused. A count to reach is held to its operation's
+// rule by the plan: a founding's 1 or 3 (foundingPlan), a scaling's 1, 3
+// or 5 (scaleStep, PATCH's own check).
 func ValidateFile(f apitypes.ClusterFile) error {
 	tables := [][]validation.Rule{fileRules(f), renamed(withoutField(foundingRules(FoundingRequest(f)), "control_plane_count"), fileFields, "")}
 	for i, p := range f.NodePools {
@@ -74,8 +77,8 @@ func fileRules(f apitypes.ClusterFile) []validation.Rule {
 	_, intervalErr := SnapshotIntervalOf(f)
 	count := FoundingRequest(f).withDefaults().ControlPlaneCount
 	rules := []validation.Rule{
-		rule("control_plane.count", slices.Contains(ScalableControlPlaneCounts, count),
-			"must be 1, 3 or 5 (etcd needs a majority of its members up, so an even count tolerates no more failures than the odd one below it)"),
+		rule("control_plane.count", count >= 1 && count <= MaxControlPlaneCount,
+			fmt.Sprintf("must be 1 to %d (a cluster is founded with 1 or 3 and scaled to 3 or 5)", MaxControlPlaneCount)),
 		rule("kind", f.Kind == apitypes.ClusterFileKind, "must be "+apitypes.ClusterFileKind),
 		rule("name", f.Name != "", "is required"),
 		rule("name", f.Name == "" || clusterNamePattern.MatchString(f.Name),

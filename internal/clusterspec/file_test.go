@@ -19,12 +19,12 @@ func exampleFile() apitypes.ClusterFile {
 func TestValidateFileNamesTheFilesFields(t *testing.T) {
 	f := exampleFile()
 	f.Kind, f.Name = "Clustr", "Demo"
-	f.ControlPlane.Count, f.ControlPlane.InstanceType = 2, ""
+	f.ControlPlane.Count, f.ControlPlane.InstanceType = 6, ""
 	f.NodePools = append(f.NodePools, apitypes.ClusterFilePool{Name: "workers", InstanceType: "e2.medium", ImageID: 1})
 	f.EtcdSnapshots = &apitypes.ClusterFileSnapshots{Interval: "1m"}
 	err := ValidateFile(f)
 	for _, want := range []string{"kind: must be Cluster", "name: must be a DNS label", "etcd_snapshots.interval: must be 0 (no schedule) or a duration from 5m0s to 168h",
-		"node_pools[1].name: repeats an earlier pool's name", "control_plane.count: must be 1, 3 or 5", "control_plane.instance_type: is required",
+		"node_pools[1].name: repeats an earlier pool's name", "control_plane.count: must be 1 to 5", "control_plane.instance_type: is required",
 		"node_pools[1].count: is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no %q in %v", want, err)
@@ -107,25 +107,41 @@ func TestPlanScalesTheControlPlaneThenUpgrades(t *testing.T) {
 	}
 }
 
-// A cluster scaled to 5 has a file of 5: its own file is valid and plans
-// nothing; only a founding is held to 1 or 3, the file's words naming how
-// to reach 5.
-func TestAScaledClustersOwnFileIsValid(t *testing.T) {
+// A cluster scaled to 5 has a file of 5, and one whose scaling failed
+// keeping the node it made a file of 2: each cluster's own file is valid
+// and plans nothing. A count to reach is held to its operation's rule: a
+// founding's 1 or 3, the file's words naming how to reach 5; a scaling's
+// 1, 3 or 5, PATCH's 422.
+func TestAClustersOwnFileIsValid(t *testing.T) {
+	for _, n := range []int{5, 2} {
+		f := exampleFile()
+		f.ControlPlane.Count, f.KubernetesVersion = n, "v1.35.4"
+		if err := ValidateFile(f); err != nil {
+			t.Fatalf("the file of a cluster of %d: %v", n, err)
+		}
+		if steps, err := Plan(f, &f, &f); err != nil || len(steps) != 0 {
+			t.Fatalf("its own file of %d: %s %v", n, actions(steps), err)
+		}
+		if err := Refused(f, &f); err != nil {
+			t.Fatalf("its own file of %d refused: %v", n, err)
+		}
+	}
 	f := exampleFile()
-	f.ControlPlane.Count, f.KubernetesVersion = 5, "v1.35.4"
-	if err := ValidateFile(f); err != nil {
-		t.Fatalf("the file of a cluster of 5: %v", err)
-	}
-	if steps, err := Plan(f, &f, &f); err != nil || len(steps) != 0 {
-		t.Fatalf("its own file: %s %v", actions(steps), err)
-	}
+	f.ControlPlane.Count = 5
 	_, err := Plan(f, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "control_plane.count: must be 1 or 3") || !strings.Contains(err.Error(), "applying the file again once it is active") {
 		t.Fatalf("founding at 5: %v", err)
 	}
-	f.ControlPlane.Count = 2
-	if err := ValidateFile(f); err == nil || !strings.Contains(err.Error(), "control_plane.count: must be 1, 3 or 5") {
-		t.Fatalf("a count of 2: %v", err)
+	actual := exampleFile()
+	actual.ControlPlane.Count, f.ControlPlane.Count = 1, 2
+	_, err = Plan(f, &actual, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "invalid_control_plane_count: control_plane_count must be 1, 3 or 5, not 2") || Refused(f, &actual) == nil {
+		t.Fatalf("scaling to 2: %v", err)
+	}
+	f.ControlPlane.Count = 0
+	actual.ControlPlane.Count = 3
+	if steps, err := Plan(f, &actual, nil); err != nil || actions(steps) != "keep spec demo" {
+		t.Fatalf("an absent count shrank a cluster of 3: %s %v", actions(steps), err)
 	}
 }
 

@@ -60,10 +60,7 @@ func Plan(f apitypes.ClusterFile, actual, kept *apitypes.ClusterFile) ([]Step, e
 	if actual == nil {
 		return foundingPlan(f)
 	}
-	if err := FixedDiffer(f, actual); err != nil {
-		return nil, err
-	}
-	scale, err := scaleStep(f, actual)
+	scale, err := reachable(f, actual)
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +71,32 @@ func Plan(f apitypes.ClusterFile, actual, kept *apitypes.ClusterFile) ([]Step, e
 	return append(steps, upgradeStep(f, actual)...), nil
 }
 
+// Refused is why no plan takes a cluster that is as actual says to f
+// (nil: one does): a field no operation changes (400) or a count PATCH
+// /clusters/{id} refuses (422 invalid_control_plane_count). PUT
+// /clusters/{id}/spec keeps no file a plan would refuse.
+func Refused(f apitypes.ClusterFile, actual *apitypes.ClusterFile) error {
+	_, err := reachable(f, actual)
+	return err
+}
+
+// reachable is the scaling f asks of actual, nil when no operation can
+// take actual to f.
+func reachable(f apitypes.ClusterFile, actual *apitypes.ClusterFile) ([]Step, error) {
+	if err := FixedDiffer(f, actual); err != nil {
+		return nil, err
+	}
+	return scaleStep(f, actual)
+}
+
 // scaleStep is the control plane's scaling when f asks another count,
 // checked as PATCH /clusters/{id} checks it (the server's use case judges
-// the rest: a shrink, a member not ready, another operation).
+// the rest: a shrink, a member not ready, another operation). An absent
+// count asks for none in particular, as an absent version does: a file
+// without one never shrinks a scaled cluster to the founding's default.
 func scaleStep(f apitypes.ClusterFile, actual *apitypes.ClusterFile) ([]Step, error) {
-	want, have := FoundingRequest(f).withDefaults().ControlPlaneCount, FoundingRequest(*actual).withDefaults().ControlPlaneCount
-	if want == have {
+	want, have := f.ControlPlane.Count, actual.ControlPlane.Count
+	if want == 0 || want == have {
 		return nil, nil
 	}
 	if _, err := (ClusterPatch{ControlPlaneCount: &want}).Validate(); err != nil {

@@ -102,9 +102,19 @@ func TestKeepSpecRules(t *testing.T) {
 	if r := keep(b.ClusterID, file("other", "flannel")); r.Status != 400 || !strings.Contains(string(r.Body), `cni: the cluster has \"cilium\", the file asks \"flannel\"`) {
 		t.Fatalf("a fixed field: %d %s", r.Status, r.Body)
 	}
+	counted := func(n string) string {
+		return strings.Replace(file("other", "cilium"), `"control_plane":{`, `"control_plane":{"count":`+n+`,`, 1)
+	}
+	if r := keep(b.ClusterID, counted("2")); r.Status != 422 || r.ErrorCode(t) != "invalid_control_plane_count" {
+		t.Fatalf("a count PATCH refuses: %d %s", r.Status, r.Body)
+	}
 	stacktest.Do(t, "GET", s.APIURL+"/clusters/"+itoa(b.ClusterID), "", s.Bearer(1)).JSON(t, &v)
 	if v.Spec != nil || v.Actual.EtcdSnapshots.Interval != "1h" {
 		t.Fatalf("a refused file was kept: %+v %+v", v.Spec, v.Actual.EtcdSnapshots)
+	}
+	// a count and a version to reach are the plan's steps, no longer refused
+	if r := keep(b.ClusterID, strings.Replace(counted("3"), `{"kind"`, `{"kubernetes_version":"v1.36.3","kind"`, 1)); r.Status != 200 {
+		t.Fatalf("a file asking a scaling and an upgrade: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -152,7 +162,7 @@ func TestCLIApplyScalesTheControlPlane(t *testing.T) {
 	s := newStack(t)
 	v := s.appliedDemo(t)
 	code, _, errOut := s.k8sapiCLI("apply", "-f", planeFile(t, 2, ""), "--dry-run")
-	if code != 1 || !strings.Contains(errOut, "control_plane.count: must be 1, 3 or 5") {
+	if code != 1 || !strings.Contains(errOut, "the file cannot be applied: invalid_control_plane_count: control_plane_count must be 1, 3 or 5, not 2") {
 		t.Fatalf("a count of 2: %d\n%s", code, errOut)
 	}
 	three := planeFile(t, 3, "")
