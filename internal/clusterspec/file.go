@@ -42,12 +42,14 @@ var clusterNamePattern = poolNamePattern
 // same file with the same words. The count is any a cluster may have (1
 // to MaxControlPlaneCount), not a founding's (1 or 3): a cluster scaled
 // to 5 has a file of 5, and one whose scaling failed keeping the nodes it
-// made may have 2 or 4 (docs/SCALE-CONTROL-PLANE.md), so a cluster's own
-// file is never refused. A count to reach is held to its operation's
-// rule by the plan: a founding's 1 or 3 (foundingPlan), a scaling's 1, 3
-// or 5 (scaleStep, PATCH's own check).
+// made may have 2 or 4 (docs/SCALE-CONTROL-PLANE.md); and the version is
+// any, as a cluster stays at a release the table has since dropped: so a
+// cluster's own file is never refused. A count or a version to reach is
+// held to its operation's rule by the plan: a founding's (foundingPlan),
+// a scaling's (scaleStep, PATCH's own check), an upgrade's (reachable).
 func ValidateFile(f apitypes.ClusterFile) error {
-	tables := [][]validation.Rule{fileRules(f), renamed(withoutField(foundingRules(FoundingRequest(f)), "control_plane_count"), fileFields, "")}
+	tables := [][]validation.Rule{fileRules(f),
+		renamed(withoutFields(foundingRules(FoundingRequest(f)), "control_plane_count", "kubernetes_version"), fileFields, "")}
 	for i, p := range f.NodePools {
 		req := PoolRequestOf(p)
 		for _, t := range req.rules(req.spec()) {
@@ -67,9 +69,9 @@ func foundingRules(r Request) []validation.Rule {
 	return all
 }
 
-// withoutField is rules but those of field.
-func withoutField(rules []validation.Rule, field string) []validation.Rule {
-	return slices.DeleteFunc(slices.Clone(rules), func(r validation.Rule) bool { return r.Field == field })
+// withoutFields is rules but those of fields.
+func withoutFields(rules []validation.Rule, fields ...string) []validation.Rule {
+	return slices.DeleteFunc(slices.Clone(rules), func(r validation.Rule) bool { return slices.Contains(fields, r.Field) })
 }
 
 // fileRules: what only a file has.

@@ -145,6 +145,28 @@ func TestAClustersOwnFileIsValid(t *testing.T) {
 	}
 }
 
+// A cluster stays at a release the table has since dropped: its own file
+// is valid; a version to reach, founding at or upgrading to, is the
+// table's.
+func TestAClusterAtADroppedReleaseHasItsFile(t *testing.T) {
+	f := exampleFile()
+	f.KubernetesVersion = "v1.20.0"
+	if steps, err := Plan(f, &f, &f); err != nil || len(steps) != 0 {
+		t.Fatalf("its own file: %s %v", actions(steps), err)
+	}
+	for _, actual := range []*apitypes.ClusterFile{nil, ptrTo(exampleFile())} {
+		if actual != nil {
+			actual.KubernetesVersion = "v1.35.4"
+		}
+		_, err := Plan(f, actual, nil)
+		if err == nil || !strings.Contains(err.Error(), "kubernetes_version: must be a supported Kubernetes version") {
+			t.Errorf("reaching v1.20.0 from %+v: %v", actual, err)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 func actions(steps []Step) string {
 	var out []string
 	for _, s := range steps {

@@ -81,10 +81,18 @@ func Refused(f apitypes.ClusterFile, actual *apitypes.ClusterFile) error {
 }
 
 // reachable is the scaling f asks of actual, nil when no operation can
-// take actual to f.
+// take actual to f. A version to reach is one of the release table's (in
+// the file's words; its path and gates are the upgrade's own, judged by
+// its dry run); the cluster's own version is never refused.
 func reachable(f apitypes.ClusterFile, actual *apitypes.ClusterFile) ([]Step, error) {
 	if err := FixedDiffer(f, actual); err != nil {
 		return nil, err
+	}
+	if upgradeStep(f, actual) != nil {
+		r := FoundingRequest(f)
+		if err := invalid([]validation.Rule{versionRule(r, r.withDefaults())}); err != nil {
+			return nil, err
+		}
 	}
 	return scaleStep(f, actual)
 }
@@ -118,14 +126,15 @@ func upgradeStep(f apitypes.ClusterFile, actual *apitypes.ClusterFile) []Step {
 }
 
 // foundingPlan founds the cluster, keeps its file, then makes its pools.
-// The founding's count is 1 or 3 (POST /clusters' rule, told in the
-// file's words): 5 is reached by applying the file again once it is
-// active.
+// The founding's count is 1 or 3 and its version one of the release
+// table's (POST /clusters' rules, told in the file's words): 5 is reached
+// by applying the file again once it is active.
 func foundingPlan(f apitypes.ClusterFile) ([]Step, error) {
-	cp := FoundingRequest(f).withDefaults()
+	r := FoundingRequest(f)
+	cp := r.withDefaults()
 	count := foundingCountRule(cp)
 	count.Message += "; a cluster is founded with 1 or 3 and scaled to 5 by applying the file again once it is active"
-	if err := invalid(renamed([]validation.Rule{count}, fileFields, "")); err != nil {
+	if err := invalid(renamed([]validation.Rule{count, versionRule(r, cp)}, fileFields, "")); err != nil {
 		return nil, err
 	}
 	steps := []Step{

@@ -187,9 +187,14 @@ func optionRules(r Request, s Spec) []validation.Rule {
 			fmt.Sprintf("must be %d to %d", MinRootVolumeGiB, MaxRootVolumeGiB)),
 		rule("key_algorithm", algErr == nil, validation.Describe(algErr)),
 		rule("cni", cniErr == nil, validation.Describe(cniErr)),
-		rule("kubernetes_version", r.KubernetesVersion == nil || supported(s.KubernetesVersion),
-			"must be a supported Kubernetes version: "+artifacts.SupportedList()+" (GET /kubernetes-versions)"),
+		versionRule(r, s),
 	}
+}
+
+// versionRule: a version asked for is one of the release table's.
+func versionRule(r Request, s Spec) validation.Rule {
+	return rule("kubernetes_version", r.KubernetesVersion == nil || supported(s.KubernetesVersion),
+		"must be a supported Kubernetes version: "+artifacts.SupportedList()+" (GET /kubernetes-versions)")
 }
 
 // restoreRules: restore_from, when given, names both ids. Whether the
