@@ -35,7 +35,8 @@ func (a *app) applyCommand() *cobra.Command {
 		Use:   "apply -f FILE",
 		Short: "Make a cluster as a cluster file declares it: show the plan, ask, then act",
 		Long: "apply reads a cluster file (examples/cluster.yaml; docs/CLI.md lists its keys), finds the org's cluster of its name " +
-			"and shows the plan: create, change, or nothing. It asks before acting unless --yes; off a terminal it acts only with --yes. " +
+			"and shows the plan: create, change (pools, the snapshot schedule, the control plane's count as a scaling, the Kubernetes version " +
+			"as an upgrade, last and after a scaling), or nothing. It asks before acting unless --yes; off a terminal it acts only with --yes. " +
 			"The file is kept by the server (GET /clusters/{id} shows it as spec), so the plan is the same from any machine.",
 		Example: "  k8sapi apply -f examples/cluster.yaml\n  k8sapi apply -f cluster.yaml --dry-run\n  k8sapi apply -f cluster.yaml --yes --wait",
 		Args:    cobra.NoArgs,
@@ -49,7 +50,7 @@ func (a *app) applyCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&opts.dryRun, "dry-run", false, "show the plan and change nothing")
 	cmd.Flags().BoolVar(&opts.wait, "wait", false, "after acting, follow each operation (the founding, a control-plane scaling, an upgrade) until it is done, then wait until every control-plane node is ready")
 	cmd.Flags().StringVar(&opts.idempotencyKey, "idempotency-key", "", "Idempotency-Key of the founding, when the plan founds one (default: a new random one; repeat it to follow an interrupted founding)")
-	cmd.Flags().DurationVar(&opts.timeout, "timeout", 30*time.Minute, "how long apply waits for a founding to become active, and --wait for its nodes")
+	cmd.Flags().DurationVar(&opts.timeout, "timeout", 30*time.Minute, "how long apply waits for a founding to become active, and --wait for each operation and for the nodes")
 	return cmd
 }
 
