@@ -209,3 +209,27 @@ func TestCLIApplyUpgrades(t *testing.T) {
 		t.Fatalf("the upgrade: %+v", u)
 	}
 }
+
+// A file that changes both the count and the version begins the scaling
+// only (one operation per cluster at a time): the upgrade waits, said so,
+// and the next apply of the same file plans only the upgrade.
+func TestCLIApplyBeginsTheScalingAndTheUpgradeWaits(t *testing.T) {
+	s := newStack(t)
+	s.appliedDemo(t)
+	both := planeFile(t, 3, "v1.36.3")
+	code, out, errOut := s.k8sapiCLI("apply", "-f", both, "--yes")
+	if code != 0 || !strings.Contains(out, "done: scale control plane demo\n") ||
+		!strings.Contains(out, "waiting: upgrade demo begins once the control plane's scaling is done (one operation at a time)") {
+		t.Fatalf("apply: %d\n%s\n%s", code, out, errOut)
+	}
+	if r := stacktest.Do(t, "GET", s.APIURL+"/clusters/1/upgrade", "", s.Bearer(1)); r.Status != 404 {
+		t.Fatalf("an upgrade began beside the scaling: %d %s", r.Status, r.Body)
+	}
+	if v := s.getCluster(t, 1); v.ControlPlaneCount != 3 {
+		t.Fatalf("the scaling did not begin: count %d", v.ControlPlaneCount)
+	}
+	_, out, _ = s.k8sapiCLI("apply", "-f", both, "--dry-run")
+	if !strings.HasPrefix(out, "Plan for cluster demo (cluster 1, exk8s-1-1):\n  ~ upgrade demo: kubernetes v1.35.4 → v1.36.3") || strings.Contains(out, "scale control plane") {
+		t.Fatalf("the next plan:\n%s", out)
+	}
+}
