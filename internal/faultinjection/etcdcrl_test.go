@@ -124,7 +124,7 @@ func TestRetiredNodesEtcdSerialsAreOnTheCRLServedToTheOthers(t *testing.T) {
 	}
 }
 
-// The trigger of migration 025 records exactly the cert table's etcd-CA
+// The trigger of migration 032 records exactly the cert table's etcd-CA
 // leaves (pki.EtcdCALeaves), whichever path stores an identity, and every
 // new certificate of one, not only the first.
 func TestEtcdCACertificatesRecordedAreTheCertTablesEtcdCALeaves(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 func TestEtcdCALeavesAreTheControlPlanes(t *testing.T) {
 	got := EtcdCALeaves()
 	if want := []Name{EtcdPeer, APIServerEtcdClient}; !slices.Equal(got, want) {
-		t.Fatalf("etcd-CA leaves %v, want %v (migration 025's trigger names them)", got, want)
+		t.Fatalf("etcd-CA leaves %v, want %v (migration 032's trigger names them)", got, want)
 	}
 }
 

@@ -149,7 +149,7 @@ type Node struct {
 	Ordinal         int
 	Name            string
 	// KubernetesVersion is the version the node's bundle is rendered for
-	// (migration 030): its cluster's, or an upgrade's target.
+	// (migration 031): its cluster's, or an upgrade's target.
 	KubernetesVersion string
 	IPv4, IPv6        string
 	PublicIPv4        string

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The etcd CRL's rows (migration 025): what each node was given by the
+// The etcd CRL's rows (migration 032): what each node was given by the
 // etcd CA (recorded by a trigger), the serials revoked, and the cluster's
 // current signed CRL.
 

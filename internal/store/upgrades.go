@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Upgrade states (cluster_upgrades.state, migration 030): upgrading and
+// Upgrade states (cluster_upgrades.state, migration 031): upgrading and
 // aborting are driven by the reconciler under the lease of the upgrade's
 // operation (KindUpgrade), paused waits on the operator, done and aborted
 // are settled; the operation ends as the upgrade pauses or settles.
