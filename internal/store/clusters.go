@@ -180,7 +180,7 @@ type Node struct {
 	// Health is what the node's last health report said (migration 028).
 	Health NodeHealth
 	// DeprecatedAPIs are the deprecated APIs the node's API server served
-	// in the last day, as the node last reported them (migration 030), and
+	// in the last day, as the node last reported them (migration 031), and
 	// when; nil: never reported.
 	DeprecatedAPIs           []DeprecatedAPI
 	DeprecatedAPIsReportedAt *time.Time
