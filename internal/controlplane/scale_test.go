@@ -44,7 +44,7 @@ func TestLeavingMember(t *testing.T) {
 	if leaving, others := LeavingMember(cp); leaving.Ordinal != 3 || len(others) != 2 || RemovingMember(others).Ordinal != 1 {
 		t.Fatalf("leaving %d, %d others, removing %d: want cp-3 leaving, cp-1 removing", leaving.Ordinal, len(others), RemovingMember(others).Ordinal)
 	}
-	cp[0].ReadyAt, cp[1].ReadyAt, cp[2].ReadyAt = nil, nil, cp[2].ReadyAt // cp-3 is the only ready one: the snapshot node
+	cp[0].ReadyAt, cp[1].ReadyAt = nil, nil // cp-3 is the only ready one: the snapshot node
 	if leaving, _ := LeavingMember(cp); leaving.Ordinal != 2 {
 		t.Fatalf("leaving cp-%d, want cp-2 (cp-3 is the snapshot node)", leaving.Ordinal)
 	}

@@ -203,7 +203,11 @@ func (s *Service) undoRemoval(ctx context.Context, g *scaling, cause error) erro
 	if g.leaving.EtcdRemovedAt != nil {
 		return cause // ReconcileScaling lets go of it for a later run
 	}
-	end := store.ScalingEnd{State: store.ScalingFailed, Reason: usecase.Reason(cause), Keep: g.leaving.ID}
+	reason := usecase.Reason(cause)
+	if late := (*removalNotReported)(nil); errors.As(cause, &late) {
+		reason = late.Error()
+	}
+	end := store.ScalingEnd{State: store.ScalingFailed, Reason: reason, Keep: g.leaving.ID}
 	return usecase.Recorded(s.Store.EndScaling(ctx, g.row.ClusterID, g.op.Lease.Owner, g.row.ID, end))
 }
 

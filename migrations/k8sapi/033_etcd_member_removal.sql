@@ -12,3 +12,8 @@ ALTER TABLE kube_nodes
 -- GetBundleFunction records the report; the reconciler reads it (its
 -- SELECT on kube_nodes, migration 011) and removes the row.
 GRANT UPDATE (etcd_removed_at, etcd_removed_by) ON kube_nodes TO k8sapi_get_bundle;
+
+-- A scaling records in its spec when it last began a membership change
+-- (changed_at: a new member intended, a leaving one marked), which its
+-- deadlines count from; a release moves updated_at at every wait.
+GRANT UPDATE (spec) ON operations TO k8sapi_reconciler;
