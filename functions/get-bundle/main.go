@@ -6,7 +6,9 @@
 // node's snapshot upload URL and its report), and a worker's
 // GET /bootstrap/worker/{vm_id} (its bundle) and
 // POST /bootstrap/worker/{vm_id}/csr (its kubelet's certificates), and
-// every ready node's health report (POST .../health).
+// every ready node's health report (POST .../health), and a shrinking
+// control plane's removing member's etcd removals (GET and POST
+// .../etcd-membership).
 package main
 
 import (
@@ -24,7 +26,7 @@ func main() {
 	wiring.Serve(api.GetBundleFunction, []string{"KMS_KEY_ID", "ETCD_SNAPSHOT_BUCKET"}, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewBundleRenderer()
 		nodes := app.NodeBootstrap(r)
-		srv.Bundles, srv.Renewals, srv.EtcdCRLs = nodes, nodes, nodes
+		srv.Bundles, srv.Renewals, srv.EtcdCRLs, srv.EtcdMemberships = nodes, nodes, nodes, nodes
 		srv.Workers = &nodebootstrap.WorkerService{Service: nodes, Workers: app.Store}
 		srv.Progress = &progress.Service{Store: app.Store}
 		srv.Health = &nodehealth.Service{Store: app.Store}

@@ -58,6 +58,10 @@ var (
 	// The etcd CRL timer asks every minute (a revocation is in force
 	// within two); twice that covers a restarted timer and a hand run.
 	etcdCRLBudget = vmlimit.Budget{Calls: 120, Per: time.Hour}
+	// The etcd membership timer asks every minute, as the CRL timer; the
+	// removing member reports once per removal, retrying a failure.
+	etcdMembershipAskBudget    = vmlimit.Budget{Calls: 120, Per: time.Hour}
+	etcdMembershipReportBudget = vmlimit.Budget{Calls: 30, Per: time.Hour}
 )
 
 // Function is one Lambda function of template.yaml (Name, its logical id)
@@ -139,6 +143,12 @@ var (
 		// A control-plane node's etcd CRL: public (serials and a signature),
 		// asked every minute: a read, logged, not audited.
 		{Method: http.MethodGet, Path: bundle.EtcdCRLPathTemplate, handle: (*Server).etcdCRL, PerVM: etcdCRLBudget},
+		// A shrinking control plane's removing member asks which members
+		// to remove (a read, every minute) and reports each removal (in
+		// the trail: the reconciler deletes the leaving VM on its word).
+		{Method: http.MethodGet, Path: bundle.EtcdMembershipPathTemplate, handle: (*Server).etcdRemovals, PerVM: etcdMembershipAskBudget},
+		{Method: http.MethodPost, Path: bundle.EtcdMembershipPathTemplate, handle: (*Server).reportEtcdRemoval, PerVM: etcdMembershipReportBudget,
+			Audit: "etcd_member.remove_report", Trail: true},
 		// A worker's bootstrap: its bundle holds no key, but signing its
 		// certificate requests opens the cluster CA, this function's KMS
 		// right. Its fetch is the start of a node joining: audited like

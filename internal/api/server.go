@@ -139,6 +139,13 @@ type EtcdCRLs interface {
 	EtcdCRL(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.EtcdCRL, error)
 }
 
+// EtcdMemberships tells the control-plane node that removes members of a
+// shrinking control plane which, and records each removal it reports.
+type EtcdMemberships interface {
+	EtcdRemovals(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.EtcdRemovals, error)
+	ReportEtcdRemoval(ctx context.Context, vm auth.BootstrapVM, r nodebootstrap.EtcdRemovalReport) (nodebootstrap.EtcdRemovalReport, error)
+}
+
 // Renewals renews a ready node's certificates.
 type Renewals interface {
 	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.RenewalOutcome, error)
@@ -208,14 +215,16 @@ type Server struct {
 	Bundles  Bundles
 	Renewals Renewals
 	EtcdCRLs EtcdCRLs
-	Workers  WorkerBootstraps
-	Progress Reporter
-	Health   HealthReports
-	Nodes    NodeBootstraps
-	Limits   Limiter
-	Docs     Docs
-	Checks   []Check
-	Draining func() bool
+	// EtcdMemberships serves the etcd membership route (GetBundleFunction).
+	EtcdMemberships EtcdMemberships
+	Workers         WorkerBootstraps
+	Progress        Reporter
+	Health          HealthReports
+	Nodes           NodeBootstraps
+	Limits          Limiter
+	Docs            Docs
+	Checks          []Check
+	Draining        func() bool
 	// DefaultKubernetesVersion is the deployment's (KUBERNETES_VERSION): a
 	// founding without kubernetes_version gets it.
 	DefaultKubernetesVersion string

@@ -38,6 +38,10 @@ type fakeVM struct {
 	downloads   map[string][]byte
 	// crl answers the etcd CRL route (204 while nil).
 	crl []byte
+	// membership answers the etcd membership route's GET (204 while nil);
+	// membershipReports are the removals reported.
+	membership        []byte
+	membershipReports []map[string]any
 	// signWorker answers a worker's certificate requests (404 while nil);
 	// workerCSRs are the requests received.
 	signWorker func(csrs map[string]string) ([]byte, error)
@@ -132,6 +136,13 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 	mux.HandleFunc("PUT /upload/", vm.upload)
 	mux.HandleFunc("GET /api"+RestorePathTemplate, proven(vm.restoreAsk))
 	mux.HandleFunc("GET /api"+EtcdCRLPathTemplate, proven(vm.answerOf(&vm.crl)))
+	mux.HandleFunc("GET /api"+EtcdMembershipPathTemplate, proven(vm.answerOf(&vm.membership)))
+	mux.HandleFunc("POST /api"+EtcdMembershipPathTemplate, proven(func(w http.ResponseWriter, req *http.Request) {
+		if vm.recordReport(w, req, &vm.membershipReports) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"cluster_id":42,"name":"recorded"}`))
+		}
+	}))
 	mux.HandleFunc("GET /download/", vm.download)
 	vm.srv = httptest.NewServer(mux)
 	t.Cleanup(vm.srv.Close)

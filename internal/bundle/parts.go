@@ -61,6 +61,7 @@ func parts() []part {
 		{"certificate-renewal", renewalPart},
 		{"etcd-snapshot", snapshotPart},
 		{"etcd-crl", etcdCRLPart},
+		{"etcd-membership", etcdMembershipPart},
 		{"control-plane-taint", controlPlaneTaintPart},
 		{"health", healthPart},
 	}

@@ -215,8 +215,10 @@ type view struct {
 	Renewal       renewalView
 	Snapshot      snapshotView
 	EtcdCRL       etcdCRLView
-	Taint         taintView
-	Health        healthView
+	// EtcdMembership: the shrink's etcd removals (etcdmembership.go).
+	EtcdMembership etcdMembershipView
+	Taint          taintView
+	Health         healthView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
 	// cluster-admin (pki.ClusterAdminsGroup).
 	ClusterAdminsGroup string
@@ -250,6 +252,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.Renewal = newRenewalView(v)
 	v.Snapshot = newSnapshotView()
 	v.EtcdCRL = newEtcdCRLView()
+	v.EtcdMembership = newEtcdMembershipView()
 	v.Taint = newTaintView()
 	v.Health = newHealthView("health")
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup

@@ -33,6 +33,9 @@ const (
 	HealthPathTemplate = PathTemplate + "/health"
 	// GET: the cluster's current etcd CRL (etcdcrl.go).
 	EtcdCRLPathTemplate = PathTemplate + "/etcd-crl"
+	// GET: the members a shrinking control plane's removing member
+	// removes from etcd; POST: a removal's report (etcdmembership.go).
+	EtcdMembershipPathTemplate = PathTemplate + "/etcd-membership"
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -43,6 +46,7 @@ type VMRoute struct{ Name, Path string }
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
 		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"etcd_crl", EtcdCRLPathTemplate},
+		{"etcd_membership", EtcdMembershipPathTemplate},
 		{"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
 		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate},
 		{"health", HealthPathTemplate}, {"worker_health", WorkerHealthPathTemplate}}
@@ -80,6 +84,9 @@ var vmCalls = []vmCall{
 	// The etcd CRL timer's ask, every minute: it must end well inside the
 	// minute, so a revocation is in force within two.
 	{Kind: "etcd_crl", ConnectTimeout: 5, MaxTime: 10, Retries: 2, RetryDelay: 2, RetryMax: 20, Attempts: 1},
+	// The etcd membership timer's ask and report, every minute: as the
+	// CRL timer's, well inside the minute.
+	{Kind: "etcd_membership", ConnectTimeout: 5, MaxTime: 10, Retries: 2, RetryDelay: 2, RetryMax: 20, Attempts: 1},
 	// The snapshot's upload to its presigned URL: large, so no limit on
 	// an attempt (the URL's lifetime bounds it); curl's retries.
 	{Kind: "upload", ConnectTimeout: 10, Retries: 3, RetryDelay: 5, Attempts: 1},

@@ -36,14 +36,15 @@ func TestShimCarriesTheShellLibrary(t *testing.T) {
 // How long each kind of call may take, as curl is told.
 func TestVMCallLimits(t *testing.T) {
 	want := map[string]string{
-		"report":        "--connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
-		"renew":         "--connect-timeout 5 --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 --retry-connrefused",
-		"boot":          "--connect-timeout 5 --max-time 60",
-		"boot_identity": "--connect-timeout 5 --max-time 60",
-		"download":      "--connect-timeout 10 --retry 5 --retry-delay 3 --retry-connrefused",
-		"snapshot":      "--connect-timeout 5 --max-time 30 --retry 3 --retry-delay 2 --retry-max-time 30 --retry-connrefused",
-		"upload":        "--connect-timeout 10 --retry 3 --retry-delay 5 --retry-connrefused",
-		"etcd_crl":      "--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
+		"report":          "--connect-timeout 5 --max-time 10 --retry 3 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
+		"renew":           "--connect-timeout 5 --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 --retry-connrefused",
+		"boot":            "--connect-timeout 5 --max-time 60",
+		"boot_identity":   "--connect-timeout 5 --max-time 60",
+		"download":        "--connect-timeout 10 --retry 5 --retry-delay 3 --retry-connrefused",
+		"snapshot":        "--connect-timeout 5 --max-time 30 --retry 3 --retry-delay 2 --retry-max-time 30 --retry-connrefused",
+		"upload":          "--connect-timeout 10 --retry 3 --retry-delay 5 --retry-connrefused",
+		"etcd_crl":        "--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
+		"etcd_membership": "--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
 	}
 	if len(vmCalls) != len(want) {
 		t.Errorf("%d kinds of call, want %d", len(vmCalls), len(want))

@@ -27,7 +27,7 @@ func (a *app) scaleControlPlaneCommand() *cobra.Command {
 	cmd.Example = "  k8sapi scale control-plane 7 --count 3 --wait"
 	cmd.Flags().IntVar(&count, "count", 0, "the new number of control-plane nodes: 1, 3 or 5")
 	_ = cmd.MarkFlagRequired("count")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every new node is ready, showing each as it joins")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the control plane has the count, every node ready, showing each member as it joins or leaves")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long --wait waits")
 	return cmd
 }
@@ -54,7 +54,8 @@ func (a *app) scaleControlPlane(ctx context.Context, c *Client, id int64, count 
 }
 
 // waitScaled waits until g's cluster has g.ToCount control-plane nodes,
-// every one ready, printing each state it passes; the cluster recording
+// every one ready (a shrink: once each leaving member is retired),
+// printing each state it passes; the cluster recording
 // another count (the scaling failed and kept what it had) or a new node
 // failing ends it.
 func (a *app) waitScaled(ctx context.Context, c *Client, g apitypes.ControlPlaneScaling, timeout time.Duration) error {
@@ -88,6 +89,9 @@ func scalingState(cl apitypes.ClusterView, want int) (string, bool, error) {
 		}
 	}
 	state := fmt.Sprintf("%d/%d control-plane nodes ready%s", ready, want, joining)
+	if leaving := len(cl.Bootstrap.Nodes) - want; leaving > 0 { // a shrink: one member leaves at a time
+		state = fmt.Sprintf("%d control-plane nodes ready, %d to remove to reach %d%s", ready, leaving, want, joining)
+	}
 	if cl.ControlPlaneCount != want {
 		return state, true, fmt.Errorf("the scaling to %d nodes failed: the control plane kept %d", want, cl.ControlPlaneCount)
 	}

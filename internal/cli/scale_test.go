@@ -54,3 +54,17 @@ func TestScaleControlPlaneWaitEndsOnAFailedScaling(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 }
+
+// --wait follows a shrink until each leaving member is retired.
+func TestScaleControlPlaneWaitFollowsAShrink(t *testing.T) {
+	f := newFakeAPI(t)
+	f.on("PATCH /clusters/5", reply{status: 202, body: `{"scaling_id":3,"cluster_id":5,"from_count":3,"to_count":1,"state":"scaling","created_at":"2026-11-24T13:00:00Z"}`})
+	f.on("GET /clusters/5", ok(scaled(1, "ready", "ready", "ready")), ok(scaled(1, "ready", "ready")), ok(scaled(1, "ready")))
+	r := runCLI(t, f, nil, "scale", "control-plane", "5", "--count", "1", "--wait")
+	r.want(t, 0)
+	r.wantOut(t, `the control plane of cluster 5 is being scaled from 3 to 1 nodes (scaling 3, scaling)
+13:00:00 3 control-plane nodes ready, 2 to remove to reach 1
+13:00:00 2 control-plane nodes ready, 1 to remove to reach 1
+13:00:00 1/1 control-plane nodes ready
+the control plane of cluster 5 has 1 nodes, every one ready`)
+}

@@ -118,25 +118,19 @@ func replaceable(cp []store.Node, vmID int64) (store.Node, error) {
 	if old.Retiring {
 		return old, apperr.ReplacementInProgress.Detailf("node %s is already being replaced or retired", old.Name)
 	}
-	return old, quorumKept(old, others)
+	return old, quorumKept(old, others, "replacing")
 }
 
 // quorumKept: the other members, a majority of them ready, hold the
-// quorum while old is out.
-func quorumKept(old store.Node, others []store.Node) error {
+// quorum while old is out (doing: what takes it out, for the answer).
+func quorumKept(old store.Node, others []store.Node, doing string) error {
 	if len(others) == 0 {
 		return apperr.WouldLoseQuorum.Detailf("%s is the cluster's only control-plane node: etcd would have no member left; "+
 			"restore a snapshot into a new cluster instead (docs/RESTORE.md)", old.Name)
 	}
-	ready := 0
-	for _, n := range others {
-		if n.ReadyAt != nil && !n.Retiring { // a retiring member may be gone any moment
-			ready++
-		}
-	}
-	if need := len(others)/2 + 1; ready < need {
-		return apperr.WouldLoseQuorum.Detailf("%d of the %d other control-plane nodes reported ready; replacing %s needs %d of them (a majority)",
-			ready, len(others), old.Name, need)
+	if ready, need := readyCount(others), len(others)/2+1; ready < need {
+		return apperr.WouldLoseQuorum.Detailf("%d of the %d other control-plane nodes reported ready; %s %s needs %d of them (a majority)",
+			ready, len(others), doing, old.Name, need)
 	}
 	return nil
 }

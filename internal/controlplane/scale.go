@@ -21,8 +21,9 @@ func scalingViewOf(g store.Scaling) apitypes.ControlPlaneScaling {
 // plane is to have patch's count; the reconciler drives it, one new member
 // at a time (docs/SCALE-CONTROL-PLANE.md). Refused with nothing written:
 // a count that is not 1, 3 or 5 (422), the count it has (409), another
-// operation on its control plane (409), or a member not ready (409
-// would_lose_quorum).
+// operation on its control plane (409), or a change that could lose
+// etcd's quorum (409 would_lose_quorum: growing with a member not ready,
+// shrinking while the members a removal needs are not).
 func (s *Service) ScaleControlPlane(ctx context.Context, org auth.Principal, clusterID int64, patch clusterspec.ClusterPatch) (apitypes.ControlPlaneScaling, error) {
 	to, err := patch.Validate()
 	if err != nil {
@@ -90,18 +91,19 @@ func (s *Service) scalingRefused(ctx context.Context, clusterID int64, err error
 	return usecase.DatabaseError(err)
 }
 
-// scalable: to is a change that grows the live control plane cp, and every
-// member of cp reported ready. A new member is a learner (no vote) until
-// it has caught up; its promotion makes a voter count whose majority
-// needs every member that is up now (1 → 2 voters needs both), so a
-// member that is not ready could lose the quorum.
+// scalable: to is a change of the live control plane cp that keeps etcd's
+// quorum. Growing: every member of cp reported ready. A new member is a
+// learner (no vote) until it has caught up; its promotion makes a voter
+// count whose majority needs every member that is up now (1 → 2 voters
+// needs both), so a member that is not ready could lose the quorum.
+// Shrinking: the first removal keeps it (shrinkable; each next one is
+// checked before it begins).
 func scalable(cp []store.Node, to int) error {
 	switch {
 	case len(cp) == to:
 		return apperr.ControlPlaneUnchanged.Detailf("the control plane has %d nodes already; nothing was changed", to)
 	case to < len(cp):
-		return apperr.InvalidControlPlaneCount.Detailf("shrinking the control plane (%d → %d nodes) is not served yet; "+
-			"nothing was changed (docs/SCALE-CONTROL-PLANE.md)", len(cp), to)
+		return shrinkable(cp)
 	}
 	for _, n := range cp {
 		if n.ReadyAt == nil {

@@ -25,7 +25,11 @@ type scaling struct {
 	row  store.Scaling
 	live []store.Node
 	op   *NodeOp
-	// readyWithin is how long a new member has to report ready.
+	// leaving is the member being removed (marked retiring) by a shrink;
+	// nil when none is.
+	leaving *store.Node
+	// readyWithin is how long a new member has to report ready, and a
+	// leaving one's removal to be reported.
 	readyWithin time.Duration
 }
 
@@ -55,8 +59,14 @@ func (s *Service) scalingKind() engine.Kind[*scaling] {
 // by its own bundle (join mode, as a replacement's), reports ready, and
 // the DNS name points at it; then the next member, until the count is
 // reached and the scaling ends.
+// A shrink removes one member at a time (shrink.go).
 func (s *Service) scalingSteps(g *scaling) []engine.Step[*scaling] {
-	if g.joining() == nil {
+	switch {
+	case g.leaving != nil:
+		return s.removalSteps()
+	case g.shrinks():
+		return s.leavingSteps()
+	case g.joining() == nil:
 		return []engine.Step[*scaling]{{Name: "settled", Run: s.settleScaling}}
 	}
 	return append(engine.On(s.NodeSteps(), func(g *scaling) *NodeOp { return g.op }),
@@ -67,7 +77,7 @@ func (s *Service) scalingSteps(g *scaling) []engine.Step[*scaling] {
 }
 
 func (s *Service) awaitMember(_ context.Context, g *scaling, _ time.Time) error {
-	return s.awaitReady(*g.joining(), g.row.UpdatedAt, g.readyWithin)
+	return s.awaitReady(*g.joining(), g.row.ChangedAt, g.readyWithin)
 }
 
 // pointAtMembers points the cluster's DNS name at the members, the new one
@@ -101,7 +111,7 @@ func (s *Service) intendMember(ctx context.Context, g *scaling) error {
 	if err != nil {
 		return usecase.Recorded(err)
 	}
-	g.op.Nodes, g.row.UpdatedAt = []store.Node{n}, s.Clock()
+	g.op.Nodes, g.row.ChangedAt = []store.Node{n}, s.Clock()
 	return nil
 }
 
@@ -134,8 +144,9 @@ func (s *Service) reconcileScaling(ctx context.Context, c store.Cluster, lease s
 }
 
 // scalingFor loads the scaling of claimed cluster c: its row, the members
-// that are up, and the new member on its way (a node of the scaling not
-// ready yet).
+// that are up, the new member on its way (a node of the scaling not
+// ready yet) and the leaving one (retiring: while a scaling is live, no
+// other operation changes the membership).
 func (s *Service) scalingFor(ctx context.Context, c store.Cluster, lease store.Lease, readyWithin time.Duration) (*scaling, error) {
 	row, err := s.Store.LiveScaling(ctx, c.ID)
 	if err != nil {
@@ -146,10 +157,13 @@ func (s *Service) scalingFor(ctx context.Context, c store.Cluster, lease store.L
 		return nil, err
 	}
 	g := &scaling{row: row, op: &NodeOp{Cluster: c, Lease: lease}, readyWithin: readyWithin}
-	for _, n := range LiveControlPlane(nodes) {
-		if n.ScalingID == row.ID && n.ReadyAt == nil {
+	for _, n := range ControlPlaneOf(nodes) {
+		switch {
+		case n.Retiring:
+			g.leaving = &n
+		case n.ScalingID == row.ID && n.ReadyAt == nil:
 			g.op.Nodes = []store.Node{n}
-		} else {
+		default:
 			g.live = append(g.live, n)
 		}
 	}
@@ -167,6 +181,8 @@ func (s *Service) undoScaling(ctx context.Context, g *scaling, cause error) erro
 	var late *notReadyInTime
 	n := g.joining()
 	switch {
+	case g.leaving != nil:
+		return s.undoRemoval(ctx, g, cause)
 	case errors.As(cause, &late):
 		return s.failScaling(ctx, g, late.Error(), 0)
 	case n == nil:
@@ -178,6 +194,21 @@ func (s *Service) undoScaling(ctx context.Context, g *scaling, cause error) erro
 		return err
 	}
 	return s.failScaling(ctx, g, fmt.Sprintf("%s; the new node %s was removed", usecase.Reason(cause), n.Name), n.ID)
+}
+
+// undoRemoval: a leaving member out of etcd is never turned back (its
+// VM's deletion and its row's retirement are retried); one whose removal
+// was never reported is kept, no longer retiring, and the scaling fails.
+func (s *Service) undoRemoval(ctx context.Context, g *scaling, cause error) error {
+	if g.leaving.EtcdRemovedAt != nil {
+		return cause // ReconcileScaling lets go of it for a later run
+	}
+	reason := usecase.Reason(cause)
+	if late := (*removalNotReported)(nil); errors.As(cause, &late) {
+		reason = late.Error()
+	}
+	end := store.ScalingEnd{State: store.ScalingFailed, Reason: reason, Keep: g.leaving.ID}
+	return usecase.Recorded(s.Store.EndScaling(ctx, g.row.ClusterID, g.op.Lease.Owner, g.row.ID, end))
 }
 
 func (s *Service) failScaling(ctx context.Context, g *scaling, reason string, remove int64) error {

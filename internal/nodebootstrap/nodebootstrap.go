@@ -54,9 +54,11 @@ type Service struct {
 	Store   Topologies
 	Renewer Renewer
 	// CRLs serves the etcd CRL route (etcdcrl.go).
-	CRLs     CRLs
-	Envelope *envelope.Envelope
-	Renderer *bundle.Renderer
+	CRLs CRLs
+	// Memberships serves the etcd membership route (etcdmembership.go).
+	Memberships Memberships
+	Envelope    *envelope.Envelope
+	Renderer    *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
 	// for clusters founded before sets were recorded (artifacts).
 	Artifacts artifacts.Set

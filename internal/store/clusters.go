@@ -184,6 +184,9 @@ type Node struct {
 	// when; nil: never reported.
 	DeprecatedAPIs           []DeprecatedAPI
 	DeprecatedAPIsReportedAt *time.Time
+	// EtcdRemovedAt is when a member that stays reported this retiring
+	// node's etcd member removed (migration 033); nil: not yet.
+	EtcdRemovedAt *time.Time
 }
 
 // DeprecatedAPI is one deprecated API requested of an API server
@@ -341,7 +344,7 @@ func nodesSelect(identities, identitiesJoin, where string) string {
 	return `
 		SELECT n.id, n.kube_cluster_id, n.role, coalesce(n.node_pool_id, 0), n.retiring, coalesce(n.replacement_id, 0), coalesce(n.scaling_id, 0), coalesce(n.vm_id, 0), n.create_requested, n.ordinal, n.node_name, n.kubernetes_version,
 		       n.ipv4, n.ipv6, n.public_ipv4, exp.issued,
-		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times, n.deprecated_apis, n.deprecated_apis_reported_at,
+		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times, n.deprecated_apis, n.deprecated_apis_reported_at, n.etcd_removed_at,
 		       ` + identities + `, exp.earliest, exp.undated,
 		       n.health_reported_at, n.health_checks, n.health_failing_since, n.remediation_refused
 		FROM kube_nodes n` + identitiesJoin + `
@@ -371,7 +374,7 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 		only         []bool
 	)
 	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.ScalingID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.KubernetesVersion, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
-		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &n.DeprecatedAPIs, &n.DeprecatedAPIsReportedAt, &names, &certs, &keys, &notAfters,
+		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &n.DeprecatedAPIs, &n.DeprecatedAPIsReportedAt, &n.EtcdRemovedAt, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts,
 		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused); err != nil {
 		return n, err

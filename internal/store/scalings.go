@@ -34,11 +34,19 @@ type Scaling struct {
 	StateReason string    `db:"state_reason"`
 	CreatedAt   time.Time `db:"created_at"`
 	UpdatedAt   time.Time `db:"updated_at"`
+	// ChangedAt is when the scaling last began a membership change (a new
+	// member intended, a leaving one marked), recorded in its spec: a
+	// release moves updated_at at every wait, so a deadline counts from
+	// this.
+	ChangedAt time.Time `db:"changed_at"`
 }
 
 const scalingColumns = `id, kube_cluster_id, (spec->>'from_count')::int AS from_count, (spec->>'to_count')::int AS to_count,
 	CASE state WHEN 'running' THEN '` + ScalingRunning + `' WHEN 'succeeded' THEN '` + ScalingDone + `' ELSE '` + ScalingFailed + `' END AS state,
-	message AS state_reason, created_at, updated_at`
+	message AS state_reason, created_at, updated_at, coalesce((spec->>'changed_at')::timestamptz, created_at) AS changed_at`
+
+// markChanged is the SET of a write that begins a membership change.
+const markChanged = `updated_at = now(), spec = spec || jsonb_build_object('changed_at', now())`
 
 // liveControlPlaneOps is the answer to each kind of live operation that
 // holds a control-plane membership change off: one change at a time.
@@ -116,12 +124,12 @@ func (s *Store) LiveScaling(ctx context.Context, clusterID int64) (Scaling, erro
 // IntendScalingNode inserts the row of the scaling's next new
 // control-plane node (no VM yet, its ordinal after every one the cluster
 // handed out), fenced by the owner's hold of the scaling, and returns it;
-// the scaling's updated_at is when it was intended (its ready deadline
+// the scaling's changed_at is when it was intended (its ready deadline
 // counts from it).
 func (s *Store) IntendScalingNode(ctx context.Context, clusterID int64, owner string, scalingID int64, name func(ordinal int) string) (Node, error) {
 	var n Node
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE operations SET updated_at = now()
+		tag, err := tx.Exec(ctx, `UPDATE operations SET `+markChanged+`
 			WHERE id = $3 AND kube_cluster_id = $1 AND lease_owner = $2 AND ended_at IS NULL`, clusterID, owner, scalingID)
 		if err != nil || tag.RowsAffected() == 0 {
 			return errors.Join(err, ErrLeaseLost)
@@ -145,6 +153,9 @@ func (s *Store) IntendScalingNode(ctx context.Context, clusterID int64, owner st
 type ScalingEnd struct {
 	State, Reason string
 	Remove        int64
+	// Keep is a leaving member whose etcd removal was never reported: no
+	// longer retiring, it stays a member (0: none).
+	Keep int64
 }
 
 // EndScaling ends the scaling's operation as e says, in one transaction
@@ -165,10 +176,12 @@ func (s *Store) EndScaling(ctx context.Context, clusterID int64, owner string, i
 		}
 		_, err = tx.Exec(ctx, `WITH removed AS (
 				DELETE FROM kube_nodes WHERE id = $3 AND kube_cluster_id = $1 RETURNING 1
+			), kept AS (
+				UPDATE kube_nodes SET retiring = false WHERE id = $4 AND kube_cluster_id = $1 RETURNING 1
 			)
 			UPDATE kube_clusters k SET control_plane_count = (SELECT count(*) FROM kube_nodes n
 				WHERE n.kube_cluster_id = k.id AND n.role = 'control-plane' AND n.id <> $3)
-			WHERE k.id = $1 AND $2 <> '`+ScalingDone+`'`, clusterID, e.State, e.Remove)
+			WHERE k.id = $1 AND $2 <> '`+ScalingDone+`'`, clusterID, e.State, e.Remove, e.Keep)
 		if err != nil {
 			return fmt.Errorf("ending scaling %d: %w", id, err)
 		}

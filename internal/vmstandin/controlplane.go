@@ -13,6 +13,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
 )
 
 // controlPlaneBundle is what a control-plane stand-in reads of its bundle:
@@ -25,8 +26,8 @@ type controlPlaneBundle struct {
 
 // bootControlPlane fetches the bundle, fetches and checks the snapshot a
 // restored cluster starts from, reports each phase, then renews its
-// certificates and takes the etcd snapshots it is asked for until the VM
-// is gone or the player closes.
+// certificates, takes the etcd snapshots and removes the etcd members it
+// is asked for until the VM is gone or the player closes.
 func (p *Player) bootControlPlane(vmID int64, log *slog.Logger) error {
 	var b controlPlaneBundle
 	if err := p.fetchWithRetries(vmID, bundle.PathTemplate, bundle.StatusPathTemplate, &b, log); err != nil {
@@ -50,7 +51,7 @@ func (p *Player) bootControlPlane(vmID int64, log *slog.Logger) error {
 	}
 	log.Info("stand-in vm reported ready; it renews its certificates and takes the etcd snapshots it is asked for",
 		"renew_every", p.cfg.RenewEvery.String(), "snapshot_every", p.cfg.SnapshotEvery.String())
-	return p.keepUp([]duty{p.renewal(vmID, controlPlaneRenewal, ids, log), p.snapshots(vmID, log)})
+	return p.keepUp([]duty{p.renewal(vmID, controlPlaneRenewal, ids, log), p.snapshots(vmID, log), p.membership(vmID, log)})
 }
 
 // fetchRestoreSnapshot downloads the snapshot vmID's cluster was restored
@@ -119,6 +120,40 @@ func (p *Player) takeSnapshot(vmID int64, log *slog.Logger) error {
 		return nil
 	}
 	log.Info("stand-in vm: took etcd snapshot", "snapshot_id", up.ID, "size_bytes", rep.SizeBytes, "error", rep.Error)
+	return nil
+}
+
+// membershipEvery is how often a stand-in asks for etcd members to
+// remove, as the node's exk8s-etcd-membership.timer does.
+const membershipEvery = time.Minute
+
+// membership is the duty of the removing member of a shrinking control
+// plane: it asks which members to remove and reports each removed (there
+// is no etcd to remove it from), so a shrink of stand-ins finishes.
+func (p *Player) membership(vmID int64, log *slog.Logger) duty {
+	return duty{every: membershipEvery, do: func() error { return p.removeMembers(vmID, log) }}
+}
+
+func (p *Player) removeMembers(vmID int64, log *slog.Logger) error {
+	var rm nodebootstrap.EtcdRemovals
+	err := p.vmCall(vmID, http.MethodGet, bundle.EtcdMembershipPathTemplate, nil, &rm)
+	if errors.Is(err, errGone) || p.ctx.Err() != nil {
+		return err
+	}
+	if err != nil {
+		log.Warn("stand-in vm: asking for etcd members to remove failed; asking again later", slog.String("error", err.Error()))
+	}
+	for _, m := range rm.Remove {
+		body, _ := json.Marshal(nodebootstrap.EtcdRemovalReport{Name: m.Name})
+		if err := p.vmCall(vmID, http.MethodPost, bundle.EtcdMembershipPathTemplate, body, nil); err != nil {
+			if errors.Is(err, errGone) || p.ctx.Err() != nil {
+				return err
+			}
+			log.Warn("stand-in vm: reporting an etcd removal failed; reporting again later", "member", m.Name, slog.String("error", err.Error()))
+			continue
+		}
+		log.Info("stand-in vm: removed etcd member", "member", m.Name)
+	}
 	return nil
 }
 

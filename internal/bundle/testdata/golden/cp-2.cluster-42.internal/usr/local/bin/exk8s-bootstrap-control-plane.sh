@@ -106,6 +106,10 @@ start_unit exk8s-renew-certificates.timer
 step "starting etcd snapshots"
 # Every few minutes: k8sapi hands a snapshot to one Ready node of the cluster.
 start_unit exk8s-etcd-snapshot.timer
+step "starting etcd membership changes"
+# Every minute: while a scaling shrinks the control plane, k8sapi asks one
+# ready member that stays to remove each leaving member from etcd.
+start_unit exk8s-etcd-membership.timer
 step "starting the control-plane taint"
 # From now on: this node is tainted NoSchedule while a pool has a Ready worker.
 start_unit 'exk8s-control-plane-taint'.service

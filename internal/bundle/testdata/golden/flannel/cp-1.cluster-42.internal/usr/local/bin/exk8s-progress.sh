@@ -159,6 +159,7 @@ call() {
     renew) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 60 --retry 6 --retry-delay 10 --retry-max-time 300 --retry-connrefused) ;;
     snapshot) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 30 --retry 3 --retry-delay 2 --retry-max-time 30 --retry-connrefused) ;;
     etcd_crl) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused) ;;
+    etcd_membership) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused) ;;
     upload) attempts=1 interval=0 limits=(--connect-timeout 10 --retry 3 --retry-delay 5 --retry-connrefused) ;;
     boot) attempts=120 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
     boot_identity) attempts=60 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
@@ -245,6 +246,7 @@ k8sapi_path() {
     etcd_snapshot) path='/bootstrap/control-plane/{vm_id}/etcd-snapshot' ;;
     etcd_restore) path='/bootstrap/control-plane/{vm_id}/etcd-restore' ;;
     etcd_crl) path='/bootstrap/control-plane/{vm_id}/etcd-crl' ;;
+    etcd_membership) path='/bootstrap/control-plane/{vm_id}/etcd-membership' ;;
     worker_bundle) path='/bootstrap/worker/{vm_id}' ;;
     worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
     worker_status) path='/bootstrap/worker/{vm_id}/status' ;;
