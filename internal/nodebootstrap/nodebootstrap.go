@@ -311,7 +311,7 @@ func bundleInput(t *target, artifacts artifacts.Set, opened *keyring.Opened, ids
 		Artifacts:            artifacts,
 		CACerts:              keyring.CACerts(t.row),
 		ServiceAccountKeyPEM: opened.ServiceAccountKey,
-		ServiceAccountPubPEM: []byte(t.row.ServiceAccountPub),
+		ServiceAccountPubPEM: keyring.ServiceAccountPub(t.row),
 		Identities:           ids,
 		SecretsEncryptionKey: opened.Trust.SecretsEncryptionKey,
 	}

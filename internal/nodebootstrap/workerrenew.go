@@ -103,14 +103,14 @@ func (s *WorkerService) heldWorkerKeys(t *target, req WorkerRenewalRequest) ([]h
 	if err != nil {
 		return nil, err
 	}
-	ca, err := pki.ParseCert([]byte(t.row.CACert))
+	cas, err := pki.ParseCerts(keyring.TrustPEM(t.row, string(pki.ClusterCA)))
 	if err != nil {
 		return nil, apperr.Internal.Wrap(err)
 	}
 	var out []heldKey
 	for _, name := range workerRenewable {
 		cert := req.Certificates[string(name)]
-		if err := ownCertificate(cert, name, subject, ca); err != nil {
+		if err := ownCertificate(cert, name, subject, cas); err != nil {
 			return nil, err
 		}
 		k, err := proveOne(name, req.CSRs[string(name)], cert)
@@ -123,15 +123,17 @@ func (s *WorkerService) heldWorkerKeys(t *target, req WorkerRenewalRequest) ([]h
 }
 
 // ownCertificate refuses a certificate that is not the worker's name row
-// from its cluster CA: another CA's, another node's, another row's.
-func ownCertificate(certPEM string, name pki.Name, subject pki.Subject, ca *x509.Certificate) error {
+// from a generation of its cluster CA still trusted (cas; during a
+// rotation, the old and the new): another CA's, another node's, another
+// row's.
+func ownCertificate(certPEM string, name pki.Name, subject pki.Subject, cas []*x509.Certificate) error {
 	cert, err := pki.ParseCert([]byte(certPEM))
 	if err != nil {
 		return apperr.InvalidRequest.Detail("certificates." + string(name) + ": " + err.Error())
 	}
 	spec, _ := pki.Lookup(name) // workerRenewable names the table's rows
 	switch {
-	case cert.CheckSignatureFrom(ca) != nil:
+	case !signedByOne(cert, cas):
 		return notOwn(name, "is not signed by this cluster's CA")
 	case cert.Subject.CommonName != spec.CommonName(subject):
 		return notOwn(name, "is not this node's (common name "+cert.Subject.CommonName+")")
@@ -139,6 +141,11 @@ func ownCertificate(certPEM string, name pki.Name, subject pki.Subject, ca *x509
 		return notOwn(name, "is not a "+string(name)+" certificate")
 	}
 	return nil
+}
+
+// signedByOne says whether one of cas signed cert.
+func signedByOne(cert *x509.Certificate, cas []*x509.Certificate) bool {
+	return slices.ContainsFunc(cas, func(ca *x509.Certificate) bool { return cert.CheckSignatureFrom(ca) == nil })
 }
 
 func notOwn(name pki.Name, why string) error {
