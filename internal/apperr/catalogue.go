@@ -72,6 +72,12 @@ var (
 	ControlPlaneUnchanged    = define("control_plane_unchanged", KindConflict, "the control plane already has this count; nothing was changed")
 	ScalingInProgress        = define("control_plane_scaling", KindConflict, "the cluster's control plane is being scaled; poll GET /clusters/{id} and try again once it is done")
 
+	// POST /clusters/{id}/rotate-ca and its abort (docs/CA-ROTATION.md).
+	UnknownRoots           = define("unknown_roots", KindUnprocessable, "roots names a root k8sapi does not rotate (cluster, etcd, front-proxy, service-account); nothing was changed")
+	OperationInProgress    = define("operation_in_progress", KindConflict, "another operation of the cluster is running; poll GET /clusters/{id} and try again once it is done")
+	NoCARotation           = define("no_ca_rotation", KindConflict, "the cluster has no CA rotation in progress")
+	CARotationPastDistrust = define("ca_rotation_past_distrust", KindConflict, "the rotation distrusts the old roots already; it can no longer be turned back")
+
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
 	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")

@@ -18,9 +18,18 @@ import (
 // A root without a row is generation 1, current, in its kube_clusters
 // columns: what every cluster founded holds until its first rotation.
 
-// Roots are every root of trust a rotation may rotate, in the order they
-// are shown.
-var Roots = []string{string(pki.ClusterCA), string(pki.EtcdCA), string(pki.FrontProxyCA), store.RootServiceAccount}
+// Root is one root of trust: its name in the API and its id in the
+// generations' rows (the cert table's CA name, or store.RootServiceAccount).
+type Root struct{ Name, ID string }
+
+// Roots is the one table of the roots a rotation may rotate, in the order
+// they are shown and rotated.
+var Roots = []Root{
+	{"cluster", string(pki.ClusterCA)},
+	{"etcd", string(pki.EtcdCA)},
+	{"front-proxy", string(pki.FrontProxyCA)},
+	{"service-account", store.RootServiceAccount},
+}
 
 // Generations are root's generations of c, oldest first, retired ones
 // included: its rows, or its columns as generation 1.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/carotation"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
@@ -63,6 +64,10 @@ type Report struct {
 	Scaled          int `json:"scaled"`
 	ScalingsFailed  int `json:"scalings_failed"`
 	ScalingsWaiting int `json:"scalings_waiting"`
+	// CA rotations done (or aborted), and holding for a node or a token
+	// wait.
+	Rotated          int `json:"rotated"`
+	RotationsWaiting int `json:"rotations_waiting"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -74,6 +79,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		nodepool.Pool:            {engine.Done: &rep.PoolsSettled, engine.Undone: &rep.PoolsTurnedBack},
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
 		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingsWaiting},
+		carotation.Rotation:      {engine.Done: &rep.Rotated, engine.Waiting: &rep.RotationsWaiting},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -113,12 +119,14 @@ func (r *Reconciler) kinds() map[string]handler {
 	clusters := &cluster.Service{Deps: r.Deps}
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
+	rotations := &carotation.Service{Deps: r.Deps}
 	return map[string]handler{
 		store.KindFounding:            onCluster(r, clusters.ReconcileCluster),
 		store.KindDeletion:            onCluster(r, clusters.ReconcileCluster),
 		store.KindNodePool:            onPool(r, pools.ReconcilePool),
 		store.KindNodeReplacement:     onCluster(r, cp.ReconcileReplacement),
 		store.KindControlPlaneScaling: onCluster(r, cp.ReconcileScaling),
+		store.KindCARotation:          onCluster(r, rotations.ReconcileRotation),
 	}
 }
 

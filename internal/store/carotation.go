@@ -41,6 +41,10 @@ const ReasonAborted = "Aborted"
 // ErrRotationBusy means another operation of the cluster is live.
 var ErrRotationBusy = errors.New("another operation of the cluster is in progress")
 
+// ErrPhaseMoved means the rotation's phase is no longer the one a move
+// started from (an abort was recorded meanwhile).
+var ErrPhaseMoved = errors.New("the CA rotation's phase moved meanwhile")
+
 // ErrTooLateToAbort means the rotation's old roots are distrusted already.
 var ErrTooLateToAbort = errors.New("the rotation is past its distrust")
 
@@ -72,6 +76,17 @@ type Rotation struct {
 	EndedAt             *time.Time `json:"ended_at"`
 }
 
+// Moving says whether the rotation's phase asks the nodes for something:
+// it is live and not at an end.
+func (r *Rotation) Moving() bool {
+	return r.Live() && r.Phase != PhaseDone && r.Phase != PhaseAborted
+}
+
+// AppliedBy says whether a node's recorded phase is r's phase and epoch.
+func (r *Rotation) AppliedBy(p NodeCAPhase) bool {
+	return p.RotationID == r.ID && p.Phase == r.Phase && p.AppliedAt != nil && p.AppliedAt.Equal(r.PhaseBeganAt)
+}
+
 // Live says whether the rotation has not ended.
 func (r *Rotation) Live() bool { return r != nil && r.EndedAt == nil }
 
@@ -95,7 +110,8 @@ func (r *Rotation) DistrustAfter() time.Time {
 }
 
 // NodeCAPhase is the rotation and phase a node last applied (its renewal
-// under that phase), nil when it applied none.
+// under that phase); AppliedAt is the phase's epoch it applied (the
+// rotation's PhaseBeganAt then), nil when it applied none.
 type NodeCAPhase struct {
 	RotationID int64
 	Phase      string
@@ -199,7 +215,9 @@ func (s *Store) AbortRotation(ctx context.Context, orgID, clusterID int64) (Rota
 // TrustNext records the rotation's new generations (state next) and
 // adopts each rotated root's generation 1 from its cluster columns when
 // the root has no row yet, in one statement fenced by the owner's hold:
-// all or none, and none again for a root that has its next already.
+// all or none, and none again for a root that has its next already. The
+// phase's epoch (phase_began_at) moves with it: a node's renewal read
+// before counts for nothing (RecordCAPhase).
 func (s *Store) TrustNext(ctx context.Context, clusterID int64, owner string, rotationID int64, gens []CAGeneration) error {
 	var roots, states, certs []string
 	var numbers []int
@@ -216,8 +234,10 @@ func (s *Store) TrustNext(ctx context.Context, clusterID int64, owner string, ro
 				AS u (root, generation, state, cert, key, not_after)
 			WHERE `+opHeld("$1")+`
 			ON CONFLICT DO NOTHING RETURNING 1
+		), bumped AS (
+			UPDATE ca_rotations SET phase_began_at = now() WHERE operation_id = $3 AND `+opHeld("$1")+` RETURNING 1
 		)
-		SELECT CASE WHEN `+opHeld("$1")+` THEN 1 ELSE 0 END FROM (SELECT count(*) FROM ins) x`,
+		SELECT count(*) FROM bumped`,
 		clusterID, owner, rotationID, roots, numbers, states, certs, keys, notAfters)
 }
 
@@ -255,18 +275,36 @@ func (s *Store) MovePhase(ctx context.Context, clusterID int64, owner string, ro
 		return fmt.Errorf("moving CA rotation %d: no move from %s to %s", rotationID, from, to)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE ca_rotations SET phase = $4, phase_began_at = CASE WHEN $3 = $4 THEN phase_began_at ELSE now() END,
+		tag, err := tx.Exec(ctx, `UPDATE ca_rotations SET phase = $4, phase_began_at = now(),
 			signing_began_at = CASE WHEN $5 THEN now() ELSE signing_began_at END
 			WHERE operation_id = $6 AND kube_cluster_id = $1 AND phase = $3 AND `+opHeld("$1"),
 			clusterID, owner, from, to, m.signing, rotationID)
-		if err != nil || tag.RowsAffected() == 0 {
-			return errors.Join(err, ErrLeaseLost)
+		if err != nil {
+			return fmt.Errorf("moving CA rotation %d to %s: %w", rotationID, to, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return phaseOrLease(ctx, tx, clusterID, owner, rotationID)
 		}
 		if err := moveGenerations(ctx, tx, clusterID, rotationID, m); err != nil {
 			return err
 		}
 		return endRotation(ctx, tx, clusterID, owner, to)
 	})
+}
+
+// phaseOrLease is why a phase move wrote nothing: the owner still holds
+// the rotation, whose phase moved (ErrPhaseMoved), or not (ErrLeaseLost).
+func phaseOrLease(ctx context.Context, tx pgx.Tx, clusterID int64, owner string, rotationID int64) error {
+	var held bool
+	err := tx.QueryRow(ctx, `SELECT `+opHeld("$1")+` AND EXISTS (SELECT 1 FROM ca_rotations WHERE operation_id = $3)`,
+		clusterID, owner, rotationID).Scan(&held)
+	switch {
+	case err != nil:
+		return err
+	case held:
+		return ErrPhaseMoved
+	}
+	return ErrLeaseLost
 }
 
 // moveGenerations moves the rotation's roots' generations as m says, in
@@ -331,14 +369,15 @@ func (s *Store) HoldRotation(ctx context.Context, clusterID int64, owner, reason
 		clusterID, owner, reason, message)
 }
 
-// RecordCAPhase records that vm's node applied its cluster's rotation at
-// phase (its renewal under it was answered), only while the rotation is
-// still at phase: a renewal that raced a phase change records nothing,
+// RecordCAPhase records that vm's node applied its cluster's rotation r
+// at its phase and epoch (the phase_began_at its renewal read, kept as
+// ca_phase_applied_at), only while the rotation still stands there: a
+// renewal that raced a phase change or new generations records nothing,
 // and the node is due again.
-func (s *Store) RecordCAPhase(ctx context.Context, vmID, rotationID int64, phase string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE kube_nodes SET ca_rotation_id = $2, ca_phase_applied = $3, ca_phase_applied_at = now()
+func (s *Store) RecordCAPhase(ctx context.Context, vmID int64, r Rotation) error {
+	_, err := s.pool.Exec(ctx, `UPDATE kube_nodes SET ca_rotation_id = $2, ca_phase_applied = $3, ca_phase_applied_at = $4
 		WHERE vm_id = $1 AND EXISTS (SELECT 1 FROM ca_rotations r WHERE r.operation_id = $2 AND r.phase = $3
-			AND r.kube_cluster_id = kube_nodes.kube_cluster_id)`, vmID, rotationID, phase)
+			AND r.phase_began_at = $4 AND r.kube_cluster_id = kube_nodes.kube_cluster_id)`, vmID, r.ID, r.Phase, r.PhaseBeganAt)
 	if err != nil {
 		return fmt.Errorf("recording vm %d's CA phase: %w", vmID, err)
 	}

@@ -51,8 +51,9 @@ const (
 // deletion may go ahead of once its lease ran out (its driver died): the
 // teardown deletes whatever they made. Any other live operation (a
 // replacement or a control-plane scaling, whose new VM only it knows how
-// to finish) holds the deletion off until it ends.
-var DeletionTakesOver = []string{KindFounding, KindDeletion, KindNodePool}
+// to finish) holds the deletion off until it ends. A CA rotation's
+// generations are shredded with the rest of the cluster's keys.
+var DeletionTakesOver = []string{KindFounding, KindDeletion, KindNodePool, KindCARotation}
 
 // Operation is an operations row as the reconciler claims it: which kind,
 // on which target of which cluster (and org).
