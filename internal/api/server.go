@@ -18,6 +18,7 @@ import (
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/carotation"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/controlplane"
@@ -91,6 +92,15 @@ type ControlPlaneScalings interface {
 }
 
 var _ ControlPlaneScalings = (*controlplane.Service)(nil)
+
+// CARotations records and aborts a cluster's CA rotation; the reconciler
+// drives it.
+type CARotations interface {
+	Rotate(ctx context.Context, org auth.Principal, clusterID int64, req apitypes.RotateCARequest) (apitypes.CARotation, error)
+	Abort(ctx context.Context, org auth.Principal, clusterID int64) (apitypes.CARotation, error)
+}
+
+var _ CARotations = (*carotation.Service)(nil)
 
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
@@ -187,16 +197,18 @@ type Server struct {
 	Pools    NodePools
 	Replacer NodeReplacements
 	Scaler   ControlPlaneScalings
-	Bundles  Bundles
-	Renewals Renewals
-	Workers  WorkerBootstraps
-	Progress Reporter
-	Health   HealthReports
-	Nodes    NodeBootstraps
-	Limits   Limiter
-	Docs     Docs
-	Checks   []Check
-	Draining func() bool
+	// Rotations records CA rotations (ClustersFunction: no key opened).
+	Rotations CARotations
+	Bundles   Bundles
+	Renewals  Renewals
+	Workers   WorkerBootstraps
+	Progress  Reporter
+	Health    HealthReports
+	Nodes     NodeBootstraps
+	Limits    Limiter
+	Docs      Docs
+	Checks    []Check
+	Draining  func() bool
 	// DefaultKubernetesVersion is the deployment's (KUBERNETES_VERSION): a
 	// founding without kubernetes_version gets it.
 	DefaultKubernetesVersion string

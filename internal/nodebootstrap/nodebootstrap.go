@@ -108,6 +108,9 @@ type target struct {
 	peers   []clusterfacts.Node
 	node    clusterfacts.Node
 	phase   clusterfacts.Phase // where self's bootstrap stands
+	// signerKey is the service-account signer's current key (PEM), once a
+	// renewal opened the cluster's keys.
+	signerKey []byte
 }
 
 // role is the role of t's node.

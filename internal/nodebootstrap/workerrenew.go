@@ -9,6 +9,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -60,7 +61,16 @@ func (s *WorkerService) RenewWorker(ctx context.Context, vm auth.BootstrapVM, re
 	if err := s.heldAsIssued(ctx, t.self.ID, held); err != nil {
 		return nil, err
 	}
-	return s.reissueWorker(ctx, t, held)
+	out, err := s.reissueWorker(ctx, t, held)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.applyRotation(ctx, t, out, workerTrust)
+}
+
+// workerTrust is a worker's trust files: the cluster CA's.
+func workerTrust(t *target) map[string]string {
+	return bundle.WorkerTrust(keyring.TrustPEM(t.row, string(pki.ClusterCA)))
 }
 
 // checkWorkerRenewal says every problem with req's names at once: each
@@ -156,7 +166,7 @@ func notOwn(name pki.Name, why string) error {
 // (a worker is issued nothing else) and answers all of them. Only their
 // serials are stored: k8sapi keeps no copy of a worker's certificates.
 func (s *WorkerService) reissueWorker(ctx context.Context, t *target, held []heldKey) (*RenewalOutcome, error) {
-	due, err := s.due(held)
+	due, err := s.due(held, rotating(t) != nil)
 	out := &RenewalOutcome{Certificates: certsOf(held)}
 	if err != nil || len(due) == 0 {
 		return out, err

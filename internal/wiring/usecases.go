@@ -3,6 +3,7 @@ package wiring
 import (
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/carotation"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
@@ -31,4 +32,5 @@ func ServeClusters(srv *api.Server, d *usecase.Deps) {
 	srv.Pools = &nodepool.Service{Deps: d}
 	cp := &controlplane.Service{Deps: d}
 	srv.Replacer, srv.Scaler = cp, cp
+	srv.Rotations = &carotation.Service{Deps: d}
 }
