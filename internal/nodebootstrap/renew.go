@@ -124,10 +124,13 @@ func (s *Service) applyRotation(ctx context.Context, t *target, out *RenewalOutc
 }
 
 // controlPlaneTrust is a control-plane node's trust files; the signer's
-// current key only while the rotation rotates it.
+// current key only in the phases whose current generation is not the
+// one the node signs with (signing, and an abort's step back) of a
+// rotation that rotates it.
 func controlPlaneTrust(t *target) map[string]string {
 	var signer []byte
-	if t.row.CARotation.Rotates(store.RootServiceAccount) {
+	r := t.row.CARotation
+	if r.Rotates(store.RootServiceAccount) && (r.Phase == store.PhaseSigning || r.Phase == store.PhaseUntrusting) {
 		signer = t.signerKey // opened by the re-issue: everything is due
 	}
 	return bundle.ControlPlaneTrust(keyring.CACerts(t.row), keyring.ServiceAccountPub(t.row), signer)

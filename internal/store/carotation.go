@@ -275,18 +275,23 @@ func (s *Store) MovePhase(ctx context.Context, clusterID int64, owner string, ro
 		return fmt.Errorf("moving CA rotation %d: no move from %s to %s", rotationID, from, to)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE ca_rotations SET phase = $4, phase_began_at = now(),
+		moved, err := moveGenerations(ctx, tx, clusterID, rotationID, m)
+		if err != nil {
+			return err
+		}
+		// The epoch moves with the phase or the generations: a step back
+		// run again once done moves neither, and the nodes that applied
+		// it still count.
+		tag, err := tx.Exec(ctx, `UPDATE ca_rotations SET phase = $4,
+			phase_began_at = CASE WHEN $3 <> $4 OR $7 THEN now() ELSE phase_began_at END,
 			signing_began_at = CASE WHEN $5 THEN now() ELSE signing_began_at END
 			WHERE operation_id = $6 AND kube_cluster_id = $1 AND phase = $3 AND `+opHeld("$1"),
-			clusterID, owner, from, to, m.signing, rotationID)
+			clusterID, owner, from, to, m.signing, rotationID, moved)
 		if err != nil {
 			return fmt.Errorf("moving CA rotation %d to %s: %w", rotationID, to, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return phaseOrLease(ctx, tx, clusterID, owner, rotationID)
-		}
-		if err := moveGenerations(ctx, tx, clusterID, rotationID, m); err != nil {
-			return err
 		}
 		return endRotation(ctx, tx, clusterID, owner, to)
 	})
@@ -308,25 +313,28 @@ func phaseOrLease(ctx context.Context, tx pgx.Tx, clusterID int64, owner string,
 }
 
 // moveGenerations moves the rotation's roots' generations as m says, in
-// order; a retired generation's sealed key is overwritten, and so is its
-// root's kube_clusters column when it was generation 1 there.
-func moveGenerations(ctx context.Context, tx pgx.Tx, clusterID, rotationID int64, m phaseMove) error {
+// order, and says whether any moved; a retired generation's sealed key is
+// overwritten, and so is its root's kube_clusters column when it was
+// generation 1 there.
+func moveGenerations(ctx context.Context, tx pgx.Tx, clusterID, rotationID int64, m phaseMove) (bool, error) {
 	roots := `(SELECT unnest(roots) FROM ca_rotations WHERE operation_id = $2)`
 	if m.stepBack {
 		roots = `(SELECT root FROM ca_generations WHERE kube_cluster_id = $1 AND state = 'previous' AND root IN ` + roots + `)`
 	}
+	moved := false
 	for _, st := range m.states {
-		_, err := tx.Exec(ctx, `UPDATE ca_generations SET state = $4, updated_at = now(),
+		tag, err := tx.Exec(ctx, `UPDATE ca_generations SET state = $4, updated_at = now(),
 			key_sealed = CASE WHEN $4 = '`+GenRetired+`' THEN ''::bytea ELSE key_sealed END
 			WHERE kube_cluster_id = $1 AND state = $3 AND root IN `+roots, clusterID, rotationID, st[0], st[1])
 		if err != nil {
-			return fmt.Errorf("moving CA generations from %s to %s: %w", st[0], st[1], err)
+			return false, fmt.Errorf("moving CA generations from %s to %s: %w", st[0], st[1], err)
 		}
+		moved = moved || tag.RowsAffected() > 0
 	}
 	if !m.shred {
-		return nil
+		return moved, nil
 	}
-	return shredRetiredColumns(ctx, tx, clusterID)
+	return moved, shredRetiredColumns(ctx, tx, clusterID)
 }
 
 // shredRetiredColumns overwrites a root's kube_clusters sealed key once
