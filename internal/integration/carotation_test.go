@@ -290,3 +290,22 @@ func TestCARotationRefusals(t *testing.T) {
 		t.Fatalf("another org's: %d %s", r.Status, r.Body)
 	}
 }
+
+// The CLI starts a rotation (a root it does not know is refused, named),
+// and describe shows the roots' generations and the rotation.
+func TestCLIRotatesCA(t *testing.T) {
+	s, c := rotationStack(t)
+	id, _, _ := s.readyNodes(t)
+	if code, out, errOut := s.k8sapiCLI("rotate-ca", itoa(id), "--roots", "cluster,kubelet"); code == 0 || !strings.Contains(errOut, "kubelet is not a root") {
+		t.Fatalf("rotate-ca --roots cluster,kubelet: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := s.k8sapiCLI("rotate-ca", itoa(id), "--roots", "cluster,service-account")
+	if code != 0 || !strings.Contains(out, "(cluster, service-account) is trusting") {
+		t.Fatalf("rotate-ca: exit %d\n%s\n%s", code, out, errOut)
+	}
+	s.step(t, c)
+	code, out, errOut = s.k8sapiCLI("describe", "cluster", itoa(id))
+	if code != 0 || !strings.Contains(out, "1 current, 2 next") || !strings.Contains(out, "trusting (NodeNotReported)") {
+		t.Fatalf("describe: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
