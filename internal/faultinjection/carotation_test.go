@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/stacktest"
+	"github.com/excloud/k8sapi/internal/store"
 )
 
 // A CA rotation cut off at each step: before every reconciler run a

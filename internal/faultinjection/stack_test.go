@@ -186,7 +186,7 @@ func newStack(t *testing.T) *stack {
 		// A rotation's distrust waits less than the reconciler runs' 10
 		// minutes apart (carotation_test.go).
 		CADistrustWait: 5 * time.Minute,
-		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log:            slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		WrapTopologies: func(t nodebootstrap.Topologies) nodebootstrap.Topologies {
 			return gatedTopologies{&s.topologies, t}
 		},
