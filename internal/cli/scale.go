@@ -20,18 +20,8 @@ func (a *app) scaleControlPlaneCommand() *cobra.Command {
 	var count int
 	var wait bool
 	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use: "control-plane ID --count N", Short: "Scale a cluster's control plane to 1, 3 or 5 nodes, one etcd member at a time",
-		Example: "  k8sapi scale control-plane 7 --count 3 --wait", Args: cobra.ExactArgs(1), ValidArgsFunction: a.completeClusterIDs,
-		RunE: a.run(func(ctx context.Context, _ *cobra.Command, args []string) error {
-			id, err := parseID("cluster id", args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+	cmd := a.clusterCommand("control-plane ID --count N", "Scale a cluster's control plane to 1, 3 or 5 nodes, one etcd member at a time",
+		func(ctx context.Context, c *Client, id int64) error {
 			g, _, err := c.ScaleControlPlane(ctx, id, count)
 			if err != nil {
 				return err
@@ -47,8 +37,8 @@ func (a *app) scaleControlPlaneCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "the control plane of cluster %d has %d nodes, every one ready\n", id, g.ToCount)
 			return nil
-		}),
-	}
+		})
+	cmd.Example = "  k8sapi scale control-plane 7 --count 3 --wait"
 	cmd.Flags().IntVar(&count, "count", 0, "the new number of control-plane nodes: 1, 3 or 5")
 	_ = cmd.MarkFlagRequired("count")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every new node is ready, showing each as it joins")
