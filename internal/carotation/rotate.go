@@ -40,15 +40,33 @@ func (s *Service) Rotate(ctx context.Context, org auth.Principal, clusterID int6
 		return apitypes.CARotation{}, err
 	}
 	r, err := s.Store.BeginRotation(ctx, org.OrgID, c.ID, roots, cmp.Or(s.Settings.CADistrustWait, DefaultDistrustWait))
-	switch {
-	case errors.Is(err, store.ErrRotationBusy):
-		return apitypes.CARotation{}, apperr.OperationInProgress.New()
-	case errors.Is(err, store.ErrClusterNotActive):
-		return apitypes.CARotation{}, apperr.ClusterNotActive.New()
-	case err != nil:
-		return apitypes.CARotation{}, usecase.DatabaseError(err)
+	return answer(c.ID, r, err)
+}
+
+// refusals is the one table of the store's refusals of a rotation's
+// begin or abort, as the API answers them.
+var refusals = []struct {
+	err  error
+	code apperr.Code
+}{
+	{store.ErrRotationBusy, apperr.OperationInProgress},
+	{store.ErrClusterNotActive, apperr.ClusterNotActive},
+	{store.ErrNotFound, apperr.NoCARotation},
+	{store.ErrTooLateToAbort, apperr.CARotationPastDistrust},
+}
+
+// answer is rotation r of cluster id as the API shows it, or the answer
+// to the store's err.
+func answer(id int64, r store.Rotation, err error) (apitypes.CARotation, error) {
+	if err == nil {
+		return ViewOf(id, &r, nil), nil
 	}
-	return ViewOf(c.ID, &r, nil), nil
+	for _, ref := range refusals {
+		if errors.Is(err, ref.err) {
+			return apitypes.CARotation{}, ref.code.New()
+		}
+	}
+	return apitypes.CARotation{}, usecase.DatabaseError(err)
 }
 
 // Abort turns org's cluster's live rotation back, before its distrust.
@@ -58,15 +76,7 @@ func (s *Service) Abort(ctx context.Context, org auth.Principal, clusterID int64
 		return apitypes.CARotation{}, err
 	}
 	r, err := s.Store.AbortRotation(ctx, org.OrgID, c.ID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return apitypes.CARotation{}, apperr.NoCARotation.New()
-	case errors.Is(err, store.ErrTooLateToAbort):
-		return apitypes.CARotation{}, apperr.CARotationPastDistrust.New()
-	case err != nil:
-		return apitypes.CARotation{}, usecase.DatabaseError(err)
-	}
-	return ViewOf(c.ID, &r, nil), nil
+	return answer(c.ID, r, err)
 }
 
 // rootIDs are the rows' ids of the API's root names, in the table's

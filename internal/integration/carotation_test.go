@@ -122,34 +122,7 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 		again.ErrorCode(t) != "operation_in_progress" {
 		t.Fatalf("a second rotate-ca: %d %s", again.Status, again.Body)
 	}
-	s.step(t, c)
-	v := s.rotationOf(t, id)
-	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
-	for _, root := range v.CARoots {
-		if len(root.Generations) != 2 || root.Generations[0].State != "current" || root.Generations[1].State != "next" {
-			t.Fatalf("root %s in trusting: %+v", root.Root, root.Generations)
-		}
-	}
-
-	// Two of three nodes renew: the rotation holds for the third.
-	for i := range 2 {
-		got := s.mustRenew(t, vms[i], bundles[i])
-		if n := certCount(t, got.Trust[bundle.CertPath(pki.ClusterCA)]); n != 2 {
-			t.Fatalf("trusting: ca.pem holds %d certificates, want old and new", n)
-		}
-		if !chainsTo(t, got.Certificates[string(pki.APIServer)], oldCA) {
-			t.Fatal("trusting: the apiserver certificate is not signed by the old CA")
-		}
-	}
-	s.step(t, c)
-	late := bundles[2].NodeName
-	wantPhase(t, s.rotationOf(t, id), "trusting", "NodeNotReported", late)
-	if strings.Contains(s.rotationOf(t, id).CARotation.Message, bundles[0].NodeName) {
-		t.Fatal("the hold names a node that renewed")
-	}
-	s.mustRenew(t, vms[2], bundles[2])
-	s.step(t, c)
-	wantPhase(t, s.rotationOf(t, id), "signing", "NodeNotReported")
+	s.trustingWaitsForEveryNode(t, c, id, vms, bundles, oldCA)
 
 	// Signing: every leaf under the new CA, still trusted beside the old;
 	// the control plane gets the new signer.
@@ -181,7 +154,7 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 		}
 	}
 	s.step(t, c)
-	v = s.rotationOf(t, id)
+	v := s.rotationOf(t, id)
 	if v.CARotation.Phase != "done" || v.CARotation.State != "succeeded" {
 		t.Fatalf("rotation ended %+v", v.CARotation)
 	}
@@ -192,6 +165,42 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 	}
 	s.wantOldKeysShredded(t, id)
 	s.wantAdminKubeconfigOfTheNewCA(t, id, newCA)
+}
+
+// trustingWaitsForEveryNode drives the trusting phase: new generations
+// beside the old, trust files of both, leaves of the old; two of three
+// nodes renew and the rotation holds for the third, named; then it signs.
+func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64, vms []vmProof, bundles []bundleBody, oldCA string) {
+	t.Helper()
+	s.step(t, c)
+	v := s.rotationOf(t, id)
+	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
+	for _, root := range v.CARoots {
+		if len(root.Generations) != 2 || root.Generations[0].State != "current" || root.Generations[1].State != "next" {
+			t.Fatalf("root %s in trusting: %+v", root.Root, root.Generations)
+		}
+	}
+
+	// Two of three nodes renew: the rotation holds for the third.
+	for i := range 2 {
+		got := s.mustRenew(t, vms[i], bundles[i])
+		if n := certCount(t, got.Trust[bundle.CertPath(pki.ClusterCA)]); n != 2 {
+			t.Fatalf("trusting: ca.pem holds %d certificates, want old and new", n)
+		}
+		if !chainsTo(t, got.Certificates[string(pki.APIServer)], oldCA) {
+			t.Fatal("trusting: the apiserver certificate is not signed by the old CA")
+		}
+	}
+	s.step(t, c)
+	late := bundles[2].NodeName
+	wantPhase(t, s.rotationOf(t, id), "trusting", "NodeNotReported", late)
+	if strings.Contains(s.rotationOf(t, id).CARotation.Message, bundles[0].NodeName) {
+		t.Fatal("the hold names a node that renewed")
+	}
+	s.mustRenew(t, vms[2], bundles[2])
+	s.step(t, c)
+	wantPhase(t, s.rotationOf(t, id), "signing", "NodeNotReported")
+
 }
 
 // vms0Names is every node's name in the rotation's view.
