@@ -173,6 +173,7 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64, vms []vmProof, bundles []bundleBody, oldCA string) {
 	t.Helper()
 	s.step(t, c)
+	s.wantHealthAnswer(t, vms[0], bundle.RenewDue)
 	v := s.rotationOf(t, id)
 	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
 	for _, root := range v.CARoots {
@@ -197,6 +198,7 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 	if strings.Contains(s.rotationOf(t, id).CARotation.Message, bundles[0].NodeName) {
 		t.Fatal("the hold names a node that renewed")
 	}
+	s.wantHealthAnswer(t, vms[0], "")
 	s.mustRenew(t, vms[2], bundles[2])
 	s.step(t, c)
 	wantPhase(t, s.rotationOf(t, id), "signing", "NodeNotReported")
@@ -316,5 +318,15 @@ func TestCLIRotatesCA(t *testing.T) {
 	code, out, errOut = s.k8sapiCLI("describe", "cluster", itoa(id))
 	if code != 0 || !strings.Contains(out, "1 current, 2 next") || !strings.Contains(out, "trusting (NodeNotReported)") {
 		t.Fatalf("describe: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// wantHealthAnswer: vm's health report is answered 204 with want in its
+// renewal header ("": none).
+func (s *stack) wantHealthAnswer(t *testing.T, vm vmProof, want string) {
+	t.Helper()
+	r := s.VMCall(http.MethodPost, bundle.HealthPathTemplate, vm.id, vm.imds, vm.access, cpHealthy)
+	if r.Status != http.StatusNoContent || r.Header.Get(bundle.RenewHeader) != want {
+		t.Fatalf("health report: %d, %s %q, want %q", r.Status, bundle.RenewHeader, r.Header.Get(bundle.RenewHeader), want)
 	}
 }

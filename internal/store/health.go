@@ -34,10 +34,10 @@ type HealthReport struct {
 // node's noted refusal. Answers the cluster's status (the report is
 // recorded only for an active cluster); ErrNotFound: VMID is no node of
 // Role of org's clusters.
-func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (string, error) {
-	var status string
+func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
+	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
-			SELECT n.id, k.status FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			SELECT n.id, k.status, `+rotationAsks+` AS renew FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3
 		), recorded AS (
 			UPDATE kube_nodes n SET health_reported_at = $4, health_checks = $5::jsonb,
@@ -45,12 +45,27 @@ func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (string, error
 				remediation_refused = CASE WHEN $6 THEN n.remediation_refused ELSE '' END
 			FROM node WHERE n.id = node.id AND node.status = 'active' RETURNING 1
 		)
-		SELECT status FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing).Scan(&status)
+		SELECT status, renew FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing).Scan(&out.Status, &out.RenewDue)
 	if err != nil {
-		return "", fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
+		return out, fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
 	}
-	return status, nil
+	return out, nil
 }
+
+// HealthRecorded is what recording a report found: the cluster's status,
+// and whether a CA rotation asks the node for a phase it has not applied
+// (its health report's answer tells it to renew now).
+type HealthRecorded struct {
+	Status   string
+	RenewDue bool
+}
+
+// rotationAsks is whether the live rotation of node n's cluster stands at
+// a phase and epoch n has not applied (Rotation.Moving, AppliedBy).
+const rotationAsks = `EXISTS (SELECT 1 FROM ca_rotations cr JOIN operations co ON co.id = cr.operation_id
+	WHERE cr.kube_cluster_id = n.kube_cluster_id AND co.ended_at IS NULL AND cr.phase NOT IN ('done', 'aborted')
+	AND NOT (n.ca_rotation_id IS NOT DISTINCT FROM cr.operation_id AND n.ca_phase_applied IS NOT DISTINCT FROM cr.phase
+		AND n.ca_phase_applied_at IS NOT DISTINCT FROM cr.phase_began_at))`
 
 // ClusterRef names a cluster and its org.
 type ClusterRef struct{ OrgID, ID int64 }
