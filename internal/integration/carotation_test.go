@@ -10,6 +10,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/nodebootstrap"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
@@ -328,5 +329,41 @@ func (s *stack) wantHealthAnswer(t *testing.T, vm vmProof, want string) {
 	r := s.VMCall(http.MethodPost, bundle.HealthPathTemplate, vm.id, vm.imds, vm.access, cpHealthy)
 	if r.Status != http.StatusNoContent || r.Header.Get(bundle.RenewHeader) != want {
 		t.Fatalf("health report: %d, %s %q, want %q", r.Status, bundle.RenewHeader, r.Header.Get(bundle.RenewHeader), want)
+	}
+}
+
+// A worker applies each phase through its own renewal route: it is
+// answered the cluster CA's bundle, its certificates of the old CA are
+// still taken as its own, and from signing on it is issued certificates
+// of the new CA; the pool's other worker, which never renewed, holds the
+// rotation, named.
+func TestCARotationOfAWorker(t *testing.T) {
+	s, c := rotationStack(t)
+	w := workerOn(t, s)
+	keys := newWorkerKeys(t)
+	r := w.signAs(w.vmID, keys.csrs(t, w))
+	var certs nodebootstrap.WorkerCertificates
+	r.JSON(t, &certs)
+	for _, phase := range []string{`{"phase":"kubelet_started"}`, `{"phase":"ready"}`} {
+		w.reportAs(w.vmID, phase)
+	}
+	cp := s.proof(w.controlPlaneOf(t))
+	var b bundleBody
+	s.FetchBundle(cp.id, cp.imds, cp.access).JSON(t, &b)
+	s.mustReport(cp, `{"phase":"ready"}`, http.StatusNoContent)
+	if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(w.clusterID)+"/rotate-ca", `{"roots":["cluster"]}`, s.Bearer(1)); r.Status != http.StatusAccepted {
+		t.Fatalf("rotate-ca: %d %s", r.Status, r.Body)
+	}
+	s.step(t, c)
+	got := w.renewAs(w.vmID, keys.renewal(t, certs.KubeletClient, certs.KubeletServing))
+	if got.status != http.StatusOK || certCount(t, got.body.Trust[bundle.CertPath(pki.ClusterCA)]) != 2 {
+		t.Fatalf("a worker's renewal while trusting: %d %+v", got.status, got.body.Trust)
+	}
+	s.mustRenew(t, cp, b)
+	s.step(t, c)
+	v := s.rotationOf(t, w.clusterID)
+	wantPhase(t, v, "trusting", "NodeNotReported")
+	if strings.Contains(v.CARotation.Message, w.node.Name) || strings.Contains(v.CARotation.Message, b.NodeName) {
+		t.Fatalf("the hold names a node that renewed: %s", v.CARotation.Message)
 	}
 }
