@@ -175,6 +175,7 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 	t.Helper()
 	s.step(t, c)
 	s.wantHealthAnswer(t, vms[0], bundle.RenewDue)
+	s.wantHealthAnswer(t, vms[1], "") // one control-plane node at a time
 	v := s.rotationOf(t, id)
 	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
 	for _, root := range v.CARoots {
@@ -200,6 +201,7 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 		t.Fatal("the hold names a node that renewed")
 	}
 	s.wantHealthAnswer(t, vms[0], "")
+	s.wantHealthAnswer(t, vms[2], bundle.RenewDue)
 	s.mustRenew(t, vms[2], bundles[2])
 	s.step(t, c)
 	wantPhase(t, s.rotationOf(t, id), "signing", "NodeNotReported")

@@ -61,11 +61,23 @@ type HealthRecorded struct {
 }
 
 // rotationAsks is whether the live rotation of node n's cluster stands at
-// a phase and epoch n has not applied (Rotation.Moving, AppliedBy).
-const rotationAsks = `EXISTS (SELECT 1 FROM ca_rotations cr JOIN operations co ON co.id = cr.operation_id
+// a phase and epoch n has not applied (Rotation.Moving, AppliedBy). The
+// control plane is asked one node at a time, by ordinal: a node only once
+// every control-plane node before it applied the phase and reports no
+// failing check, so no two of them restart etcd and their API servers at
+// once. Workers restart their kubelet only, and are asked together.
+var rotationAsks = `EXISTS (SELECT 1 FROM ca_rotations cr JOIN operations co ON co.id = cr.operation_id
 	WHERE cr.kube_cluster_id = n.kube_cluster_id AND co.ended_at IS NULL AND cr.phase NOT IN ('done', 'aborted')
-	AND NOT (n.ca_rotation_id IS NOT DISTINCT FROM cr.operation_id AND n.ca_phase_applied IS NOT DISTINCT FROM cr.phase
-		AND n.ca_phase_applied_at IS NOT DISTINCT FROM cr.phase_began_at))`
+	AND NOT ` + appliedBy("n") + `
+	AND (n.role <> 'control-plane' OR NOT EXISTS (SELECT 1 FROM kube_nodes p
+		WHERE p.kube_cluster_id = n.kube_cluster_id AND p.role = 'control-plane' AND p.ordinal < n.ordinal
+		AND p.vm_id IS NOT NULL AND NOT p.retiring AND (NOT ` + appliedBy("p") + ` OR p.health_failing_since IS NOT NULL))))`
+
+// appliedBy is whether node (an alias) applied rotation cr's phase and epoch.
+func appliedBy(node string) string {
+	return `(` + node + `.ca_rotation_id IS NOT DISTINCT FROM cr.operation_id AND ` + node + `.ca_phase_applied IS NOT DISTINCT FROM cr.phase
+		AND ` + node + `.ca_phase_applied_at IS NOT DISTINCT FROM cr.phase_began_at)`
+}
 
 // ClusterRef names a cluster and its org.
 type ClusterRef struct{ OrgID, ID int64 }
