@@ -403,6 +403,43 @@ ask_renewal() {
   log "k8sapi renewed: $(jq -r '.renewed | join(", ") | if . == "" then "nothing" else . end' "$work/renewal.json")"
 }
 
+# answered_trust WORK FILE OUT: during a CA rotation the renewal's answer
+# holds the node's trust files by path; FILE's is written to OUT. False
+# when the answer holds none for FILE (no rotation asks for it).
+answered_trust() {
+  jq -e --arg f "$2" '(.trust // {}) | has($f)' "$1/renewal.json" >/dev/null || return 1
+  jq -j --arg f "$2" '.trust[$f]' "$1/renewal.json" >"$3"
+}
+
+# apply_trust WORK CLUSTER_CA ENTRY...: writes each trust file a CA
+# rotation answered that differs from the node's, ENTRY being "PATH MODE
+# READER,READER..."; when the cluster CA's (CLUSTER_CA) changed, every
+# kubeconfig of the node gets it as its certificate-authority-data too.
+# The paths written are added to TRUST_CHANGED, their readers (what must
+# restart) to TRUST_READERS.
+apply_trust() {
+  local work=$1 ca=$2 entry file mode readers kubeconfig b64
+  local -a list
+  shift 2
+  TRUST_CHANGED=() TRUST_READERS=()
+  for entry in "$@"; do
+    read -r file mode readers <<<"$entry"
+    answered_trust "$work" "$file" "$work/trust.pem" || continue
+    cmp -s "$work/trust.pem" "${ROOT}${file}" && continue
+    write_file "${ROOT}${file}" "$mode" cat "$work/trust.pem" || die "cannot write ${file}"
+    TRUST_CHANGED+=("$file")
+    IFS=, read -r -a list <<<"$readers"
+    TRUST_READERS+=("${list[@]}")
+    [[ "$file" == "$ca" ]] || continue
+    b64="$(base64 -w0 <"$work/trust.pem")"
+    for kubeconfig in "${ROOT}"/etc/exk8s/kubeconfig/*.kubeconfig; do
+      [[ -e "$kubeconfig" ]] || continue
+      sed "s|^\( *certificate-authority-data:\).*|\1 ${b64}|" "$kubeconfig" >"$work/ca.kubeconfig"
+      write_file "$kubeconfig" 0600 cat "$work/ca.kubeconfig" || die "cannot write ${kubeconfig}"
+    done
+  done
+}
+
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -uo pipefail
   [[ $# -ge 1 && $# -le 2 ]] || { echo "usage: $0 PHASE [MESSAGE]" >&2; exit 2; }

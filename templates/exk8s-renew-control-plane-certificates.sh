@@ -33,6 +33,14 @@ IDENTITIES=(
 step "fetching this VM's credentials from IMDS"
 vm_proofs "$work"
 
+# The trust files a CA rotation rewrites: path, mode, the components that
+# read it.
+TRUST=(
+{{- range .Renewal.Trust }}
+  {{ shq . }}
+{{- end }}
+)
+
 ask_renewal "$work" renew key "${IDENTITIES[@]}"
 
 # served NAME FILE: writes the answered certificate of NAME to FILE.
@@ -74,6 +82,16 @@ for entry in "${IDENTITIES[@]}"; do
   [[ " ${components[*]} " == *" ${component} "* ]] || components+=("$component")
   printf '%s\n' "${components[*]}" >"$PENDING"
 done
+
+step "writing the trust files a CA rotation changed"
+apply_trust "$work" {{ shq .Renewal.ClusterCA }} "${TRUST[@]}"
+changed+=("${TRUST_CHANGED[@]}")
+for component in "${TRUST_READERS[@]}"; do
+  [[ " ${components[*]} " == *" ${component} "* ]] || components+=("$component")
+done
+if ((${#TRUST_CHANGED[@]} > 0)); then
+  printf '%s\n' "${components[*]}" >"$PENDING"
+fi
 if ((${#components[@]} == 0)); then
   log "no certificate is due; nothing changed"
   exit 0

@@ -138,7 +138,7 @@ func (s *Service) IssueAdmin(ctx context.Context, org auth.Principal, t *pki.Tru
 		return nil, fmt.Errorf("reading the admin certificate just issued: %w", err)
 	}
 	kubeconfig, err := s.Renderer.Kubeconfig(bundle.KubeconfigInput{
-		ClusterName: c.Name, Server: serverOf(c), CAPEM: []byte(c.CACert), Identity: kp,
+		ClusterName: c.Name, Server: serverOf(c), CAPEM: keyring.TrustPEM(c, string(pki.ClusterCA)), Identity: kp,
 	})
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -52,7 +53,7 @@ func (s *Service) IssueCredential(ctx context.Context, org auth.Principal, id in
 		return nil, err
 	}
 	return &apitypes.IssuedCredential{
-		ClusterID: c.ID, Name: c.Name, Server: serverOf(&c), CertificateAuthority: c.CACert,
+		ClusterID: c.ID, Name: c.Name, Server: serverOf(&c), CertificateAuthority: string(keyring.TrustPEM(&c, string(pki.ClusterCA))),
 		Certificate: string(certPEM), User: user, Groups: cert.Subject.Organization,
 		Serial: serialOf(cert), ExpiresAt: cert.NotAfter.UTC(),
 	}, nil

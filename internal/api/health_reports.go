@@ -1,17 +1,39 @@
 package api
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+
+	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/nodehealth"
+)
 
 // reportHealth serves POST /bootstrap/control-plane/{vm_id}/health: a
 // ready node reports that it is alive and what it sees (its kubelet, its
 // etcd member, its API server's /readyz). The body is read only once the
 // VM has proved itself.
 func (s *Server) reportHealth(w http.ResponseWriter, r *http.Request) {
-	recordReport(s, w, r, s.Health.Report)
+	recordHealth(s, w, r, s.Health.Report)
 }
 
 // reportWorkerHealth serves POST /bootstrap/worker/{vm_id}/health: a
 // ready worker's report (its kubelet).
 func (s *Server) reportWorkerHealth(w http.ResponseWriter, r *http.Request) {
-	recordReport(s, w, r, s.Health.ReportWorker)
+	recordHealth(s, w, r, s.Health.ReportWorker)
+}
+
+// recordHealth records a health report; when a CA rotation asks the node
+// for a phase it has not applied, the 204 says so in its
+// bundle.RenewHeader, and the node's health script starts its renewal at
+// once instead of at its daily timer.
+func recordHealth(s *Server, w http.ResponseWriter, r *http.Request,
+	record func(context.Context, auth.BootstrapVM, nodehealth.Report) (bool, error)) {
+	recordReport(s, w, r, func(ctx context.Context, vm auth.BootstrapVM, rep nodehealth.Report) error {
+		renew, err := record(ctx, vm, rep)
+		if renew {
+			w.Header().Set(bundle.RenewHeader, bundle.RenewDue)
+		}
+		return err
+	})
 }

@@ -102,6 +102,10 @@ var (
 		{Method: http.MethodPut, Path: "/clusters/{id}/spec", handle: (*Server).keepClusterSpec, Audit: "cluster.keep_spec"},
 		// Recorded here, as a replacement; the reconciler drives it.
 		{Method: http.MethodPatch, Path: "/clusters/{id}", handle: (*Server).patchCluster, Audit: "cluster.scale_control_plane", Trail: true},
+		// Recorded here (no key opened); the reconciler, which holds the
+		// KMS right, makes the new generations and drives the phases.
+		{Method: http.MethodPost, Path: "/clusters/{id}/rotate-ca", handle: (*Server).rotateCA, Audit: "cluster.rotate_ca", Trail: true},
+		{Method: http.MethodPost, Path: "/clusters/{id}/rotate-ca/abort", handle: (*Server).abortCARotation, Audit: "cluster.abort_ca_rotation", Trail: true},
 		{Method: http.MethodGet, Path: "/clusters/{id}/nodes/{vm_id}/bootstrap", handle: (*Server).nodeBootstrap},
 		{Method: http.MethodPost, Path: "/clusters/{id}/nodes/{vm_id}/rebootstrap", handle: (*Server).rebootstrap, Audit: "node.rebootstrap", Trail: true},
 		// Recorded here (no VM is created, no key opened); the reconciler,

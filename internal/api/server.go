@@ -18,6 +18,7 @@ import (
 	"github.com/excloud/k8sapi/internal/audit"
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/carotation"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/controlplane"
@@ -104,6 +105,15 @@ type Upgrades interface {
 
 var _ Upgrades = (*upgrade.Service)(nil)
 
+// CARotations records and aborts a cluster's CA rotation; the reconciler
+// drives it.
+type CARotations interface {
+	Rotate(ctx context.Context, org auth.Principal, clusterID int64, req apitypes.RotateCARequest) (apitypes.CARotation, error)
+	Abort(ctx context.Context, org auth.Principal, clusterID int64) (apitypes.CARotation, error)
+}
+
+var _ CARotations = (*carotation.Service)(nil)
+
 // KubeconfigLog lists the recorded issues of a cluster's admin kubeconfigs.
 type KubeconfigLog interface {
 	Kubeconfigs(ctx context.Context, org auth.Principal, id int64) ([]apitypes.KubeconfigIssue, error)
@@ -169,8 +179,8 @@ type Reporter interface {
 
 // HealthReports records the health reports of ready nodes.
 type HealthReports interface {
-	Report(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) error
-	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) error
+	Report(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) (bool, error)
+	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) (bool, error)
 }
 
 var _ HealthReports = (*nodehealth.Service)(nil)
@@ -212,9 +222,11 @@ type Server struct {
 	Replacer NodeReplacements
 	Scaler   ControlPlaneScalings
 	Upgrades Upgrades
-	Bundles  Bundles
-	Renewals Renewals
-	EtcdCRLs EtcdCRLs
+	// Rotations records CA rotations (ClustersFunction: no key opened).
+	Rotations CARotations
+	Bundles   Bundles
+	Renewals  Renewals
+	EtcdCRLs  EtcdCRLs
 	// EtcdMemberships serves the etcd membership route (GetBundleFunction).
 	EtcdMemberships EtcdMemberships
 	Workers         WorkerBootstraps

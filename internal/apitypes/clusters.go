@@ -35,6 +35,11 @@ type ClusterView struct {
 	// CAsExpireAt is each CA's NotAfter, by cert-table name; renewal never
 	// moves them.
 	CAsExpireAt map[string]time.Time `json:"cas_expire_at"`
+	// CARoots are the cluster's roots of trust with their generations;
+	// CARotation its latest CA rotation (null if none), with the phase
+	// each node applied.
+	CARoots    []CARootView `json:"ca_roots"`
+	CARotation *CARotation  `json:"ca_rotation"`
 	// NodePools are the cluster's live worker pools, each with its workers.
 	NodePools []NodePool `json:"node_pools"`
 	// Replacements are the cluster's newest control-plane node

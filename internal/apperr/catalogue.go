@@ -82,6 +82,12 @@ var (
 	UpgradeNotPaused      = define("upgrade_not_paused", KindConflict, "the upgrade is not paused; only a paused upgrade resumes")
 	UpgradePastAbort      = define("upgrade_past_abort", KindConflict, "every API server is at the new version already; the way back is a restore from the pre-upgrade snapshot (docs/RESTORE.md)")
 
+	// POST /clusters/{id}/rotate-ca and its abort (docs/CA-ROTATION.md).
+	UnknownRoots           = define("unknown_roots", KindUnprocessable, "roots names a root k8sapi does not rotate (cluster, etcd, front-proxy, service-account); nothing was changed")
+	OperationInProgress    = define("operation_in_progress", KindConflict, "another operation of the cluster is running; poll GET /clusters/{id} and try again once it is done")
+	NoCARotation           = define("no_ca_rotation", KindConflict, "the cluster has no CA rotation in progress")
+	CARotationPastDistrust = define("ca_rotation_past_distrust", KindConflict, "the rotation distrusts the old roots already; it can no longer be turned back")
+
 	// A node's bootstrap and renewal.
 	BootstrapClosed         = define("bootstrap_closed", KindConflict, "the node's bootstrap is closed; an operator may re-open it")
 	BootstrapChanged        = define("bootstrap_changed", KindConflict, "the node's bootstrap was re-opened while this fetch ran; fetch again")

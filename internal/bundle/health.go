@@ -18,6 +18,14 @@ const (
 	HealthEvery = 30 * time.Second
 )
 
+// RenewHeader is the header of a health report's answer that, RenewDue,
+// asks the node to renew now: a CA rotation stands at a phase it has not
+// applied (docs/CA-ROTATION.md).
+const (
+	RenewHeader = "X-Exk8s-Renew"
+	RenewDue    = "due"
+)
+
 // healthView is what the health script checks and where it reports: the
 // kubelet's /healthz, and on a control-plane node its etcd member (as
 // the API server's etcd client, which the etcd CA trusts) and its API
@@ -25,6 +33,7 @@ const (
 // by CheckSeconds, so a whole run fits well inside one period.
 type healthView struct {
 	Route                         string // the VM route's name in the shell library (VMRoutes)
+	RenewHeader, RenewDue         string
 	EverySeconds, CheckSeconds    int
 	KubeletHealthz                string
 	EtcdHealth                    string
@@ -34,7 +43,7 @@ type healthView struct {
 
 func newHealthView(route string) healthView {
 	return healthView{
-		Route: route, EverySeconds: int(HealthEvery / time.Second), CheckSeconds: 5,
+		Route: route, EverySeconds: int(HealthEvery / time.Second), CheckSeconds: 5, RenewHeader: RenewHeader, RenewDue: RenewDue,
 		KubeletHealthz: "http://127.0.0.1:10248/healthz",
 		EtcdHealth:     "https://127.0.0.1:2379/health",
 		EtcdCACert:     CertPath(pki.EtcdCA), EtcdCert: CertPath(pki.APIServerEtcdClient), EtcdKey: KeyPath(pki.APIServerEtcdClient),

@@ -83,8 +83,8 @@ func pkiPart(v *view) []fileSpec {
 		out = append(out, fileSpec{path: CertPath(name), mode: modePublic, raw: v.in.CACerts[name]})
 	}
 	out = append(out,
-		fileSpec{path: path.Join(pkiDir, "service-account.pem"), mode: modePublic, raw: v.in.ServiceAccountPubPEM},
-		fileSpec{path: path.Join(pkiDir, "service-account-key.pem"), mode: modeSecret, raw: v.in.ServiceAccountKeyPEM},
+		fileSpec{path: ServiceAccountPubPath, mode: modePublic, raw: v.in.ServiceAccountPubPEM},
+		fileSpec{path: ServiceAccountKeyPath, mode: modeSecret, raw: v.in.ServiceAccountKeyPEM},
 	)
 	for _, name := range RequiredIdentities(v.IsInitial) {
 		kp := v.in.Identities[name]

@@ -16,6 +16,10 @@ const (
 type renewalView struct {
 	Identities   []renewableIdentity
 	RestartOrder []string
+	// Trust are the trust files a rotation rewrites (trustLines);
+	// ClusterCA is the one every kubeconfig embeds.
+	Trust     []string
+	ClusterCA string
 }
 
 // renewableIdentity is one identity a renewal may re-issue: the node signs
@@ -59,7 +63,7 @@ func newRenewalView(v *view) renewalView {
 	for _, s := range kubeconfigSpecs(v) {
 		embeddedIn[s.identity] = KubeconfigPath(s.stem)
 	}
-	out := renewalView{RestartOrder: restartOrder}
+	out := renewalView{RestartOrder: restartOrder, Trust: trustLines(controlPlaneTrust), ClusterCA: CertPath(pki.ClusterCA)}
 	for _, name := range pki.Renewable() {
 		out.Identities = append(out.Identities, renewableIdentity{Name: name, KeyPath: KeyPath(name),
 			CertPath: CertPath(name), Kubeconfig: embeddedIn[name], Component: readerOf[name]})

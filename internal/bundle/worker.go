@@ -94,6 +94,8 @@ type workerView struct {
 	// Renewed are the identities its renewal script renews, over the
 	// keys its bootstrap made (the kubelet reads both).
 	Renewed []renewableIdentity
+	// Trust are the trust files a rotation rewrites (trustLines).
+	Trust []string
 	// DrainSeconds bounds the wait for pods at power-off;
 	// DrainStopSeconds the drain unit's whole stop.
 	DrainSeconds, DrainStopSeconds int
@@ -128,6 +130,7 @@ func newWorkerView(in *WorkerInput) *workerView {
 		Kubeconfig: KubeconfigPath("kubelet"), KubeletDropins: KubeletDropinDir, caPEM: in.CACert,
 		DrainSeconds: int(drainWait.Seconds()), DrainStopSeconds: int(drainStopWait.Seconds()),
 		Renewed: []renewableIdentity{workerRenewed(pki.KubeletClient), workerRenewed(pki.KubeletServing)},
+		Trust:   trustLines(workerTrust),
 	}
 }
 

@@ -84,6 +84,7 @@ func (d *describer) cluster(cl apitypes.ClusterView) {
 	d.field(0, "Remediation", remediation(cl))
 	d.conditions(0, cl.Conditions)
 	d.expiries(cl)
+	d.caRotation(cl)
 }
 
 // dnsRecords lists the control-plane name's records: what to create by

@@ -18,9 +18,9 @@ type expiry struct {
 
 func expiryOf(c store.Cluster, nodes []store.Node) expiry {
 	e := expiry{cas: map[string]time.Time{}}
-	for name, certPEM := range keyring.CACerts(&c) {
-		if notAfter, err := pki.ExpiresAt(certPEM); err == nil {
-			e.cas[string(name)] = notAfter.UTC()
+	for name := range keyring.CACerts(&c) {
+		if g, err := keyring.Current(&c, string(name)); err == nil && g.NotAfter != nil {
+			e.cas[string(name)] = g.NotAfter.UTC()
 		}
 	}
 	for _, n := range nodes {

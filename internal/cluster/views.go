@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"github.com/excloud/k8sapi/internal/carotation"
 	engine "github.com/excloud/k8sapi/internal/operation"
 	"slices"
 	"time"
@@ -60,6 +61,11 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 	v.DNSRecords = controlplane.SuggestedRecords(c.ControlPlaneDNSName, controlplane.LiveControlPlane(nodes))
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
+	v.CARoots = carotation.RootsOf(&c)
+	if c.CARotation != nil {
+		rot := carotation.ViewOf(c.ID, c.CARotation, m.Nodes)
+		v.CARotation = &rot
+	}
 	v.NodePools = nodepool.Views(m.Pools, m.Nodes)
 	v.Spec, v.Actual = filesOf(&c, v.NodePools)
 	return v

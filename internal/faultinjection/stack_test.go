@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -183,7 +184,10 @@ func newStack(t *testing.T) *stack {
 	in, err := stacktest.New(stacktest.Config{
 		Pools: s.pools, Envelope: env, SimURL: simSrv.URL, SimClient: simSrv.Client(),
 		BaseDomain: "k8s.faults.excloud", BootstrapBaseURL: "https://k8sapi.faults.excloud",
-		Log: slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// A rotation's distrust waits less than the reconciler runs' 10
+		// minutes apart (carotation_test.go).
+		CADistrustWait: 5 * time.Minute,
+		Log:            slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		WrapTopologies: func(t nodebootstrap.Topologies) nodebootstrap.Topologies {
 			return gatedTopologies{&s.topologies, t}
 		},

@@ -13,6 +13,7 @@ package keyring
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/pki"
@@ -140,21 +141,22 @@ type Opened struct {
 }
 
 // Open unwraps c's data key (one KMS Decrypt unless cached) and rehydrates
-// its CAs, service-account key and Secrets encryption key.
+// its CAs' and service-account signer's current generations and its
+// Secrets encryption key.
 func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opened, error) {
 	dk, err := env.OpenDataKey(ctx, Scope(c), c.WrappedDataKey)
 	if err != nil {
 		return nil, err
 	}
 	t := &pki.Trust{CAs: map[pki.Name]*pki.CA{}}
-	for _, col := range sealedCAs(c) {
-		if t.CAs[col.name], err = openCA(dk, col); err != nil {
+	for _, name := range bundleCAs {
+		if t.CAs[name], err = openCurrentCA(dk, c, name); err != nil {
 			return nil, err
 		}
 	}
-	saKey, err := dk.Open(envelope.Purpose{Name: PurposeServiceAccount}, c.ServiceAccountKeySealed)
+	_, saKey, err := openCurrent(dk, c, store.RootServiceAccount)
 	if err != nil {
-		return nil, fmt.Errorf("opening service-account key: %w", err)
+		return nil, err
 	}
 	if t.ServiceAccount, err = pki.ParseKey(saKey); err != nil {
 		return nil, fmt.Errorf("loading service-account key: %w", err)
@@ -165,47 +167,38 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 	return &Opened{Trust: t, DataKey: dk, ServiceAccountKey: saKey}, nil
 }
 
+// bundleCAs are the CAs of a cluster, in the cert table's order.
+var bundleCAs = []pki.Name{pki.ClusterCA, pki.EtcdCA, pki.FrontProxyCA}
+
 // OpenCA unwraps c's data key (one KMS Decrypt unless cached) and
-// rehydrates the one CA named, nothing else: what signing an operator's
-// identity needs. The trust it returns holds that CA only.
+// rehydrates the current generation of the one CA named, nothing else:
+// what signing an operator's identity needs. The trust it returns holds
+// that CA only.
 func OpenCA(ctx context.Context, env *envelope.Envelope, c *store.Cluster, name pki.Name) (*pki.Trust, error) {
-	for _, col := range sealedCAs(c) {
-		if col.name != name {
-			continue
-		}
-		dk, err := env.OpenDataKey(ctx, Scope(c), c.WrappedDataKey)
-		if err != nil {
-			return nil, err
-		}
-		ca, err := openCA(dk, col)
-		if err != nil {
-			return nil, err
-		}
-		return &pki.Trust{CAs: map[pki.Name]*pki.CA{name: ca}}, nil
+	if !slices.Contains(bundleCAs, name) {
+		return nil, fmt.Errorf("opening %s: not a sealed CA", name)
 	}
-	return nil, fmt.Errorf("opening %s: not a sealed CA", name)
+	dk, err := env.OpenDataKey(ctx, Scope(c), c.WrappedDataKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := openCurrentCA(dk, c, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pki.Trust{CAs: map[pki.Name]*pki.CA{name: ca}}, nil
 }
 
-// openCA opens one CA's sealed key and loads it with its certificate.
-func openCA(dk *envelope.DataKey, col caColumns) (*pki.CA, error) {
-	keyPEM, err := dk.Open(keyPurpose(col.name, 0), *col.key)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s key: %w", col.name, err)
-	}
-	ca, err := pki.LoadCA([]byte(*col.cert), keyPEM)
-	clear(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", col.name, err)
-	}
-	return ca, nil
-}
-
-// CACerts returns c's CA certificates (PEM) by cert-table name.
+// CACerts returns c's CA trust files (PEM) by cert-table name: every
+// generation of each CA not retired, oldest first (TrustPEM).
 func CACerts(c *store.Cluster) map[pki.Name][]byte {
-	cols := sealedCAs(c)
-	out := make(map[pki.Name][]byte, len(cols))
-	for _, col := range cols {
-		out[col.name] = []byte(*col.cert)
+	out := make(map[pki.Name][]byte, len(bundleCAs))
+	for _, name := range bundleCAs {
+		out[name] = TrustPEM(c, string(name))
 	}
 	return out
 }
+
+// ServiceAccountPub is c's service-account trust file: the public key of
+// every generation of the signer not retired.
+func ServiceAccountPub(c *store.Cluster) []byte { return TrustPEM(c, store.RootServiceAccount) }

@@ -114,6 +114,9 @@ type target struct {
 	node    clusterfacts.Node
 	phase   clusterfacts.Phase // where self's bootstrap stands
 	crl     store.EtcdCRL      // the cluster's current etcd CRL (etcdcrl.go)
+	// signerKey is the service-account signer's current key (PEM), once a
+	// renewal opened the cluster's keys.
+	signerKey []byte
 }
 
 // role is the role of t's node.
@@ -338,7 +341,7 @@ func bundleInput(t *target, artifacts artifacts.Set, opened *keyring.Opened, ids
 		Artifacts:            artifacts,
 		CACerts:              keyring.CACerts(t.row),
 		ServiceAccountKeyPEM: opened.ServiceAccountKey,
-		ServiceAccountPubPEM: []byte(t.row.ServiceAccountPub),
+		ServiceAccountPubPEM: keyring.ServiceAccountPub(t.row),
 		Identities:           ids,
 		SecretsEncryptionKey: opened.Trust.SecretsEncryptionKey,
 	}

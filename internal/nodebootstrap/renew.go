@@ -10,6 +10,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -30,6 +31,7 @@ type Renewer interface {
 	RenewIdentities(ctx context.Context, r store.CertReplacement) (bool, error)
 	RecordIssued(ctx context.Context, vmID int64, issued []store.Identity) error
 	IssuedSerials(ctx context.Context, nodeID int64) (map[string][]string, error)
+	RecordCAPhase(ctx context.Context, vmID int64, r store.Rotation) error
 }
 
 var _ Renewer = (*store.Store)(nil)
@@ -50,6 +52,9 @@ type RenewalRequest struct {
 type RenewalOutcome struct {
 	Certificates map[pki.Name]string
 	Renewed      []pki.Name
+	// Trust are the node's trust files by path, answered during a CA
+	// rotation (bundle.ControlPlaneTrust, bundle.WorkerTrust); nil outside.
+	Trust map[string]string
 }
 
 // Renew checks the node's possession of each of its keys and re-issues the
@@ -83,7 +88,52 @@ func (s *Service) renew(ctx context.Context, vm auth.BootstrapVM, req RenewalReq
 	if err := s.heldAsIssued(ctx, t.self.ID, held); err != nil {
 		return nil, err
 	}
-	return s.reissueDue(ctx, vm, t, held)
+	out, err := s.reissueDue(ctx, vm, t, held)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.applyRotation(ctx, t, out, controlPlaneTrust)
+}
+
+// rotating is t's cluster's rotation when it asks t's node for its phase
+// (live, and not applied by the node at its epoch): every certificate is
+// due then, and the answer carries the trust files.
+func rotating(t *target) *store.Rotation {
+	r := t.row.CARotation
+	if !r.Moving() || r.AppliedBy(t.self.CAPhase) {
+		return nil
+	}
+	return r
+}
+
+// applyRotation puts t's trust files (trust's) in out and records the
+// rotation's phase as applied by t's node, when a rotation asks for it:
+// answered only if recorded, so a node never holds a phase k8sapi does
+// not know it holds. A phase that moved meanwhile records nothing, and
+// the node is due again at its next renewal.
+func (s *Service) applyRotation(ctx context.Context, t *target, out *RenewalOutcome, trust func(*target) map[string]string) error {
+	r := rotating(t)
+	if r == nil {
+		return nil
+	}
+	out.Trust = trust(t)
+	if err := s.Renewer.RecordCAPhase(ctx, t.self.VMID, *r); err != nil {
+		return databaseError(err)
+	}
+	return nil
+}
+
+// controlPlaneTrust is a control-plane node's trust files; the signer's
+// current key only in the phases whose current generation is not the
+// one the node signs with (signing, and an abort's step back) of a
+// rotation that rotates it.
+func controlPlaneTrust(t *target) map[string]string {
+	var signer []byte
+	r := t.row.CARotation
+	if r.Rotates(store.RootServiceAccount) && (r.Phase == store.PhaseSigning || r.Phase == store.PhaseUntrusting) {
+		signer = t.signerKey // opened by the re-issue: everything is due
+	}
+	return bundle.ControlPlaneTrust(keyring.CACerts(t.row), keyring.ServiceAccountPub(t.row), signer)
 }
 
 // heldKey is one identity whose key the node proved it holds.
@@ -192,7 +242,7 @@ func proveOne(name pki.Name, csr, cert string) (heldKey, error) {
 func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target, held []heldKey) (*RenewalOutcome, error) {
 	out := &RenewalOutcome{}
 	change := store.CertReplacement{VMID: vm.VMID, OrgID: vm.OrgID, Previous: map[string]string{}}
-	due, err := s.due(held)
+	due, err := s.due(held, rotating(t) != nil)
 	if err != nil || len(due) == 0 {
 		out.Certificates = certsOf(held)
 		return out, err
@@ -201,6 +251,7 @@ func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target
 	if err != nil {
 		return nil, err
 	}
+	t.signerKey = sign.signerKey
 	out.Certificates = certsOf(held)
 	for _, k := range due {
 		id, err := sign.reissue(k)
@@ -217,8 +268,13 @@ func (s *Service) reissueDue(ctx context.Context, vm auth.BootstrapVM, t *target
 	return out, s.storeRenewal(ctx, change)
 }
 
-// due lists the held keys whose certificates have less than RenewBefore left.
-func (s *Service) due(held []heldKey) ([]heldKey, error) {
+// due lists the held keys whose certificates have less than RenewBefore
+// left: all of them when a rotation asks (every leaf is signed by its
+// root's current generation again).
+func (s *Service) due(held []heldKey, all bool) ([]heldKey, error) {
+	if all {
+		return held, nil
+	}
 	var out []heldKey
 	for _, k := range held {
 		isDue, err := s.Leaves.Due([]byte(k.cert), s.now())
@@ -245,6 +301,9 @@ type signer struct {
 	issuer  pki.Issuer
 	trust   *pki.Trust
 	subject pki.Subject
+	// signerKey is the service-account signer's current key (PEM), opened
+	// with the CAs.
+	signerKey []byte
 }
 
 // signer opens t's CAs (one KMS call, or none when warm): only a renewal
@@ -258,7 +317,7 @@ func (s *Service) signer(ctx context.Context, t *target) (*signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signer{issuer: s.issuer(t.cluster.Algorithm), trust: opened.Trust, subject: subject}, nil
+	return &signer{issuer: s.issuer(t.cluster.Algorithm), trust: opened.Trust, subject: subject, signerKey: opened.ServiceAccountKey}, nil
 }
 
 func (g *signer) reissue(k heldKey) (store.Identity, error) {
@@ -289,11 +348,14 @@ type RenewalResponse struct {
 	Renewed      []pki.Name          `json:"renewed"`
 	// NotAfter is the earliest end among the answered certificates.
 	NotAfter time.Time `json:"not_after"`
+	// Trust are the node's trust files by path during a CA rotation (each
+	// a bundle of its root's trusted generations); absent outside one.
+	Trust map[string]string `json:"trust,omitempty"`
 }
 
 // Response returns the renewal in its wire shape.
 func (r *RenewalOutcome) Response() RenewalResponse {
-	out := RenewalResponse{Certificates: r.Certificates, Renewed: r.Renewed}
+	out := RenewalResponse{Certificates: r.Certificates, Renewed: r.Renewed, Trust: r.Trust}
 	if out.Renewed == nil {
 		out.Renewed = []pki.Name{}
 	}

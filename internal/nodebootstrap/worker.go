@@ -196,7 +196,7 @@ func (s *WorkerService) signWorker(ctx context.Context, t *target, subject pki.S
 		certs[name] = string(cert)
 	}
 	return &WorkerCertificates{KubeletClient: certs[pki.KubeletClient], KubeletServing: certs[pki.KubeletServing],
-		CACert: t.row.CACert}, nil
+		CACert: string(keyring.TrustPEM(t.row, string(pki.ClusterCA)))}, nil
 }
 
 // recordSigned records this window's signing and the certificates' serials
@@ -289,7 +289,7 @@ func workerBundleOf(t *target, pool store.Pool, window time.Duration) (*WorkerBu
 	}
 	c, n := t.row, t.self
 	return &WorkerBundle{ClusterName: c.Name, NodeName: n.Name, NodePool: pool.Name,
-		APIServerURL: bundle.WorkerAPIServerURL(t.cluster), CACert: c.CACert, KubernetesVersion: t.cluster.KubernetesVersion,
+		APIServerURL: bundle.WorkerAPIServerURL(t.cluster), CACert: string(keyring.TrustPEM(c, string(pki.ClusterCA))), KubernetesVersion: t.cluster.KubernetesVersion,
 		ClusterDomain: c.ClusterDomain, ClusterDNS: dnsIP.String(), PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR, CNI: c.CNI,
 		IPv4: n.IPv4, IPv6: n.IPv6, PublicIPv4: n.PublicIPv4, Labels: pool.Labels, Taints: clusterspec.TaintsOf(pool.Taints),
 		CSRPath:        strings.Replace(bundle.WorkerCSRPathTemplate, "{vm_id}", strconv.FormatInt(n.VMID, 10), 1),
@@ -305,7 +305,7 @@ func (s *WorkerService) renderWorker(t *target, pool store.Pool, b *WorkerBundle
 	}
 	files, err := s.Renderer.RenderWorker(bundle.WorkerInput{Cluster: t.cluster, ControlPlane: controlPlaneOf(t),
 		Worker: t.node, Pool: pool.Name, Labels: pool.Labels, Taints: taintsOf(pool.Taints), Artifacts: artifacts,
-		CACert: []byte(t.row.CACert)})
+		CACert: keyring.TrustPEM(t.row, string(pki.ClusterCA))})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/pki"
 	"github.com/excloud/k8sapi/internal/store"
@@ -60,7 +61,16 @@ func (s *WorkerService) RenewWorker(ctx context.Context, vm auth.BootstrapVM, re
 	if err := s.heldAsIssued(ctx, t.self.ID, held); err != nil {
 		return nil, err
 	}
-	return s.reissueWorker(ctx, t, held)
+	out, err := s.reissueWorker(ctx, t, held)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.applyRotation(ctx, t, out, workerTrust)
+}
+
+// workerTrust is a worker's trust files: the cluster CA's.
+func workerTrust(t *target) map[string]string {
+	return bundle.WorkerTrust(keyring.TrustPEM(t.row, string(pki.ClusterCA)))
 }
 
 // checkWorkerRenewal says every problem with req's names at once: each
@@ -103,14 +113,14 @@ func (s *WorkerService) heldWorkerKeys(t *target, req WorkerRenewalRequest) ([]h
 	if err != nil {
 		return nil, err
 	}
-	ca, err := pki.ParseCert([]byte(t.row.CACert))
+	cas, err := pki.ParseCerts(keyring.TrustPEM(t.row, string(pki.ClusterCA)))
 	if err != nil {
 		return nil, apperr.Internal.Wrap(err)
 	}
 	var out []heldKey
 	for _, name := range workerRenewable {
 		cert := req.Certificates[string(name)]
-		if err := ownCertificate(cert, name, subject, ca); err != nil {
+		if err := ownCertificate(cert, name, subject, cas); err != nil {
 			return nil, err
 		}
 		k, err := proveOne(name, req.CSRs[string(name)], cert)
@@ -123,15 +133,17 @@ func (s *WorkerService) heldWorkerKeys(t *target, req WorkerRenewalRequest) ([]h
 }
 
 // ownCertificate refuses a certificate that is not the worker's name row
-// from its cluster CA: another CA's, another node's, another row's.
-func ownCertificate(certPEM string, name pki.Name, subject pki.Subject, ca *x509.Certificate) error {
+// from a generation of its cluster CA still trusted (cas; during a
+// rotation, the old and the new): another CA's, another node's, another
+// row's.
+func ownCertificate(certPEM string, name pki.Name, subject pki.Subject, cas []*x509.Certificate) error {
 	cert, err := pki.ParseCert([]byte(certPEM))
 	if err != nil {
 		return apperr.InvalidRequest.Detail("certificates." + string(name) + ": " + err.Error())
 	}
 	spec, _ := pki.Lookup(name) // workerRenewable names the table's rows
 	switch {
-	case cert.CheckSignatureFrom(ca) != nil:
+	case !signedByOne(cert, cas):
 		return notOwn(name, "is not signed by this cluster's CA")
 	case cert.Subject.CommonName != spec.CommonName(subject):
 		return notOwn(name, "is not this node's (common name "+cert.Subject.CommonName+")")
@@ -139,6 +151,11 @@ func ownCertificate(certPEM string, name pki.Name, subject pki.Subject, ca *x509
 		return notOwn(name, "is not a "+string(name)+" certificate")
 	}
 	return nil
+}
+
+// signedByOne says whether one of cas signed cert.
+func signedByOne(cert *x509.Certificate, cas []*x509.Certificate) bool {
+	return slices.ContainsFunc(cas, func(ca *x509.Certificate) bool { return cert.CheckSignatureFrom(ca) == nil })
 }
 
 func notOwn(name pki.Name, why string) error {
@@ -149,7 +166,7 @@ func notOwn(name pki.Name, why string) error {
 // (a worker is issued nothing else) and answers all of them. Only their
 // serials are stored: k8sapi keeps no copy of a worker's certificates.
 func (s *WorkerService) reissueWorker(ctx context.Context, t *target, held []heldKey) (*RenewalOutcome, error) {
-	due, err := s.due(held)
+	due, err := s.due(held, rotating(t) != nil)
 	out := &RenewalOutcome{Certificates: certsOf(held)}
 	if err != nil || len(due) == 0 {
 		return out, err

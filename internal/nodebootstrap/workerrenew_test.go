@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"errors"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestOwnCertificate(t *testing.T) {
 		return string(cert)
 	}
 	ca := trust.CAs[pki.ClusterCA].Cert
-	if err := ownCertificate(issue(trust, pki.KubeletClient, self), pki.KubeletClient, self, ca); err != nil {
+	if err := ownCertificate(issue(trust, pki.KubeletClient, self), pki.KubeletClient, self, []*x509.Certificate{ca}); err != nil {
 		t.Errorf("its own client certificate: %v", err)
 	}
 	for what, cert := range map[string]string{
@@ -56,12 +57,12 @@ func TestOwnCertificate(t *testing.T) {
 		"its serving, shown as its client": issue(trust, pki.KubeletServing, self),
 	} {
 		var e *apperr.Error
-		if err := ownCertificate(cert, pki.KubeletClient, self, ca); !errors.As(err, &e) || e.Code != apperr.ProofOfPossessionFailed {
+		if err := ownCertificate(cert, pki.KubeletClient, self, []*x509.Certificate{ca}); !errors.As(err, &e) || e.Code != apperr.ProofOfPossessionFailed {
 			t.Errorf("%s certificate: %v, want proof_of_possession_failed", what, err)
 		}
 	}
 	var e *apperr.Error
-	if err := ownCertificate("not PEM", pki.KubeletClient, self, ca); !errors.As(err, &e) || e.Code != apperr.InvalidRequest {
+	if err := ownCertificate("not PEM", pki.KubeletClient, self, []*x509.Certificate{ca}); !errors.As(err, &e) || e.Code != apperr.InvalidRequest {
 		t.Errorf("not a certificate: %v, want invalid_request", err)
 	}
 }

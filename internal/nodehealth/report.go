@@ -101,7 +101,7 @@ func (r Report) failing() bool {
 
 // Recorder is the part of the store the reports need.
 type Recorder interface {
-	RecordHealth(ctx context.Context, r store.HealthReport) (string, error)
+	RecordHealth(ctx context.Context, r store.HealthReport) (store.HealthRecorded, error)
 }
 
 var _ Recorder = (*store.Store)(nil)
@@ -112,32 +112,33 @@ type Service struct {
 	Now   func() time.Time
 }
 
-// Report records the report of vm, a control-plane node.
-func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) error {
+// Report records the report of vm, a control-plane node, and says
+// whether a CA rotation asks it to renew now.
+func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) (bool, error) {
 	return s.record(ctx, vm, clusterfacts.ControlPlane, r)
 }
 
 // ReportWorker records the report of vm, a pool's worker.
-func (s *Service) ReportWorker(ctx context.Context, vm auth.BootstrapVM, r Report) error {
+func (s *Service) ReportWorker(ctx context.Context, vm auth.BootstrapVM, r Report) (bool, error) {
 	return s.record(ctx, vm, clusterfacts.Worker, r)
 }
 
-func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, role clusterfacts.Role, r Report) error {
+func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, role clusterfacts.Role, r Report) (bool, error) {
 	if err := r.Validate(role); err != nil {
-		return err
+		return false, err
 	}
 	checks, _ := json.Marshal(r.Checks) // a map of plain structs cannot fail to marshal
-	status, err := s.Store.RecordHealth(ctx, store.HealthReport{VMID: vm.VMID, OrgID: vm.OrgID, Role: progress.StoreRole(role),
+	got, err := s.Store.RecordHealth(ctx, store.HealthReport{VMID: vm.VMID, OrgID: vm.OrgID, Role: progress.StoreRole(role),
 		ChecksJSON: string(checks), Failing: r.failing(), At: s.now()})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return apperr.NotFound.Detail("no " + progress.RoleNoun(role) + " for this VM")
+		return false, apperr.NotFound.Detail("no " + progress.RoleNoun(role) + " for this VM")
 	case err != nil:
-		return apperr.DatabaseUnavailable.Wrap(err)
-	case status != store.StatusActive:
-		return apperr.ClusterNotActive.Detail("the VM's cluster is " + status)
+		return false, apperr.DatabaseUnavailable.Wrap(err)
+	case got.Status != store.StatusActive:
+		return false, apperr.ClusterNotActive.Detail("the VM's cluster is " + got.Status)
 	}
-	return nil
+	return got.RenewDue, nil
 }
 
 func (s *Service) now() time.Time {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/excloud/k8sapi/internal/carotation"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
@@ -67,6 +68,10 @@ type Report struct {
 	// Cluster upgrades ended (done or aborted) and paused on a failed gate.
 	Upgraded       int `json:"upgraded"`
 	UpgradesPaused int `json:"upgrades_paused"`
+	// CA rotations done (or aborted), and holding for a node or a token
+	// wait.
+	Rotated          int `json:"rotated"`
+	RotationsWaiting int `json:"rotations_waiting"`
 }
 
 // counter is where rep counts an outcome of the kind what (nil: not
@@ -79,6 +84,7 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 		controlplane.Replacement: {engine.Done: &rep.Replaced, engine.Undone: &rep.ReplacementsFailed, engine.Waiting: &rep.ReplacementsWaiting},
 		controlplane.Scaling:     {engine.Done: &rep.Scaled, engine.Undone: &rep.ScalingsFailed, engine.Waiting: &rep.ScalingsWaiting},
 		upgrade.Kind:             {engine.Done: &rep.Upgraded, engine.Undone: &rep.UpgradesPaused},
+		carotation.Rotation:      {engine.Done: &rep.Rotated, engine.Waiting: &rep.RotationsWaiting},
 	}
 	if o == engine.Retrying {
 		return &rep.Retrying
@@ -119,6 +125,7 @@ func (r *Reconciler) kinds() map[string]handler {
 	pools := &nodepool.Service{Deps: r.Deps}
 	cp := &controlplane.Service{Deps: r.Deps}
 	up := &upgrade.Service{Deps: r.Deps}
+	rotations := &carotation.Service{Deps: r.Deps}
 	return map[string]handler{
 		store.KindFounding:            onCluster(r, clusters.ReconcileCluster),
 		store.KindDeletion:            onCluster(r, clusters.ReconcileCluster),
@@ -126,6 +133,7 @@ func (r *Reconciler) kinds() map[string]handler {
 		store.KindNodeReplacement:     onCluster(r, cp.ReconcileReplacement),
 		store.KindControlPlaneScaling: onCluster(r, cp.ReconcileScaling),
 		store.KindUpgrade:             onCluster(r, up.Reconcile),
+		store.KindCARotation:          onCluster(r, rotations.ReconcileRotation),
 	}
 }
 

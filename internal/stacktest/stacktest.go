@@ -73,6 +73,9 @@ type Config struct {
 	// SnapshotBucket is the etcd snapshots' bucket (nil: a bucket that
 	// is unavailable, for tests that take no snapshot).
 	SnapshotBucket etcdsnapshot.Bucket
+	// CADistrustWait shortens a CA rotation's wait before its distrust
+	// (usecase.Settings.CADistrustWait; 0: the default).
+	CADistrustWait time.Duration
 }
 
 // PinnedArtifacts is the default artifact set with a made-up pin for every
@@ -175,7 +178,7 @@ func founder(cfg Config, st *store.Store, r *bundle.Renderer) *usecase.Deps {
 		Settings: usecase.Settings{
 			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: artifacts.DefaultKubernetesVersion,
 			ServiceCIDR: usecase.DefaultServiceCIDR, PodCIDR: usecase.DefaultPodCIDR, ClusterDomain: usecase.DefaultClusterDomain,
-			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: pinned,
+			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: pinned, CADistrustWait: cfg.CADistrustWait,
 		},
 		Now: cfg.Now,
 	}

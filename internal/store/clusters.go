@@ -104,6 +104,12 @@ type Cluster struct {
 	// cluster-admin, or system:masters for a cluster founded before that
 	// binding existed (migration 030), whose API server knows no other.
 	AdminGroup string `db:"admin_group"`
+	// CAGenerations are the rows of the cluster's roots' generations
+	// (migration 034): a root with none is generation 1, current, in the
+	// columns above (keyring.Generations). CARotation is its latest CA
+	// rotation, nil if it never had one.
+	CAGenerations []CAGeneration `db:"ca_generations"`
+	CARotation    *Rotation      `db:"ca_rotation"`
 }
 
 var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
@@ -115,7 +121,8 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 	` + clusterLastOp + `, security_group_requested, resumable, artifacts,
 	create_token_key, secrets_encryption_key_sealed,
 	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
-	spec, etcd_snapshot_interval_seconds, unhealthy_after_seconds, max_unhealthy_percent, admin_group`
+	spec, etcd_snapshot_interval_seconds, unhealthy_after_seconds, max_unhealthy_percent, admin_group,
+	` + caGenerationsColumn(true) + `, ` + caRotationColumn
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 
@@ -187,6 +194,8 @@ type Node struct {
 	// EtcdRemovedAt is when a member that stays reported this retiring
 	// node's etcd member removed (migration 033); nil: not yet.
 	EtcdRemovedAt *time.Time
+	// CAPhase is the CA rotation phase the node last applied (migration 034).
+	CAPhase NodeCAPhase
 }
 
 // DeprecatedAPI is one deprecated API requested of an API server
@@ -260,7 +269,7 @@ var listedColumns = `id, org_id, project_id, name, control_plane_dns_name, statu
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count,
 	ca_cert, etcd_ca_cert, front_proxy_ca_cert, dns_configured, dns_error, created_at, updated_at,
 	restored_from_snapshot_id, ` + clusterFoundingSpec + `, ` + clusterLastOp + `, spec, etcd_snapshot_interval_seconds,
-	unhealthy_after_seconds, max_unhealthy_percent`
+	unhealthy_after_seconds, max_unhealthy_percent, ` + caGenerationsColumn(false) + `, ` + caRotationColumn
 
 // ListClusters returns the page of org's clusters q selects, with
 // listedColumns only (the other fields are zero).
@@ -346,7 +355,8 @@ func nodesSelect(identities, identitiesJoin, where string) string {
 		       n.ipv4, n.ipv6, n.public_ipv4, exp.issued,
 		       n.phase, n.message, n.updated_at, n.bootstrap_opened_at, n.ready_at, n.phase_times, n.deprecated_apis, n.deprecated_apis_reported_at, n.etcd_removed_at,
 		       ` + identities + `, exp.earliest, exp.undated,
-		       n.health_reported_at, n.health_checks, n.health_failing_since, n.remediation_refused
+		       n.health_reported_at, n.health_checks, n.health_failing_since, n.remediation_refused,
+		       coalesce(n.ca_rotation_id, 0), coalesce(n.ca_phase_applied, ''), n.ca_phase_applied_at
 		FROM kube_nodes n` + identitiesJoin + `
 		LEFT JOIN LATERAL (
 			SELECT count(*) > 0 AS issued, min(not_after) FILTER (WHERE NOT bootstrap_only) AS earliest,
@@ -376,7 +386,8 @@ func scanNode(r pgx.CollectableRow) (Node, error) {
 	if err := r.Scan(&n.ID, &n.ClusterID, &n.Role, &n.PoolID, &n.Retiring, &n.ReplacementID, &n.ScalingID, &n.VMID, &n.CreateRequested, &n.Ordinal, &n.Name, &n.KubernetesVersion, &n.IPv4, &n.IPv6, &n.PublicIPv4, &n.Issued,
 		&n.Phase, &n.PhaseMessage, &n.PhaseUpdatedAt, &n.BootstrapOpenedAt, &n.ReadyAt, &n.PhaseTimes, &n.DeprecatedAPIs, &n.DeprecatedAPIsReportedAt, &n.EtcdRemovedAt, &names, &certs, &keys, &notAfters,
 		&windows, &only, &n.Expiry.Earliest, &n.Expiry.UndatedCerts,
-		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused); err != nil {
+		&n.Health.ReportedAt, &n.Health.Checks, &n.Health.FailingSince, &n.Health.RemediationRefused,
+		&n.CAPhase.RotationID, &n.CAPhase.Phase, &n.CAPhase.AppliedAt); err != nil {
 		return n, err
 	}
 	for i := range names {

@@ -378,6 +378,10 @@ func endCluster(ctx context.Context, tx pgx.Tx, clusterID int64, owner, status, 
 		WHERE node_id IN (SELECT id FROM kube_nodes WHERE kube_cluster_id = $1)`, clusterID, []byte{}); err != nil {
 		return fmt.Errorf("destroying node identity keys: %w", err)
 	}
+	if _, err := tx.Exec(ctx, `UPDATE ca_generations SET key_sealed = $2, updated_at = now() WHERE kube_cluster_id = $1`,
+		clusterID, []byte{}); err != nil {
+		return fmt.Errorf("destroying CA generation keys: %w", err)
+	}
 	// The teardown deleted the workers' VMs with the rest.
 	if _, err := tx.Exec(ctx, `UPDATE node_pools SET state = 'deleted', updated_at = now()
 		WHERE kube_cluster_id = $1 AND state <> 'deleted'`, clusterID); err != nil {

@@ -34,10 +34,10 @@ type HealthReport struct {
 // node's noted refusal. Answers the cluster's status (the report is
 // recorded only for an active cluster); ErrNotFound: VMID is no node of
 // Role of org's clusters.
-func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (string, error) {
-	var status string
+func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
+	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
-			SELECT n.id, k.status FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			SELECT n.id, k.status, `+rotationAsks+` AS renew FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3
 		), recorded AS (
 			UPDATE kube_nodes n SET health_reported_at = $4, health_checks = $5::jsonb,
@@ -45,11 +45,38 @@ func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (string, error
 				remediation_refused = CASE WHEN $6 THEN n.remediation_refused ELSE '' END
 			FROM node WHERE n.id = node.id AND node.status = 'active' RETURNING 1
 		)
-		SELECT status FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing).Scan(&status)
+		SELECT status, renew FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing).Scan(&out.Status, &out.RenewDue)
 	if err != nil {
-		return "", fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
+		return out, fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
 	}
-	return status, nil
+	return out, nil
+}
+
+// HealthRecorded is what recording a report found: the cluster's status,
+// and whether a CA rotation asks the node for a phase it has not applied
+// (its health report's answer tells it to renew now).
+type HealthRecorded struct {
+	Status   string
+	RenewDue bool
+}
+
+// rotationAsks is whether the live rotation of node n's cluster stands at
+// a phase and epoch n has not applied (Rotation.Moving, AppliedBy). The
+// control plane is asked one node at a time, by ordinal: a node only once
+// every control-plane node before it applied the phase and reports no
+// failing check, so no two of them restart etcd and their API servers at
+// once. Workers restart their kubelet only, and are asked together.
+var rotationAsks = `EXISTS (SELECT 1 FROM ca_rotations cr JOIN operations co ON co.id = cr.operation_id
+	WHERE cr.kube_cluster_id = n.kube_cluster_id AND co.ended_at IS NULL AND cr.phase NOT IN ('done', 'aborted')
+	AND NOT ` + appliedBy("n") + `
+	AND (n.role <> 'control-plane' OR NOT EXISTS (SELECT 1 FROM kube_nodes p
+		WHERE p.kube_cluster_id = n.kube_cluster_id AND p.role = 'control-plane' AND p.ordinal < n.ordinal
+		AND p.vm_id IS NOT NULL AND NOT p.retiring AND (NOT ` + appliedBy("p") + ` OR p.health_failing_since IS NOT NULL))))`
+
+// appliedBy is whether node (an alias) applied rotation cr's phase and epoch.
+func appliedBy(node string) string {
+	return `(` + node + `.ca_rotation_id IS NOT DISTINCT FROM cr.operation_id AND ` + node + `.ca_phase_applied IS NOT DISTINCT FROM cr.phase
+		AND ` + node + `.ca_phase_applied_at IS NOT DISTINCT FROM cr.phase_began_at)`
 }
 
 // ClusterRef names a cluster and its org.

@@ -47,15 +47,16 @@ const (
 	ReasonFailed      = "Failed"     // ended without doing what was asked (message: why)
 	ReasonSuperseded  = "Superseded" // ended by a newer operation of its target (a cluster's deletion)
 	ReasonPaused      = "Paused"     // ended as its gate failed, waiting on the operator (an upgrade; resumed, it begins again)
-	ReasonAborted     = "Aborted"    // ended turned back by the operator (an upgrade)
+	ReasonAborted     = "Aborted"    // ended turned back by the operator (an upgrade; a CA rotation before its distrust)
 )
 
 // DeletionTakesOver are the kinds whose live operation a cluster's
 // deletion may go ahead of once its lease ran out (its driver died): the
 // teardown deletes whatever they made. Any other live operation (a
 // replacement or a control-plane scaling, whose new VM only it knows how
-// to finish) holds the deletion off until it ends.
-var DeletionTakesOver = []string{KindFounding, KindDeletion, KindNodePool}
+// to finish) holds the deletion off until it ends. A CA rotation's
+// generations are shredded with the rest of the cluster's keys.
+var DeletionTakesOver = []string{KindFounding, KindDeletion, KindNodePool, KindCARotation}
 
 // Operation is an operations row as the reconciler claims it: which kind,
 // on which target of which cluster (and org).

@@ -46,6 +46,10 @@ type Settings struct {
 	AddressPolls        int
 	AddressPollInterval time.Duration
 	LeafLifetime        time.Duration // zero: the cert table's
+	// CADistrustWait is how long a CA rotation begun from now keeps the
+	// old roots trusted after signing began (zero: the longest lifetime
+	// the cluster allows, carotation.DefaultDistrustWait); tests shorten it.
+	CADistrustWait time.Duration
 	// Artifacts is the configured artifact set with its manifest's pins;
 	// a cluster records its part of it at founding.
 	Artifacts artifacts.Set

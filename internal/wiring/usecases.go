@@ -3,6 +3,7 @@ package wiring
 import (
 	"github.com/excloud/k8sapi/internal/adminkubeconfig"
 	"github.com/excloud/k8sapi/internal/api"
+	"github.com/excloud/k8sapi/internal/carotation"
 	"github.com/excloud/k8sapi/internal/cluster"
 	"github.com/excloud/k8sapi/internal/controlplane"
 	"github.com/excloud/k8sapi/internal/nodepool"
@@ -33,4 +34,5 @@ func ServeClusters(srv *api.Server, d *usecase.Deps) {
 	cp := &controlplane.Service{Deps: d}
 	srv.Replacer, srv.Scaler = cp, cp
 	srv.Upgrades = &upgrade.Service{Deps: d}
+	srv.Rotations = &carotation.Service{Deps: d}
 }

@@ -28,7 +28,7 @@ func TestProjectTemplate(t *testing.T) {
 		"ClustersFunction": {"DELETE /clusters/{id}", "DELETE /clusters/{id}/node-pools/{pool}", "GET /catalog", "GET /clusters", "GET /clusters/{id}",
 			"GET /clusters/{id}/etcd-snapshots", "GET /clusters/{id}/events", "GET /clusters/{id}/kubeconfigs", "GET /clusters/{id}/node-pools", "GET /clusters/{id}/node-pools/{pool}",
 			"GET /clusters/{id}/nodes/{vm_id}/bootstrap", "GET /clusters/{id}/upgrade", "PATCH /clusters/{id}", "PATCH /clusters/{id}/node-pools/{pool}", "POST /clusters/{id}/etcd-snapshots",
-			"POST /clusters/{id}/node-pools", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap", "POST /clusters/{id}/nodes/{vm_id}/replace", "POST /clusters/{id}/upgrade", "POST /clusters/{id}/upgrade/abort",
+			"POST /clusters/{id}/node-pools", "POST /clusters/{id}/nodes/{vm_id}/rebootstrap", "POST /clusters/{id}/nodes/{vm_id}/replace", "POST /clusters/{id}/rotate-ca", "POST /clusters/{id}/rotate-ca/abort", "POST /clusters/{id}/upgrade", "POST /clusters/{id}/upgrade/abort",
 			"POST /clusters/{id}/upgrade/resume", "PUT /clusters/{id}/spec"},
 		"CreateClusterFunction": {"POST /clusters", "POST /clusters/{id}/credentials", "POST /clusters/{id}/kubeconfig"},
 		"GetBundleFunction": {"GET /bootstrap/control-plane/{vm_id}", "GET /bootstrap/control-plane/{vm_id}/etcd-crl", "GET /bootstrap/control-plane/{vm_id}/etcd-membership", "GET /bootstrap/control-plane/{vm_id}/etcd-restore", "GET /bootstrap/control-plane/{vm_id}/etcd-snapshot",

@@ -63,4 +63,14 @@ if ! vm_proofs "$work"; then
 fi
 jq -n --argjson checks "$checks" '{checks: $checks}' >"$work/health.json"
 k8sapi_call report 'health' "$work" /dev/null -X POST -H 'Content-Type: application/json' \
-  --data-binary "@$work/health.json" || { log "k8sapi did not take the report: $(cat "$work/health.json")"; exit 1; }
+  -D "$work/answer.headers" --data-binary "@$work/health.json" ||
+  { log "k8sapi did not take the report: $(cat "$work/health.json")"; exit 1; }
+
+# A CA rotation asks this node for a phase it has not applied: renew now,
+# not at the daily timer (the renewal applies it).
+if grep -qi '^X-Exk8s-Renew: *due' "$work/answer.headers"; then
+  log "k8sapi asks for a renewal now (a CA rotation)"
+  if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" != "1" ]]; then
+    systemctl start --no-block exk8s-renew-certificates.service || log "could not start the renewal"
+  fi
+fi

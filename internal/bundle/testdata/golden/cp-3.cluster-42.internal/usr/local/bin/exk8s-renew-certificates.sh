@@ -40,6 +40,16 @@ IDENTITIES=(
 step "fetching this VM's credentials from IMDS"
 vm_proofs "$work"
 
+# The trust files a CA rotation rewrites: path, mode, the components that
+# read it.
+TRUST=(
+  '/etc/exk8s/pki/ca.pem 0644 kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,exk8s-control-plane-taint'
+  '/etc/exk8s/pki/etcd-ca.pem 0644 kube-apiserver,etcd'
+  '/etc/exk8s/pki/front-proxy-ca.pem 0644 kube-apiserver,kube-controller-manager'
+  '/etc/exk8s/pki/service-account.pem 0644 kube-apiserver'
+  '/etc/exk8s/pki/service-account-key.pem 0600 kube-apiserver,kube-controller-manager'
+)
+
 ask_renewal "$work" renew key "${IDENTITIES[@]}"
 
 # served NAME FILE: writes the answered certificate of NAME to FILE.
@@ -81,6 +91,16 @@ for entry in "${IDENTITIES[@]}"; do
   [[ " ${components[*]} " == *" ${component} "* ]] || components+=("$component")
   printf '%s\n' "${components[*]}" >"$PENDING"
 done
+
+step "writing the trust files a CA rotation changed"
+apply_trust "$work" '/etc/exk8s/pki/ca.pem' "${TRUST[@]}"
+changed+=("${TRUST_CHANGED[@]}")
+for component in "${TRUST_READERS[@]}"; do
+  [[ " ${components[*]} " == *" ${component} "* ]] || components+=("$component")
+done
+if ((${#TRUST_CHANGED[@]} > 0)); then
+  printf '%s\n' "${components[*]}" >"$PENDING"
+fi
 if ((${#components[@]} == 0)); then
   log "no certificate is due; nothing changed"
   exit 0

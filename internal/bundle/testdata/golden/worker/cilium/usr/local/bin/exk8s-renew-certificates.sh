@@ -36,7 +36,17 @@ PENDING="${ROOT}/etc/exk8s/renewal-restarts-pending"
 step "fetching this VM's credentials from IMDS"
 vm_proofs "$work"
 
+# The trust files a CA rotation rewrites: path, mode, who reads it.
+TRUST=(
+  '/etc/exk8s/pki/ca.pem 0644 kubelet'
+)
+
 ask_renewal "$work" worker_renew certificate "${IDENTITIES[@]}"
+# During a CA rotation the certificates are checked against the cluster
+# CA's bundle answered with them (from signing on, the new CA's).
+if answered_trust "$work" '/etc/exk8s/pki/ca.pem' "$work/ca.pem"; then
+  CA_CERT="$work/ca.pem"
+fi
 
 # Every answer is checked before any is written: a worker never holds a
 # certificate k8sapi's CA did not sign for its key.
@@ -57,6 +67,12 @@ if ((${#changed[@]} > 0)); then
     read -r name _ cert <<<"$entry"
     cmp -s "$work/${name}.pem" "${ROOT}${cert}" || write_file "${ROOT}${cert}" 0644 cat "$work/${name}.pem"
   done
+fi
+step "writing the trust files a CA rotation changed"
+apply_trust "$work" '/etc/exk8s/pki/ca.pem' "${TRUST[@]}"
+if ((${#TRUST_CHANGED[@]} > 0)); then
+  changed+=("${TRUST_CHANGED[@]}")
+  write_file "$PENDING" 0644 echo kubelet
 fi
 if [[ ! -s "$PENDING" ]]; then
   log "no certificate is due; nothing changed"
