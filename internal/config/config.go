@@ -64,6 +64,11 @@ type Config struct {
 	// DebugCounters adds each response's DB round trips and KMS calls as
 	// headers (internal/metrics): local stacks and benchmarks only.
 	DebugCounters bool
+	// CADistrustWait shortens a CA rotation's wait between its signing and
+	// its distrust (usecase.Settings.CADistrustWait; 0: the default, the
+	// longest admin kubeconfig's life): local stacks and the node proof
+	// only, where no kubeconfig issued before the rotation is kept.
+	CADistrustWait time.Duration
 }
 
 // FromEnv reads the process environment.

@@ -340,6 +340,22 @@ func TestDebugCountersIsALocalSwitch(t *testing.T) {
 	}
 }
 
+// A local stack may shorten a CA rotation's distrust wait; a deployment
+// cannot (template.yaml does not declare the switch).
+func TestCADistrustWaitIsALocalSwitch(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=verify-full", "K8SAPI_CA_DISTRUST_WAIT": "2m"}
+	if c, err := config.FromLookup(lookup(env)); err != nil || c.CADistrustWait != 2*time.Minute {
+		t.Fatalf("2m: %v, %v", c.CADistrustWait, err)
+	}
+	env["K8SAPI_CA_DISTRUST_WAIT"] = "soon"
+	if _, err := config.FromLookup(lookup(env)); err == nil || !strings.HasPrefix(err.Error(), "K8SAPI_CA_DISTRUST_WAIT: ") {
+		t.Fatalf("bad value: %v", err)
+	}
+	if slices.Contains(config.Variables(), "K8SAPI_CA_DISTRUST_WAIT") {
+		t.Fatal("Variables lists a local switch, which template.yaml does not declare")
+	}
+}
+
 // A value for every variable, each non-zero, lands in its field: a row
 // whose parser and field disagree on the type would panic here.
 func TestEveryVariableLands(t *testing.T) {

@@ -98,6 +98,7 @@ var variables = []variable{
 // benchmarks set them: template.yaml does not declare them.
 var localSwitches = []variable{
 	{"K8SAPI_DEBUG_COUNTERS", "false", func(c *Config) any { return &c.DebugCounters }, boolean},
+	{"K8SAPI_CA_DISTRUST_WAIT", "", func(c *Config) any { return &c.CADistrustWait }, positive},
 }
 
 // everyVariable is what FromLookup reads.
