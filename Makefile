@@ -87,6 +87,13 @@ e2e:
 e2e-nodes:
 	cd e2e && $(GO) vet ./... && $(GO) test -count=1 -timeout 60m -run '^TestNode' -v .
 
+## e2e-ca-rotation: the node proof's bring-up and pool step with every root of trust
+## rotated while the workers run (E2E_CA_ROTATION=1; root; e2e/README.md)
+e2e-ca-rotation:
+	@scripts/dev-prerequisites.sh test
+	cd e2e && $(GO) vet ./... && E2E_POOL_ONLY=1 E2E_CA_ROTATION=1 \
+		$(GO) test -count=1 -timeout 60m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; exit $${PIPESTATUS[0]}
+
 ## conformance: every [Conformance] test of the upstream suite on a cluster booted
 ## as the node proof's, a parallel then a serial pass; writes CONFORMANCE.md
 ## (root; e2e/README.md). CONFORMANCE_FOCUS=<regexp> narrows it, CONFORMANCE_SUBSET=1

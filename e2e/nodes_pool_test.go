@@ -64,13 +64,17 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	p.checkWorkerKeys(t, workers)
 	p.eventuallyTainted(t, true)
 	ran := p.checkPoolWeb(t)
+	held := []string{"2/2 workers Ready", ran, noSnapshot}
+	if rotated := p.rotateCAsWithWorkers(t, workers); rotated != "" {
+		held = append(held, rotated)
+	}
 	scaled := time.Now()
 	left := p.checkScaleDown(t, workers)
 	deleted := time.Now()
 	p.checkPoolDelete(t, left)
 	t.Logf("the pool step took %.0f s: workers Ready %.0f s after the POST, scale down %.0f s, delete %.0f s",
 		time.Since(start).Seconds(), readyIn.Seconds(), deleted.Sub(scaled).Seconds(), time.Since(deleted).Seconds())
-	return []string{"2/2 workers Ready", ran, noSnapshot}
+	return held
 }
 
 // poolPath is the proof pool's route, or the pools' when name is empty.

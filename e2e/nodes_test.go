@@ -193,7 +193,7 @@ func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
 	if _, err := harness.BuildMirror(binDir, mirrorDir, nodeVersions); err != nil {
 		fatal(t, err)
 	}
-	p.st = startStack(t, p.r, slices.Concat(mirrorEnv(mirrorDir), objectStoreEnv(), env)...)
+	p.st = startStack(t, p.r, slices.Concat(mirrorEnv(mirrorDir), objectStoreEnv(), caRotationStackEnv, env)...)
 	p.tl.start()
 	p.cl = foundCluster(t, p.r, p.st, 3, fmt.Sprintf(`"cni":%q`, proofCNI))
 	p.tl.mark("POST /clusters answered")

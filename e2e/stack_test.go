@@ -236,6 +236,8 @@ type clusterView struct {
 	} `json:"nodes"`
 	RestoredFromSnapshotID *int64    `json:"restored_from_snapshot_id"`
 	Bootstrap              bootstrap `json:"bootstrap"`
+	// CARotation is the cluster's latest CA rotation (nodes_carotation_test.go).
+	CARotation *caRotation `json:"ca_rotation"`
 }
 
 // getCluster reads the cluster as an operator does.
