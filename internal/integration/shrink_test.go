@@ -38,12 +38,24 @@ func (s *stack) growTo(t *testing.T, id int64, n int) {
 			}
 		}
 		if len(booted) == n && readyNodes(s.getCluster(t, id)) == n {
-			s.reconcile(t)
+			s.settleScaling(t)
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the control plane did not grow to %d", n)
+}
+
+// settleScaling runs the reconciler until it ends the scaling: a waiting
+// step is due again only after the reconciler's retry interval.
+func (s *stack) settleScaling(t *testing.T) {
+	for range 50 {
+		if s.reconcile(t).Scaled > 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the reconciler did not end the scaling")
 }
 
 func readyNodes(c apitypes.ClusterView) int {
