@@ -96,12 +96,13 @@ func FunctionOverrides(st Stack) map[string]string {
 // stack whose clusters download from a mirror (KUBE_DOWNLOAD_BASE=... make
 // local), as the node proof founds its clusters, and one whose nodes reach
 // moto's S3 at another address than the host's loopback
-// (ETCD_SNAPSHOT_NODE_ENDPOINT).
+// (ETCD_SNAPSHOT_NODE_ENDPOINT), and one whose CA rotations distrust the
+// old roots after minutes (K8SAPI_CA_DISTRUST_WAIT, a local switch).
 var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE", "VM_CALL_BUDGET_FACTOR",
 	"KUBE_DOWNLOAD_BASE", "ETCD_DOWNLOAD_BASE", "ETCD_VERSION", "HELM_DOWNLOAD_BASE",
 	"CONTAINERD_DOWNLOAD_BASE", "RUNC_DOWNLOAD_BASE", "CNI_PLUGINS_DOWNLOAD_BASE", "CILIUM_CHART",
 	"IMAGE_REGISTRY", "IMAGE_REGISTRY_PLAIN_HTTP", "ARTIFACT_MANIFEST_FILE", "ARTIFACT_DIGEST_FALLBACK",
-	"ETCD_SNAPSHOT_NODE_ENDPOINT"}
+	"ETCD_SNAPSHOT_NODE_ENDPOINT", "K8SAPI_CA_DISTRUST_WAIT"}
 
 // PassedThrough returns the passed-through variables lookup has a value for.
 func PassedThrough(lookup func(string) (string, bool)) map[string]string {

@@ -22,3 +22,15 @@ func TestStackEnvRoundTrip(t *testing.T) {
 		t.Errorf("StackFromEnv(Env()) = %+v, want %+v", got, st)
 	}
 }
+
+// The local switches a proof sets on its stack reach every function: a
+// variable missing from passedThrough is silently not set (the node proof
+// once waited a week for a CA rotation's distrust).
+func TestLocalSwitchesArePassedThrough(t *testing.T) {
+	got := PassedThrough(func(name string) (string, bool) { return name + "-value", true })
+	for _, name := range []string{"K8SAPI_CA_DISTRUST_WAIT", "ETCD_SNAPSHOT_NODE_ENDPOINT", "LEAF_CERT_LIFETIME"} {
+		if got[name] != name+"-value" {
+			t.Errorf("%s not passed through: %v", name, got[name])
+		}
+	}
+}
