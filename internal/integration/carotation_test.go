@@ -132,8 +132,8 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 		if chainsTo(t, got.Certificates[string(pki.APIServer)], oldCA) || !chainsTo(t, got.Certificates[string(pki.APIServer)], trust) {
 			t.Fatal("signing: the apiserver certificate is not the new CA's")
 		}
-		if got.Trust[bundle.ServiceAccountKeyPath] == "" || certCount(t, got.Trust[bundle.CertPath(pki.EtcdCA)]) != 2 {
-			t.Fatal("signing: no new signer, or etcd-ca.pem is not old and new")
+		if got.Trust[bundle.ServiceAccountKeyPath] == "" || certCount(t, got.Trust[bundle.CertPath(pki.FrontProxyCA)]) != 2 {
+			t.Fatal("signing: no new signer, or front-proxy-ca.pem is not old and new")
 		}
 	}
 	s.step(t, c)
@@ -159,7 +159,7 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 	if v.CARotation.Phase != "done" || v.CARotation.State != "succeeded" {
 		t.Fatalf("rotation ended %+v", v.CARotation)
 	}
-	for _, root := range v.CARoots {
+	for _, root := range rotatedRoots(t, v) {
 		if len(root.Generations) != 2 || root.Generations[0].State != "retired" || root.Generations[1].State != "current" {
 			t.Fatalf("root %s after the rotation: %+v", root.Root, root.Generations)
 		}
@@ -178,7 +178,7 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 	s.wantHealthAnswer(t, vms[1], "") // one control-plane node at a time
 	v := s.rotationOf(t, id)
 	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
-	for _, root := range v.CARoots {
+	for _, root := range rotatedRoots(t, v) {
 		if len(root.Generations) != 2 || root.Generations[0].State != "current" || root.Generations[1].State != "next" {
 			t.Fatalf("root %s in trusting: %+v", root.Root, root.Generations)
 		}
@@ -217,6 +217,21 @@ func vms0Names(v apitypes.ClusterView) []string {
 	return out
 }
 
+// rotatedRoots are v's roots but the etcd CA, which a rotation does not
+// rotate yet (it keeps its one generation).
+func rotatedRoots(t *testing.T, v apitypes.ClusterView) []apitypes.CARootView {
+	t.Helper()
+	var out []apitypes.CARootView
+	for _, r := range v.CARoots {
+		if r.Root != "etcd" {
+			out = append(out, r)
+		} else if len(r.Generations) != 1 {
+			t.Fatalf("the etcd CA has %d generations, want its one", len(r.Generations))
+		}
+	}
+	return out
+}
+
 // wantOldKeysShredded checks no generation 1 key is left: neither its row
 // nor the cluster's column.
 func (s *stack) wantOldKeysShredded(t *testing.T, id int64) {
@@ -224,7 +239,7 @@ func (s *stack) wantOldKeysShredded(t *testing.T, id int64) {
 	var left int
 	err := s.pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM ca_generations WHERE kube_cluster_id = $1 AND state = 'retired' AND octet_length(key_sealed) > 0)
-		+ (SELECT count(*) FROM kube_clusters WHERE id = $1 AND (octet_length(ca_key_sealed) > 0 OR octet_length(etcd_ca_key_sealed) > 0
+		+ (SELECT count(*) FROM kube_clusters WHERE id = $1 AND (octet_length(ca_key_sealed) > 0
 			OR octet_length(front_proxy_ca_key_sealed) > 0 OR octet_length(service_account_key_sealed) > 0))`, id).Scan(&left)
 	if err != nil || left != 0 {
 		t.Fatalf("old keys left: %d (%v)", left, err)
@@ -292,6 +307,10 @@ func TestCARotationAbortedAfterSigningStepsBack(t *testing.T) {
 func TestCARotationRefusals(t *testing.T) {
 	s, _ := rotationStack(t)
 	id, _, _ := s.readyNodes(t)
+	if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(id)+"/rotate-ca", `{"roots":["cluster","etcd"]}`, s.Bearer(1)); r.Status != http.StatusUnprocessableEntity ||
+		r.ErrorCode(t) != "etcd_root_not_rotated" {
+		t.Fatalf("the etcd root: %d %s", r.Status, r.Body)
+	}
 	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(id)+"/rotate-ca", `{"roots":["cluster","kubelet","ssh"]}`, s.Bearer(1))
 	if r.Status != http.StatusUnprocessableEntity || r.ErrorCode(t) != "unknown_roots" || !strings.Contains(string(r.Body), "kubelet, ssh are not") {
 		t.Fatalf("unknown roots: %d %s", r.Status, r.Body)
