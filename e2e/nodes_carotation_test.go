@@ -63,18 +63,19 @@ func (p *provenCluster) rotateCAsWithWorkers(t *testing.T, workers []poolWorker)
 	}
 	before := p.c.readTrust(t, 0)
 	oldKubeconfig, oldToken := p.oldCredentials(t)
-	w := p.c.startWriter("rotate-write")
+	api := p.startAPIProbe(t)
 	web := p.c.startWorkloadProbe(t)
 	start := time.Now()
 	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/rotate-ca", p.cl.ClusterID), `{}`, http.StatusAccepted)
 	eventually(t, p.r, "the CA rotation done on every node", p.c.consoles(), 20*time.Minute, p.rotationDone)
 	took := time.Since(start)
-	writes, failed := w.finish()
+	asked, failed := api.finish()
 	probes, missed := web.finish()
 	p.c.checkOnNewRoots(t, machines, before)
 	p.checkOldCredentialsRefused(t, oldKubeconfig, oldToken)
+	p.useOperatorKubeconfig(t)
 	summary := fmt.Sprintf("rotated 3 roots in %.0f s on %d/%d nodes; API probe %d/%d failed, workload probe %d/%d failed",
-		took.Seconds(), len(machines), len(machines), len(failed), writes, len(missed), probes)
+		took.Seconds(), len(machines), len(machines), len(failed), asked, len(missed), probes)
 	t.Log(summary)
 	for _, f := range append(failed, missed...) {
 		t.Log("  " + f)
@@ -148,23 +149,44 @@ func (c *machineCluster) credentialWorks(ctx context.Context, kubeconfig, token 
 	return nil
 }
 
-// checkOldCredentialsRefused: the old admin kubeconfig and the old token
-// no longer authenticate; the initial node's own identity still does.
+// checkOldCredentialsRefused: the old admin kubeconfig, the initial
+// node's bootstrap admin identity (never renewed: the addons ran once) and
+// the old token no longer authenticate.
 func (p *provenCluster) checkOldCredentialsRefused(t *testing.T, kubeconfig, token string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := p.c.kubectl(ctx, "get", "--raw", "/readyz"); err != nil {
-		fatalf(t, "the initial node's admin identity after the rotation: %v %s", err, out)
-	}
 	m := p.c.initial()
-	if out, err := m.Exec(ctx, "kubectl", "--kubeconfig="+kubeconfig, "get", "--raw", "/readyz"); err == nil {
-		fatalf(t, "an admin kubeconfig of the old cluster CA still works: %s", out)
+	for _, old := range []string{kubeconfig, adminKubeconfig} {
+		if out, err := m.Exec(ctx, "kubectl", "--kubeconfig="+old, "get", "--raw", "/readyz"); err == nil {
+			fatalf(t, "%s, of the old cluster CA, still works: %s", old, out)
+		}
 	}
 	out, err := m.Exec(ctx, "kubectl", "--kubeconfig=/dev/null", "--server=https://127.0.0.1:6443", "--insecure-skip-tls-verify",
 		"--token="+token, "get", "--raw", "/readyz")
 	if err == nil || !strings.Contains(string(out), "nauthorized") {
 		fatalf(t, "a token of the old signer after the rotation: %v %s", err, out)
+	}
+}
+
+// useOperatorKubeconfig points the proof's kubectl at an admin kubeconfig
+// issued now, under the new roots, as an operator logged into the initial
+// node would after a rotation; it must work.
+func (p *provenCluster) useOperatorKubeconfig(t *testing.T) {
+	t.Helper()
+	var issued struct {
+		Kubeconfig string `json:"kubeconfig"`
+	}
+	decode(t, apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/kubeconfig", p.cl.ClusterID), `{"ttl":"2h"}`, http.StatusCreated), &issued)
+	const path = "/root/admin.kubeconfig"
+	if err := p.c.writeInMachine(0, path, []byte(issued.Kubeconfig)); err != nil {
+		fatal(t, err)
+	}
+	p.c.kubeconfig = path
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := p.c.kubectl(ctx, "get", "--raw", "/readyz"); err != nil {
+		fatalf(t, "an admin kubeconfig issued after the rotation: %v %s", err, out)
 	}
 }
 

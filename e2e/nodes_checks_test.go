@@ -214,5 +214,5 @@ func (c *machineCluster) writeInMachine(i int, path string, content []byte) erro
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(full, content, 0o644)
+	return os.WriteFile(full, content, 0o600) // kubeconfigs with keys among them
 }

@@ -25,6 +25,10 @@ type machineCluster struct {
 	machines []*harness.Machine
 	vms      []vm
 	reach    *reachWatch // the workloads' reachability, watched from boot
+	// kubeconfig is the initial node's file kubectl uses: the addons'
+	// bootstrap identity (adminKubeconfig) until a CA rotation retires its
+	// root, an operator's admin kubeconfig from k8sapi after.
+	kubeconfig string
 }
 
 // bootCluster boots each VM as a machine (bootVM).
@@ -71,7 +75,11 @@ func (c *machineCluster) initial() *harness.Machine { return c.machines[0] }
 // kubectl runs kubectl with the addons' admin identity on the initial
 // node, as an operator logged into it would.
 func (c *machineCluster) kubectl(ctx context.Context, args ...string) ([]byte, error) {
-	return c.initial().Exec(ctx, append([]string{"kubectl", "--kubeconfig=" + adminKubeconfig}, args...)...)
+	kubeconfig := c.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = adminKubeconfig
+	}
+	return c.initial().Exec(ctx, append([]string{"kubectl", "--kubeconfig=" + kubeconfig}, args...)...)
 }
 
 // kubectlJSON runs kubectl ... -o json and decodes the answer into v.
