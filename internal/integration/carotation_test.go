@@ -173,6 +173,44 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 	}
 	s.wantOldKeysShredded(t, id)
 	s.wantAdminKubeconfigOfTheNewCA(t, id, newCA)
+	s.retireAfterTheRotation(t, c, id, signedCRL)
+}
+
+// retireAfterTheRotation shrinks the rotated cluster to one member: the
+// CRL each retirement signs opens the etcd CA's current generation (the
+// founding's columns are shredded), so the last member is served a CRL
+// the new etcd CA signed, numbered past the rotation's (signing's, the
+// distrust's, one per retirement).
+func (s *stack) retireAfterTheRotation(t *testing.T, c *fixedClock, id, above int64) {
+	t.Helper()
+	if r := stacktest.Do(t, http.MethodPatch, s.api.URL+"/clusters/"+itoa(id), `{"control_plane_count":1}`, s.Bearer(1)); r.Status != http.StatusAccepted {
+		t.Fatalf("scale to 1 = %d %s, want 202", r.Status, r.Body)
+	}
+	for range 40 {
+		s.step(t, c)
+		if vms := s.getCluster(t, id).ControlPlaneVMIDs; len(vms) == 1 && s.getCluster(t, id).ControlPlaneCount == 1 {
+			break
+		}
+		s.playRemovingMember(t, s.getCluster(t, id).ControlPlaneVMIDs)
+	}
+	vm := s.proof(s.getCluster(t, id).ControlPlaneVMIDs[0])
+	var crl struct {
+		Number int64  `json:"number"`
+		CRL    string `json:"crl"`
+	}
+	stacktest.Do(t, http.MethodGet, s.api.URL+"/bootstrap/control-plane/"+itoa(vm.id)+"/etcd-crl", "", map[string]string{
+		"X-exc-imds-token": vm.imds, "Authorization": "Bearer " + vm.access}).JSON(t, &crl)
+	var current string
+	if err := s.pool.QueryRow(t.Context(), `SELECT cert FROM ca_generations WHERE kube_cluster_id = $1 AND root = 'etcd-ca' AND state = 'current'`, id).Scan(&current); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.ParseCert([]byte(current))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pki.ParseCRL([]byte(crl.CRL), cert); err != nil || crl.Number != above+3 {
+		t.Fatalf("etcd CRL %d after two retirements (%v), want the current etcd CA's, number %d", crl.Number, err, above+3)
+	}
 }
 
 // trustingWaitsForEveryNode drives the trusting phase: new generations
