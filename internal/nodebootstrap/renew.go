@@ -126,8 +126,8 @@ func (s *Service) applyRotation(ctx context.Context, t *target, out *RenewalOutc
 // controlPlaneTrust is a control-plane node's trust files; the signer's
 // current key only in the phases whose current generation is not the
 // one the node signs with (signing, and an abort's step back) of a
-// rotation that rotates it; the cluster's etcd CRL once it has one (a
-// rotation of the etcd CA signs it again with each new signer).
+// rotation that rotates it; the cluster's etcd CRL once it has one, in a
+// rotation of the etcd CA (which signs it again with each new signer).
 func controlPlaneTrust(t *target) map[string]string {
 	var signer []byte
 	r := t.row.CARotation
@@ -135,7 +135,7 @@ func controlPlaneTrust(t *target) map[string]string {
 		signer = t.signerKey // opened by the re-issue: everything is due
 	}
 	var crl []byte
-	if t.crl.Number > 0 {
+	if t.crl.Number > 0 && r.Rotates(string(pki.EtcdCA)) { // else etcd would restart for a file it already has installed
 		crl = []byte(t.crl.PEM)
 	}
 	return bundle.ControlPlaneTrust(keyring.CACerts(t.row), keyring.ServiceAccountPub(t.row), signer, crl)
