@@ -84,7 +84,6 @@ var (
 
 	// POST /clusters/{id}/rotate-ca and its abort (docs/CA-ROTATION.md).
 	UnknownRoots           = define("unknown_roots", KindUnprocessable, "roots names a root k8sapi does not rotate (cluster, etcd, front-proxy, service-account); nothing was changed")
-	EtcdRootNotRotated     = define("etcd_root_not_rotated", KindUnprocessable, "the etcd CA is not rotated yet: every member's etcd checks its CRL against the etcd CA before it starts, and a rotation does not re-sign the CRL, so distrusting the old etcd CA would stop etcd on every node (docs/CA-ROTATION.md); rotate cluster, front-proxy and service-account; nothing was changed")
 	OperationInProgress    = define("operation_in_progress", KindConflict, "another operation of the cluster is running; poll GET /clusters/{id} and try again once it is done")
 	NoCARotation           = define("no_ca_rotation", KindConflict, "the cluster has no CA rotation in progress")
 	CARotationPastDistrust = define("ca_rotation_past_distrust", KindConflict, "the rotation distrusts the old roots already; it can no longer be turned back")

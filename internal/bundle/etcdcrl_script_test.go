@@ -131,3 +131,56 @@ func TestEtcdCRLScriptInstallsOnlyNewerCRLsOfTheEtcdCA(t *testing.T) {
 		t.Fatalf("a torn CRL file replaced by number %d, want the bundle's 0", n)
 	}
 }
+
+// A rotation of the etcd CA (docs/CA-ROTATION.md): while etcd-ca.pem holds
+// both generations, the CRL the new one signed (a higher number) is
+// installed by the timer, and once the file holds the new root alone,
+// etcd's start installs the CRL the renewal wrote, which that root
+// signed; one the old root signed is refused then.
+func TestEtcdCRLScriptFollowsTheEtcdCAsGenerations(t *testing.T) {
+	cp, vm, root := crlNode(t)
+	if out, err := runCRLScript(t, vm, root, "install"); err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	next, err := pki.Issuer{Algorithm: pki.ECDSAP256, Now: time.Now}.NewRoot(pki.EtcdCA, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(root, filepath.FromSlash(CertPath(pki.EtcdCA)))
+	writeFile(t, caFile, string(cp.trust.CAs[pki.EtcdCA].CertPEM)+string(next.CertPEM))
+	signed := func(ca *pki.CA, number int64) []byte {
+		crl, err := pki.SignCRL(ca, number, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return crl
+	}
+	vm.crl = crlAnswer(t, 1, signed(next, 1))
+	if out, err := runCRLScript(t, vm, root, "fetch"); err != nil {
+		t.Fatalf("fetch of the new generation's CRL while both are trusted: %v\n%s", err, out)
+	}
+	writeFile(t, caFile, string(next.CertPEM))
+	writeFile(t, filepath.Join(root, filepath.FromSlash(EtcdCRLBundlePath)), string(signed(next, 2)))
+	if out, err := runCRLScript(t, vm, root, "install"); err != nil {
+		t.Fatalf("etcd's start after the distrust: %v\n%s", err, out)
+	}
+	der, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(EtcdCRLPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl, err := x509.ParseRevocationList(der)
+	if err != nil || crl.CheckSignatureFrom(next.Cert) != nil || crl.Number.Int64() != 2 {
+		t.Fatalf("installed CRL %v (%v), want number 2 of the new generation", crl, err)
+	}
+	vm.crl = crlAnswer(t, 3, signed(cp.trust.CAs[pki.EtcdCA], 3))
+	if out, err := runCRLScript(t, vm, root, "fetch"); err == nil {
+		t.Fatalf("a CRL of the distrusted generation was accepted:\n%s", out)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -43,6 +43,9 @@ type trustFile struct {
 var controlPlaneTrust = []trustFile{
 	{CertPath(pki.ClusterCA), "0644", []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", ControlPlaneTaintUnit}},
 	{CertPath(pki.EtcdCA), "0644", []string{"kube-apiserver", "etcd"}},
+	// The etcd CRL follows its CA's generations: etcd's restart installs
+	// it (ExecStartPre), once it verifies against the etcd-ca.pem above.
+	{EtcdCRLBundlePath, "0644", []string{"etcd"}},
 	{CertPath(pki.FrontProxyCA), "0644", []string{"kube-apiserver", "kube-controller-manager"}},
 	{ServiceAccountPubPath, "0644", []string{"kube-apiserver"}},
 	{ServiceAccountKeyPath, "0600", []string{"kube-apiserver", "kube-controller-manager"}},
@@ -66,8 +69,10 @@ func trustLines(files []trustFile) []string {
 // a rotation: its trust files by path. The signer's key is answered only
 // while the rotation rotates it (signerKey non-nil): the one private key
 // a renewal ever carries, to a node that proved it holds its own keys,
-// which already holds the signer it replaces.
-func ControlPlaneTrust(cas map[pki.Name][]byte, saPub, signerKey []byte) map[string]string {
+// which already holds the signer it replaces. The etcd CRL (crlPEM) is
+// answered once the cluster has one stored: signed by the etcd CA's
+// current generation from a rotation's signing on.
+func ControlPlaneTrust(cas map[pki.Name][]byte, saPub, signerKey, crlPEM []byte) map[string]string {
 	out := map[string]string{
 		CertPath(pki.ClusterCA):    string(cas[pki.ClusterCA]),
 		CertPath(pki.EtcdCA):       string(cas[pki.EtcdCA]),
@@ -76,6 +81,9 @@ func ControlPlaneTrust(cas map[pki.Name][]byte, saPub, signerKey []byte) map[str
 	}
 	if signerKey != nil {
 		out[ServiceAccountKeyPath] = string(signerKey)
+	}
+	if crlPEM != nil {
+		out[EtcdCRLBundlePath] = string(crlPEM)
 	}
 	return out
 }

@@ -61,7 +61,7 @@ func TestRenewalWritesTheRotationsTrustFiles(t *testing.T) {
 // The trust table's readers are each restarted by a renewal, and a
 // control-plane node's trust answer covers every file of the table.
 func TestEveryTrustFileIsAnsweredAndItsReadersRestarted(t *testing.T) {
-	answered := ControlPlaneTrust(map[pki.Name][]byte{pki.ClusterCA: []byte("a"), pki.EtcdCA: []byte("b"), pki.FrontProxyCA: []byte("c")}, []byte("d"), []byte("e"))
+	answered := ControlPlaneTrust(map[pki.Name][]byte{pki.ClusterCA: []byte("a"), pki.EtcdCA: []byte("b"), pki.FrontProxyCA: []byte("c")}, []byte("d"), []byte("e"), []byte("f"))
 	for _, f := range controlPlaneTrust {
 		if _, ok := answered[f.Path]; !ok {
 			t.Errorf("%s is in the trust table but never answered", f.Path)

@@ -125,13 +125,20 @@ func nextOf(dk *envelope.DataKey, is pki.Issuer, c *store.Cluster, root string) 
 }
 
 // move moves the rotation from phase from to phase to (store.MovePhase:
-// the generations with it, the operation's end with the end phases).
+// the generations with it, the etcd CRL signed again when the move changes
+// its signer, the operation's end with the end phases). A CRL a
+// retirement stored meanwhile (store.ErrCRLStale) fails the step, which is
+// retried from the rows.
 func (s *Service) move(from, to string) func(context.Context, *rotating, time.Time) error {
 	return func(ctx context.Context, r *rotating, deadline time.Time) error {
+		crl, err := s.resignedCRL(ctx, r, from, to)
+		if err != nil {
+			return err
+		}
 		if err := s.InTime(deadline); err != nil {
 			return err
 		}
-		err := s.Store.MovePhase(ctx, r.c.ID, r.lease.Owner, r.row.ID, from, to)
+		err = s.Store.MovePhase(ctx, r.c.ID, r.lease.Owner, r.row.ID, from, to, crl)
 		if errors.Is(err, store.ErrPhaseMoved) {
 			// An abort moved it meanwhile: let go at once, and the next
 			// driver reads the rotation again.

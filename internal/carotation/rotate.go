@@ -79,20 +79,10 @@ func (s *Service) Abort(ctx context.Context, org auth.Principal, clusterID int64
 	return answer(c.ID, r, err)
 }
 
-// notRotated are the roots a rotation refuses for now: the etcd CA signs
-// the etcd CRL every member checks before etcd starts
-// (exk8s-etcd-crl.sh), and no phase re-signs it under the new
-// generation, so the distrust would stop etcd everywhere (seen in the
-// node proof). The default rotates the others.
-var notRotated = []string{"etcd"}
-
 // rootIDs are the rows' ids of the API's root names, in the table's
-// order, every root rotated when names is empty; unknown names are one
-// 422 that names each, a root not rotated yet another.
+// order, every root when names is empty; unknown names are one 422 that
+// names each.
 func rootIDs(names []string) ([]string, error) {
-	if slices.ContainsFunc(names, func(n string) bool { return slices.Contains(notRotated, n) }) {
-		return nil, apperr.EtcdRootNotRotated.New()
-	}
 	var unknown, out []string
 	for _, n := range names {
 		if !slices.ContainsFunc(keyring.Roots, func(r keyring.Root) bool { return r.Name == n }) {
@@ -104,7 +94,7 @@ func rootIDs(names []string) ([]string, error) {
 			strings.Join(unknown, ", "), map[bool]string{true: "is", false: "are"}[len(unknown) == 1])
 	}
 	for _, r := range keyring.Roots {
-		if (len(names) == 0 && !slices.Contains(notRotated, r.Name)) || slices.Contains(names, r.Name) {
+		if len(names) == 0 || slices.Contains(names, r.Name) {
 			out = append(out, r.ID)
 		}
 	}

@@ -17,7 +17,7 @@ func (a *app) rotateCACommand() *cobra.Command {
 	var roots []string
 	var wait, abort bool
 	var timeout time.Duration
-	cmd := a.clusterCommand("rotate-ca ID [--roots cluster,front-proxy,service-account]",
+	cmd := a.clusterCommand("rotate-ca ID [--roots cluster,etcd,front-proxy,service-account]",
 		"Rotate a cluster's roots of trust: trust old and new, sign with the new, distrust the old",
 		func(ctx context.Context, c *Client, id int64) error {
 			r, err := c.RotateCA(ctx, id, roots, abort)
@@ -32,7 +32,7 @@ func (a *app) rotateCACommand() *cobra.Command {
 			return a.waitRotated(ctx, c, id, timeout)
 		})
 	cmd.Example = "  k8sapi rotate-ca 7 --wait\n  k8sapi rotate-ca 7 --roots cluster,service-account\n  k8sapi rotate-ca 7 --abort"
-	cmd.Flags().StringSliceVar(&roots, "roots", nil, "the roots to rotate (default cluster, front-proxy and service-account; etcd is refused for now: docs/CA-ROTATION.md)")
+	cmd.Flags().StringSliceVar(&roots, "roots", nil, "the roots to rotate (default all): cluster, etcd, front-proxy, service-account")
 	cmd.Flags().BoolVar(&abort, "abort", false, "turn the live rotation back instead (before its distrust)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the rotation ends, showing each phase and what it waits for")
 	cmd.Flags().DurationVar(&timeout, "timeout", 8*24*time.Hour, "how long --wait waits (the distrust waits out the longest token lifetime)")

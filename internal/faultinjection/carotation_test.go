@@ -102,7 +102,7 @@ func TestCARotationCutOffAtEachStepFinishes(t *testing.T) {
 	if phase != "done" || state != "succeeded" {
 		t.Fatalf("rotation at %s (%s), want done", phase, state)
 	}
-	for _, root := range []string{"ca", "front-proxy-ca", "service-account"} { // the etcd CA is not rotated yet
+	for _, root := range []string{"ca", "etcd-ca", "front-proxy-ca", "service-account"} {
 		if g := gens[root]; len(g) != 2 || g[0] != "retired" || g[1] != "current" {
 			t.Errorf("%s: %v, want one retired and one current generation: each made once", root, g)
 		}

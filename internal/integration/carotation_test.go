@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"strings"
 	"testing"
@@ -114,7 +115,8 @@ func certCount(t *testing.T, bundlePEM string) int {
 func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 	s, c := rotationStack(t)
 	id, vms, bundles := s.readyNodes(t)
-	oldCA := bundles[0].Files[bundle.CertPath(pki.ClusterCA)]
+	oldCA, oldEtcdCA := bundles[0].Files[bundle.CertPath(pki.ClusterCA)], bundles[0].Files[bundle.CertPath(pki.EtcdCA)]
+	var signedCRL int64
 	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(id)+"/rotate-ca", "", s.Bearer(1))
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("rotate-ca: %d %s", r.Status, r.Body)
@@ -132,9 +134,10 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 		if chainsTo(t, got.Certificates[string(pki.APIServer)], oldCA) || !chainsTo(t, got.Certificates[string(pki.APIServer)], trust) {
 			t.Fatal("signing: the apiserver certificate is not the new CA's")
 		}
-		if got.Trust[bundle.ServiceAccountKeyPath] == "" || certCount(t, got.Trust[bundle.CertPath(pki.FrontProxyCA)]) != 2 {
-			t.Fatal("signing: no new signer, or front-proxy-ca.pem is not old and new")
+		if got.Trust[bundle.ServiceAccountKeyPath] == "" || certCount(t, got.Trust[bundle.CertPath(pki.EtcdCA)]) != 2 {
+			t.Fatal("signing: no new signer, or etcd-ca.pem is not old and new")
 		}
+		signedCRL = wantEtcdOfTheNewCA(t, got, oldEtcdCA, 0)
 	}
 	s.step(t, c)
 	wantPhase(t, s.rotationOf(t, id), "signing", "WaitingForTokens")
@@ -153,19 +156,61 @@ func TestCARotationWaitsForEveryNodeAndEndsOnTheNewRoots(t *testing.T) {
 		if chainsTo(t, got.Certificates[string(pki.APIServer)], oldCA) {
 			t.Fatal("distrusting: a leaf chains to the old CA")
 		}
+		if certCount(t, got.Trust[bundle.CertPath(pki.EtcdCA)]) != 1 {
+			t.Fatal("distrusting: etcd-ca.pem is not the new etcd CA alone")
+		}
+		wantEtcdOfTheNewCA(t, got, oldEtcdCA, signedCRL)
 	}
 	s.step(t, c)
 	v := s.rotationOf(t, id)
 	if v.CARotation.Phase != "done" || v.CARotation.State != "succeeded" {
 		t.Fatalf("rotation ended %+v", v.CARotation)
 	}
-	for _, root := range rotatedRoots(t, v) {
+	for _, root := range v.CARoots {
 		if len(root.Generations) != 2 || root.Generations[0].State != "retired" || root.Generations[1].State != "current" {
 			t.Fatalf("root %s after the rotation: %+v", root.Root, root.Generations)
 		}
 	}
 	s.wantOldKeysShredded(t, id)
 	s.wantAdminKubeconfigOfTheNewCA(t, id, newCA)
+	s.retireAfterTheRotation(t, c, id, signedCRL)
+}
+
+// retireAfterTheRotation shrinks the rotated cluster to one member: the
+// CRL each retirement signs opens the etcd CA's current generation (the
+// founding's columns are shredded), so the last member is served a CRL
+// the new etcd CA signed, numbered past the rotation's (signing's, the
+// distrust's, one per retirement).
+func (s *stack) retireAfterTheRotation(t *testing.T, c *fixedClock, id, above int64) {
+	t.Helper()
+	if r := stacktest.Do(t, http.MethodPatch, s.api.URL+"/clusters/"+itoa(id), `{"control_plane_count":1}`, s.Bearer(1)); r.Status != http.StatusAccepted {
+		t.Fatalf("scale to 1 = %d %s, want 202", r.Status, r.Body)
+	}
+	for range 40 {
+		s.step(t, c)
+		if vms := s.getCluster(t, id).ControlPlaneVMIDs; len(vms) == 1 && s.getCluster(t, id).ControlPlaneCount == 1 {
+			break
+		}
+		s.playRemovingMember(t, s.getCluster(t, id).ControlPlaneVMIDs)
+	}
+	vm := s.proof(s.getCluster(t, id).ControlPlaneVMIDs[0])
+	var crl struct {
+		Number int64  `json:"number"`
+		CRL    string `json:"crl"`
+	}
+	stacktest.Do(t, http.MethodGet, s.api.URL+"/bootstrap/control-plane/"+itoa(vm.id)+"/etcd-crl", "", map[string]string{
+		"X-exc-imds-token": vm.imds, "Authorization": "Bearer " + vm.access}).JSON(t, &crl)
+	var current string
+	if err := s.pool.QueryRow(t.Context(), `SELECT cert FROM ca_generations WHERE kube_cluster_id = $1 AND root = 'etcd-ca' AND state = 'current'`, id).Scan(&current); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.ParseCert([]byte(current))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pki.ParseCRL([]byte(crl.CRL), cert); err != nil || crl.Number != above+3 {
+		t.Fatalf("etcd CRL %d after two retirements (%v), want the current etcd CA's, number %d", crl.Number, err, above+3)
+	}
 }
 
 // trustingWaitsForEveryNode drives the trusting phase: new generations
@@ -178,7 +223,7 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 	s.wantHealthAnswer(t, vms[1], "") // one control-plane node at a time
 	v := s.rotationOf(t, id)
 	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
-	for _, root := range rotatedRoots(t, v) {
+	for _, root := range v.CARoots {
 		if len(root.Generations) != 2 || root.Generations[0].State != "current" || root.Generations[1].State != "next" {
 			t.Fatalf("root %s in trusting: %+v", root.Root, root.Generations)
 		}
@@ -217,19 +262,36 @@ func vms0Names(v apitypes.ClusterView) []string {
 	return out
 }
 
-// rotatedRoots are v's roots but the etcd CA, which a rotation does not
-// rotate yet (it keeps its one generation).
-func rotatedRoots(t *testing.T, v apitypes.ClusterView) []apitypes.CARootView {
+// wantEtcdOfTheNewCA checks a control-plane renewal answer from signing
+// on: the etcd leaves chain to the newest etcd CA of etcd-ca.pem, not to
+// oldEtcdCA, and the etcd CRL answered with the trust files is signed by
+// that newest generation (what a member's etcd unit verifies against
+// etcd-ca.pem, the new root alone after the distrust), with a number above
+// above; it returns that number.
+func wantEtcdOfTheNewCA(t *testing.T, got renewalBody, oldEtcdCA string, above int64) int64 {
 	t.Helper()
-	var out []apitypes.CARootView
-	for _, r := range v.CARoots {
-		if r.Root != "etcd" {
-			out = append(out, r)
-		} else if len(r.Generations) != 1 {
-			t.Fatalf("the etcd CA has %d generations, want its one", len(r.Generations))
+	certs, err := pki.ParseCerts([]byte(got.Trust[bundle.CertPath(pki.EtcdCA)]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := certs[len(certs)-1]
+	newPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: newest.Raw}))
+	for _, leaf := range pki.EtcdCALeaves() {
+		if c, ok := got.Certificates[string(leaf)]; ok && (chainsTo(t, c, oldEtcdCA) || !chainsTo(t, c, newPEM)) {
+			t.Fatalf("%s is not the new etcd CA's", leaf)
 		}
 	}
-	return out
+	if _, ok := got.Certificates[string(pki.EtcdPeer)]; !ok {
+		t.Fatal("no etcd peer certificate re-issued")
+	}
+	crl, err := pki.ParseCRL([]byte(got.Trust[bundle.EtcdCRLBundlePath]), newest)
+	if err != nil {
+		t.Fatalf("the answered etcd CRL is not the new etcd CA's: %v", err)
+	}
+	if crl.Number.Int64() <= above {
+		t.Fatalf("etcd CRL number %d, want above %d", crl.Number.Int64(), above)
+	}
+	return crl.Number.Int64()
 }
 
 // wantOldKeysShredded checks no generation 1 key is left: neither its row
@@ -239,7 +301,7 @@ func (s *stack) wantOldKeysShredded(t *testing.T, id int64) {
 	var left int
 	err := s.pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM ca_generations WHERE kube_cluster_id = $1 AND state = 'retired' AND octet_length(key_sealed) > 0)
-		+ (SELECT count(*) FROM kube_clusters WHERE id = $1 AND (octet_length(ca_key_sealed) > 0
+		+ (SELECT count(*) FROM kube_clusters WHERE id = $1 AND (octet_length(ca_key_sealed) > 0 OR octet_length(etcd_ca_key_sealed) > 0
 			OR octet_length(front_proxy_ca_key_sealed) > 0 OR octet_length(service_account_key_sealed) > 0))`, id).Scan(&left)
 	if err != nil || left != 0 {
 		t.Fatalf("old keys left: %d (%v)", left, err)
@@ -307,10 +369,6 @@ func TestCARotationAbortedAfterSigningStepsBack(t *testing.T) {
 func TestCARotationRefusals(t *testing.T) {
 	s, _ := rotationStack(t)
 	id, _, _ := s.readyNodes(t)
-	if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(id)+"/rotate-ca", `{"roots":["cluster","etcd"]}`, s.Bearer(1)); r.Status != http.StatusUnprocessableEntity ||
-		r.ErrorCode(t) != "etcd_root_not_rotated" {
-		t.Fatalf("the etcd root: %d %s", r.Status, r.Body)
-	}
 	r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(id)+"/rotate-ca", `{"roots":["cluster","kubelet","ssh"]}`, s.Bearer(1))
 	if r.Status != http.StatusUnprocessableEntity || r.ErrorCode(t) != "unknown_roots" || !strings.Contains(string(r.Body), "kubelet, ssh are not") {
 		t.Fatalf("unknown roots: %d %s", r.Status, r.Body)

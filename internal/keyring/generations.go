@@ -72,12 +72,7 @@ func trusted(c *store.Cluster, root string) []store.CAGeneration {
 
 // Current is root's signing generation.
 func Current(c *store.Cluster, root string) (store.CAGeneration, error) {
-	for _, g := range Generations(c, root) {
-		if g.State == store.GenCurrent {
-			return g, nil
-		}
-	}
-	return store.CAGeneration{}, fmt.Errorf("cluster %d's %s has no current generation", c.ID, root)
+	return InState(c, root, store.GenCurrent)
 }
 
 // TrustPEM is root's trust file: every generation not retired, oldest
@@ -116,6 +111,21 @@ func openCurrent(dk *envelope.DataKey, c *store.Cluster, root string) (store.CAG
 	if err != nil {
 		return g, nil, err
 	}
+	return openGeneration(dk, root, g)
+}
+
+// InState is root's one generation in state (next, current, previous).
+func InState(c *store.Cluster, root, state string) (store.CAGeneration, error) {
+	for _, g := range Generations(c, root) {
+		if g.State == state {
+			return g, nil
+		}
+	}
+	return store.CAGeneration{}, fmt.Errorf("cluster %d's %s has no %s generation", c.ID, root, state)
+}
+
+// openGeneration opens generation g of root's key (PEM).
+func openGeneration(dk *envelope.DataKey, root string, g store.CAGeneration) (store.CAGeneration, []byte, error) {
 	keyPEM, err := dk.Open(genPurpose(root, g.Generation), g.KeySealed)
 	if err != nil {
 		return g, nil, fmt.Errorf("opening %s generation %d key: %w", root, g.Generation, err)
@@ -125,7 +135,17 @@ func openCurrent(dk *envelope.DataKey, c *store.Cluster, root string) (store.CAG
 
 // openCurrentCA opens the CA name's current generation.
 func openCurrentCA(dk *envelope.DataKey, c *store.Cluster, name pki.Name) (*pki.CA, error) {
-	g, keyPEM, err := openCurrent(dk, c, string(name))
+	g, err := Current(c, string(name))
+	if err != nil {
+		return nil, err
+	}
+	return OpenGenerationCA(dk, name, g)
+}
+
+// OpenGenerationCA opens generation g of the CA name: what a phase move
+// signs the etcd CRL with before g becomes current.
+func OpenGenerationCA(dk *envelope.DataKey, name pki.Name, g store.CAGeneration) (*pki.CA, error) {
+	g, keyPEM, err := openGeneration(dk, string(name), g)
 	if err != nil {
 		return nil, err
 	}

@@ -126,14 +126,19 @@ func (s *Service) applyRotation(ctx context.Context, t *target, out *RenewalOutc
 // controlPlaneTrust is a control-plane node's trust files; the signer's
 // current key only in the phases whose current generation is not the
 // one the node signs with (signing, and an abort's step back) of a
-// rotation that rotates it.
+// rotation that rotates it; the cluster's etcd CRL once it has one, in a
+// rotation of the etcd CA (which signs it again with each new signer).
 func controlPlaneTrust(t *target) map[string]string {
 	var signer []byte
 	r := t.row.CARotation
 	if r.Rotates(store.RootServiceAccount) && (r.Phase == store.PhaseSigning || r.Phase == store.PhaseUntrusting) {
 		signer = t.signerKey // opened by the re-issue: everything is due
 	}
-	return bundle.ControlPlaneTrust(keyring.CACerts(t.row), keyring.ServiceAccountPub(t.row), signer)
+	var crl []byte
+	if t.crl.Number > 0 && r.Rotates(string(pki.EtcdCA)) { // else etcd would restart for a file it already has installed
+		crl = []byte(t.crl.PEM)
+	}
+	return bundle.ControlPlaneTrust(keyring.CACerts(t.row), keyring.ServiceAccountPub(t.row), signer, crl)
 }
 
 // heldKey is one identity whose key the node proved it holds.

@@ -262,11 +262,13 @@ var phaseMoves = map[[2]string]phaseMove{
 }
 
 // MovePhase moves the owner's rotation from phase from to to, with the
-// generation states phaseMoves says, in one transaction fenced by the
+// generation states phaseMoves says and crl, when not nil, as the
+// cluster's etcd CRL (signed by the etcd CA generation the move makes
+// current; ErrCRLStale when a retirement stored one meanwhile), in one transaction fenced by the
 // lease and by from (an abort recorded meanwhile makes it write nothing:
 // ErrLeaseLost, and the next driver reads the rotation again). The end
 // phases end the operation too.
-func (s *Store) MovePhase(ctx context.Context, clusterID int64, owner string, rotationID int64, from, to string) error {
+func (s *Store) MovePhase(ctx context.Context, clusterID int64, owner string, rotationID int64, from, to string, crl *NewEtcdCRL) error {
 	m, ok := phaseMoves[[2]string{from, to}]
 	if !ok {
 		return fmt.Errorf("moving CA rotation %d: no move from %s to %s", rotationID, from, to)
@@ -275,6 +277,11 @@ func (s *Store) MovePhase(ctx context.Context, clusterID int64, owner string, ro
 		moved, err := moveGenerations(ctx, tx, clusterID, rotationID, m)
 		if err != nil {
 			return err
+		}
+		if crl != nil {
+			if err := storeEtcdCRL(ctx, tx, clusterID, crl); err != nil {
+				return err
+			}
 		}
 		// The epoch moves with the phase or the generations: a step back
 		// run again once done moves neither, and the nodes that applied

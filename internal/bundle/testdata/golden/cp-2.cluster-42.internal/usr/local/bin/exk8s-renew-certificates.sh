@@ -45,6 +45,7 @@ vm_proofs "$work"
 TRUST=(
   '/etc/exk8s/pki/ca.pem 0644 kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,exk8s-control-plane-taint'
   '/etc/exk8s/pki/etcd-ca.pem 0644 kube-apiserver,etcd'
+  '/etc/exk8s/pki/etcd-crl.pem 0644 etcd'
   '/etc/exk8s/pki/front-proxy-ca.pem 0644 kube-apiserver,kube-controller-manager'
   '/etc/exk8s/pki/service-account.pem 0644 kube-apiserver'
   '/etc/exk8s/pki/service-account-key.pem 0600 kube-apiserver,kube-controller-manager'
