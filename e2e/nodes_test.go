@@ -195,7 +195,9 @@ func bringUpCluster(t *testing.T, tag string, env []string) *provenCluster {
 	}
 	p.st = startStack(t, p.r, slices.Concat(mirrorEnv(mirrorDir), objectStoreEnv(), caRotationStackEnv, env)...)
 	p.tl.start()
-	p.cl = foundCluster(t, p.r, p.st, 3, fmt.Sprintf(`"cni":%q`, proofCNI))
+	// Remediation off until its own step (nodes_etcd_test.go): the proof
+	// reboots and stops machines on purpose.
+	p.cl = foundCluster(t, p.r, p.st, 3, fmt.Sprintf(`"cni":%q`, proofCNI), `"unhealthy_after":"0"`)
 	p.tl.mark("POST /clusters answered")
 	p.tl.setUpStarts()
 	p.vms = loadVMs(t, p.st, p.cl.ControlPlaneVMIDs)
