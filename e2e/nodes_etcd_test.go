@@ -332,9 +332,22 @@ func vmDeleted(ctx context.Context, t *testing.T, st stack, id int64) (bool, err
 // etcdVoters: etcd lists exactly three members, none a learner, the new
 // node's among them and the old node's not.
 func (c *machineCluster) etcdVoters(ctx context.Context, rep replacement) (string, error) {
-	out, err := c.etcdctl(ctx, "https://"+c.vms[0].addr.Addr().String()+":2379", "member", "list", "-w", "json")
+	voters, err := c.etcdVoting(ctx)
 	if err != nil {
 		return "", err
+	}
+	if len(voters) != 3 || !slices.Contains(voters, rep.NewNodeName) || slices.Contains(voters, rep.OldNodeName) {
+		return "", fmt.Errorf("voting members %v", voters)
+	}
+	return strings.Join(voters, ", "), nil
+}
+
+// etcdVoting lists etcd's members as the initial node's member answers;
+// an error while one is a learner.
+func (c *machineCluster) etcdVoting(ctx context.Context) ([]string, error) {
+	out, err := c.etcdctl(ctx, "https://"+c.vms[0].addr.Addr().String()+":2379", "member", "list", "-w", "json")
+	if err != nil {
+		return nil, err
 	}
 	var list struct {
 		Members []struct {
@@ -343,19 +356,16 @@ func (c *machineCluster) etcdVoters(ctx context.Context, rep replacement) (strin
 		} `json:"members"`
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
-		return "", err
+		return nil, err
 	}
 	var voters []string
 	for _, m := range list.Members {
 		if m.IsLearner {
-			return "", fmt.Errorf("%s is still a learner", m.Name)
+			return nil, fmt.Errorf("%s is still a learner", m.Name)
 		}
 		voters = append(voters, m.Name)
 	}
-	if len(voters) != 3 || !slices.Contains(voters, rep.NewNodeName) || slices.Contains(voters, rep.OldNodeName) {
-		return "", fmt.Errorf("voting members %v", voters)
-	}
-	return strings.Join(voters, ", "), nil
+	return voters, nil
 }
 
 // logEtcdStatus logs each member's status (which one leads) before a
