@@ -20,10 +20,24 @@ import (
 // removed one at a time, three voters, every member healthy.
 
 // scaleTo asks for count control-plane nodes; the scaling must be
-// accepted (202).
+// accepted (202) once the one before it has ended (until then 409
+// control_plane_scaling: its last steps, the DNS name and the operation's
+// end, follow the new Nodes' Ready).
 func (p *provenCluster) scaleTo(t *testing.T, count int) {
 	t.Helper()
-	apiCall(t, p.st, http.MethodPatch, fmt.Sprintf("/clusters/%d", p.cl.ClusterID), fmt.Sprintf(`{"control_plane_count":%d}`, count), http.StatusAccepted)
+	path, body := fmt.Sprintf("/clusters/%d", p.cl.ClusterID), fmt.Sprintf(`{"control_plane_count":%d}`, count)
+	eventually(t, p.r, fmt.Sprintf("PATCH control_plane_count %d accepted", count), []string{"stack"}, 5*time.Minute, func(context.Context) (string, error) {
+		code, raw, err := apiAnswer(p.st, http.MethodPatch, path, body)
+		switch {
+		case err != nil:
+			return "", err
+		case code == http.StatusConflict && strings.Contains(string(raw), `"control_plane_scaling"`):
+			return "", fmt.Errorf("the scaling before runs: %s", raw)
+		case code != http.StatusAccepted:
+			fatalf(t, "PATCH %s: %d %s, want 202", path, code, raw)
+		}
+		return string(raw), nil
+	})
 }
 
 // checkScaling grows the control plane to 5 and shrinks it back to 3,
