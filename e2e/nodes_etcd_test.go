@@ -143,9 +143,8 @@ type replacement struct {
 	NewNodeName string `json:"new_node_name"`
 }
 
-// checkReplace stops machine i for good, nothing told to k8sapi, with
-// remediation on (unhealthy_after 1m), and waits for k8sapi to replace its
-// node on its own (a second replacement meanwhile is refused, 409). Until the replacement is done a writer creates a ConfigMap
+// checkReplace stops machine i for good and replaces its node through the
+// API. Until the replacement is done a writer creates a ConfigMap
 // through the initial node every second (each write needs etcd's quorum)
 // and none may fail. The new VM boots as a new machine on the node
 // network; its member is promoted, every member is healthy, its Node is
@@ -159,14 +158,9 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	c.checkEtcdClientAnswered(t, retired, (i+1)%len(c.vms))
 	w := c.startWriter("replace-write")
 	t.Cleanup(func() { w.finish() })
-	api := p.startAPIProbe(t)
-	t.Cleanup(func() { api.finish() })
-	p.setUnhealthyAfter(t, remediateAfter)
-	t.Logf("stopping %s (VM %d) for good, nothing told to k8sapi: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
-	stopped := time.Now()
-	rep := p.awaitRemediation(t, old.id)
-	remediatedIn := time.Since(stopped)
-	p.setUnhealthyAfter(t, "0") // the steps after stop machines on purpose
+	t.Logf("stopping %s (VM %d) for good: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
+	var rep replacement
+	decode(t, apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, old.id), "", http.StatusAccepted), &rep)
 	other := c.vms[(i+1)%len(c.vms)].id
 	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, other), "", http.StatusConflict)
 	p.bootReplacement(t, i, p.replacementVM(t, rep))
@@ -183,55 +177,15 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
 	retiredAt := time.Now()
 	writes, failed := w.finish()
-	asked, missed := api.finish()
 	if err := p.network.Unplug(oldNS); err != nil { // the old VM's address is free again
 		fatal(t, err)
-	}
-	for _, f := range missed {
-		t.Log("  " + f)
 	}
 	if len(failed) > 0 {
 		fatalf(t, "%d of %d writes during the replacement failed (etcd quorum lost?):\n%s", len(failed), writes, strings.Join(failed, "\n"))
 	}
 	p.forgetReplacedNode(t, rep)
 	refused := c.checkRetiredEtcdClientRefused(t, retired, retiredAt)
-	return fmt.Sprintf("remediated a dead control-plane node (replacement begun by k8sapi %.0f s after the machine stopped, unhealthy_after %s; done in %.0f s), etcd rejoined (%d writes meanwhile, none failed; API probe %d/%d failed); %s",
-		remediatedIn.Seconds(), remediateAfter, retiredAt.Sub(stopped).Seconds(), writes, len(missed), asked, refused)
-}
-
-// remediateAfter is the proof cluster's unhealthy_after during the
-// remediation step: the shortest k8sapi takes. Remediation is off in the
-// proof's other steps (founding's "0"), which stop and reboot machines on
-// purpose.
-const remediateAfter = "1m"
-
-// setUnhealthyAfter changes the cluster's remediation setting.
-func (p *provenCluster) setUnhealthyAfter(t *testing.T, after string) {
-	t.Helper()
-	apiCall(t, p.st, http.MethodPatch, fmt.Sprintf("/clusters/%d", p.cl.ClusterID), fmt.Sprintf(`{"unhealthy_after":%q}`, after), http.StatusOK)
-}
-
-// awaitRemediation waits until k8sapi has begun replacing the stopped
-// VM's node on its own (the reconciler's remediation sweep) and returns
-// that replacement.
-func (p *provenCluster) awaitRemediation(t *testing.T, oldVM int64) replacement {
-	t.Helper()
-	var rep replacement
-	eventually(t, p.r, fmt.Sprintf("VM %d's node unhealthy and replaced by k8sapi's remediation", oldVM), []string{"stack"}, 6*time.Minute,
-		func(context.Context) (string, error) {
-			cv, err := getCluster(p.st, p.cl.ClusterID)
-			if err != nil {
-				return "", err
-			}
-			for _, r := range cv.Replacements {
-				if r.OldVMID == oldVM {
-					rep = r.replacement
-					return fmt.Sprintf("replacement %d (%s → %s, %s)", r.ID, r.OldNodeName, r.NewNodeName, r.State), nil
-				}
-			}
-			return "", fmt.Errorf("no replacement of VM %d yet; nodes %+v", oldVM, cv.Nodes)
-		})
-	return rep
+	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed); %s", writes, refused)
 }
 
 // roleLabelled: the Node carries the control-plane role label. Founding's

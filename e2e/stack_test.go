@@ -233,15 +233,7 @@ type clusterView struct {
 		Name     string `json:"name"`
 		IPv4     string `json:"ipv4"`
 		Retiring bool   `json:"retiring"`
-		Health   string `json:"health"`
 	} `json:"nodes"`
-	// Replacements are the newest control-plane replacements, newest
-	// first: the remediation step finds the one k8sapi began itself.
-	Replacements []struct {
-		replacement
-		OldVMID int64  `json:"old_vm_id"`
-		State   string `json:"state"`
-	} `json:"replacements"`
 	RestoredFromSnapshotID *int64    `json:"restored_from_snapshot_id"`
 	Bootstrap              bootstrap `json:"bootstrap"`
 	// CARotation is the cluster's latest CA rotation (nodes_carotation_test.go).
