@@ -158,6 +158,8 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	c.checkEtcdClientAnswered(t, retired, (i+1)%len(c.vms))
 	w := c.startWriter("replace-write")
 	t.Cleanup(func() { w.finish() })
+	api := p.startAPIProbe(t)
+	t.Cleanup(func() { api.finish() })
 	t.Logf("stopping %s (VM %d) for good: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
 	var rep replacement
 	decode(t, apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, old.id), "", http.StatusAccepted), &rep)
@@ -177,15 +179,19 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
 	retiredAt := time.Now()
 	writes, failed := w.finish()
+	asked, missed := api.finish()
 	if err := p.network.Unplug(oldNS); err != nil { // the old VM's address is free again
 		fatal(t, err)
+	}
+	for _, f := range missed {
+		t.Log("  " + f)
 	}
 	if len(failed) > 0 {
 		fatalf(t, "%d of %d writes during the replacement failed (etcd quorum lost?):\n%s", len(failed), writes, strings.Join(failed, "\n"))
 	}
 	p.forgetReplacedNode(t, rep)
 	refused := c.checkRetiredEtcdClientRefused(t, retired, retiredAt)
-	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed); %s", writes, refused)
+	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed; API probe %d/%d failed); %s", writes, len(missed), asked, refused)
 }
 
 // roleLabelled: the Node carries the control-plane role label. Founding's

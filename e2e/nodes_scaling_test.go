@@ -172,15 +172,15 @@ func (p *provenCluster) powerOffRemoved(t *testing.T, i int) {
 	m := p.c.machines[i]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	host, err := m.Exec(ctx, "hostname") // its Node's name
+	name, err := p.c.nodeNamed(ctx, p.c.vms[i].addr.Addr().String())
 	if err != nil {
-		fatalf(t, "%s's hostname: %v", m.Name, err)
+		fatalf(t, "%s's Node: %v", m.Name, err)
 	}
 	t.Logf("powering off %s (VM %d, removed by the scaling): %s", m.Name, p.c.vms[i].id, m.Stop(harness.MachineStopGrace).Round(time.Millisecond))
 	if err := p.network.Unplug(m.NS); err != nil {
 		fatal(t, err)
 	}
-	if out, err := p.c.kubectl(ctx, "delete", "node", strings.TrimSpace(string(host)), "--ignore-not-found"); err != nil {
+	if out, err := p.c.kubectl(ctx, "delete", "node", name); err != nil {
 		fatalf(t, "deleting the removed Node: %v %s", err, out)
 	}
 	p.c.machines, p.c.vms = slices.Delete(p.c.machines, i, i+1), slices.Delete(p.c.vms, i, i+1)
@@ -210,4 +210,20 @@ func (c *machineCluster) readyCount(ctx context.Context, count int) (string, err
 		return "", fmt.Errorf("%d of %d Ready: %v", len(ready), count, ready)
 	}
 	return strings.Join(ready, "; "), nil
+}
+
+// nodeNamed is the name of the Node with the internal address addr.
+func (c *machineCluster) nodeNamed(ctx context.Context, addr string) (string, error) {
+	var nodes kubeList
+	if err := c.kubectlJSON(ctx, &nodes, "get", "nodes"); err != nil {
+		return "", err
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Address == addr {
+				return n.Metadata.Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no Node has the address %s", addr)
 }
