@@ -158,6 +158,8 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	c.checkEtcdClientAnswered(t, retired, (i+1)%len(c.vms))
 	w := c.startWriter("replace-write")
 	t.Cleanup(func() { w.finish() })
+	api := p.startAPIProbe(t)
+	t.Cleanup(func() { api.finish() })
 	t.Logf("stopping %s (VM %d) for good: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
 	var rep replacement
 	decode(t, apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, old.id), "", http.StatusAccepted), &rep)
@@ -177,15 +179,19 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
 	retiredAt := time.Now()
 	writes, failed := w.finish()
+	asked, missed := api.finish()
 	if err := p.network.Unplug(oldNS); err != nil { // the old VM's address is free again
 		fatal(t, err)
+	}
+	for _, f := range missed {
+		t.Log("  " + f)
 	}
 	if len(failed) > 0 {
 		fatalf(t, "%d of %d writes during the replacement failed (etcd quorum lost?):\n%s", len(failed), writes, strings.Join(failed, "\n"))
 	}
 	p.forgetReplacedNode(t, rep)
 	refused := c.checkRetiredEtcdClientRefused(t, retired, retiredAt)
-	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed); %s", writes, refused)
+	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed; API probe %d/%d failed); %s", writes, len(missed), asked, refused)
 }
 
 // roleLabelled: the Node carries the control-plane role label. Founding's
@@ -286,9 +292,22 @@ func vmDeleted(ctx context.Context, t *testing.T, st stack, id int64) (bool, err
 // etcdVoters: etcd lists exactly three members, none a learner, the new
 // node's among them and the old node's not.
 func (c *machineCluster) etcdVoters(ctx context.Context, rep replacement) (string, error) {
-	out, err := c.etcdctl(ctx, "https://"+c.vms[0].addr.Addr().String()+":2379", "member", "list", "-w", "json")
+	voters, err := c.etcdVoting(ctx)
 	if err != nil {
 		return "", err
+	}
+	if len(voters) != 3 || !slices.Contains(voters, rep.NewNodeName) || slices.Contains(voters, rep.OldNodeName) {
+		return "", fmt.Errorf("voting members %v", voters)
+	}
+	return strings.Join(voters, ", "), nil
+}
+
+// etcdVoting lists etcd's members as the initial node's member answers;
+// an error while one is a learner.
+func (c *machineCluster) etcdVoting(ctx context.Context) ([]string, error) {
+	out, err := c.etcdctl(ctx, "https://"+c.vms[0].addr.Addr().String()+":2379", "member", "list", "-w", "json")
+	if err != nil {
+		return nil, err
 	}
 	var list struct {
 		Members []struct {
@@ -297,19 +316,16 @@ func (c *machineCluster) etcdVoters(ctx context.Context, rep replacement) (strin
 		} `json:"members"`
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
-		return "", err
+		return nil, err
 	}
 	var voters []string
 	for _, m := range list.Members {
 		if m.IsLearner {
-			return "", fmt.Errorf("%s is still a learner", m.Name)
+			return nil, fmt.Errorf("%s is still a learner", m.Name)
 		}
 		voters = append(voters, m.Name)
 	}
-	if len(voters) != 3 || !slices.Contains(voters, rep.NewNodeName) || slices.Contains(voters, rep.OldNodeName) {
-		return "", fmt.Errorf("voting members %v", voters)
-	}
-	return strings.Join(voters, ", "), nil
+	return voters, nil
 }
 
 // logEtcdStatus logs each member's status (which one leads) before a

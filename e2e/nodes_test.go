@@ -127,6 +127,7 @@ func TestNodesBecomeACluster(t *testing.T) {
 	// After the subset: the lifecycle replaces a node and restores into a
 	// new cluster, and the subset judges the cluster as founded.
 	held = append(held, p.checkEtcdLifecycle(t)...)
+	held = append(held, p.checkScaling(t)...)
 	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
 	tl.finish(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; nodes Ready %.0f s, workloads reachable %.0f s after POST /clusters (set-up excluded); rebooted node Ready again in %.0f s",
@@ -146,6 +147,7 @@ type focusedRun struct {
 
 var focusedRuns = []focusedRun{
 	{"etcd lifecycle", "E2E_ETCD_LIFECYCLE_ONLY", (*provenCluster).checkEtcdLifecycle},
+	{"control-plane scaling", "E2E_SCALING_ONLY", (*provenCluster).checkScaling},
 	{"pool", "E2E_POOL_ONLY", (*provenCluster).checkPool},
 	{"exec kubeconfig", "E2E_EXEC_KUBECONFIG_ONLY", (*provenCluster).checkExecKubeconfig},
 }

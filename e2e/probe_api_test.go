@@ -135,24 +135,17 @@ func (pr *apiProbe) refresh() error {
 // token, without the test's fatal helpers (it runs in the probe's
 // goroutine).
 func (pr *apiProbe) issueKubeconfig() ([]byte, error) {
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/clusters/%d/kubeconfig", pr.st.env["API_URL"], pr.clusterID), strings.NewReader(`{"ttl":"10m"}`))
+	code, raw, err := apiAnswer(pr.st, http.MethodPost, fmt.Sprintf("/clusters/%d/kubeconfig", pr.clusterID), `{"ttl":"10m"}`)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+pr.st.env["DEV_TOKEN"])
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return nil, err
+	if code != http.StatusCreated {
+		return nil, fmt.Errorf("POST kubeconfig: %d %s", code, raw)
 	}
-	defer resp.Body.Close()
 	var issued struct {
 		Kubeconfig string `json:"kubeconfig"`
 	}
-	if resp.StatusCode != http.StatusCreated {
-		raw, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("POST kubeconfig: %d %s", resp.StatusCode, raw)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&issued); err != nil {
+	if err := json.Unmarshal(raw, &issued); err != nil {
 		return nil, err
 	}
 	return []byte(issued.Kubeconfig), nil

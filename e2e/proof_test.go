@@ -585,19 +585,29 @@ func checkIssuedKubeconfig(t *testing.T, st stack, cl clusterResponse, n1 *node,
 // other status than want.
 func apiCall(t *testing.T, st stack, method, path, body string, want int) []byte {
 	t.Helper()
-	req, err := http.NewRequest(method, st.get(t, "API_URL")+path, strings.NewReader(body))
-	if err != nil {
-		fatal(t, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+st.get(t, "DEV_TOKEN"))
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	code, raw, err := apiAnswer(st, method, path, body)
 	if err != nil {
 		fatalf(t, "%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		fatalf(t, "%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	if code != want {
+		fatalf(t, "%s %s: %d %s, want %d", method, path, code, raw, want)
 	}
 	return raw
+}
+
+// apiAnswer makes one operator's request and returns the status and body
+// (no test helpers: it may run in a probe's goroutine or an eventually).
+func apiAnswer(st stack, method, path, body string) (int, []byte, error) {
+	req, err := http.NewRequest(method, st.env["API_URL"]+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.env["DEV_TOKEN"])
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
 }
