@@ -198,18 +198,28 @@ func (c *machineCluster) votingMembers(ctx context.Context, count int) (string, 
 	return strings.Join(voters, ", "), nil
 }
 
-// readyCount: count Nodes of the proof's machines are Ready.
+// readyCount: count Nodes of the proof's machines are Ready, read in one
+// list (a kubectl call per machine outran the attempt's deadline on a
+// loaded machine, and the Nodes it did not read counted as not Ready).
 func (c *machineCluster) readyCount(ctx context.Context, count int) (string, error) {
+	var nodes kubeList
+	if err := c.kubectlJSON(ctx, &nodes, "get", "nodes"); err != nil {
+		return "", err
+	}
 	var ready []string
-	for i := range c.vms {
-		if out, err := c.readySince(ctx, i, time.Time{}); err == nil {
-			ready = append(ready, out)
+	for j, n := range nodes.Items {
+		status, _ := conditionSince(j, nodes, "Ready")
+		for _, a := range n.Status.Addresses {
+			if status == "True" && c.hasAddress(a.Address) {
+				ready = append(ready, n.Metadata.Name)
+				break
+			}
 		}
 	}
 	if len(ready) < count {
 		return "", fmt.Errorf("%d of %d Ready: %v", len(ready), count, ready)
 	}
-	return strings.Join(ready, "; "), nil
+	return strings.Join(ready, ", "), nil
 }
 
 // nodeNamed is the name of the Node with the internal address addr.
@@ -226,4 +236,9 @@ func (c *machineCluster) nodeNamed(ctx context.Context, addr string) (string, er
 		}
 	}
 	return "", fmt.Errorf("no Node has the address %s", addr)
+}
+
+// hasAddress says whether one of the proof's machines has addr.
+func (c *machineCluster) hasAddress(addr string) bool {
+	return slices.ContainsFunc(c.vms, func(v vm) bool { return v.addr.Addr().String() == addr })
 }
