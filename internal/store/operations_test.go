@@ -20,7 +20,7 @@ func lease(owner string, d time.Duration) store.Lease {
 }
 
 // founding begins a founding of one node held by l, answering its id.
-func founding(t *testing.T, st *store.Store, l store.Lease) int64 {
+func founding(t testing.TB, st *store.Store, l store.Lease) int64 {
 	t.Helper()
 	ctx := context.Background()
 	id, err := st.ReserveClusterID(ctx)
