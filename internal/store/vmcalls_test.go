@@ -140,6 +140,20 @@ func BenchmarkRepeatedReport(b *testing.B) {
 	timed(b, func() error { _, err := n.report("ready", "up", "pending", "ready"); return err })
 }
 
+// BenchmarkRepeatedStatusCall is the status route's store calls for a
+// ready node repeating its report: the proofs with the call counted, then
+// the guarded phase write.
+func BenchmarkRepeatedStatusCall(b *testing.B) {
+	n := activeNode(b)
+	timed(b, func() error {
+		if _, err := n.call("status"); err != nil {
+			return err
+		}
+		_, err := n.report("ready", "up", "pending", "ready")
+		return err
+	})
+}
+
 // timed runs do b.N times and reports each call's p50 and p99.
 func timed(b *testing.B, do func() error) {
 	var took []time.Duration
