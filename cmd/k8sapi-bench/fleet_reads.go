@@ -115,9 +115,11 @@ func (r *fleetReads) all(ctx context.Context, n int) ([]*timings, error) {
 	return out, nil
 }
 
-// issueTokens issues each of c's VMs a bearer token as IMDS issues it,
-// once. Its IMDS session token is not issued (the dev platform issues one
-// only to a VM row of its own), so that lookup misses as a stale one would.
+// issueTokens issues each of c's VMs a bearer token as IMDS issues it and
+// an IMDS session, once, so a VM route's proofs pass and its call is
+// counted as a VM's real call is. The session is written into the dev
+// platform's table directly: its issuer issues one only to a VM row of its
+// own, and the seed records no VM rows.
 func (r *fleetReads) issueTokens(ctx context.Context, c seeded) error {
 	for _, vm := range append(append([]int64{}, c.cpVMs...), c.workerVMs...) {
 		if r.tokens[vm] != "" {
@@ -127,16 +129,25 @@ func (r *fleetReads) issueTokens(ctx context.Context, c seeded) error {
 		if err != nil {
 			return err
 		}
+		if _, err := r.platform.Exec(ctx, `INSERT INTO imds_tokens (hash, vm_id, org_id, expiry_at)
+			VALUES ($1, $2, $3, now() + interval '1 hour')`, simulator.HashToken(imdsSession(tok)), vm, c.org); err != nil {
+			return fmt.Errorf("issuing vm %d an IMDS session: %w", vm, err)
+		}
 		r.tokens[vm] = tok
 	}
 	return nil
 }
 
+// imdsSession is the IMDS session token of the VM whose bearer token is
+// bearer.
+func imdsSession(bearer string) string { return "imds-" + bearer }
+
 // proofs is a VM route's first round trip: its tokens looked up and its
 // call counted.
 func (r *fleetReads) proofs(ctx context.Context, vm int64, route string) error {
-	_, err := r.st.VMCallLookup(ctx, store.VMCall{VMID: vm, IMDSHash: simulator.HashToken("no-session"),
-		BearerHash: simulator.HashToken(r.tokens[vm]), Count: &vmlimit.Count{Route: route, Now: time.Now(), Per: time.Minute}})
+	tok := r.tokens[vm]
+	_, err := r.st.VMCallLookup(ctx, store.VMCall{VMID: vm, IMDSHash: simulator.HashToken(imdsSession(tok)),
+		BearerHash: simulator.HashToken(tok), Count: &vmlimit.Count{Route: route, Now: time.Now(), Per: time.Minute}})
 	return err
 }
 
@@ -155,14 +166,15 @@ func (r *fleetReads) fetch(ctx context.Context, c seeded) error {
 	return err
 }
 
-// report is a Ready node's status report of ready again: proofs, the
-// guarded phase write.
+// report is a Ready node's status report of ready again, as its seed
+// recorded it (no message): proofs, the guarded phase write, which finds
+// nothing to change.
 func (r *fleetReads) report(ctx context.Context, c seeded) error {
 	vm := c.workerVMs[r.rnd.IntN(len(c.workerVMs))]
 	if err := r.proofs(ctx, vm, "status"); err != nil {
 		return err
 	}
 	_, err := r.st.AdvancePhase(ctx, store.PhaseChange{VMID: vm, OrgID: c.org, Role: store.RoleWorker, To: "ready",
-		Message: "bench", From: []string{"ready"}, FromOnceReady: []string{"ready"}, MarksReady: true})
+		From: []string{"ready"}, FromOnceReady: []string{"ready"}, MarksReady: true})
 	return err
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/excloud/k8sapi/internal/store"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
@@ -20,7 +23,7 @@ func lease(owner string, d time.Duration) store.Lease {
 }
 
 // founding begins a founding of one node held by l, answering its id.
-func founding(t *testing.T, st *store.Store, l store.Lease) int64 {
+func founding(t testing.TB, st *store.Store, l store.Lease) int64 {
 	t.Helper()
 	ctx := context.Background()
 	id, err := st.ReserveClusterID(ctx)
@@ -228,4 +231,64 @@ func TestClusterOperationsAreTheLiveOnes(t *testing.T) {
 	if running, err := st.ClusterOperations(ctx, id); err != nil || len(running) != 0 {
 		t.Fatalf("operations once every one ended: %q (%v), want none", running, err)
 	}
+}
+
+// The claim with nothing due reads no ended operation: the table keeps
+// every operation ever run (the conditions read the latest), and the
+// claim finds the live ones over operations_due, which holds only those.
+// Without it and the table's other indexes of only the live ones (dropped,
+// the contrast), the claim reads every ended row.
+func TestClaimWithNothingDueReadsNoEndedOperation(t *testing.T) {
+	ctx := context.Background()
+	pool, err := store.OpenPool(ctx, testenv.Postgres(t), store.PoolSettings{MaxConns: 1})
+	must(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	id := founding(t, st, lease("founder", time.Minute))
+	must(t, st.FinishFounding(ctx, id, "founder"))
+	_, err = pool.Exec(ctx, `INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, ended_at)
+		SELECT 'node-pool', $1, 'node_pool', g, 'succeeded', 'Succeeded', now() FROM generate_series(1, 5000) g`, id)
+	must(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE operations`)
+	must(t, err)
+	claim := func() int64 {
+		t.Helper()
+		return operationRowsRead(t, pool, func() {
+			if _, err := st.ClaimDue(ctx, lease("sweep", time.Minute), opsT0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("claim: %v, want nothing due", err)
+			}
+		})
+	}
+	if n := claim(); n != 0 {
+		t.Errorf("the claim with nothing due read %d rows of operations, want 0", n)
+	}
+	_, err = pool.Exec(ctx, `DROP INDEX operations_due, operations_live_of_cluster, operations_one_live`)
+	must(t, err)
+	if n := claim(); n < 5000 {
+		t.Errorf("contrast: without the indexes of live operations the claim read %d rows of operations, so this test proves nothing", n)
+	}
+}
+
+// operationRowsRead is the heap rows of operations that do read on pool's
+// one connection (sequential and index scans), from its backend's
+// statistics, flushed before each reading and read from a session of its
+// own with a fresh snapshot.
+func operationRowsRead(t *testing.T, pool *pgxpool.Pool, do func()) int64 {
+	t.Helper()
+	ctx := context.Background()
+	watcher, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	must(t, err)
+	defer func() { _ = watcher.Close(ctx) }()
+	read := func() int64 {
+		t.Helper()
+		_, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		must(t, err)
+		var n int64
+		must(t, watcher.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+			FROM pg_stat_user_tables WHERE relname = 'operations'`).Scan(&n))
+		return n
+	}
+	before := read()
+	do()
+	return read() - before
 }

@@ -96,6 +96,7 @@ func (s *Store) VMCallLookup(ctx context.Context, c VMCall) (VMCallRows, error) 
 		return nil
 	})
 	if c.Count != nil {
+		b.Queue(countAsync)
 		queueCount(b, c, &r)
 	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
@@ -103,6 +104,14 @@ func (s *Store) VMCallLookup(ctx context.Context, c VMCall) (VMCallRows, error) 
 	}
 	return r, nil
 }
+
+// countAsync lets the batch's commit return before its WAL reaches disk:
+// the count is the batch's only write (the token lookups only read), and
+// all of a batch is one implicit transaction, so the setting ends with it.
+// A database crash may lose the last counts of the last moments: a VM gets
+// a few more calls of a route, and no fact the API answers is lost. Never
+// for a write the API answers from (a fetch, a phase).
+const countAsync = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // queueCount queues the guarded count of c; r.Window stays nil when the
 // tokens did not name the VM.
