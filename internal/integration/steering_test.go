@@ -64,6 +64,9 @@ func (s *stack) steeredPhase(t *testing.T, c *fixedClock, id int64, vms []vmProo
 	if !applied[moved] || s.recordedEndpoint(t, id) != moved {
 		t.Fatalf("the name moved from %d to %d (recorded %d), want a node that applied the phase", endpoint, moved, s.recordedEndpoint(t, id))
 	}
+	if shown := s.rotationOf(t, id).EndpointVMID; shown != moved {
+		t.Fatalf("GET /clusters/{id} shows endpoint_vm_id %d, want %d", shown, moved)
+	}
 	s.wantAskedOnly(t, vms, 0) // clients may still hold the old address for the record's TTL
 	c.Set(time.Second)
 	s.wantAskedOnly(t, vms, endpoint)
