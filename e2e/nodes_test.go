@@ -335,7 +335,7 @@ func writePlatformHosts(t *testing.T, st stack, path string) {
 	t.Helper()
 	hosts, err := platformHosts(st.get(t, "SIM_URL"))
 	if err == nil {
-		err = os.WriteFile(path, []byte(hosts), 0o644)
+		err = writeHostsFile(path, hosts)
 	}
 	if err != nil {
 		fatal(t, err)
@@ -381,11 +381,33 @@ func rewriteHostsIfChanged(t *testing.T, simURL, path string) {
 	if old, err := os.ReadFile(path); err == nil && string(old) == hosts {
 		return
 	}
-	if err := os.WriteFile(path, []byte(hosts), 0o644); err != nil {
+	if err := writeHostsFile(path, hosts); err != nil {
 		t.Logf("writing the resolver's hosts: %v", err)
 		return
 	}
 	t.Logf("the platform's records changed; the resolver knows:\n%s", hosts)
+}
+
+// writeHostsFile replaces the hosts file at path with hosts in one rename:
+// the step's writes and the sync's may meet, and CoreDNS must never read
+// a file half written (an empty one answers NXDOMAIN).
+func writeHostsFile(path, hosts string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".hosts-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(hosts)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		return os.Rename(tmp.Name(), path)
+	}
+	_ = os.Remove(tmp.Name())
+	return err
 }
 
 // platformHosts is the A records the platform's DNS holds (the
