@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
@@ -39,6 +40,33 @@ func TestCARotationAsksTheEndpointLastAfterTheNameLeftIt(t *testing.T) {
 	if endpoints[0] == endpoints[1] || endpoints[1] == endpoints[2] {
 		t.Fatalf("the name stayed on one node across phases: %v", endpoints)
 	}
+}
+
+// A move the DNS API refuses holds nothing up: the name stays on the
+// endpoint, the cluster says its DNS is not configured, and the endpoint
+// is asked once the TTL has passed from the refused try.
+func TestCARotationAsksTheEndpointAnywayWhenTheDNSAPIRefusesTheMove(t *testing.T) {
+	s, c := rotationStack(t)
+	id, vms, bundles := s.readyNodes(t)
+	if r := stacktest.Do(t, http.MethodPost, s.api.URL+"/clusters/"+itoa(id)+"/rotate-ca", "", s.Bearer(1)); r.Status != http.StatusAccepted {
+		t.Fatalf("rotate-ca: %d %s", r.Status, r.Body)
+	}
+	s.step(t, c)
+	for i := 1; i < len(vms); i++ {
+		s.wantAskedOnly(t, vms, vms[i].id)
+		s.mustRenew(t, vms[i], bundles[i])
+	}
+	s.sim.SetFaults(simulator.Faults{FailDNS: true})
+	s.step(t, c)
+	if got := s.endpointVM(t, id); got != vms[0].id {
+		t.Fatalf("the name points at %d after a refused move, want it kept on %d", got, vms[0].id)
+	}
+	if v := s.rotationOf(t, id); v.DNSConfigured || v.DNSError == "" {
+		t.Fatalf("dns_configured %v (%q) after a refused move, want false with why", v.DNSConfigured, v.DNSError)
+	}
+	s.wantAskedOnly(t, vms, 0)
+	c.Set(time.Second)
+	s.wantAskedOnly(t, vms, vms[0].id)
 }
 
 // steeredPhase drives one phase of a rotation and answers the node the
