@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,14 @@ const caRotationEnv = "E2E_CA_ROTATION"
 
 // caRotationStackEnv shortens the stack's distrust wait in the node
 // proof: no admin kubeconfig issued before a rotation is kept there but
-// the one the step checks is refused.
-var caRotationStackEnv = []string{"K8SAPI_CA_DISTRUST_WAIT=90s"}
+// the one the step checks is refused. And the control-plane name's TTL
+// (controlPlaneDNSTTL): the rotation moves the name off each node before
+// restarting it and waits the TTL out first, once per phase.
+var caRotationStackEnv = []string{"K8SAPI_CA_DISTRUST_WAIT=90s", "CONTROL_PLANE_DNS_TTL_SECONDS=" + strconv.Itoa(controlPlaneDNSTTL)}
+
+// controlPlaneDNSTTL is the TTL, in seconds, of the control-plane name in
+// the node proof's stack and its resolver.
+const controlPlaneDNSTTL = 5
 
 // trustFiles are the rotated roots' trust files on every control-plane
 // node (a worker holds ca.pem only); after the rotation each holds the

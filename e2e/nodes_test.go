@@ -246,7 +246,7 @@ func serveServices(t *testing.T, r *harness.Run, st stack, network *harness.Netw
 	svc.simURL = forwardToHost(t, sw, st.get(t, "SIM_URL"))
 	relayTo(t, sw, objectStorePort, st.get(t, "AWS_ENDPOINT_URL"))
 	svc.resolverHosts = startResolver(t, r, sw)
-	writePlatformHosts(t, st, svc.resolverHosts)
+	syncPlatformHosts(t, st, svc.resolverHosts)
 	if _, err := harness.StartRegistry(r, binDir, sw, svcAddr(registryPort), filepath.Join(r.WorkDir, "registry")); err != nil {
 		fatal(t, err)
 	}
@@ -291,7 +291,9 @@ func relayTo(t *testing.T, sw string, port int, hostURL string) string {
 // control-plane name: pods reach the service-account issuer by it), and
 // answers NXDOMAIN for everything else, as a resolver cut off from the
 // internet. It returns the hosts file it reads the records from (CoreDNS
-// reloads it when it changes).
+// reloads it when it changes), and answers its names with the TTL the
+// stack writes the control-plane name with (hosts' default is an hour: a
+// node's caching resolver would keep a moved name's old address).
 func startResolver(t *testing.T, r *harness.Run, sw string) string {
 	t.Helper()
 	dir := filepath.Join(r.WorkDir, "resolver")
@@ -303,12 +305,13 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
     bind %s
     hosts %s {
         %s imdsapi.excloud.in
-        reload 2s
+        ttl %d
+        reload 1s
         fallthrough
     }
     file %s .
 }
-`, dnsPort, harness.ResolverAddr, hosts, harness.ServicesAddr, filepath.Join(dir, "root.zone"))
+`, dnsPort, harness.ResolverAddr, hosts, harness.ServicesAddr, controlPlaneDNSTTL, filepath.Join(dir, "root.zone"))
 	rootZone := "$ORIGIN .\n@ 300 IN SOA resolver.invalid. hostmaster.invalid. 1 7200 3600 1209600 300\n@ 300 IN NS resolver.invalid.\n"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fatal(t, err)
@@ -330,6 +333,86 @@ func startResolver(t *testing.T, r *harness.Run, sw string) string {
 // resolver's hosts file.
 func writePlatformHosts(t *testing.T, st stack, path string) {
 	t.Helper()
+	hosts, err := platformHosts(st.get(t, "SIM_URL"))
+	if err == nil {
+		err = writeHostsFile(path, hosts)
+	}
+	if err != nil {
+		fatal(t, err)
+	}
+	t.Logf("the resolver knows the platform's records:\n%s", hosts)
+}
+
+// syncPlatformHosts keeps the resolver's hosts file at the platform's
+// records from now until the test ends: it reads them every second and
+// rewrites the file when they changed, as a real resolver follows the DNS
+// API (k8sapi moves the control-plane name during a CA rotation, and the
+// API probe must follow it as a client would). The explicit
+// writePlatformHosts calls stay: they make a step's records known at once.
+func syncPlatformHosts(t *testing.T, st stack, path string) {
+	t.Helper()
+	writePlatformHosts(t, st, path)
+	simURL, stop, done := st.get(t, "SIM_URL"), make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				rewriteHostsIfChanged(t, simURL, path)
+			}
+		}
+	}()
+}
+
+// rewriteHostsIfChanged writes the platform's records to path when they
+// differ from what it holds (CoreDNS reloads the file on a change only).
+// A failed read is logged: the next tick tries again.
+func rewriteHostsIfChanged(t *testing.T, simURL, path string) {
+	hosts, err := platformHosts(simURL)
+	if err != nil {
+		t.Logf("reading the platform's records: %v", err)
+		return
+	}
+	if old, err := os.ReadFile(path); err == nil && string(old) == hosts {
+		return
+	}
+	if err := writeHostsFile(path, hosts); err != nil {
+		t.Logf("writing the resolver's hosts: %v", err)
+		return
+	}
+	t.Logf("the platform's records changed; the resolver knows:\n%s", hosts)
+}
+
+// writeHostsFile replaces the hosts file at path with hosts in one rename:
+// the step's writes and the sync's may meet, and CoreDNS must never read
+// a file half written (an empty one answers NXDOMAIN).
+func writeHostsFile(path, hosts string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".hosts-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(hosts)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		return os.Rename(tmp.Name(), path)
+	}
+	_ = os.Remove(tmp.Name())
+	return err
+}
+
+// platformHosts is the A records the platform's DNS holds (the
+// simulator's) as a hosts file.
+func platformHosts(simURL string) (string, error) {
 	var list struct {
 		Records []struct {
 			Zone  string `json:"zone_name"`
@@ -338,34 +421,41 @@ func writePlatformHosts(t *testing.T, st stack, path string) {
 			Value string `json:"value"`
 		} `json:"records"`
 	}
-	getJSON(t, st.get(t, "SIM_URL")+"/_sim/dns", &list)
+	if err := fetchJSON(simURL+"/_sim/dns", &list); err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	for _, rec := range list.Records {
 		if rec.Type == "A" {
 			fmt.Fprintf(&b, "%s %s\n", rec.Value, fqdn(rec.Name, rec.Zone))
 		}
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		fatal(t, err)
-	}
-	t.Logf("the resolver knows the platform's records:\n%s", b.String())
+	return b.String(), nil
 }
 
 // getJSON decodes the answer of a GET on the host's loopback into v.
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
+	if err := fetchJSON(url, v); err != nil {
+		fatal(t, err)
+	}
+}
+
+// fetchJSON decodes the answer of a GET on the host's loopback into v.
+func fetchJSON(url string, v any) error {
 	c := &http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
-		fatal(t, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		fatalf(t, "GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		fatalf(t, "GET %s: %v", url, err)
+		return fmt.Errorf("GET %s: %w", url, err)
 	}
+	return nil
 }
 
 // fqdn is a record's full name: names in the DNS API may be relative to

@@ -24,6 +24,10 @@ type ClusterView struct {
 	// record per control-plane node): what founding asked the DNS API for,
 	// and what to create by hand when DNSConfigured is false.
 	DNSRecords []DNSRecord `json:"dns_records"`
+	// EndpointVMID is the VM of the node the name points at (the platform
+	// DNS API holds one value per name; a CA rotation moves it off each
+	// node it restarts); 0, absent: no node has an address yet.
+	EndpointVMID int64 `json:"endpoint_vm_id,omitempty"`
 	// RestoredFromSnapshotID is the etcd snapshot the cluster was founded
 	// from; null for a cluster founded empty.
 	RestoredFromSnapshotID *int64 `json:"restored_from_snapshot_id"`

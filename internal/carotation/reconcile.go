@@ -167,12 +167,14 @@ func (s *Service) reload(ctx context.Context, r *rotating) error {
 
 // applied waits until every node has applied the rotation's phase and
 // epoch (its renewal under it); until then the rotation holds with a
-// reason that names the nodes.
+// reason that names the nodes, and the control-plane name is steered off
+// the node asked last (steer).
 func (s *Service) applied(ctx context.Context, r *rotating, _ time.Time) error {
 	nodes, err := s.Store.ClusterNodes(ctx, r.c.ID)
 	if err != nil {
 		return usecase.Recorded(err)
 	}
+	s.steer(ctx, r, nodes)
 	var late []string
 	for _, n := range counted(nodes) {
 		if !r.row.AppliedBy(n.CAPhase) {
@@ -182,8 +184,8 @@ func (s *Service) applied(ctx context.Context, r *rotating, _ time.Time) error {
 	if len(late) == 0 {
 		return s.hold(ctx, r, store.ReasonInProgress, "")
 	}
-	why := fmt.Sprintf("node %s has not applied the %s phase (its certificate renewal under it); the rotation holds until it does",
-		strings.Join(late, ", "), r.row.Phase)
+	why := fmt.Sprintf("node %s has not applied the %s phase (its certificate renewal under it); the rotation holds until it does%s",
+		strings.Join(late, ", "), r.row.Phase, s.steering(r))
 	if err := s.hold(ctx, r, ReasonNodeNotReported, why); err != nil {
 		return err
 	}

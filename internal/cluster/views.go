@@ -59,6 +59,9 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
 	v.DNSRecords = controlplane.SuggestedRecords(c.ControlPlaneDNSName, controlplane.LiveControlPlane(nodes))
+	if at, ok := controlplane.EndpointOf(&c, nodes); ok {
+		v.EndpointVMID = at.VMID
+	}
 	e := expiryOf(c, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
 	v.CARoots = carotation.RootsOf(&c)

@@ -69,6 +69,11 @@ type Config struct {
 	// longest admin kubeconfig's life): local stacks and the node proof
 	// only, where no kubeconfig issued before the rotation is kept.
 	CADistrustWait time.Duration
+	// ControlPlaneDNSTTLSeconds is the TTL of the control-plane name's
+	// record k8sapi writes (usecase.Settings.DNSTTL): how long a client
+	// may keep resolving a node the name moved off, so how long a CA
+	// rotation waits before it restarts that node (docs/CA-ROTATION.md).
+	ControlPlaneDNSTTLSeconds int
 }
 
 // FromEnv reads the process environment.

@@ -40,8 +40,9 @@ func TestDefaults(t *testing.T) {
 		KubernetesVersion: "v1.35.4",
 		LogLevel:          slog.LevelInfo,
 		// No manifest file: the one k8sapi ships; no fallback; https.
-		Artifacts:        artifacts.Default(),
-		LeafCertLifetime: 8760 * time.Hour,
+		Artifacts:                 artifacts.Default(),
+		LeafCertLifetime:          8760 * time.Hour,
+		ControlPlaneDNSTTLSeconds: 300,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)

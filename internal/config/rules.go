@@ -145,3 +145,8 @@ func checkARN(s string) error {
 	}
 	return nil
 }
+
+// maxDNSTTL bounds CONTROL_PLANE_DNS_TTL_SECONDS: a CA rotation waits the
+// TTL out once per phase before it restarts the node the name moved off,
+// so a day is already three days of waiting.
+const maxDNSTTL = 86400

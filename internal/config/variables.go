@@ -3,9 +3,11 @@ package config
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/artifacts"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -92,6 +94,7 @@ var variables = []variable{
 	{"CERT_RENEW_BEFORE", "", func(c *Config) any { return &c.CertRenewBefore }, positive},
 	{"ETCD_SNAPSHOT_BUCKET", "", func(c *Config) any { return &c.EtcdSnapshotBucket }, checked(checkBucket)},
 	{"ETCD_SNAPSHOT_NODE_ENDPOINT", "", func(c *Config) any { return &c.EtcdSnapshotNodeEndpoint }, webURL},
+	{"CONTROL_PLANE_DNS_TTL_SECONDS", strconv.Itoa(clusterfacts.DNSRecordTTL), func(c *Config) any { return &c.ControlPlaneDNSTTLSeconds }, wholeNumber(1, maxDNSTTL)},
 }
 
 // localSwitches are read like variables, but only local stacks and

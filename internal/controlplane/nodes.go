@@ -1,7 +1,9 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
@@ -106,19 +108,63 @@ func (s *Service) issueNode(op *NodeOp, n store.Node) (store.Node, error) {
 	return n, err
 }
 
-// PointDNS points the control-plane name at the first of the suggested
-// records and records the outcome.
+// PointDNS points the control-plane name at the cluster's endpoint among
+// nodes (EndpointOf: the recorded one while it is live, else the lowest
+// ordinal) and records the outcome.
 func (s *Service) PointDNS(ctx context.Context, c *store.Cluster, nodes []store.Node) {
-	first := SuggestedRecords(c.ControlPlaneDNSName, nodes)[0] // every node has a private address
-	err := s.DNS.UpsertA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName, first.Value, first.TTL)
+	if to, ok := EndpointOf(c, nodes); ok {
+		_ = s.PointAt(ctx, c, nodes, to) // best effort: the outcome is recorded for the operator
+	}
+}
+
+// PointAt points the control-plane name at node to alone (the platform's
+// DNS API holds one value per name), its address by the records' rule
+// among nodes, and records the outcome: the node and, when it is another
+// than recorded, the move's time and TTL (store.SetDNS). The DNS API's
+// refusal is returned, and recorded as dns_configured false.
+func (s *Service) PointAt(ctx context.Context, c *store.Cluster, nodes []store.Node, to store.Node) error {
+	peers := make([]clusterfacts.Node, 0, len(nodes))
+	for _, n := range nodes {
+		peers = append(peers, clusterfacts.NodeOf(n))
+	}
+	rec, _ := clusterfacts.EndpointRecord(c.ControlPlaneDNSName, peers, clusterfacts.NodeOf(to), s.DNSTTL()) // EndpointOf chose a node with an address
+	err := s.DNS.UpsertA(ctx, s.Settings.BaseDNSDomain, c.ControlPlaneDNSName, rec.Value, rec.TTL)
 	c.DNSConfigured, c.DNSError = err == nil, ""
 	if err != nil {
 		c.DNSError = "the DNS API did not accept the control-plane record; create the suggested records by hand"
-		s.Logger().WarnContext(ctx, "dns configuration failed", "cluster_id", c.ID, "cause", err.Error())
+		s.Logger().WarnContext(ctx, "dns configuration failed", "cluster_id", c.ID, "vm_id", to.VMID, "cause", err.Error())
 	}
-	if err := s.Store.SetDNS(ctx, c.ID, c.DNSConfigured, c.DNSError); err != nil {
+	s.recordEndpoint(ctx, c, store.DNSOutcome{Configured: err == nil, Error: c.DNSError, VMID: to.VMID, TTLSeconds: rec.TTL, At: s.Clock()})
+	return err
+}
+
+// recordEndpoint records outcome o of pointing c's name, in c too.
+func (s *Service) recordEndpoint(ctx context.Context, c *store.Cluster, o store.DNSOutcome) {
+	if err := s.Store.SetDNS(ctx, c.ID, o); err != nil {
 		s.Logger().WarnContext(ctx, "recording dns outcome failed", "cluster_id", c.ID, "cause", err.Error())
+		return
 	}
+	if c.Endpoint.VMID != o.VMID {
+		c.Endpoint.MovedAt, c.Endpoint.TTLSeconds = &o.At, o.TTLSeconds
+	}
+	if o.Configured {
+		c.Endpoint.VMID = o.VMID
+	}
+}
+
+// EndpointOf is the node among nodes the control-plane name is to point
+// at: the recorded endpoint while it is live (not retiring, with a VM and
+// an address), else the lowest-ordinal such node (what the name pointed at
+// before the endpoint was recorded); false: none is.
+func EndpointOf(c *store.Cluster, nodes []store.Node) (store.Node, bool) {
+	live := slices.DeleteFunc(LiveControlPlane(nodes), func(n store.Node) bool { return n.VMID == 0 || n.IPv4 == "" })
+	if i := slices.IndexFunc(live, func(n store.Node) bool { return n.VMID == c.Endpoint.VMID }); i >= 0 {
+		return live[i], true
+	}
+	if len(live) == 0 {
+		return store.Node{}, false
+	}
+	return slices.MinFunc(live, func(a, b store.Node) int { return cmp.Compare(a.Ordinal, b.Ordinal) }), true
 }
 
 // Open reads op's spec and opens its cluster's trust, which issuing a

@@ -97,12 +97,14 @@ func FunctionOverrides(st Stack) map[string]string {
 // local), as the node proof founds its clusters, and one whose nodes reach
 // moto's S3 at another address than the host's loopback
 // (ETCD_SNAPSHOT_NODE_ENDPOINT), and one whose CA rotations distrust the
-// old roots after minutes (K8SAPI_CA_DISTRUST_WAIT, a local switch).
+// old roots after minutes (K8SAPI_CA_DISTRUST_WAIT, a local switch) and
+// wait seconds, not minutes, after moving the control-plane name
+// (CONTROL_PLANE_DNS_TTL_SECONDS).
 var passedThrough = []string{"LEAF_CERT_LIFETIME", "CERT_RENEW_BEFORE", "VM_CALL_BUDGET_FACTOR",
 	"KUBE_DOWNLOAD_BASE", "ETCD_DOWNLOAD_BASE", "ETCD_VERSION", "HELM_DOWNLOAD_BASE",
 	"CONTAINERD_DOWNLOAD_BASE", "RUNC_DOWNLOAD_BASE", "CNI_PLUGINS_DOWNLOAD_BASE", "CILIUM_CHART",
 	"IMAGE_REGISTRY", "IMAGE_REGISTRY_PLAIN_HTTP", "ARTIFACT_MANIFEST_FILE", "ARTIFACT_DIGEST_FALLBACK",
-	"ETCD_SNAPSHOT_NODE_ENDPOINT", "K8SAPI_CA_DISTRUST_WAIT"}
+	"ETCD_SNAPSHOT_NODE_ENDPOINT", "K8SAPI_CA_DISTRUST_WAIT", "CONTROL_PLANE_DNS_TTL_SECONDS"}
 
 // PassedThrough returns the passed-through variables lookup has a value for.
 func PassedThrough(lookup func(string) (string, bool)) map[string]string {

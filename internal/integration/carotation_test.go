@@ -17,11 +17,12 @@ import (
 )
 
 // rotationStack is a stack on a clock the test moves, whose rotations
-// wait a minute before their distrust.
+// wait a minute before their distrust, and whose control-plane name's
+// record lives a second.
 func rotationStack(t *testing.T) (*stack, *fixedClock) {
 	c := newClock(time.Now().Truncate(time.Second))
 	s := newStack(t, func(cfg *stacktest.Config) {
-		cfg.Now, cfg.Leaves, cfg.CADistrustWait = c.Now, hourLeaves(), time.Minute
+		cfg.Now, cfg.Leaves, cfg.CADistrustWait, cfg.DNSTTL = c.Now, hourLeaves(), time.Minute, 1
 	})
 	return s, c
 }
@@ -215,12 +216,14 @@ func (s *stack) retireAfterTheRotation(t *testing.T, c *fixedClock, id, above in
 
 // trustingWaitsForEveryNode drives the trusting phase: new generations
 // beside the old, trust files of both, leaves of the old; two of three
-// nodes renew and the rotation holds for the third, named; then it signs.
+// nodes renew (the endpoint, the first, is asked last) and the rotation
+// holds for the third, named; then it signs.
 func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64, vms []vmProof, bundles []bundleBody, oldCA string) {
 	t.Helper()
 	s.step(t, c)
-	s.wantHealthAnswer(t, vms[0], bundle.RenewDue)
-	s.wantHealthAnswer(t, vms[1], "") // one control-plane node at a time
+	s.wantHealthAnswer(t, vms[1], bundle.RenewDue)
+	s.wantHealthAnswer(t, vms[0], "") // the endpoint is asked last
+	s.wantHealthAnswer(t, vms[2], "") // one control-plane node at a time
 	v := s.rotationOf(t, id)
 	wantPhase(t, v, "trusting", "NodeNotReported", vms0Names(v)...)
 	for _, root := range v.CARoots {
@@ -230,7 +233,7 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 	}
 
 	// Two of three nodes renew: the rotation holds for the third.
-	for i := range 2 {
+	for _, i := range []int{1, 2} {
 		got := s.mustRenew(t, vms[i], bundles[i])
 		if n := certCount(t, got.Trust[bundle.CertPath(pki.ClusterCA)]); n != 2 {
 			t.Fatalf("trusting: ca.pem holds %d certificates, want old and new", n)
@@ -240,14 +243,16 @@ func (s *stack) trustingWaitsForEveryNode(t *testing.T, c *fixedClock, id int64,
 		}
 	}
 	s.step(t, c)
-	late := bundles[2].NodeName
+	late := bundles[0].NodeName
 	wantPhase(t, s.rotationOf(t, id), "trusting", "NodeNotReported", late)
-	if strings.Contains(s.rotationOf(t, id).CARotation.Message, bundles[0].NodeName) {
+	if strings.Contains(s.rotationOf(t, id).CARotation.Message, bundles[1].NodeName) {
 		t.Fatal("the hold names a node that renewed")
 	}
-	s.wantHealthAnswer(t, vms[0], "")
-	s.wantHealthAnswer(t, vms[2], bundle.RenewDue)
-	s.mustRenew(t, vms[2], bundles[2])
+	s.wantHealthAnswer(t, vms[0], "") // the name just moved off it: asked once the record's TTL passed
+	c.Set(time.Second)
+	s.wantHealthAnswer(t, vms[1], "")
+	s.wantHealthAnswer(t, vms[0], bundle.RenewDue)
+	s.mustRenew(t, vms[0], bundles[0])
 	s.step(t, c)
 	wantPhase(t, s.rotationOf(t, id), "signing", "NodeNotReported")
 

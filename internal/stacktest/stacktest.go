@@ -76,6 +76,9 @@ type Config struct {
 	// CADistrustWait shortens a CA rotation's wait before its distrust
 	// (usecase.Settings.CADistrustWait; 0: the default).
 	CADistrustWait time.Duration
+	// DNSTTL is the control-plane name's TTL in seconds
+	// (usecase.Settings.DNSTTL; 0: the default).
+	DNSTTL int
 }
 
 // PinnedArtifacts is the default artifact set with a made-up pin for every
@@ -178,7 +181,7 @@ func founder(cfg Config, st *store.Store, r *bundle.Renderer) *usecase.Deps {
 		Settings: usecase.Settings{
 			BaseDNSDomain: cfg.BaseDomain, BootstrapBaseURL: cfg.BootstrapBaseURL, KubernetesVersion: artifacts.DefaultKubernetesVersion,
 			ServiceCIDR: usecase.DefaultServiceCIDR, PodCIDR: usecase.DefaultPodCIDR, ClusterDomain: usecase.DefaultClusterDomain,
-			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: pinned, CADistrustWait: cfg.CADistrustWait,
+			LeafLifetime: cfg.Leaves.Lifetime, Artifacts: pinned, CADistrustWait: cfg.CADistrustWait, DNSTTL: cfg.DNSTTL,
 		},
 		Now: cfg.Now,
 	}

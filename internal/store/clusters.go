@@ -110,7 +110,25 @@ type Cluster struct {
 	// rotation, nil if it never had one.
 	CAGenerations []CAGeneration `db:"ca_generations"`
 	CARotation    *Rotation      `db:"ca_rotation"`
+	// Endpoint is the node the control-plane name points at and when it
+	// last moved (migration 035); zero: never recorded, the lowest-ordinal
+	// live control-plane node.
+	Endpoint Endpoint `db:"endpoint"`
 }
+
+// Endpoint is where a cluster's control-plane name points (migration
+// 035): the VM of the node it was last pointed at (0: never recorded),
+// and when it last moved with the TTL of the record written then (nil:
+// never moved).
+type Endpoint struct {
+	VMID       int64      `json:"vm_id"`
+	MovedAt    *time.Time `json:"moved_at"`
+	TTLSeconds int        `json:"ttl_seconds"`
+}
+
+// endpointColumn is the cluster's Endpoint as one JSON column.
+const endpointColumn = `jsonb_build_object('vm_id', coalesce(endpoint_vm_id, 0), 'moved_at', endpoint_moved_at,
+	'ttl_seconds', coalesce(endpoint_ttl_seconds, 0)) AS endpoint`
 
 var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, status, key_algorithm,
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count, security_group_ids, created_security_group_id,
@@ -122,7 +140,7 @@ var clusterColumns = `id, org_id, project_id, name, control_plane_dns_name, stat
 	create_token_key, secrets_encryption_key_sealed,
 	restored_from_snapshot_id, restore_object_key, restore_size_bytes, restore_sha256,
 	spec, etcd_snapshot_interval_seconds, unhealthy_after_seconds, max_unhealthy_percent, admin_group,
-	` + caGenerationsColumn(true) + `, ` + caRotationColumn
+	` + caGenerationsColumn(true) + `, ` + caRotationColumn + `, ` + endpointColumn
 
 var clusterLastOp = lastOp(TargetCluster, "kube_clusters.id", "status_reason")
 
@@ -269,7 +287,7 @@ var listedColumns = `id, org_id, project_id, name, control_plane_dns_name, statu
 	kubernetes_version, cluster_domain, service_cidr, pod_cidr, cni, control_plane_count,
 	ca_cert, etcd_ca_cert, front_proxy_ca_cert, dns_configured, dns_error, created_at, updated_at,
 	restored_from_snapshot_id, ` + clusterFoundingSpec + `, ` + clusterLastOp + `, spec, etcd_snapshot_interval_seconds,
-	unhealthy_after_seconds, max_unhealthy_percent, ` + caGenerationsColumn(false) + `, ` + caRotationColumn
+	unhealthy_after_seconds, max_unhealthy_percent, ` + caGenerationsColumn(false) + `, ` + caRotationColumn + `, ` + endpointColumn
 
 // ListClusters returns the page of org's clusters q selects, with
 // listedColumns only (the other fields are zero).
@@ -519,10 +537,28 @@ func (s *Store) IssuedSerials(ctx context.Context, nodeID int64) (map[string][]s
 	return out, nil
 }
 
-// SetDNS records the outcome of the best-effort DNS step.
-func (s *Store) SetDNS(ctx context.Context, clusterID int64, configured bool, errText string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE kube_clusters SET dns_configured = $2, dns_error = $3, updated_at = now()
-		WHERE id = $1`, clusterID, configured, errText)
+// DNSOutcome is what pointing the control-plane name did: whether the DNS
+// API took it (else why not, for the operator), the node it was pointed at
+// (its VM) and the record's TTL, at At.
+type DNSOutcome struct {
+	Configured bool
+	Error      string
+	VMID       int64
+	TTLSeconds int
+	At         time.Time
+}
+
+// SetDNS records the outcome of pointing the control-plane name. A name
+// now at another node than recorded moved at o.At, with o.TTLSeconds; a
+// refused move keeps the recorded node and notes o.At as the move's time
+// all the same (store.rotationAsks waits out the TTL from it, then asks
+// the node anyway: the name cannot be steered).
+func (s *Store) SetDNS(ctx context.Context, clusterID int64, o DNSOutcome) error {
+	_, err := s.pool.Exec(ctx, `UPDATE kube_clusters SET dns_configured = $2, dns_error = $3, updated_at = now(),
+			endpoint_moved_at = CASE WHEN endpoint_vm_id IS DISTINCT FROM $4 THEN $6 ELSE endpoint_moved_at END,
+			endpoint_ttl_seconds = CASE WHEN endpoint_vm_id IS DISTINCT FROM $4 THEN $5 ELSE endpoint_ttl_seconds END,
+			endpoint_vm_id = CASE WHEN $2 THEN $4 ELSE endpoint_vm_id END
+		WHERE id = $1`, clusterID, o.Configured, o.Error, o.VMID, o.TTLSeconds, o.At)
 	if err != nil {
 		return fmt.Errorf("recording dns outcome: %w", err)
 	}

@@ -37,7 +37,7 @@ type HealthReport struct {
 func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
 	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
-			SELECT n.id, k.status, `+rotationAsks+` AS renew FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3
 		), recorded AS (
 			UPDATE kube_nodes n SET health_reported_at = $4, health_checks = $5::jsonb,
@@ -60,18 +60,48 @@ type HealthRecorded struct {
 	RenewDue bool
 }
 
-// rotationAsks is whether the live rotation of node n's cluster stands at
-// a phase and epoch n has not applied (Rotation.Moving, AppliedBy). The
-// control plane is asked one node at a time, by ordinal: a node only once
-// every control-plane node before it applied the phase and reports no
-// failing check, so no two of them restart etcd and their API servers at
-// once. Workers restart their kubelet only, and are asked together.
-var rotationAsks = `EXISTS (SELECT 1 FROM ca_rotations cr JOIN operations co ON co.id = cr.operation_id
+// rotationAsks is whether, at time at, the live rotation of node n's
+// cluster stands at a phase and epoch n has not applied (Rotation.Moving,
+// AppliedBy). Workers restart their kubelet only, and are asked together.
+// The control plane is asked one node at a time, so no two of them
+// restart etcd and their API servers at once: a node only once every
+// control-plane node ordered before it applied the phase and reports no
+// failing check. The order is by ordinal with the endpoint (the node the
+// control-plane name points at, endpointOf) last: every client of the
+// name is pointed at it, so it restarts only after the rotation moved the
+// name to a node that applied the phase (carotation's applied step), and
+// only once the TTL of the record written then has passed since the move,
+// when no client's cache still holds its address. The endpoint itself is
+// asked only when it cannot be steered: it is the only live control-plane
+// node, or the DNS API does not hold the name (dns_configured false: a
+// refused move, or records the operator keeps by hand).
+func rotationAsks(at string) string {
+	return `EXISTS (SELECT 1 FROM ca_rotations cr JOIN operations co ON co.id = cr.operation_id JOIN kube_clusters e ON e.id = cr.kube_cluster_id
 	WHERE cr.kube_cluster_id = n.kube_cluster_id AND co.ended_at IS NULL AND cr.phase NOT IN ('done', 'aborted')
 	AND NOT ` + appliedBy("n") + `
-	AND (n.role <> 'control-plane' OR NOT EXISTS (SELECT 1 FROM kube_nodes p
-		WHERE p.kube_cluster_id = n.kube_cluster_id AND p.role = 'control-plane' AND p.ordinal < n.ordinal
-		AND p.vm_id IS NOT NULL AND NOT p.retiring AND (NOT ` + appliedBy("p") + ` OR p.health_failing_since IS NOT NULL))))`
+	AND (n.role <> 'control-plane' OR (NOT EXISTS (SELECT 1 FROM kube_nodes p
+		WHERE ` + liveControlPlane("p") + ` AND p.id <> n.id
+		AND (n.vm_id = ` + endpointOf("e") + ` OR (p.vm_id IS DISTINCT FROM ` + endpointOf("e") + ` AND p.ordinal < n.ordinal))
+		AND (NOT ` + appliedBy("p") + ` OR p.health_failing_since IS NOT NULL))
+	AND (n.vm_id IS DISTINCT FROM ` + endpointOf("e") + ` OR NOT e.dns_configured
+		OR NOT EXISTS (SELECT 1 FROM kube_nodes p WHERE ` + liveControlPlane("p") + ` AND p.id <> n.id))
+	AND (e.endpoint_moved_at IS NULL OR ` + at + ` >= e.endpoint_moved_at + make_interval(secs => coalesce(e.endpoint_ttl_seconds, 0))))))`
+}
+
+// liveControlPlane is whether node (an alias) is a control-plane node of
+// n's cluster with a VM, not retiring.
+func liveControlPlane(node string) string {
+	return node + `.kube_cluster_id = n.kube_cluster_id AND ` + node + `.role = 'control-plane' AND ` + node + `.vm_id IS NOT NULL AND NOT ` + node + `.retiring`
+}
+
+// endpointOf is the VM the control-plane name of cluster k (an alias)
+// points at: the one recorded, else (never recorded) its lowest-ordinal
+// live control-plane node with an address, as controlplane.PointDNS chose
+// before it recorded.
+func endpointOf(k string) string {
+	return `coalesce(` + k + `.endpoint_vm_id, (SELECT l.vm_id FROM kube_nodes l WHERE l.kube_cluster_id = ` + k + `.id
+		AND l.role = 'control-plane' AND l.vm_id IS NOT NULL AND NOT l.retiring AND l.ipv4 <> '' ORDER BY l.ordinal LIMIT 1))`
+}
 
 // appliedBy is whether node (an alias) applied rotation cr's phase and epoch.
 func appliedBy(node string) string {

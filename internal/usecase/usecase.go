@@ -10,6 +10,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/bundle"
+	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/compute"
 	"github.com/excloud/k8sapi/internal/dns"
 	"github.com/excloud/k8sapi/internal/envelope"
@@ -50,6 +51,11 @@ type Settings struct {
 	// old roots trusted after signing began (zero: the longest lifetime
 	// the cluster allows, carotation.DefaultDistrustWait); tests shorten it.
 	CADistrustWait time.Duration
+	// DNSTTL is the TTL, in seconds, of the control-plane name's record
+	// (CONTROL_PLANE_DNS_TTL_SECONDS; zero: clusterfacts.DNSRecordTTL): a
+	// CA rotation waits it out after moving the name off a node before it
+	// restarts that node (docs/CA-ROTATION.md).
+	DNSTTL int
 	// Artifacts is the configured artifact set with its manifest's pins;
 	// a cluster records its part of it at founding.
 	Artifacts artifacts.Set
@@ -96,6 +102,9 @@ func (d *Deps) Clock() time.Time {
 	}
 	return time.Now()
 }
+
+// DNSTTL is the control-plane name's TTL in seconds (Settings.DNSTTL).
+func (d *Deps) DNSTTL() int { return cmp.Or(d.Settings.DNSTTL, clusterfacts.DNSRecordTTL) }
 
 // Logger is Log, or the default logger.
 func (d *Deps) Logger() *slog.Logger {

@@ -150,7 +150,7 @@ func (a *App) UseCases(r *bundle.Renderer) *usecase.Deps {
 			KubernetesVersion: a.Config.KubernetesVersion,
 			ServiceCIDR:       usecase.DefaultServiceCIDR, PodCIDR: usecase.DefaultPodCIDR,
 			ClusterDomain: usecase.DefaultClusterDomain, LeafLifetime: a.Leaves.Lifetime,
-			Artifacts: a.Artifacts, CADistrustWait: a.Config.CADistrustWait,
+			Artifacts: a.Artifacts, CADistrustWait: a.Config.CADistrustWait, DNSTTL: a.Config.ControlPlaneDNSTTLSeconds,
 		},
 	}
 }

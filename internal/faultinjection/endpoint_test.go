@@ -1,0 +1,58 @@
+package faultinjection
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/excloud/k8sapi/internal/stacktest"
+)
+
+// A replacement points the control-plane name anew: off the endpoint
+// (the node it points at, as a CA rotation may have left it on any node)
+// when that node is the one replaced, to the lowest-ordinal live node;
+// kept on the endpoint when another node is replaced.
+func TestReplacementMovesTheNameOffTheEndpointOnly(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		replaced, want, end int // indexes of the founding's VMs
+	}{
+		{"the endpoint replaced", 1, 0, 1},
+		{"another node replaced", 2, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStack(t)
+			res := s.Found(1, stacktest.ThreeNodes)
+			vms := res.ControlPlaneVMIDs
+			s.markReady(vms...)
+			if _, err := s.pool.Exec(context.Background(), `UPDATE kube_clusters SET endpoint_vm_id = $2 WHERE id = $1`, res.ClusterID, vms[c.end]); err != nil {
+				t.Fatal(err)
+			}
+			if r := s.replace(res.ClusterID, vms[c.replaced]); r.Status != http.StatusAccepted {
+				t.Fatalf("replace = %d %s, want 202", r.Status, r.Body)
+			}
+			if rep := s.finishReplacement(); rep.Replaced != 1 {
+				t.Fatalf("reconciler reports %+v, want one replacement done", rep)
+			}
+			if got, recorded := s.endpoint(res.ClusterID); got != vms[c.want] || recorded != vms[c.want] {
+				t.Errorf("the name points at VM %d (recorded %d), want %d", got, recorded, vms[c.want])
+			}
+		})
+	}
+}
+
+// endpoint is the VM whose address the cluster's name holds in the
+// platform's DNS, and the one the cluster records.
+func (s *stack) endpoint(id int64) (pointed, recorded int64) {
+	s.t.Helper()
+	recs := s.sim.Records("")
+	if len(recs) != 1 {
+		s.t.Fatalf("dns records %+v, want the control-plane name's one", recs)
+	}
+	err := s.pool.QueryRow(context.Background(), `SELECT (SELECT vm_id FROM kube_nodes WHERE kube_cluster_id = $1 AND role = 'control-plane'
+		AND $2 IN (ipv4, public_ipv4)), coalesce(endpoint_vm_id, 0) FROM kube_clusters WHERE id = $1`, id, recs[0].Value).Scan(&pointed, &recorded)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return pointed, recorded
+}
