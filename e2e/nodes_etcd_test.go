@@ -165,7 +165,7 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	t.Cleanup(func() { api.finish() })
 	before := p.nodeNames(t)
 	crashed := p.crash(t, c.machines[i], old)
-	decided := p.remediated(t, old.id, crashed)
+	decided := p.remediated(t, "control-plane node", old.id, crashed)
 	rep := p.remediationOf(t, old.id, before)
 	other := c.vms[(i+1)%len(c.vms)].id
 	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, other), "", http.StatusConflict)
@@ -178,6 +178,7 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 		return c.readySince(ctx, i, time.Time{})
 	})
 	ready := time.Since(crashed)
+	p.tl.took("control-plane node: crash to its replacement Ready", ready)
 	eventually(t, c.r, rep.NewNodeName+" labelled control-plane by its own taint unit", []string{c.machines[i].Name + "/console"}, 2*time.Minute,
 		func(ctx context.Context) (string, error) { return c.roleLabelled(ctx, rep.NewNodeName) })
 	eventually(t, c.r, fmt.Sprintf("the replacement of %s done, VM %d deleted by k8sapi", rep.OldNodeName, old.id), nil, 3*time.Minute,

@@ -44,7 +44,7 @@ func (p *provenCluster) crash(t *testing.T, m *harness.Machine, v vm) time.Time 
 // succeeded, with why) and turns it off again: the replacement goes on,
 // and nothing else the proof does later is judged. It logs the decision
 // and answers how long after crashed it came.
-func (p *provenCluster) remediated(t *testing.T, vmID int64, crashed time.Time) time.Duration {
+func (p *provenCluster) remediated(t *testing.T, role string, vmID int64, crashed time.Time) time.Duration {
 	t.Helper()
 	p.setUnhealthyAfter(t, proofUnhealthyAfter)
 	var why string
@@ -55,6 +55,7 @@ func (p *provenCluster) remediated(t *testing.T, vmID int64, crashed time.Time) 
 			return why, err
 		})
 	decided := time.Since(crashed)
+	p.tl.took(role+": crash to replacement decided", decided)
 	p.setUnhealthyAfter(t, "0")
 	t.Logf("remediation decided %.0f s after the crash: %s", decided.Seconds(), why)
 	return decided
@@ -140,7 +141,7 @@ func (p *provenCluster) checkWorkerRemediation(t *testing.T, workers []poolWorke
 	t.Helper()
 	dead, kept := workers[1], workers[0]
 	crashed := p.crash(t, dead.m, dead.v)
-	decided := p.remediated(t, dead.v.id, crashed)
+	decided := p.remediated(t, "worker", dead.v.id, crashed)
 	p.awaitVMDeleted(t, dead.v)
 	fresh := p.replacingWorker(t, kept)
 	p.bootWorkers(t, fresh)
@@ -148,6 +149,7 @@ func (p *provenCluster) checkWorkerRemediation(t *testing.T, workers []poolWorke
 	now := []poolWorker{kept, fresh[0]}
 	p.checkWorkersReady(t, now)
 	ready := time.Since(crashed)
+	p.tl.took("worker: crash to its replacement Ready", ready)
 	eventually(t, p.r, "pool-web: one replica on each worker again", p.c.consoles(), 5*time.Minute,
 		func(ctx context.Context) (string, error) { return p.c.poolWebOn(ctx, 2) })
 	return now, fmt.Sprintf("a crashed worker remediated: replacement decided %.0f s and %s Ready %.0f s after the crash",
