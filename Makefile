@@ -141,6 +141,19 @@ bench-bringup:
 	done
 	$(GO) run ./cmd/k8sapi-bench -bringup e2e/.work/timelines
 
-.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-fleet bench-bringup \
+## bench-lifecycle: the node proof's operations on its live cluster (the
+## control-plane remediation, the scaling 3 → 5 → 3, the pool with a worker's
+## remediation and the CA rotation of every root), each timed against its
+## issue's goal into BENCHMARKS.md (root, as make e2e; e2e/README.md)
+bench-lifecycle:
+	@scripts/dev-prerequisites.sh test
+	rm -rf e2e/.work/lifecycle
+	cd e2e && $(GO) vet ./... && E2E_ETCD_LIFECYCLE_ONLY=1 E2E_SCALING_ONLY=1 E2E_POOL_ONLY=1 E2E_CA_ROTATION=1 \
+		E2E_TIMELINE_OUT=$(CURDIR)/e2e/.work/lifecycle/run.json \
+		$(GO) test -count=1 -timeout 60m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)' | tail -80; \
+		test $${PIPESTATUS[0]} -eq 0
+	$(GO) run ./cmd/k8sapi-bench -lifecycle e2e/.work/lifecycle
+
+.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-fleet bench-bringup bench-lifecycle \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
 	build-ReconcilerFunction build-MigrateFunction

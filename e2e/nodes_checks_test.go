@@ -175,6 +175,7 @@ type timeline struct {
 	setUpSince time.Time
 	phases     []string
 	times      map[string]time.Duration
+	operations []phaseSeconds // timed operations on the live cluster (took)
 }
 
 func newTimeline() *timeline { return &timeline{times: map[string]time.Duration{}} }

@@ -136,20 +136,23 @@ func (p *provenCluster) listedSnapshot(t *testing.T, id int64) (etcdSnapshot, er
 	return s, nil
 }
 
-// replacement is POST /clusters/{id}/nodes/{vm_id}/replace's answer.
+// replacement is a control-plane node's replacement: the node replaced
+// and the one replacing it.
 type replacement struct {
-	ID          int64  `json:"replacement_id"`
 	OldNodeName string `json:"old_node_name"`
 	NewNodeName string `json:"new_node_name"`
 }
 
-// checkReplace stops machine i for good and replaces its node through the
-// API. Until the replacement is done a writer creates a ConfigMap
-// through the initial node every second (each write needs etcd's quorum)
-// and none may fail. The new VM boots as a new machine on the node
-// network; its member is promoted, every member is healthy, its Node is
-// Ready, and k8sapi deletes the old VM; then the old node's etcd client
-// certificate is refused by every member (nodes_etcdcrl_test.go).
+// checkReplace crashes machine i and tells k8sapi nothing: with
+// remediation turned on the reconciler judges the silent node and
+// replaces it (nodes_remediation_test.go), by the path an operator's
+// POST .../replace takes; a second replacement meanwhile is refused (409).
+// Until the replacement is done a writer creates a ConfigMap through the
+// initial node every second (each write needs etcd's quorum) and none may
+// fail. The new VM boots as a new machine on the node network; its member
+// is promoted, every member is healthy, its Node is Ready, and k8sapi
+// deletes the old VM; then the old node's etcd client certificate is
+// refused by every member (nodes_etcdcrl_test.go).
 func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	t.Helper()
 	c, old, oldNS := p.c, p.c.vms[i], p.c.machines[i].NS
@@ -160,9 +163,10 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	t.Cleanup(func() { w.finish() })
 	api := p.startAPIProbe(t)
 	t.Cleanup(func() { api.finish() })
-	t.Logf("stopping %s (VM %d) for good: %s", c.machines[i].Name, old.id, c.machines[i].Stop(harness.MachineStopGrace).Round(time.Millisecond))
-	var rep replacement
-	decode(t, apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, old.id), "", http.StatusAccepted), &rep)
+	before := p.nodeNames(t)
+	crashed := p.crash(t, c.machines[i], old)
+	decided := p.remediated(t, "control-plane node", old.id, crashed)
+	rep := p.remediationOf(t, old.id, before)
 	other := c.vms[(i+1)%len(c.vms)].id
 	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, other), "", http.StatusConflict)
 	p.bootReplacement(t, i, p.replacementVM(t, rep))
@@ -173,9 +177,11 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	eventually(t, c.r, rep.NewNodeName+" Ready", c.consoles(), 5*time.Minute, func(ctx context.Context) (string, error) {
 		return c.readySince(ctx, i, time.Time{})
 	})
+	ready := time.Since(crashed)
+	p.tl.took("control-plane node: crash to its replacement Ready", ready)
 	eventually(t, c.r, rep.NewNodeName+" labelled control-plane by its own taint unit", []string{c.machines[i].Name + "/console"}, 2*time.Minute,
 		func(ctx context.Context) (string, error) { return c.roleLabelled(ctx, rep.NewNodeName) })
-	eventually(t, c.r, fmt.Sprintf("replacement %d done, VM %d deleted by k8sapi", rep.ID, old.id), nil, 3*time.Minute,
+	eventually(t, c.r, fmt.Sprintf("the replacement of %s done, VM %d deleted by k8sapi", rep.OldNodeName, old.id), nil, 3*time.Minute,
 		func(ctx context.Context) (string, error) { return p.replacementDone(ctx, t, old.id) })
 	retiredAt := time.Now()
 	writes, failed := w.finish()
@@ -191,7 +197,8 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	}
 	p.forgetReplacedNode(t, rep)
 	refused := c.checkRetiredEtcdClientRefused(t, retired, retiredAt)
-	return fmt.Sprintf("replaced a control-plane node, etcd rejoined (%d writes meanwhile, none failed; API probe %d/%d failed); %s", writes, len(missed), asked, refused)
+	return fmt.Sprintf("a crashed control-plane node remediated: replacement decided %.0f s and %s Ready %.0f s after the crash, etcd rejoined (%d writes meanwhile, none failed; API probe %d/%d failed); %s",
+		decided.Seconds(), rep.NewNodeName, ready.Seconds(), writes, len(missed), asked, refused)
 }
 
 // roleLabelled: the Node carries the control-plane role label. Founding's
@@ -251,11 +258,7 @@ func (p *provenCluster) bootReplacement(t *testing.T, i int, v vm) {
 // longer names the old VM).
 func (p *provenCluster) forgetReplacedNode(t *testing.T, rep replacement) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := p.c.kubectl(ctx, "delete", "node", rep.OldNodeName, "--ignore-not-found"); err != nil {
-		fatalf(t, "deleting the replaced Node %s: %v %s", rep.OldNodeName, err, out)
-	}
+	p.deleteNode(t, rep.OldNodeName)
 	writePlatformHosts(t, p.st, p.svc.resolverHosts)
 }
 

@@ -68,6 +68,8 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	if rotated := p.rotateCAsWithWorkers(t, workers); rotated != "" {
 		held = append(held, rotated)
 	}
+	workers, remediated := p.checkWorkerRemediation(t, workers)
+	held = append(held, remediated)
 	scaled := time.Now()
 	left := p.checkScaleDown(t, workers)
 	deleted := time.Now()
@@ -628,13 +630,7 @@ func (p *provenCluster) highestOrdinal(t *testing.T, workers []poolWorker) poolW
 // and checks its Node is gone and the drain did not wait its timeout.
 func (p *provenCluster) retireWorker(t *testing.T, w poolWorker) {
 	t.Helper()
-	eventually(t, p.r, fmt.Sprintf("VM %d deleted by the reconciler", w.v.id), []string{"stack"}, 5*time.Minute,
-		func(ctx context.Context) (string, error) {
-			if deleted, err := vmDeleted(ctx, t, p.st, w.v.id); err != nil || !deleted {
-				return "", fmt.Errorf("not yet (%v)", err)
-			}
-			return "deleted", nil
-		})
+	p.awaitVMDeleted(t, w.v)
 	t.Logf("powering %s (VM %d) off: %s", w.m.Name, w.v.id, w.m.Stop(harness.WorkerPowerOffGrace).Round(time.Millisecond))
 	p.checkDrain(t, w.m)
 	eventually(t, p.r, w.m.Name+"'s Node gone", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
@@ -646,6 +642,18 @@ func (p *provenCluster) retireWorker(t *testing.T, w poolWorker) {
 		}
 		return fmt.Sprintf("%d pool Nodes left", len(nodes)), err
 	})
+}
+
+// awaitVMDeleted waits for the reconciler to delete v.
+func (p *provenCluster) awaitVMDeleted(t *testing.T, v vm) {
+	t.Helper()
+	eventually(t, p.r, fmt.Sprintf("VM %d deleted by the reconciler", v.id), []string{"stack"}, 5*time.Minute,
+		func(ctx context.Context) (string, error) {
+			if deleted, err := vmDeleted(ctx, t, p.st, v.id); err != nil || !deleted {
+				return "", fmt.Errorf("not yet (%v)", err)
+			}
+			return "deleted", nil
+		})
 }
 
 // checkDrain reads the stopped machine's drain from its journal (kept in

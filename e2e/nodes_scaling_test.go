@@ -54,6 +54,8 @@ func (p *provenCluster) checkScaling(t *testing.T) []string {
 	grown := time.Now()
 	p.scaleTo(t, 3)
 	p.shrinkTo(t, 3)
+	p.tl.took("control plane 3 → 5", grown.Sub(start))
+	p.tl.took("control plane 5 → 3", time.Since(grown))
 	writes, failed := w.finish()
 	asked, missed := api.finish()
 	for _, f := range append(failed, missed...) {

@@ -127,6 +127,7 @@ func TestNodesBecomeACluster(t *testing.T) {
 	// After the subset: the lifecycle replaces a node and restores into a
 	// new cluster, and the subset judges the cluster as founded.
 	held = append(held, p.checkEtcdLifecycle(t)...)
+	held = append(held, p.checkScaling(t)...)
 	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
 	tl.finish(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; nodes Ready %.0f s, workloads reachable %.0f s after POST /clusters (set-up excluded); rebooted node Ready again in %.0f s",

@@ -20,6 +20,9 @@ type timelineRecord struct {
 	Date         time.Time      `json:"date"`
 	SetUpSeconds float64        `json:"set_up_seconds"`
 	Phases       []phaseSeconds `json:"phases"`
+	// Operations are the operations on the live cluster the run timed, in
+	// the order done (make bench-lifecycle reads them).
+	Operations []phaseSeconds `json:"operations,omitempty"`
 }
 
 type phaseSeconds struct {
@@ -34,7 +37,7 @@ func (tl *timeline) finish(t *testing.T) {
 	if out == "" {
 		return
 	}
-	rec := timelineRecord{Date: time.Now().UTC(), SetUpSeconds: tl.setUp.Seconds()}
+	rec := timelineRecord{Date: time.Now().UTC(), SetUpSeconds: tl.setUp.Seconds(), Operations: tl.operations}
 	for _, p := range tl.phases {
 		rec.Phases = append(rec.Phases, phaseSeconds{p, tl.times[p].Seconds()})
 	}
@@ -48,4 +51,11 @@ func (tl *timeline) finish(t *testing.T) {
 	if err != nil {
 		errorf(t, "writing the timeline to %s: %v", out, err)
 	}
+}
+
+// took records how long an operation on the live cluster took (a scaling,
+// a remediation, a rotation), for make bench-lifecycle; its name matches
+// the bench's table of goals (cmd/k8sapi-bench/lifecycle.go).
+func (tl *timeline) took(operation string, d time.Duration) {
+	tl.operations = append(tl.operations, phaseSeconds{operation, d.Seconds()})
 }

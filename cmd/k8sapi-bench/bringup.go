@@ -28,6 +28,9 @@ type bringUpRun struct {
 	Date         time.Time   `json:"date"`
 	SetUpSeconds float64     `json:"set_up_seconds"`
 	Phases       []phaseTime `json:"phases"`
+	// Operations are the operations on the live cluster the run timed
+	// (make bench-lifecycle, lifecycle.go).
+	Operations []phaseTime `json:"operations"`
 }
 
 type phaseTime struct {
@@ -101,21 +104,21 @@ func bringUpBlock(runs []bringUpRun) string {
 	return b.String() + bringUpEnd
 }
 
-// withBringUp is report with the block put in place of its old one, or at
-// the end of the kept section when it has none.
-func withBringUp(report, block string) (string, error) {
-	if i, j := strings.Index(report, bringUpBegin), strings.Index(report, bringUpEnd); i >= 0 && j > i {
-		return report[:i] + block + report[j+len(bringUpEnd):], nil
+// withBlock is report with block (marked by begin and end) put in place
+// of its old one, or at the end of the kept section when it has none.
+func withBlock(report, block, begin, end string) (string, error) {
+	if i, j := strings.Index(report, begin), strings.Index(report, end); i >= 0 && j > i {
+		return report[:i] + block + report[j+len(end):], nil
 	}
 	k := strings.Index(report, keptHeading)
 	if k < 0 {
-		return "", fmt.Errorf("no %q section to put the bring-up timings in", keptHeading)
+		return "", fmt.Errorf("no %q section to put the block in", keptHeading)
 	}
-	end := len(report)
+	stop := len(report)
 	if j := strings.Index(report[k+len(keptHeading):], "\n## "); j >= 0 {
-		end = k + len(keptHeading) + j
+		stop = k + len(keptHeading) + j
 	}
-	return strings.TrimRight(report[:end], "\n") + "\n\n" + block + "\n" + report[end:], nil
+	return strings.TrimRight(report[:stop], "\n") + "\n\n" + block + "\n" + report[stop:], nil
 }
 
 // writeBringUp reads the runs in dir, prints the block and writes it into
@@ -125,13 +128,17 @@ func writeBringUp(dir, out string) error {
 	if err != nil {
 		return err
 	}
-	block := bringUpBlock(runs)
+	return writeBlock(out, bringUpBlock(runs), bringUpBegin, bringUpEnd)
+}
+
+// writeBlock prints block and writes it into the report at out.
+func writeBlock(out, block, begin, end string) error {
 	fmt.Println(block)
 	old, err := os.ReadFile(out)
 	if err != nil {
 		return err
 	}
-	report, err := withBringUp(string(old), block)
+	report, err := withBlock(string(old), block, begin, end)
 	if err != nil {
 		return err
 	}

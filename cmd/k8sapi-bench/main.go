@@ -27,6 +27,7 @@ type options struct {
 	skipCold   bool
 	skipKubead bool
 	bringUp    string
+	lifecycle  string
 	// The fleet (issue 42): clusters seeded, the smaller fleet the idle
 	// sweep is compared at, requests timed per read; fleetOnly runs that
 	// part alone and puts its section into the existing report.
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&o.fleetSamples, "fleet-samples", 200, "requests timed per read at the fleet's size")
 	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet and replace its section of the report (make bench-fleet)")
 	flag.StringVar(&o.bringUp, "bringup", "", "only put the medians of the node proof's bring-up timelines in this folder into the report (make bench-bringup)")
+	flag.StringVar(&o.lifecycle, "lifecycle", "", "only put the operations the node proof timed, in the timelines in this folder, into the report (make bench-lifecycle)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("bench: ")
@@ -60,6 +62,12 @@ func main() {
 	}
 	if o.bringUp != "" {
 		if err := writeBringUp(o.bringUp, o.out); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if o.lifecycle != "" {
+		if err := writeLifecycle(o.lifecycle, o.out); err != nil {
 			log.Fatal(err)
 		}
 		return

@@ -37,15 +37,15 @@ func TestBringUpBlock(t *testing.T) {
 	if strings.Contains(block, "only here") || strings.Index(block, "every node Ready") > strings.Index(block, "workloads reachable") {
 		t.Errorf("a phase not in every run is kept, or the order is not the medians':\n%s", block)
 	}
-	first, err := withBringUp("# B\n\n## Time to a working cluster\n\nfigures\n\n## Later\nx\n", block)
+	first, err := withBlock("# B\n\n## Time to a working cluster\n\nfigures\n\n## Later\nx\n", block, bringUpBegin, bringUpEnd)
 	if err != nil || !strings.Contains(first, "figures\n\n"+block+"\n\n## Later") {
 		t.Fatalf("first block: %v\n%s", err, first)
 	}
-	again, err := withBringUp(first, "NEW")
+	again, err := withBlock(first, "NEW", bringUpBegin, bringUpEnd)
 	if err != nil || strings.Contains(again, "Median of") || !strings.Contains(again, "figures\n\nNEW\n\n## Later") {
 		t.Errorf("the old block is not replaced: %v\n%s", err, again)
 	}
-	if _, err := withBringUp("# B\n", block); err == nil {
+	if _, err := withBlock("# B\n", block, bringUpBegin, bringUpEnd); err == nil {
 		t.Error("a report without the kept section took the block")
 	}
 }
@@ -77,5 +77,23 @@ func TestWarmFetchIsPerEnvironmentAndCluster(t *testing.T) {
 	got := (&report{load: []*loadRow{row}}).fetchKMS()
 	if want := (fetchKMS{cold: 1, warm: 0, nCold: 4, nWarm: 2}); got != want {
 		t.Errorf("fetchKMS = %+v, want %+v", got, want)
+	}
+}
+
+func TestLifecycleBlock(t *testing.T) {
+	a, b := run(20), run(20)
+	a.Operations = []phaseTime{{"control plane 3 → 5", 150}, {"worker: crash to its replacement Ready", 200}, {"control plane 5 → 3", 90}}
+	b.Operations = []phaseTime{{"control plane 3 → 5", 170}}
+	block, err := lifecycleBlock([]bringUpRun{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| control plane 3 → 5 | 160 s | 2 | 180 s (", ") | PASS |", "| worker: crash to its replacement Ready | 200 s | 1 | 180 s (", ") | FAIL |", "| control plane 5 → 3 | 90 s | 1 | none set |  |"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("the block lacks %q:\n%s", want, block)
+		}
+	}
+	if _, err := lifecycleBlock([]bringUpRun{run(20)}); err == nil {
+		t.Error("runs that timed no operation made a block")
 	}
 }

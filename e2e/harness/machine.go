@@ -309,25 +309,50 @@ func (m *Machine) stopped() bool {
 // It returns how long it took.
 func (m *Machine) Stop(grace time.Duration) time.Duration {
 	start := time.Now()
-	m.mu.Lock()
-	m.stopping = true
-	p := m.proc
-	m.mu.Unlock()
-	if done, _ := p.Exited(); done {
+	p, running := m.beginStop()
+	if !running {
 		return 0
 	}
 	leader, leaderErr := m.Leader()
 	_ = syscall.Kill(p.Pid(), syscall.SIGTERM)
-	if m.waitExit(grace) {
-		return time.Since(start)
+	if !m.waitExit(grace) {
+		m.kill(p, leader, leaderErr)
 	}
+	return time.Since(start)
+}
+
+// Crash kills the machine's PID 1 at once, as a VM whose host loses power:
+// nothing in it runs its stop (a worker's drain does not run, etcd is not
+// told), and k8sapi hears nothing but the silence of its health reports.
+func (m *Machine) Crash() time.Duration {
+	start := time.Now()
+	if p, running := m.beginStop(); running {
+		leader, err := m.Leader()
+		m.kill(p, leader, err)
+	}
+	return time.Since(start)
+}
+
+// beginStop marks the machine's exit expected and answers its process,
+// running false when it has exited already.
+func (m *Machine) beginStop() (*Proc, bool) {
+	m.mu.Lock()
+	m.stopping = true
+	p := m.proc
+	m.mu.Unlock()
+	done, _ := p.Exited()
+	return p, !done
+}
+
+// kill ends the machine's PID 1 (leader, when known), and systemd-nspawn
+// itself if the machine has not exited 10 s later.
+func (m *Machine) kill(p *Proc, leader int, leaderErr error) {
 	if leaderErr == nil {
 		_ = syscall.Kill(leader, syscall.SIGKILL)
 	}
 	if !m.waitExit(10 * time.Second) {
 		p.Stop(0)
 	}
-	return time.Since(start)
 }
 
 func (m *Machine) waitExit(d time.Duration) bool {
