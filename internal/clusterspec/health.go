@@ -41,7 +41,9 @@ type RemediationChange struct {
 }
 
 // Any: the change gives a setting.
-func (c RemediationChange) Any() bool { return c.UnhealthyAfterSeconds != nil || c.MaxUnhealthyPercent != nil }
+func (c RemediationChange) Any() bool {
+	return c.UnhealthyAfterSeconds != nil || c.MaxUnhealthyPercent != nil
+}
 
 // Describe is the change as the trail keeps it: each setting given, from
 // the value the cluster had (old...) to the new, as GET /clusters/{id}
