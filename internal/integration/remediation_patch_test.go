@@ -119,3 +119,21 @@ func TestPatchRemediationOfADeletedCluster(t *testing.T) {
 		t.Errorf("settings = %d %s; scaling = %d %s", settings.Status, settings.Body, scale.Status, scale.Body)
 	}
 }
+
+// The CLI sets the settings through the route, each as its own function's
+// database user.
+func TestCLISetsRemediation(t *testing.T) {
+	s := newStack(t)
+	id := s.Found(1, stacktest.OneNode).ClusterID
+	code, out, errOut := s.k8sapiCLI("set", "remediation", itoa(id), "--unhealthy-after", "0")
+	if code != 0 || out != "remediation of cluster "+itoa(id)+": off (unhealthy_after 0)\n" {
+		t.Fatalf("set remediation: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = s.k8sapiCLI("set", "remediation", itoa(id), "--max-unhealthy-percent", "101")
+	if code != 1 || !strings.Contains(errOut, "max_unhealthy_percent: must be 0 to 100") {
+		t.Fatalf("set 101%%: exit %d\n%s", code, errOut)
+	}
+	if got := s.getCluster(t, id); got.UnhealthyAfter != "0s" || got.MaxUnhealthyPercent != 40 {
+		t.Errorf("after the CLI: %q %d%%", got.UnhealthyAfter, got.MaxUnhealthyPercent)
+	}
+}
