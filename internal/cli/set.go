@@ -9,9 +9,7 @@ import (
 
 // setCommand groups what changes a cluster's settings in place.
 func (a *app) setCommand() *cobra.Command {
-	s := &cobra.Command{Use: "set", Short: "Change a cluster's settings"}
-	s.AddCommand(a.setRemediationCommand())
-	return s
+	return group("set", "Change a cluster's settings", a.setRemediationCommand())
 }
 
 // setRemediationCommand sets the remediation settings given, and only
