@@ -100,8 +100,10 @@ var (
 		{Method: http.MethodGet, Path: "/clusters/{id}", handle: (*Server).getCluster},
 		{Method: http.MethodDelete, Path: "/clusters/{id}", handle: (*Server).deleteCluster, Audit: "cluster.delete", Trail: true},
 		{Method: http.MethodPut, Path: "/clusters/{id}/spec", handle: (*Server).keepClusterSpec, Audit: "cluster.keep_spec"},
-		// Recorded here, as a replacement; the reconciler drives it.
-		{Method: http.MethodPatch, Path: "/clusters/{id}", handle: (*Server).patchCluster, Audit: "cluster.scale_control_plane", Trail: true},
+		// A scaling is recorded here, as a replacement; the reconciler
+		// drives it. Remediation settings alone are set here (no scaling).
+		{Method: http.MethodPatch, Path: "/clusters/{id}", handle: (*Server).patchCluster, Audit: "cluster.scale_control_plane", Trail: true,
+			Variants: []string{AuditSetRemediation}},
 		// Recorded here (no key opened); the reconciler, which holds the
 		// KMS right, makes the new generations and drives the phases.
 		{Method: http.MethodPost, Path: "/clusters/{id}/rotate-ca", handle: (*Server).rotateCA, Audit: "cluster.rotate_ca", Trail: true},

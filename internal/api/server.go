@@ -49,12 +49,13 @@ type Founder interface {
 	Found(ctx context.Context, org auth.Principal, bearer string, req clusterspec.Request, idempotencyKey string) (*cluster.Result, error)
 }
 
-// Clusters reads and deletes an org's clusters.
+// Clusters reads, deletes and re-sets an org's clusters.
 type Clusters interface {
 	List(ctx context.Context, org auth.Principal, q cluster.ListQuery) (apitypes.ClusterList, error)
 	Get(ctx context.Context, org auth.Principal, id int64) (apitypes.ClusterView, error)
 	Delete(ctx context.Context, org auth.Principal, bearer string, id int64) (apitypes.ClusterView, error)
 	KeepSpec(ctx context.Context, org auth.Principal, id int64, f apitypes.ClusterFile) (apitypes.ClusterView, error)
+	SetRemediation(ctx context.Context, org auth.Principal, id int64, ch clusterspec.RemediationChange) (apitypes.ClusterView, string, error)
 	Catalog(ctx context.Context, org auth.Principal, bearer string) (apitypes.Catalog, error)
 }
 

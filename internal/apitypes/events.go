@@ -13,7 +13,9 @@ type AuditEvent struct {
 	Outcome   string    `json:"outcome"`
 	Status    int       `json:"status"`
 	RequestID string    `json:"request_id"`
-	// Reason says why k8sapi decided as it did by itself (node.remediate).
+	// Reason says why k8sapi decided as it did by itself (node.remediate),
+	// or what a request changed when its action alone does not say
+	// (cluster.set_remediation: each old value and its new).
 	Reason string `json:"reason,omitempty"`
 }
 

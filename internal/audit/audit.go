@@ -46,7 +46,9 @@ type Event struct {
 	Status    int       `json:"status"`
 	RequestID string    `json:"request_id"`
 	// Reason says why, for a decision k8sapi took by itself (a
-	// remediation's, taken or refused); "" for a request's event.
+	// remediation's, taken or refused); for a request, what it changed
+	// when its action alone does not say (a settings change: each old
+	// value and its new); "" otherwise.
 	Reason string `json:"reason,omitempty"`
 	_      noEqual
 }
@@ -74,6 +76,7 @@ type Note struct {
 	principal string
 	clusterID int64
 	action    string // "": the route's
+	reason    string
 	_         noEqual
 }
 
@@ -116,6 +119,13 @@ func (n *Note) As(action string) {
 	}
 }
 
+// Reason records what the request changed, for the event's Reason.
+func (n *Note) Reason(what string) {
+	if n != nil {
+		n.reason = what
+	}
+}
+
 // Event is the record of the request: the route's action (or As's), the resource
 // (the request's path, as Resource keeps it), the status answered.
 func (n *Note) Event(action, path, requestID string, status int, at time.Time) Event {
@@ -123,7 +133,7 @@ func (n *Note) Event(action, path, requestID string, status int, at time.Time) E
 		action = n.action
 	}
 	e := Event{At: at, OrgID: n.orgID, ClusterID: n.clusterID, Principal: n.principal, Action: action,
-		Resource: Resource(path), Outcome: OutcomeOf(status), Status: status, RequestID: requestID}
+		Resource: Resource(path), Outcome: OutcomeOf(status), Status: status, RequestID: requestID, Reason: n.reason}
 	if e.Principal == "" {
 		e.Principal = Unauthenticated
 	}

@@ -43,6 +43,19 @@ func TestNote(t *testing.T) {
 	}
 }
 
+// A handler that notes another action and what it changed records them
+// in place of the route's action and beside it.
+func TestNoteAsAndReason(t *testing.T) {
+	_, n := WithNote(context.Background())
+	n.As("cluster.set_remediation")
+	n.Reason("unhealthy_after 0s → 1m0s")
+	e := n.Event("cluster.scale_control_plane", "/clusters/4", "r-1", 200, time.Now())
+	if e.Action != "cluster.set_remediation" || e.Reason != "unhealthy_after 0s → 1m0s" {
+		t.Errorf("got %+v", e)
+	}
+	NoteFrom(context.Background()).Reason("x") // not audited: no panic
+}
+
 // A resource is the path escaped as a URL path and at most
 // MaxResourceBytes: a NUL or a byte that is not UTF-8 is stored as its
 // escape, a long path is cut with a mark and never through an escape

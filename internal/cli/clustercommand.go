@@ -23,3 +23,10 @@ func (a *app) clusterCommand(use, short string, do func(ctx context.Context, c *
 		}),
 	}
 }
+
+// group is a command that only groups subs (scale, set).
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{Use: use, Short: short}
+	g.AddCommand(subs...)
+	return g
+}

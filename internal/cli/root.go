@@ -128,7 +128,7 @@ func (a *app) rootCommand() *cobra.Command {
 	defer refuseUnknownSubcommands(root)
 	root.AddCommand(a.applyCommand(), a.createCommand(), a.getCommand(), a.describeCommand(), a.deleteCommand(),
 		a.kubeconfigCommand(), a.credentialCommand(), a.rebootstrapCommand(), a.etcdSnapshotsCommand(), a.nodePoolsCommand(), a.nodesCommand(), a.waitCommand(), a.versionCommand(),
-		a.scaleCommand(), a.upgradeCommand(), a.rotateCACommand())
+		a.scaleCommand(), a.setCommand(), a.upgradeCommand(), a.rotateCACommand())
 	return root
 }
 

@@ -166,6 +166,14 @@ func (c *Client) KeepSpec(ctx context.Context, id int64, f apitypes.ClusterFile)
 	return v, res, err
 }
 
+// SetRemediation sets the remediation settings body gives (200: the
+// cluster).
+func (c *Client) SetRemediation(ctx context.Context, id int64, body map[string]any) (apitypes.ClusterView, *response, error) {
+	var v apitypes.ClusterView
+	res, err := c.call(ctx, request{Method: http.MethodPatch, Path: clusterPath(id), Body: body}, &v)
+	return v, res, err
+}
+
 // ScaleControlPlane asks for count control-plane nodes (202: recorded).
 func (c *Client) ScaleControlPlane(ctx context.Context, id int64, count int) (apitypes.ControlPlaneScaling, *response, error) {
 	var g apitypes.ControlPlaneScaling

@@ -11,9 +11,7 @@ import (
 
 // scaleCommand groups what changes a cluster's size.
 func (a *app) scaleCommand() *cobra.Command {
-	s := &cobra.Command{Use: "scale", Short: "Change the size of a cluster's control plane"}
-	s.AddCommand(a.scaleControlPlaneCommand())
-	return s
+	return group("scale", "Change the size of a cluster's control plane", a.scaleControlPlaneCommand())
 }
 
 func (a *app) scaleControlPlaneCommand() *cobra.Command {

@@ -2,6 +2,7 @@ package clusterspec
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/validation"
@@ -31,21 +32,59 @@ func unhealthyAfterOf(s string) (time.Duration, bool) {
 	return d, d == 0 || d >= MinUnhealthyAfter && d <= MaxUnhealthyAfter
 }
 
+// RemediationChange is a request's remediation settings as given, each
+// nil when absent: a founding's (Spec keeps them so) or a patch's (the
+// settings it changes).
+type RemediationChange struct {
+	UnhealthyAfterSeconds *int
+	MaxUnhealthyPercent   *int
+}
+
+// Any: the change gives a setting.
+func (c RemediationChange) Any() bool {
+	return c.UnhealthyAfterSeconds != nil || c.MaxUnhealthyPercent != nil
+}
+
+// Describe is the change as the trail keeps it: each setting given, from
+// the value the cluster had (old...) to the new, as GET /clusters/{id}
+// shows them.
+func (c RemediationChange) Describe(oldUnhealthyAfterSeconds, oldMaxUnhealthyPercent int) string {
+	var parts []string
+	if c.UnhealthyAfterSeconds != nil {
+		parts = append(parts, fmt.Sprintf("unhealthy_after %s → %s", seconds(oldUnhealthyAfterSeconds), seconds(*c.UnhealthyAfterSeconds)))
+	}
+	if c.MaxUnhealthyPercent != nil {
+		parts = append(parts, fmt.Sprintf("max_unhealthy_percent %d → %d", oldMaxUnhealthyPercent, *c.MaxUnhealthyPercent))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func seconds(n int) string { return (time.Duration(n) * time.Second).String() }
+
+// remediationChange is the settings given (remediationRules refuses a
+// bad one first).
+func remediationChange(unhealthyAfter *string, maxUnhealthyPercent *int) RemediationChange {
+	c := RemediationChange{MaxUnhealthyPercent: maxUnhealthyPercent}
+	if unhealthyAfter != nil {
+		d, _ := unhealthyAfterOf(*unhealthyAfter)
+		secs := int(d / time.Second)
+		c.UnhealthyAfterSeconds = &secs
+	}
+	return c
+}
+
 // remediationSpec is the request's settings as given (nil: absent, so a
 // request without them keeps the fingerprint it had before they existed).
 func remediationSpec(r Request, s *Spec) {
-	if r.UnhealthyAfter != nil {
-		d, _ := unhealthyAfterOf(*r.UnhealthyAfter) // refused by remediationRules
-		secs := int(d / time.Second)
-		s.UnhealthyAfterSeconds = &secs
-	}
-	s.MaxUnhealthyPercent = r.MaxUnhealthyPercent
+	c := remediationChange(r.UnhealthyAfter, r.MaxUnhealthyPercent)
+	s.UnhealthyAfterSeconds, s.MaxUnhealthyPercent = c.UnhealthyAfterSeconds, c.MaxUnhealthyPercent
 }
 
-// remediationRules: unhealthy_after and max_unhealthy_percent, when given.
-func remediationRules(r Request) []validation.Rule {
-	_, durationOK := unhealthyAfterOf(valueOr(r.UnhealthyAfter, "0"))
-	percent := valueOr(r.MaxUnhealthyPercent, DefaultMaxUnhealthyPercent)
+// remediationRules: unhealthy_after and max_unhealthy_percent, when given
+// (POST /clusters and PATCH /clusters/{id} both).
+func remediationRules(unhealthyAfter *string, maxUnhealthyPercent *int) []validation.Rule {
+	_, durationOK := unhealthyAfterOf(valueOr(unhealthyAfter, "0"))
+	percent := valueOr(maxUnhealthyPercent, DefaultMaxUnhealthyPercent)
 	return []validation.Rule{
 		rule("unhealthy_after", durationOK, fmt.Sprintf(`must be "0" (remediation off) or a duration of whole seconds from %s to %s, such as "5m"`,
 			MinUnhealthyAfter, MaxUnhealthyAfter)),

@@ -107,7 +107,7 @@ func scaleStep(f apitypes.ClusterFile, actual *apitypes.ClusterFile) ([]Step, er
 	if want == 0 || want == have {
 		return nil, nil
 	}
-	if _, err := (ClusterPatch{ControlPlaneCount: &want}).Validate(); err != nil {
+	if _, err := (ClusterPatch{ControlPlaneCount: &want}).Count(); err != nil {
 		return nil, err
 	}
 	return []Step{{Action: ScaleControlPlane, Target: f.Name, Detail: fmt.Sprintf("control-plane nodes %d → %d, one etcd member at a time", have, want),

@@ -100,7 +100,7 @@ var instanceTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.\-]*$`)
 func (r Request) Validate() (Spec, error) {
 	s := r.withDefaults()
 	if err := invalid(requestRules(r, s), securityGroupRules(r.SecurityGroupIDs), optionRules(r, s), restoreRules(r.RestoreFrom),
-		remediationRules(r)); err != nil {
+		remediationRules(r.UnhealthyAfter, r.MaxUnhealthyPercent)); err != nil {
 		return Spec{}, err
 	}
 	return s, nil

@@ -25,7 +25,7 @@ func scalingViewOf(g store.Scaling) apitypes.ControlPlaneScaling {
 // etcd's quorum (409 would_lose_quorum: growing with a member not ready,
 // shrinking while the members a removal needs are not).
 func (s *Service) ScaleControlPlane(ctx context.Context, org auth.Principal, clusterID int64, patch clusterspec.ClusterPatch) (apitypes.ControlPlaneScaling, error) {
-	to, err := patch.Validate()
+	to, err := patch.Count()
 	if err != nil {
 		return apitypes.ControlPlaneScaling{}, err
 	}

@@ -58,6 +58,9 @@ func (panicking) Delete(context.Context, auth.Principal, string, int64) (apitype
 func (panicking) KeepSpec(context.Context, auth.Principal, int64, apitypes.ClusterFile) (apitypes.ClusterView, error) {
 	panic("boom")
 }
+func (panicking) SetRemediation(context.Context, auth.Principal, int64, clusterspec.RemediationChange) (apitypes.ClusterView, string, error) {
+	panic("boom")
+}
 func (panicking) Catalog(context.Context, auth.Principal, string) (apitypes.Catalog, error) {
 	panic("boom")
 }

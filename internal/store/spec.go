@@ -43,3 +43,31 @@ func (s *Store) RecentReplacements(ctx context.Context, clusterID int64, limit i
 	}
 	return rs, nil
 }
+
+// RemediationSettings are a cluster's remediation settings as stored
+// (migration 028).
+type RemediationSettings struct {
+	UnhealthyAfterSeconds int `db:"unhealthy_after_seconds"`
+	MaxUnhealthyPercent   int `db:"max_unhealthy_percent"`
+}
+
+// SetRemediation sets the remediation settings given (nil: kept) of one
+// of org's clusters, while it is active (ErrNotFound, ErrClusterNotActive
+// otherwise), and is the settings it had.
+func (s *Store) SetRemediation(ctx context.Context, orgID, clusterID int64, unhealthyAfterSeconds, maxUnhealthyPercent *int) (RemediationSettings, error) {
+	var old RemediationSettings
+	err := s.inActiveCluster(ctx, orgID, clusterID, func(tx pgx.Tx) error {
+		// The row is locked: old is what the update replaces.
+		rows, _ := tx.Query(ctx, `WITH old AS (SELECT unhealthy_after_seconds, max_unhealthy_percent FROM kube_clusters WHERE id = $1),
+			changed AS (UPDATE kube_clusters SET unhealthy_after_seconds = coalesce($2, unhealthy_after_seconds),
+				max_unhealthy_percent = coalesce($3, max_unhealthy_percent), updated_at = now() WHERE id = $1)
+			SELECT unhealthy_after_seconds, max_unhealthy_percent FROM old`, clusterID, unhealthyAfterSeconds, maxUnhealthyPercent)
+		var err error
+		old, err = oneRow[RemediationSettings](rows, "changing the remediation settings")
+		return err
+	})
+	if err != nil {
+		return old, fmt.Errorf("setting cluster %d's remediation settings: %w", clusterID, err)
+	}
+	return old, nil
+}
