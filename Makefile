@@ -150,7 +150,7 @@ bench-lifecycle:
 	rm -rf e2e/.work/lifecycle
 	cd e2e && $(GO) vet ./... && E2E_ETCD_LIFECYCLE_ONLY=1 E2E_SCALING_ONLY=1 E2E_POOL_ONLY=1 E2E_CA_ROTATION=1 \
 		E2E_TIMELINE_OUT=$(CURDIR)/e2e/.work/lifecycle/run.json \
-		$(GO) test -count=1 -timeout 60m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)' | tail -80; \
+		$(GO) test -count=1 -timeout 60m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 		test $${PIPESTATUS[0]} -eq 0
 	$(GO) run ./cmd/k8sapi-bench -lifecycle e2e/.work/lifecycle
 

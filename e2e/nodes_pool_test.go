@@ -64,12 +64,11 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	p.checkWorkerKeys(t, workers)
 	p.eventuallyTainted(t, true)
 	ran := p.checkPoolWeb(t)
-	held := []string{"2/2 workers Ready", ran, noSnapshot}
+	workers, remediated := p.checkWorkerRemediation(t, workers)
+	held := []string{"2/2 workers Ready", ran, noSnapshot, remediated}
 	if rotated := p.rotateCAsWithWorkers(t, workers); rotated != "" {
 		held = append(held, rotated)
 	}
-	workers, remediated := p.checkWorkerRemediation(t, workers)
-	held = append(held, remediated)
 	scaled := time.Now()
 	left := p.checkScaleDown(t, workers)
 	deleted := time.Now()
