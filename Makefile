@@ -116,7 +116,8 @@ fuzz:
 	done
 
 ## bench: Go benchmarks (ECDSA vs RSA, benchstat), load on the local stack
-## (starts make local if it is not running), cold starts and sizes, kubeadm
+## (starts make local if it is not running), a boot storm of 1,000 VMs
+## (-storm N), cold starts and sizes, kubeadm
 ## side by side; prints one table of budgets and writes BENCHMARKS.md
 bench:
 	$(GO) run ./cmd/k8sapi-bench

@@ -174,7 +174,7 @@ func (r *report) closingLines() string {
 	} else {
 		b.WriteString("fleet: sweep with nothing due: not measured this run\n")
 	}
-	b.WriteString("fleet: boot storm of 1000 VMs: not measured yet (issue 42 item 2)\n")
+	b.WriteString(r.storm.closingLine())
 	if k := r.fetchKMS(); k.nWarm > 0 {
 		fmt.Fprintf(&b, "fleet: KMS calls per warm fetch: %d\n", k.warm)
 	} else {

@@ -1,5 +1,6 @@
 // Command k8sapi-bench is `make bench`: the Go benchmarks (benchstat,
 // ECDSA P-256 against RSA-2048), a load driver against the local stack,
+// a boot storm of VMs fetching their bundles and reporting their phases,
 // cold starts of each function's bootstrap, and kubeadm's certs and
 // kubeconfig phases side by side with founding + one bundle here. It prints
 // one table and writes BENCHMARKS.md. A budget missed is a finding printed
@@ -33,6 +34,8 @@ type options struct {
 	// part alone and puts its section into the existing report.
 	fleet, fleetSmall, fleetSamples int
 	fleetOnly                       bool
+	// The boot storm (issue 42 item 2): VMs booting within a minute.
+	storm int
 }
 
 func main() {
@@ -51,6 +54,7 @@ func main() {
 	flag.IntVar(&o.fleet, "fleet", 10000, "clusters in the fleet benchmark (0 skips it)")
 	flag.IntVar(&o.fleetSmall, "fleet-small", 1000, "the smaller fleet the sweep with nothing due is compared at")
 	flag.IntVar(&o.fleetSamples, "fleet-samples", 200, "requests timed per read at the fleet's size")
+	flag.IntVar(&o.storm, "storm", 1000, "VMs in the boot storm, booting within a minute (0 skips it)")
 	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet and replace its section of the report (make bench-fleet)")
 	flag.StringVar(&o.bringUp, "bringup", "", "only put the medians of the node proof's bring-up timelines in this folder into the report (make bench-bringup)")
 	flag.StringVar(&o.lifecycle, "lifecycle", "", "only put the operations the node proof timed, in the timelines in this folder, into the report (make bench-lifecycle)")
@@ -84,7 +88,7 @@ func main() {
 	if !o.skipGo {
 		step("Go benchmarks", func() error { return runGoBench(o, r) })
 	}
-	if !o.skipCold || !o.skipLoad {
+	if !o.skipCold || !o.skipLoad || o.storm > 0 {
 		st, stop, err := ensureStack()
 		if err != nil {
 			log.Fatalf("local stack: %v", err)
@@ -92,6 +96,9 @@ func main() {
 		r.stackNote = st.note
 		if !o.skipLoad {
 			step("load", func() error { return runLoad(o, st, r) })
+		}
+		if o.storm > 0 {
+			step("boot storm", func() error { return runStorm(o, st, r) })
 		}
 		if !o.skipCold {
 			step("cold starts", func() error { return runColdStarts(o, st, r) })

@@ -65,6 +65,7 @@ type report struct {
 	kubeadmBuild time.Duration
 	notes        []string
 	fleet        *fleetRun
+	storm        *stormRun
 }
 
 type budget struct {
@@ -143,7 +144,7 @@ func (r *report) budgets() []budget {
 			bs = append(bs, budget{"founding + one bundle (1 node) vs kubeadm certs+kubeconfig, RSA-2048", fmt.Sprintf("%s vs %s: %.1f×", ms(o), ms(k), ratio), "shown", true})
 		}
 	}
-	return append(bs, r.fleet.budgets()...)
+	return append(append(bs, r.storm.budgets()...), r.fleet.budgets()...)
 }
 
 // fetchKMS is the most KMS calls a bundle fetch made: of the fetches
@@ -156,11 +157,19 @@ type fetchKMS struct {
 }
 
 func (r *report) fetchKMS() fetchKMS {
-	var k fetchKMS
+	var fetches []*loadRow
 	for _, l := range append([]*loadRow{r.firstFetch}, r.load...) {
-		if l == nil || !strings.HasPrefix(l.what, "GET bundle") {
-			continue
+		if l != nil && strings.HasPrefix(l.what, "GET bundle") {
+			fetches = append(fetches, l)
 		}
+	}
+	return kmsOf(fetches)
+}
+
+// kmsOf is fetchKMS of the fetches in rows.
+func kmsOf(rows []*loadRow) fetchKMS {
+	var k fetchKMS
+	for _, l := range rows {
 		for _, s := range l.samples {
 			switch {
 			case !s.haveCounters:
@@ -212,7 +221,7 @@ func (r *report) table() string {
 func (r *report) markdown() string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.fleetSection, r.findingsSection} {
+	for _, section := range []func(printf){r.headerSection, r.goBenchSection, r.loadSection, r.coldSection, r.sideSection, r.fleetSection, r.stormSection, r.findingsSection} {
 		section(p)
 	}
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 )
@@ -99,6 +100,30 @@ var vmCalls = []vmCall{
 	// An artifact or its published digest, from a download base: files
 	// are large, so no limit on an attempt; curl's retries, thrice.
 	{Kind: "download", ConnectTimeout: 10, Retries: 5, RetryDelay: 3, Attempts: 3, Interval: 5},
+}
+
+// CallRetry is how the shell library retries one kind of call: curl's own
+// retries (Retries, each RetryDelay after the last or the answer's
+// Retry-After if longer, none that would end past RetryMax), then the
+// library's attempts, Interval apart whatever the answer said.
+type CallRetry struct {
+	Retries    int
+	RetryDelay time.Duration
+	RetryMax   time.Duration
+	Attempts   int
+	Interval   time.Duration
+}
+
+// RetryOf is kind's retry rule, for a client that calls as a VM does (the
+// benchmark's boot storm); false for no such kind.
+func RetryOf(kind string) (CallRetry, bool) {
+	i := slices.IndexFunc(vmCalls, func(c vmCall) bool { return c.Kind == kind })
+	if i < 0 {
+		return CallRetry{}, false
+	}
+	c, sec := vmCalls[i], func(n int) time.Duration { return time.Duration(n) * time.Second }
+	return CallRetry{Retries: c.Retries, RetryDelay: sec(c.RetryDelay), RetryMax: sec(c.RetryMax),
+		Attempts: max(1, c.Attempts), Interval: sec(c.Interval)}, true
 }
 
 // callView is a call as the shell library's template reads it: its

@@ -3,6 +3,7 @@ package bundle
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -77,5 +78,18 @@ func TestPhaseFunc(t *testing.T) {
 		if _, err := reportedPhase(p); err == nil {
 			t.Errorf("phase %q rendered", p)
 		}
+	}
+}
+
+func TestRetryOfIsTheTablesRule(t *testing.T) {
+	r, ok := RetryOf("report")
+	if !ok || r.Retries != 3 || r.RetryDelay != 2*time.Second || r.RetryMax != 20*time.Second || r.Attempts != 1 {
+		t.Errorf("report: %+v %v", r, ok)
+	}
+	if b, _ := RetryOf("boot"); b.Retries != 0 || b.Attempts != 120 || b.Interval != 5*time.Second {
+		t.Errorf("boot: %+v", b)
+	}
+	if _, ok := RetryOf("no such kind"); ok {
+		t.Error("a kind that is not in the table has a rule")
 	}
 }
