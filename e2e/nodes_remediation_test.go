@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,4 +177,22 @@ func (p *provenCluster) deleteNode(t *testing.T, name string) {
 	if out, err := p.c.kubectl(ctx, "delete", "node", name, "--ignore-not-found"); err != nil {
 		fatalf(t, "deleting the Node %s: %v %s", name, err, out)
 	}
+}
+
+// remediationSummary is issue 39's line for the run's remediations, from
+// the operations the timeline holds: how many crashed nodes came back
+// replaced and Ready, and the longest a replacement took ("": none ran).
+func (tl *timeline) remediationSummary() string {
+	var roles []string
+	var longest float64
+	for _, op := range tl.operations {
+		if role, ok := strings.CutSuffix(op.Phase, ": crash to its replacement Ready"); ok {
+			roles = append(roles, role)
+			longest = max(longest, op.Seconds)
+		}
+	}
+	if len(roles) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("remediated %d/%d dead nodes in at most %.0f s (%s)", len(roles), len(roles), longest, strings.Join(roles, " and "))
 }

@@ -129,6 +129,7 @@ func TestNodesBecomeACluster(t *testing.T) {
 	held = append(held, p.checkEtcdLifecycle(t)...)
 	held = append(held, p.checkScaling(t)...)
 	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
+	held = append(held, tl.remediationSummary())
 	tl.finish(t)
 	t.Logf("e2e: %d/%d nodes Ready; %s; nodes Ready %.0f s, workloads reachable %.0f s after POST /clusters (set-up excluded); rebooted node Ready again in %.0f s",
 		len(c.machines), len(c.machines), strings.Join(held, "; "),
