@@ -165,7 +165,7 @@ func (p *provenCluster) checkReplace(t *testing.T, i int) string {
 	t.Cleanup(func() { api.finish() })
 	before := p.nodeNames(t)
 	crashed := p.crash(t, c.machines[i], old)
-	decided := p.remediated(t, "control-plane node", old.id, crashed)
+	decided := p.remediated(t, "control-plane node", old.id, crashed, `"unhealthy_after":"`+proofUnhealthyAfter+`"`)
 	rep := p.remediationOf(t, old.id, before)
 	other := c.vms[(i+1)%len(c.vms)].id
 	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/nodes/%d/replace", p.cl.ClusterID, other), "", http.StatusConflict)

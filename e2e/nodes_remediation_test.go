@@ -25,12 +25,17 @@ import (
 // (off), so a reboot or a slow boot never starts a replacement by itself.
 const proofUnhealthyAfter = "1m"
 
-// setUnhealthyAfter changes the cluster's remediation setting as an
-// operator does: PATCH /clusters/{id}, answered 200.
-func (p *provenCluster) setUnhealthyAfter(t *testing.T, after string) {
+// setRemediation changes the cluster's remediation settings as an
+// operator does: PATCH /clusters/{id} with settings (JSON members),
+// answered 200.
+func (p *provenCluster) setRemediation(t *testing.T, settings string) {
 	t.Helper()
-	apiCall(t, p.st, http.MethodPatch, fmt.Sprintf("/clusters/%d", p.cl.ClusterID), fmt.Sprintf(`{"unhealthy_after":%q}`, after), http.StatusOK)
+	apiCall(t, p.st, http.MethodPatch, fmt.Sprintf("/clusters/%d", p.cl.ClusterID), "{"+settings+"}", http.StatusOK)
 }
+
+// remediationOff turns remediation off and puts the pool's limit back to
+// its default.
+const remediationOff = `"unhealthy_after":"0","max_unhealthy_percent":40`
 
 // crash kills m (the machine of VM v) at once and answers when.
 func (p *provenCluster) crash(t *testing.T, m *harness.Machine, v vm) time.Time {
@@ -40,26 +45,48 @@ func (p *provenCluster) crash(t *testing.T, m *harness.Machine, v vm) time.Time 
 	return at
 }
 
-// remediated turns remediation on, waits until the reconciler decided to
-// replace vmID (the cluster's trail holds a node.remediate event that
-// succeeded, with why) and turns it off again: the replacement goes on,
-// and nothing else the proof does later is judged. It logs the decision
-// and answers how long after crashed it came.
-func (p *provenCluster) remediated(t *testing.T, role string, vmID int64, crashed time.Time) time.Duration {
+// remediated changes the settings so that vmID may be remediated, waits
+// until the reconciler decided to replace it (the cluster's trail holds a
+// node.remediate event that succeeded, with why) and turns remediation off
+// again: the replacement goes on, and nothing else the proof does later
+// is judged. It logs the decision and answers how long after crashed it
+// came.
+func (p *provenCluster) remediated(t *testing.T, role string, vmID int64, crashed time.Time, settings string) time.Duration {
 	t.Helper()
-	p.setUnhealthyAfter(t, proofUnhealthyAfter)
+	p.setRemediation(t, settings)
 	var why string
-	eventually(t, p.r, fmt.Sprintf("the reconciler decides to replace VM %d (unhealthy_after %s)", vmID, proofUnhealthyAfter), []string{"stack"}, 5*time.Minute,
-		func(ctx context.Context) (string, error) {
-			var err error
-			why, err = p.remediationDecision(vmID)
+	eventually(t, p.r, fmt.Sprintf("the reconciler decides to replace VM %d (%s)", vmID, settings), []string{"stack"}, 5*time.Minute,
+		func(context.Context) (string, error) {
+			e, err := p.newestDecision(vmID)
+			if err == nil && e.Outcome != "succeeded" {
+				err = fmt.Errorf("the newest decision on VM %d: %s, %s", vmID, e.Outcome, e.Reason)
+			}
+			why = e.Reason
 			return why, err
 		})
 	decided := time.Since(crashed)
 	p.tl.took(role+": crash to replacement decided", decided)
-	p.setUnhealthyAfter(t, "0")
+	p.setRemediation(t, remediationOff)
 	t.Logf("remediation decided %.0f s after the crash: %s", decided.Seconds(), why)
 	return decided
+}
+
+// refused turns remediation on with settings and waits until the
+// reconciler refused to replace vmID for the reason naming want.
+func (p *provenCluster) refused(t *testing.T, vmID int64, settings, want string) string {
+	t.Helper()
+	p.setRemediation(t, settings)
+	var why string
+	eventually(t, p.r, fmt.Sprintf("the reconciler refuses to replace VM %d: %s", vmID, want), []string{"stack"}, 5*time.Minute,
+		func(context.Context) (string, error) {
+			e, err := p.newestDecision(vmID)
+			if err == nil && (e.Outcome != "refused" || !strings.Contains(e.Reason, want)) {
+				err = fmt.Errorf("the newest decision on VM %d: %s, %s", vmID, e.Outcome, e.Reason)
+			}
+			why = e.Reason
+			return why, err
+		})
+	return why
 }
 
 // trailEvent is an event of GET /clusters/{id}/events, as the proof reads it.
@@ -67,27 +94,23 @@ type trailEvent struct {
 	Action, Resource, Outcome, Reason string
 }
 
-// remediationDecision is the reason of the newest node.remediate event on
-// vmID if it replaced it; an error (to wait on) while there is none or the
-// newest refused.
-func (p *provenCluster) remediationDecision(vmID int64) (string, error) {
+// newestDecision is the newest node.remediate event on vmID; an error (to
+// wait on) while there is none.
+func (p *provenCluster) newestDecision(vmID int64) (trailEvent, error) {
 	code, raw, err := apiAnswer(p.st, http.MethodGet, fmt.Sprintf("/clusters/%d/events?limit=100", p.cl.ClusterID), "")
 	if err != nil || code != http.StatusOK {
-		return "", fmt.Errorf("GET events: %d %s (%v)", code, raw, err)
+		return trailEvent{}, fmt.Errorf("GET events: %d %s (%v)", code, raw, err)
 	}
 	var page struct{ Events []trailEvent }
 	if err := json.Unmarshal(raw, &page); err != nil {
-		return "", err
+		return trailEvent{}, err
 	}
 	resource := fmt.Sprintf("/clusters/%d/nodes/%d", p.cl.ClusterID, vmID)
 	i := slices.IndexFunc(page.Events, func(e trailEvent) bool { return e.Action == "node.remediate" && e.Resource == resource })
-	switch {
-	case i < 0:
-		return "", fmt.Errorf("no node.remediate event for VM %d yet", vmID)
-	case page.Events[i].Outcome != "succeeded":
-		return "", fmt.Errorf("the newest decision on VM %d: %s, %s", vmID, page.Events[i].Outcome, page.Events[i].Reason)
+	if i < 0 {
+		return trailEvent{}, fmt.Errorf("no node.remediate event for VM %d yet", vmID)
 	}
-	return page.Events[i].Reason, nil
+	return page.Events[i], nil
 }
 
 // remediationOf reads the replacement remediation began for oldVM from
@@ -142,7 +165,11 @@ func (p *provenCluster) checkWorkerRemediation(t *testing.T, workers []poolWorke
 	t.Helper()
 	dead, kept := workers[1], workers[0]
 	crashed := p.crash(t, dead.m, dead.v)
-	decided := p.remediated(t, "worker", dead.v.id, crashed)
+	// One of two is half the pool, more than max_unhealthy_percent's
+	// default 40%: refused (a storm guard), until the operator allows 50%.
+	refusal := p.refused(t, dead.v.id, `"unhealthy_after":"`+proofUnhealthyAfter+`"`, "too many unhealthy")
+	t.Logf("refused first, as it must be: %s", refusal)
+	decided := p.remediated(t, "worker", dead.v.id, crashed, `"max_unhealthy_percent":50`)
 	p.awaitVMDeleted(t, dead.v)
 	fresh := p.replacingWorker(t, kept)
 	p.bootWorkers(t, fresh)
@@ -153,7 +180,7 @@ func (p *provenCluster) checkWorkerRemediation(t *testing.T, workers []poolWorke
 	p.tl.took("worker: crash to its replacement Ready", ready)
 	eventually(t, p.r, "pool-web: one replica on each worker again", p.c.consoles(), 5*time.Minute,
 		func(ctx context.Context) (string, error) { return p.c.poolWebOn(ctx, 2) })
-	return now, fmt.Sprintf("a crashed worker remediated: replacement decided %.0f s and %s Ready %.0f s after the crash",
+	return now, fmt.Sprintf("a crashed worker remediated (refused at 1 of 2 unhealthy over max_unhealthy_percent 40, taken at 50): replacement decided %.0f s and %s Ready %.0f s after the crash",
 		decided.Seconds(), fresh[0].name, ready.Seconds())
 }
 
