@@ -33,6 +33,8 @@ type options struct {
 	// part alone and puts its section into the existing report.
 	fleet, fleetSmall, fleetSamples int
 	fleetOnly                       bool
+	// costOnly runs only the cost table (make bench-cost).
+	costOnly bool
 }
 
 func main() {
@@ -52,6 +54,7 @@ func main() {
 	flag.IntVar(&o.fleetSmall, "fleet-small", 1000, "the smaller fleet the sweep with nothing due is compared at")
 	flag.IntVar(&o.fleetSamples, "fleet-samples", 200, "requests timed per read at the fleet's size")
 	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet and replace its section of the report (make bench-fleet)")
+	flag.BoolVar(&o.costOnly, "cost-only", false, "run only the cost per cluster on a local stack of its own and put its table into the report (make bench-cost)")
 	flag.StringVar(&o.bringUp, "bringup", "", "only put the medians of the node proof's bring-up timelines in this folder into the report (make bench-bringup)")
 	flag.StringVar(&o.lifecycle, "lifecycle", "", "only put the operations the node proof timed, in the timelines in this folder, into the report (make bench-lifecycle)")
 	flag.Parse()
@@ -74,6 +77,12 @@ func main() {
 	}
 	start := time.Now()
 	r := &report{machine: machineFacts(), started: start}
+	if o.costOnly {
+		if err := writeCostOnly(o, r); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if o.fleetOnly {
 		if err := writeFleetOnly(o, r); err != nil {
 			log.Fatal(err)

@@ -65,6 +65,7 @@ type report struct {
 	kubeadmBuild time.Duration
 	notes        []string
 	fleet        *fleetRun
+	cost         *costRun
 }
 
 type budget struct {
