@@ -177,7 +177,6 @@ type cluster33 struct {
 	id          int64
 	cp, workers []vmCreds
 	poolPath    string
-	readyAt     time.Time
 }
 
 // foundThreePlusThree founds 3 control-plane nodes and a pool of 3
