@@ -128,6 +128,12 @@ bench:
 bench-fleet:
 	$(GO) run ./cmd/k8sapi-bench -fleet-only
 
+## bench-cost: only the cost per cluster (a 3 + 3 cluster founded and left
+## at rest on a local stack of its own, its calls counted and priced) into
+## BENCHMARKS.md's kept section.
+bench-cost:
+	$(GO) run ./cmd/k8sapi-bench -cost-only
+
 ## bench-bringup: the node proof's bring-up (POST /clusters to workloads reachable)
 ## BRINGUP_RUNS times (default 3), then the median of each phase into
 ## BENCHMARKS.md (root, as make e2e; e2e/README.md)
@@ -155,6 +161,6 @@ bench-lifecycle:
 		test $${PIPESTATUS[0]} -eq 0
 	$(GO) run ./cmd/k8sapi-bench -lifecycle e2e/.work/lifecycle
 
-.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-fleet bench-bringup bench-lifecycle \
+.PHONY: local invoke migrate lint test e2e e2e-nodes conformance fuzz bench bench-fleet bench-cost bench-bringup bench-lifecycle \
 	build-CreateClusterFunction build-ClustersFunction build-GetBundleFunction build-HealthFunction \
 	build-ReconcilerFunction build-MigrateFunction

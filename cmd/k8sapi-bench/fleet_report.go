@@ -180,7 +180,11 @@ func (r *report) closingLines() string {
 	} else {
 		b.WriteString("fleet: KMS calls per warm fetch: not measured this run (the load part did not run)\n")
 	}
-	b.WriteString("fleet: cost of a 3+3 cluster at rest: not measured yet (issue 42 item 3)\n")
+	if r.cost != nil {
+		fmt.Fprintf(&b, "fleet: cost of a 3+3 cluster at rest: $%.2f per month\n", r.cost.monthlyDollars())
+	} else {
+		b.WriteString("fleet: cost of a 3+3 cluster at rest: not measured this run (make bench-cost)\n")
+	}
 	return b.String()
 }
 

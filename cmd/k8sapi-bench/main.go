@@ -36,6 +36,8 @@ type options struct {
 	fleetOnly                       bool
 	// The boot storm (issue 42 item 2): VMs booting within a minute.
 	storm int
+	// costOnly runs only the cost table (make bench-cost).
+	costOnly bool
 }
 
 func main() {
@@ -56,6 +58,7 @@ func main() {
 	flag.IntVar(&o.fleetSamples, "fleet-samples", 200, "requests timed per read at the fleet's size")
 	flag.IntVar(&o.storm, "storm", 1000, "VMs in the boot storm, booting within a minute (0 skips it)")
 	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet and replace its section of the report (make bench-fleet)")
+	flag.BoolVar(&o.costOnly, "cost-only", false, "run only the cost per cluster on a local stack of its own and put its table into the report (make bench-cost)")
 	flag.StringVar(&o.bringUp, "bringup", "", "only put the medians of the node proof's bring-up timelines in this folder into the report (make bench-bringup)")
 	flag.StringVar(&o.lifecycle, "lifecycle", "", "only put the operations the node proof timed, in the timelines in this folder, into the report (make bench-lifecycle)")
 	flag.Parse()
@@ -78,6 +81,12 @@ func main() {
 	}
 	start := time.Now()
 	r := &report{machine: machineFacts(), started: start}
+	if o.costOnly {
+		if err := writeCostOnly(o, r); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if o.fleetOnly {
 		if err := writeFleetOnly(o, r); err != nil {
 			log.Fatal(err)

@@ -66,6 +66,7 @@ type report struct {
 	notes        []string
 	fleet        *fleetRun
 	storm        *stormRun
+	cost         *costRun
 }
 
 type budget struct {

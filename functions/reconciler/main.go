@@ -12,6 +12,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
+	"github.com/excloud/k8sapi/internal/metrics"
 	"github.com/excloud/k8sapi/internal/reconciler"
 	"github.com/excloud/k8sapi/internal/wiring"
 )
@@ -34,14 +35,17 @@ func main() {
 	snapshots := &etcdsnapshot.Schedule{Store: app.Store}
 	// The scheduled event carries nothing the run needs.
 	lambda.Start(func(ctx context.Context) (reconciler.Report, error) {
+		// Counted as a request is (internal/metrics): the run's last line
+		// says its DB round trips, rows written and KMS calls.
+		ctx, _ = metrics.WithCounters(ctx)
 		rep, err := rec.Run(ctx)
 		app.Log.InfoContext(ctx, "reconciler run", "finished", rep.Finished, "failed", rep.Failed,
 			"deleted", rep.Deleted, "retrying", rep.Retrying)
 		// The schedule runs whatever the operations did: a failing founding
 		// elsewhere must not stop every other cluster's snapshots.
 		snap, serr := snapshots.Run(ctx)
-		app.Log.InfoContext(ctx, "etcd snapshot schedule", "scheduled", snap.Scheduled, "overdue", snap.Overdue,
-			"no_node", snap.NoNode, "error", errString(serr))
+		app.Log.InfoContext(ctx, "etcd snapshot schedule", append([]any{"scheduled", snap.Scheduled, "overdue", snap.Overdue,
+			"no_node", snap.NoNode, "error", errString(serr)}, metrics.LogAttrs(ctx)...)...)
 		return rep, errors.Join(err, serr)
 	})
 }

@@ -1,6 +1,10 @@
 package bundle
 
-import "github.com/excloud/k8sapi/internal/pki"
+import (
+	"time"
+
+	"github.com/excloud/k8sapi/internal/pki"
+)
 
 // The etcd CRL (docs/REPLACE-NODE.md, "What happens to the old
 // identity"): a retired node's etcd-CA serials are listed on a CRL signed
@@ -28,9 +32,12 @@ type etcdCRLView struct {
 	AskEverySeconds, AccuracySeconds int
 }
 
+// EtcdCRLAskEvery is how often a control-plane node asks for etcd's CRL.
+const EtcdCRLAskEvery = time.Minute
+
 func newEtcdCRLView() etcdCRLView {
 	return etcdCRLView{BundlePEM: EtcdCRLBundlePath, DER: EtcdCRLPath, CACert: CertPath(pki.EtcdCA),
-		AskEverySeconds: 60, AccuracySeconds: 5}
+		AskEverySeconds: int(EtcdCRLAskEvery / time.Second), AccuracySeconds: 5}
 }
 
 // etcdCRLPart is the bundle's CRL and what installs and renews it.

@@ -1,6 +1,10 @@
 package bundle
 
-import "github.com/excloud/k8sapi/internal/pki"
+import (
+	"time"
+
+	"github.com/excloud/k8sapi/internal/pki"
+)
 
 // The etcd membership unit and script (docs/SCALE-CONTROL-PLANE.md,
 // "Shrinking"), installed with every control-plane bundle and started once
@@ -22,10 +26,18 @@ type etcdMembershipView struct {
 	AskEverySeconds, AccuracySeconds int
 }
 
+// EtcdMembershipAskEvery is how often a control-plane node asks for etcd
+// members to remove.
+const EtcdMembershipAskEvery = time.Minute
+
+// RenewEvery is how often a ready node renews its certificates: its
+// renewal timer's OnCalendar=daily (exk8s-renew-certificates.timer).
+const RenewEvery = 24 * time.Hour
+
 func newEtcdMembershipView() etcdMembershipView {
 	return etcdMembershipView{Endpoint: localEtcd,
 		CACert: CertPath(pki.EtcdCA), Cert: CertPath(pki.APIServerEtcdClient), Key: KeyPath(pki.APIServerEtcdClient),
-		AskEverySeconds: 60, AccuracySeconds: 5}
+		AskEverySeconds: int(EtcdMembershipAskEvery / time.Second), AccuracySeconds: 5}
 }
 
 // etcdMembershipPart installs the membership timer, service and script.

@@ -1,6 +1,10 @@
 package bundle
 
-import "github.com/excloud/k8sapi/internal/pki"
+import (
+	"time"
+
+	"github.com/excloud/k8sapi/internal/pki"
+)
 
 // The etcd snapshot unit and script (docs/ETCD-SNAPSHOTS.md), installed
 // with every bundle and started once the node is ready
@@ -23,6 +27,10 @@ type snapshotView struct {
 	TimeoutStartMinutes int
 }
 
+// SnapshotAskEvery is how often every control-plane node's snapshot timer
+// asks whether it is to take one.
+const SnapshotAskEvery = 5 * time.Minute
+
 func newSnapshotView() snapshotView {
 	return snapshotView{
 		Endpoint: localEtcd,
@@ -30,7 +38,7 @@ func newSnapshotView() snapshotView {
 		Dir: "/var/lib/exk8s/etcd-snapshots",
 		// A pending snapshot waits at most this long for its node; the
 		// upload URL (15 minutes) is asked for right before it is taken.
-		AskEveryMinutes: 5,
+		AskEveryMinutes: int(SnapshotAskEvery / time.Minute),
 		// etcd's largest keyspace (8 GiB) saved and uploaded on a slow
 		// disk and link, well past the manager's 90 s default.
 		TimeoutStartMinutes: 30,

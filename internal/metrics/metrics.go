@@ -12,7 +12,9 @@
 // What is counted: every query, exec and transaction statement pgx sends
 // (BEGIN and COMMIT are statements too), each pgx.Batch once (its
 // statements travel together and are answered together: one round trip),
-// and every KMS GenerateDataKey and Decrypt. Not counted: the pool's liveness ping on a connection idle for
+// and every KMS GenerateDataKey and Decrypt; and the rows the INSERT,
+// UPDATE and DELETE statements wrote (db_rows_written, on the log line
+// only: the benchmark's cost table prices them). Not counted: the pool's liveness ping on a connection idle for
 // over a second, and connection set-up.
 package metrics
 
@@ -26,6 +28,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/excloud/k8sapi/internal/envelope"
 )
@@ -45,11 +48,16 @@ var environment = sync.OnceValue(rand.Text)
 
 // Counters are one request's counts; safe for concurrent use.
 type Counters struct {
-	db, kms atomic.Int64
+	db, kms, rows atomic.Int64
 }
 
 // DBRoundTrips reports the database statements sent so far.
 func (c *Counters) DBRoundTrips() int64 { return c.db.Load() }
+
+// RowsWritten reports the rows the statements so far inserted, updated or
+// deleted (their command tags): what a request adds to the database's
+// write I/O, which the benchmark's cost table counts.
+func (c *Counters) RowsWritten() int64 { return c.rows.Load() }
 
 // KMSCalls reports the KMS requests made so far.
 func (c *Counters) KMSCalls() int64 { return c.kms.Load() }
@@ -74,7 +82,7 @@ func LogAttrs(ctx context.Context) []any {
 	if c == nil {
 		return nil
 	}
-	return []any{"db_round_trips", c.DBRoundTrips(), "kms_calls", c.KMSCalls()}
+	return []any{"db_round_trips", c.DBRoundTrips(), "kms_calls", c.KMSCalls(), "db_rows_written", c.RowsWritten()}
 }
 
 // QueryTracer counts each statement into the context's Counters.
@@ -98,8 +106,18 @@ func roundTrip(ctx context.Context) context.Context {
 	return ctx
 }
 
-// TraceQueryEnd does nothing.
-func (QueryTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+// TraceQueryEnd counts the rows the statement wrote.
+func (QueryTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	countRows(ctx, d.CommandTag)
+}
+
+// countRows adds the rows an INSERT, UPDATE or DELETE wrote (a SELECT's
+// rows are read, not written) to ctx's Counters.
+func countRows(ctx context.Context, tag pgconn.CommandTag) {
+	if c := From(ctx); c != nil && (tag.Insert() || tag.Update() || tag.Delete()) {
+		c.rows.Add(tag.RowsAffected())
+	}
+}
 
 // TraceBatchStart counts a whole batch as one round trip: pgx sends its
 // statements in one pipeline with one Sync, and reads every answer after.
@@ -107,8 +125,11 @@ func (QueryTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 	return roundTrip(ctx)
 }
 
-// TraceBatchQuery does nothing: the batch was counted when it started.
-func (QueryTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+// TraceBatchQuery counts the rows each of the batch's statements wrote;
+// its round trip was counted when the batch started.
+func (QueryTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	countRows(ctx, d.CommandTag)
+}
 
 // TraceBatchEnd does nothing.
 func (QueryTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

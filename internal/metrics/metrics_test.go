@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 type fakeKMS struct{}
@@ -34,8 +35,8 @@ func handler(t *testing.T) http.Handler {
 		if _, err := k.Decrypt(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got := LogAttrs(ctx); len(got) != 4 || got[1] != int64(3) || got[3] != int64(2) {
-			t.Errorf("LogAttrs = %v, want db_round_trips 3, kms_calls 2", got)
+		if got := LogAttrs(ctx); len(got) != 6 || got[1] != int64(3) || got[3] != int64(2) || got[5] != int64(0) {
+			t.Errorf("LogAttrs = %v, want db_round_trips 3, kms_calls 2, db_rows_written 0", got)
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
@@ -105,5 +106,18 @@ func TestEnvironmentNamesTheProcess(t *testing.T) {
 	}
 	if seen[0] == "" || seen[1] != seen[0] || seen[2] != "" {
 		t.Errorf("environments = %q; want one name twice, then none without debug", seen)
+	}
+}
+
+// Rows written are the INSERT, UPDATE and DELETE command tags' rows, alone
+// or in a batch; a SELECT's rows are read, not written.
+func TestRowsWrittenCountsWritesOnly(t *testing.T) {
+	ctx, c := WithCounters(context.Background())
+	QueryTracer{}.TraceQueryEnd(ctx, nil, pgx.TraceQueryEndData{CommandTag: pgconn.NewCommandTag("INSERT 0 2")})
+	QueryTracer{}.TraceQueryEnd(ctx, nil, pgx.TraceQueryEndData{CommandTag: pgconn.NewCommandTag("SELECT 7")})
+	QueryTracer{}.TraceBatchQuery(ctx, nil, pgx.TraceBatchQueryData{CommandTag: pgconn.NewCommandTag("UPDATE 3")})
+	QueryTracer{}.TraceBatchQuery(ctx, nil, pgx.TraceBatchQueryData{CommandTag: pgconn.NewCommandTag("DELETE 1")})
+	if got := c.RowsWritten(); got != 6 {
+		t.Fatalf("RowsWritten = %d, want 6", got)
 	}
 }

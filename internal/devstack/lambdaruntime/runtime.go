@@ -231,8 +231,10 @@ func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	// Once the function has the invocation it runs to completion or to its
 	// timeout, even if the caller has gone, as in Lambda: ctx no longer
 	// counts, and the next invocation waits for this one.
+	took := time.Now()
 	select {
 	case res := <-inv.done:
+		r.report(inv.id, time.Since(took))
 		return res.payload, res.err
 	case <-p.Done():
 		// The process may have answered just before it exited.
@@ -246,6 +248,26 @@ func (r *Runner) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		r.kill(p, "timed out")
 		return nil, fmt.Errorf("%w: %s after %s", ErrTimeout, r.spec.Function.LogicalID, timeout)
 	}
+}
+
+// report writes the lines Lambda writes into a function's log around each
+// invocation (START, END, REPORT): CloudWatch ingests them with the
+// function's own lines, and the benchmark's cost table reads the billed
+// duration from them (the handler's time rounded up to the millisecond).
+func (r *Runner) report(id string, d time.Duration) {
+	fmt.Fprintf(r.out, "START RequestId: %s Version: $LATEST\nEND RequestId: %s\n%s", id, id, ReportLine(id, d, r.spec.Function.MemorySize))
+}
+
+// ReportLine is Lambda's REPORT line of one invocation of d on a function
+// of memoryMB.
+func ReportLine(id string, d time.Duration, memoryMB int) string {
+	return fmt.Sprintf("REPORT RequestId: %s\tDuration: %.2f ms\tBilled Duration: %d ms\tMemory Size: %d MB\n",
+		id, float64(d.Microseconds())/1000, BilledMillis(d), memoryMB)
+}
+
+// BilledMillis is d as Lambda bills it: rounded up to the millisecond.
+func BilledMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 func (r *Runner) crashError(p *proc.Process) error {

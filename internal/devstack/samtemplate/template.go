@@ -21,6 +21,8 @@ type Template struct {
 	// DeploymentPreference's Hooks): built like the others, never served by
 	// the local stack, which applies the migrations itself.
 	Hooks []Function
+	// Parameters are the template's parameters' defaults, by name.
+	Parameters map[string]string
 }
 
 // Function is one AWS::Serverless::Function with Globals merged in.
@@ -119,7 +121,7 @@ func ParseTemplate(b []byte) (*Template, error) {
 			params[name] = fmt.Sprint(p.Default)
 		}
 	}
-	t := &Template{}
+	t := &Template{Parameters: params}
 	hooks := hookIDs(raw)
 	for id, res := range raw.Resources {
 		if res.Type != "AWS::Serverless::Function" {
