@@ -161,8 +161,6 @@ func (c *machineCluster) credentialWorks(ctx context.Context, kubeconfig, token 
 // the old token no longer authenticate.
 func (p *provenCluster) checkOldCredentialsRefused(t *testing.T, kubeconfig, token string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	m := p.c.initial()
 	// The node's last renewal may still be restarting its API server: a
 	// refused connection proves nothing, so wait for it to answer at all.
@@ -173,6 +171,8 @@ func (p *provenCluster) checkOldCredentialsRefused(t *testing.T, kubeconfig, tok
 		}
 		return "answers", nil
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, old := range []string{kubeconfig, adminKubeconfig} {
 		if out, err := m.Exec(ctx, "kubectl", "--kubeconfig="+old, "get", "--raw", "/readyz"); err == nil || strings.Contains(string(out), "connection refused") {
 			fatalf(t, "%s, of the old cluster CA, not refused as a credential: %v %s", old, err, out)
