@@ -174,9 +174,18 @@ func (p *provenCluster) checkOldCredentialsRefused(t *testing.T, kubeconfig, tok
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, old := range []string{kubeconfig, adminKubeconfig} {
-		if out, err := m.Exec(ctx, "kubectl", "--kubeconfig="+old, "get", "--raw", "/readyz"); err == nil || strings.Contains(string(out), "connection refused") {
-			fatalf(t, "%s, of the old cluster CA, not refused as a credential: %v %s", old, err, out)
-		}
+		// Its server may be another node, restarting too: a refused
+		// connection is waited out, an answer must be a refusal.
+		eventually(t, p.r, old+", of the old cluster CA, refused as a credential", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
+			out, err := m.Exec(ctx, "kubectl", "--kubeconfig="+old, "get", "--raw", "/readyz")
+			switch {
+			case err == nil:
+				fatalf(t, "%s, of the old cluster CA, still works: %s", old, out)
+			case strings.Contains(string(out), "connection refused"):
+				return "", fmt.Errorf("%s", out)
+			}
+			return strings.TrimSpace(string(out)), nil
+		})
 	}
 	out, err := m.Exec(ctx, "kubectl", "--kubeconfig=/dev/null", "--server=https://127.0.0.1:6443", "--insecure-skip-tls-verify",
 		"--token="+token, "get", "--raw", "/readyz")
