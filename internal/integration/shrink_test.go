@@ -127,14 +127,17 @@ func TestShrinkingTheControlPlaneThroughTheRemovingMember(t *testing.T) {
 	if r := stacktest.Do(t, http.MethodPatch, s.api.URL+"/clusters/"+itoa(res.ClusterID), `{"control_plane_count":3}`, s.Bearer(1)); r.Status != http.StatusAccepted {
 		t.Fatalf("scale to 3 = %d %s, want 202", r.Status, r.Body)
 	}
+	// A waiting step is due again only after the reconciler's retry
+	// interval, so the loop sleeps between passes rather than counting them.
 	var removed []string
-	for range 20 {
+	for range 200 {
 		s.reconcile(t)
 		now := s.getCluster(t, res.ClusterID).ControlPlaneVMIDs
 		removed = append(removed, s.playRemovingMember(t, now)...)
 		if len(now) == 3 && s.getCluster(t, res.ClusterID).ControlPlaneCount == 3 && len(removed) == 2 {
 			break
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if got := s.getCluster(t, res.ClusterID).ControlPlaneVMIDs; len(got) != 3 || !slices.Equal(got, vms[:3]) {
 		t.Fatalf("VMs %v after 5 → 3, want %v", got, vms[:3])
