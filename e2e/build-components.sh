@@ -8,6 +8,8 @@
 #   kube-controller-manager,
 #   kube-scheduler,
 #   kubelet, kube-proxy      from k8s.io/kubernetes (cmd/<name>/app)
+#                            (and again at the release the upgrade moves
+#                            to, into a folder named by it)
 #   kubectl                  from k8s.io/kubectl (pkg/cmd)
 #   containerd, ctr,
 #   containerd-shim-runc-v2  from github.com/containerd/containerd/v2
@@ -43,15 +45,29 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin_dir="${E2E_BIN_DIR:-$here/.work/bin}"
 mkdir -p "$bin_dir"
 
-kube_version="v1.35.4"
-kube_ldflags="-s -w \
- -X k8s.io/component-base/version.gitVersion=${kube_version} \
+# kube_ldflags_for VERSION: the linker flags that stamp a Kubernetes build
+# with its release (what --version and the Node's kubeletVersion show).
+kube_ldflags_for() {
+	local version="$1" minor
+	minor="${version#v1.}"
+	minor="${minor%%.*}"
+	echo "-s -w \
+ -X k8s.io/component-base/version.gitVersion=${version} \
  -X k8s.io/component-base/version.gitMajor=1 \
- -X k8s.io/component-base/version.gitMinor=35 \
+ -X k8s.io/component-base/version.gitMinor=${minor} \
  -X k8s.io/component-base/version.gitTreeState=clean \
- -X k8s.io/client-go/pkg/version.gitVersion=${kube_version} \
+ -X k8s.io/client-go/pkg/version.gitVersion=${version} \
  -X k8s.io/client-go/pkg/version.gitMajor=1 \
- -X k8s.io/client-go/pkg/version.gitMinor=35"
+ -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
+}
+kube_version="v1.35.4"
+kube_ldflags="$(kube_ldflags_for "$kube_version")"
+# The release the node proof's upgrade moves its cluster to, and the
+# CoreDNS that release runs: the same main packages built against other
+# module files (components/kube/kubernetes-<v>.mod,
+# components/coredns/coredns-<v>.mod) into a folder named by the release.
+next_kube_version="v1.36.3"
+next_coredns_version="v1.14.2"
 etcd_ldflags="-s -w"
 containerd_version="v2.2.9"
 containerd_ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=${containerd_version}"
@@ -66,7 +82,7 @@ stamp() {
 	{
 		go version
 		echo "$ldflags"
-		find "$dir" -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
+		find "$dir" -type f \( -name '*.go' -o -name '*.mod' -o -name '*.sum' \) -print0 |
 			sort -z | xargs -0 sha256sum
 	} | sha256sum | cut -d' ' -f1
 }
@@ -88,14 +104,34 @@ up_to_date() {
 build_module() {
 	local name="$1" ldflags="$2"
 	shift 2
+	build_main_packages "$name" "$name" "" "$ldflags" "" "$@"
+}
+
+# build_module_release MODULE MODFILE_PREFIX VERSION LDFLAGS BINARIES...:
+# one module's main packages built against its VERSION module file
+# (go build -modfile) into bin_dir/VERSION/, unless its stamp matches.
+build_module_release() {
+	local name="$1" prefix="$2" version="$3" ldflags="$4"
+	shift 4
+	local binaries=()
+	for b in "$@"; do binaries+=("$version/$b"); done
+	build_main_packages "$name" "$name-$version" "-modfile=$prefix-$version.mod" "$ldflags" "$version/" "${binaries[@]}"
+}
+
+# build_main_packages MODULE STAMP_NAME MODFLAG LDFLAGS SUBDIR BINARIES...
+build_main_packages() {
+	local name="$1" stamp_name="$2" modflag="$3" ldflags="$4" subdir="$5"
+	shift 5
 	local dir="$here/components/$name" want
-	want="$(stamp "$dir" "$ldflags")"
-	up_to_date "$name" "$want" "$@" && return 0
-	echo "build-components: building $name ($*)"
+	want="$(stamp "$dir" "$ldflags $modflag")"
+	up_to_date "$stamp_name" "$want" "$@" && return 0
+	echo "build-components: building $stamp_name ($*)"
 	local start=$SECONDS
-	(cd "$dir" && go build -ldflags="$ldflags" -o "$bin_dir/" ./...)
-	echo "$want" >"$bin_dir/.$name.stamp"
-	echo "build-components: $name built in $((SECONDS - start))s"
+	mkdir -p "$bin_dir/$subdir"
+	# shellcheck disable=SC2086 # modflag is one flag or none
+	(cd "$dir" && go build $modflag -ldflags="$ldflags" -o "$bin_dir/$subdir" ./...)
+	echo "$want" >"$bin_dir/.$stamp_name.stamp"
+	echo "build-components: $stamp_name built in $((SECONDS - start))s"
 }
 
 # build_conformance builds the suite and the test images' programs from
@@ -145,6 +181,9 @@ build_module pause "-s -w" pause
 build_module containerd "$containerd_ldflags" containerd containerd-shim-runc-v2 ctr
 build_module coredns "-s -w" coredns
 build_module registry "-s -w" registry
+build_module_release kube kubernetes "$next_kube_version" "$(kube_ldflags_for "$next_kube_version")" \
+	kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+build_module_release coredns coredns "$next_coredns_version" "-s -w" coredns
 
 # build_cgo_tool NAME PKG BINARY LDFLAGS: a module's `tool` command built
 # with cgo and linked static (it runs in an image over the node's root

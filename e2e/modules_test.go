@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,31 +93,76 @@ func TestProofImagesAreTheProductDefaults(t *testing.T) {
 // returns, from the product's source (this module does not import it).
 func productDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot(), "internal", "artifacts", "artifacts.go"), nil, 0)
-	if err != nil {
-		fatal(t, err)
-	}
 	out := map[string]string{}
-	for _, decl := range file.Decls {
-		fn, ok := decl.(*ast.FuncDecl)
-		if !ok || fn.Name.Name != "Default" {
-			continue
-		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			kv, ok := n.(*ast.KeyValueExpr)
-			if !ok {
-				return true
-			}
-			key, kok := kv.Key.(*ast.Ident)
-			lit, lok := kv.Value.(*ast.BasicLit)
-			if kok && lok && lit.Kind == token.STRING {
-				out[key.Name], _ = strconv.Unquote(lit.Value)
-			}
-			return true
-		})
+	for _, lit := range productLiterals(t, "artifacts.go", "Default") {
+		maps.Copy(out, lit)
 	}
 	if len(out) == 0 {
 		fatalf(t, "internal/artifacts/artifacts.go: no Default literal found")
 	}
 	return out
+}
+
+// productLiterals are the string fields of each composite literal in the
+// body of function fn of internal/artifacts/file, outermost first.
+func productLiterals(t *testing.T, file, fn string) []map[string]string {
+	t.Helper()
+	parsed, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot(), "internal", "artifacts", file), nil, 0)
+	if err != nil {
+		fatal(t, err)
+	}
+	var out []map[string]string
+	for _, decl := range parsed.Decls {
+		if f, ok := decl.(*ast.FuncDecl); ok && f.Name.Name == fn {
+			ast.Inspect(f.Body, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.CompositeLit); ok {
+					out = append(out, stringFields(lit))
+				}
+				return true
+			})
+		}
+	}
+	return out
+}
+
+// stringFields are a composite literal's Key: "string" elements.
+func stringFields(lit *ast.CompositeLit) map[string]string {
+	out := map[string]string{}
+	for _, e := range lit.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		key, kok := kv.Key.(*ast.Ident)
+		val, vok := kv.Value.(*ast.BasicLit)
+		if kok && vok && val.Kind == token.STRING {
+			out[key.Name], _ = strconv.Unquote(val.Value)
+		}
+	}
+	return out
+}
+
+// TestUpgradeReleaseIsInTheProductsTable: the release the proof upgrades
+// to is a row of the product's release table (internal/artifacts/
+// releases.go) with the CoreDNS and pause the registry serves for it, and
+// build-components.sh's module files for it pin those versions. A bump on
+// one side only is an upgrade whose new nodes never pull.
+func TestUpgradeReleaseIsInTheProductsTable(t *testing.T) {
+	var row map[string]string
+	for _, lit := range productLiterals(t, "releases.go", "Releases") {
+		if lit["Kubernetes"] == upgradeRelease.Kubernetes {
+			row = lit
+		}
+	}
+	if row == nil || row["CoreDNS"] != upgradeRelease.CoreDNS || row["Pause"] != upgradeRelease.Pause {
+		fatalf(t, "the product's release row for %s is %v, the proof serves CoreDNS %s and pause %s",
+			upgradeRelease.Kubernetes, row, upgradeRelease.CoreDNS, upgradeRelease.Pause)
+	}
+	if got := pins(t, "components/kube/kubernetes-"+upgradeRelease.Kubernetes+".mod")["k8s.io/kubernetes"]; got != upgradeRelease.Kubernetes {
+		errorf(t, "components/kube's module file for %s pins k8s.io/kubernetes %q", upgradeRelease.Kubernetes, got)
+	}
+	raw, err := os.ReadFile(filepath.Join(e2eDir, "components/coredns/coredns-"+upgradeRelease.CoreDNS+".mod"))
+	if err != nil || !strings.Contains(string(raw), "require github.com/coredns/coredns "+upgradeRelease.CoreDNS+"\n") {
+		errorf(t, "components/coredns's module file for %s does not require it (%v)", upgradeRelease.CoreDNS, err)
+	}
 }

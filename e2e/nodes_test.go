@@ -23,8 +23,14 @@ import (
 // build-components.sh builds and the mirror and registry serve.
 var nodeVersions = harness.MirrorVersions{
 	Kubernetes: "v1.35.4", Etcd: "v3.6.16", Containerd: "v2.2.9", Runc: "v1.3.6", CNIPlugins: "v1.9.1",
-	Arch: runtime.GOARCH,
+	Arch: runtime.GOARCH, UpgradeTo: upgradeRelease.Kubernetes,
 }
+
+// upgradeRelease is the release the proof's upgrade moves its cluster to
+// (the product's release table's next one): build-components.sh builds
+// its Kubernetes and CoreDNS into folders named by their versions.
+var upgradeRelease = harness.ImageRelease{Kubernetes: "v1.36.3", CoreDNS: "v1.14.2", Pause: "3.10.2",
+	KubeDir: "v1.36.3", CoreDNSDir: "v1.14.2"}
 
 // proofCNI is the cni the node proof founds its clusters with.
 const proofCNI = "flannel"
@@ -475,7 +481,8 @@ func fqdn(name, zone string) string {
 // starts.
 func pushImages(t *testing.T, r *harness.Run, sw, image string, roots harness.TestImageRoots) {
 	t.Helper()
-	images := append(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, flannelVersion, image), probeImage(image))
+	images := slices.Concat(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, flannelVersion, image),
+		harness.ReleaseImages(upgradeRelease, image), []harness.Image{probeImage(image)})
 	suiteImages, err := harness.TestImages(roots, suiteEtcdTag)
 	if err != nil {
 		fatal(t, err)

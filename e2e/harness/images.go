@@ -35,23 +35,38 @@ type Image struct {
 }
 
 // ProofImages is the table of images the static pods and the addons name,
-// all built from the build folder: the control plane and kube-proxy at the
-// Kubernetes version, CoreDNS and pause at theirs. kube-proxy runs over the
-// node image's root filesystem, which has the iptables it programs, and
-// so does flanneld (the flannel CNI's agent, its masquerade rules).
+// all built from the build folder: the founding release's (below) and
+// flannel's. kube-proxy runs over the node image's root filesystem, which
+// has the iptables it programs, and so does flanneld (the flannel CNI's
+// agent, its masquerade rules).
 func ProofImages(kubeVersion, corednsVersion, pauseVersion, flannelVersion, nodeRootfs string) []Image {
+	return append(ReleaseImages(ImageRelease{Kubernetes: kubeVersion, CoreDNS: corednsVersion, Pause: pauseVersion}, nodeRootfs),
+		Image{Repo: "flannel-io/flannel", Tag: flannelVersion, Binaries: map[string]string{"/opt/bin/flanneld": "flanneld"},
+			BaseRootfs: nodeRootfs, Entrypoint: []string{"/opt/bin/flanneld"}})
+}
+
+// ImageRelease is one release's image versions and the build folder's
+// subfolder its Kubernetes and CoreDNS binaries are in ("" for the
+// founding release's, the folder itself).
+type ImageRelease struct {
+	Kubernetes, CoreDNS, Pause string
+	KubeDir, CoreDNSDir        string
+}
+
+// ReleaseImages are the images a release's nodes name: the control plane
+// and kube-proxy at its Kubernetes version, CoreDNS and pause at theirs
+// (pause is the project's own program at every tag).
+func ReleaseImages(r ImageRelease, nodeRootfs string) []Image {
 	kube := func(name string) Image {
-		return Image{Repo: name, Tag: kubeVersion, Binaries: map[string]string{"/usr/local/bin/" + name: name},
+		return Image{Repo: name, Tag: r.Kubernetes, Binaries: map[string]string{"/usr/local/bin/" + name: filepath.Join(r.KubeDir, name)},
 			Entrypoint: []string{"/usr/local/bin/" + name}}
 	}
 	proxy := kube("kube-proxy")
 	proxy.BaseRootfs = nodeRootfs
 	return []Image{
 		kube("kube-apiserver"), kube("kube-controller-manager"), kube("kube-scheduler"), proxy,
-		{Repo: "coredns/coredns", Tag: corednsVersion, Binaries: map[string]string{"/coredns": "coredns"}, Entrypoint: []string{"/coredns"}},
-		{Repo: "pause", Tag: pauseVersion, Binaries: map[string]string{"/pause": "pause"}, Entrypoint: []string{"/pause"}},
-		{Repo: "flannel-io/flannel", Tag: flannelVersion, Binaries: map[string]string{"/opt/bin/flanneld": "flanneld"},
-			BaseRootfs: nodeRootfs, Entrypoint: []string{"/opt/bin/flanneld"}},
+		{Repo: "coredns/coredns", Tag: r.CoreDNS, Binaries: map[string]string{"/coredns": filepath.Join(r.CoreDNSDir, "coredns")}, Entrypoint: []string{"/coredns"}},
+		{Repo: "pause", Tag: r.Pause, Binaries: map[string]string{"/pause": "pause"}, Entrypoint: []string{"/pause"}},
 	}
 }
 

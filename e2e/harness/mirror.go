@@ -20,6 +20,20 @@ import (
 type MirrorVersions struct {
 	Kubernetes, Etcd, Containerd, Runc, CNIPlugins string
 	Arch                                           string // amd64, arm64
+	// UpgradeTo is the release an upgrade moves the cluster to ("" for
+	// none): its kubelet and kubectl are served too, from the build
+	// folder's subfolder named by it.
+	UpgradeTo string
+}
+
+// kubeReleases are the Kubernetes versions whose downloads the mirror
+// serves, each with the build folder's subfolder its binaries are in.
+func (v MirrorVersions) kubeReleases() [][2]string {
+	out := [][2]string{{v.Kubernetes, ""}}
+	if v.UpgradeTo != "" {
+		out = append(out, [2]string{v.UpgradeTo, v.UpgradeTo})
+	}
+	return out
 }
 
 // mirrorArtifact is one download the prereqs script makes: where it sits
@@ -38,10 +52,12 @@ type mirrorArtifact struct {
 // mirrorArtifacts is the table of everything the mirror serves.
 func mirrorArtifacts(v MirrorVersions) []mirrorArtifact {
 	var out []mirrorArtifact
-	for _, b := range []string{"kubelet", "kubectl"} {
-		p := fmt.Sprintf("kube/%s/bin/linux/%s/%s", v.Kubernetes, v.Arch, b)
-		out = append(out, mirrorArtifact{path: p, pin: fmt.Sprintf("%s-%s-linux-%s", b, v.Kubernetes, v.Arch),
-			sumsPath: p + ".sha256", sumsBare: true, make: copyBinary(b)})
+	for _, r := range v.kubeReleases() {
+		for _, b := range []string{"kubelet", "kubectl"} {
+			p := fmt.Sprintf("kube/%s/bin/linux/%s/%s", r[0], v.Arch, b)
+			out = append(out, mirrorArtifact{path: p, pin: fmt.Sprintf("%s-%s-linux-%s", b, r[0], v.Arch),
+				sumsPath: p + ".sha256", sumsBare: true, make: copyBinary(filepath.Join(r[1], b))})
+		}
 	}
 	etcdFile := fmt.Sprintf("etcd-%s-linux-%s.tar.gz", v.Etcd, v.Arch)
 	containerdFile := fmt.Sprintf("containerd-%s-linux-%s.tar.gz", strings.TrimPrefix(v.Containerd, "v"), v.Arch)

@@ -20,8 +20,18 @@ func TestBuildMirrorLaysOutUpstreamReleases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The upgrade's release: its own kubelet and kubectl, in its folder.
+	if err := os.MkdirAll(filepath.Join(bin, "v1.36.3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"kubelet", "kubectl"} {
+		if err := os.WriteFile(filepath.Join(bin, "v1.36.3", b), []byte("binary v1.36.3 "+b), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := t.TempDir()
-	v := MirrorVersions{Kubernetes: "v1.35.4", Etcd: "v3.6.16", Containerd: "v2.2.9", Runc: "v1.3.6", CNIPlugins: "v1.9.1", Arch: "amd64"}
+	v := MirrorVersions{Kubernetes: "v1.35.4", Etcd: "v3.6.16", Containerd: "v2.2.9", Runc: "v1.3.6", CNIPlugins: "v1.9.1", Arch: "amd64",
+		UpgradeTo: "v1.36.3"}
 	pins, err := BuildMirror(bin, dir, v)
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +40,8 @@ func TestBuildMirrorLaysOutUpstreamReleases(t *testing.T) {
 	want := map[string]string{
 		"kubelet-v1.35.4-linux-amd64":         "kube/v1.35.4/bin/linux/amd64/kubelet",
 		"kubectl-v1.35.4-linux-amd64":         "kube/v1.35.4/bin/linux/amd64/kubectl",
+		"kubelet-v1.36.3-linux-amd64":         "kube/v1.36.3/bin/linux/amd64/kubelet",
+		"kubectl-v1.36.3-linux-amd64":         "kube/v1.36.3/bin/linux/amd64/kubectl",
 		"etcd-v3.6.16-linux-amd64.tar.gz":     "etcd/v3.6.16/etcd-v3.6.16-linux-amd64.tar.gz",
 		"containerd-2.2.9-linux-amd64.tar.gz": "containerd/v2.2.9/containerd-2.2.9-linux-amd64.tar.gz",
 		"runc-v1.3.6-linux-amd64":             "runc/v1.3.6/runc.amd64",
@@ -47,6 +59,9 @@ func TestBuildMirrorLaysOutUpstreamReleases(t *testing.T) {
 		if got := hex.EncodeToString(sum[:]); pins[pin] != got {
 			t.Errorf("%s: pinned %s, file digest %s", pin, pins[pin], got)
 		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, want["kubelet-v1.36.3-linux-amd64"])); string(b) != "binary v1.36.3 kubelet" {
+		t.Errorf("the upgrade's kubelet is %q, want its release's build", b)
 	}
 	manifest, _ := os.ReadFile(filepath.Join(dir, "artifacts.sha256"))
 	if !strings.Contains(string(manifest), pins["runc-v1.3.6-linux-amd64"]+"  runc-v1.3.6-linux-amd64\n") {
