@@ -103,7 +103,7 @@ log "changed: ${changed[*]:-nothing}; restarting: ${components[*]}"
 # here.
 restart() {
   case "$1" in
-    etcd | kubelet | {{ shq .Taint.Unit }}) systemctl restart "$1" ;;
+    etcd | kubelet | {{ shq .Taint.Unit }} | {{ shq .Addons.Timer }}) systemctl restart "$1" ;;
     *)
       local id
       for id in $(ctr -n k8s.io containers list -q "labels.\"io.kubernetes.container.name\"==$1"); do

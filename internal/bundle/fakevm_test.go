@@ -42,6 +42,10 @@ type fakeVM struct {
 	// membershipReports are the removals reported.
 	membership        []byte
 	membershipReports []map[string]any
+	// addons answers the addons route's GET (204 while nil); addonsReports
+	// are the reports received.
+	addons        []byte
+	addonsReports []map[string]any
 	// signWorker answers a worker's certificate requests (404 while nil);
 	// workerCSRs are the requests received.
 	signWorker func(csrs map[string]string) ([]byte, error)
@@ -141,6 +145,13 @@ func newFakeVM(t *testing.T, bundleBody []byte, statuses ...int) *fakeVM {
 		if vm.recordReport(w, req, &vm.membershipReports) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"cluster_id":42,"name":"recorded"}`))
+		}
+	}))
+	mux.HandleFunc("GET /api"+AddonsPathTemplate, proven(vm.answerOf(&vm.addons)))
+	mux.HandleFunc("POST /api"+AddonsPathTemplate, proven(func(w http.ResponseWriter, req *http.Request) {
+		if vm.recordReport(w, req, &vm.addonsReports) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"cluster_id":42}`))
 		}
 	}))
 	mux.HandleFunc("GET /download/", vm.download)

@@ -62,6 +62,7 @@ func parts() []part {
 		{"etcd-snapshot", snapshotPart},
 		{"etcd-crl", etcdCRLPart},
 		{"etcd-membership", etcdMembershipPart},
+		{"addons-upgrade", addonsUpgradePart},
 		{"control-plane-taint", controlPlaneTaintPart},
 		{"health", healthPart},
 	}
@@ -144,6 +145,7 @@ func kubeconfigSpecs(v *view) []kubeconfigSpec {
 		component("kubelet", pki.KubeletClient, "system:node:"+v.Node.Name, v.APIServerEndpoint),
 		component("scheduler", pki.Scheduler, "system:kube-scheduler", loopback),
 		component("control-plane-taint", pki.ControlPlaneTaint, ControlPlaneTaintUser, loopback),
+		component(addonsKubeconfigStem, pki.AddonsApplier, AddonsUser, loopback),
 	}
 	if v.IsInitial { // the addons' identity (pki: InitialOnly), named as every admin kubeconfig
 		admin := kubeconfigSpec{"admin", pki.Admin, AdminUser(cluster), AdminContext(cluster), v.APIServerEndpoint}
@@ -243,13 +245,9 @@ func ciliumValuesPart(v *view) []fileSpec {
 // addons script (every control-plane node carries them, as any may be
 // replaced); flannel's under the flannel CNI.
 func addonPart(v *view) []fileSpec {
-	out := []fileSpec{
-		tmpl(addonDir+"/control-plane-rbac.yaml", "control-plane-rbac.yaml", modePublic, v),
-		tmpl(addonDir+"/kube-proxy.yaml", "kube-proxy.yaml", modePublic, v),
-		tmpl(addonDir+"/coredns.yaml", "coredns.yaml", modePublic, v),
-	}
-	if v.Flannel != nil {
-		out = append(out, tmpl(addonDir+"/flannel.yaml", "flannel.yaml", modePublic, v))
+	out := []fileSpec{tmpl(addonDir+"/control-plane-rbac.yaml", "control-plane-rbac.yaml", modePublic, v)}
+	for _, a := range addonsOf(v.Cluster.CNI) {
+		out = append(out, tmpl(addonDir+"/"+a.Name, a.Name, modePublic, v))
 	}
 	return out
 }

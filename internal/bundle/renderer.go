@@ -218,7 +218,9 @@ type view struct {
 	// EtcdMembership: the shrink's etcd removals (etcdmembership.go).
 	EtcdMembership etcdMembershipView
 	Taint          taintView
-	Health         healthView
+	// Addons: an upgrade's addons apply (addons.go).
+	Addons addonsView
+	Health healthView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
 	// cluster-admin (pki.ClusterAdminsGroup).
 	ClusterAdminsGroup string
@@ -254,6 +256,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.EtcdCRL = newEtcdCRLView()
 	v.EtcdMembership = newEtcdMembershipView()
 	v.Taint = newTaintView()
+	v.Addons = newAddonsView()
 	v.Health = newHealthView("health")
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil

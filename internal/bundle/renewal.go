@@ -46,6 +46,7 @@ var readerOf = map[pki.Name]string{
 	pki.KubeletClient:          "kubelet",
 	pki.KubeletServing:         "kubelet",
 	pki.ControlPlaneTaint:      ControlPlaneTaintUnit,
+	pki.AddonsApplier:          AddonsUnit + ".timer",
 }
 
 // restartOrder is the order a renewal restarts what it changed. The
@@ -56,7 +57,10 @@ var readerOf = map[pki.Name]string{
 // etcd next, whose clients reconnect; the kubelet last.
 // The taint's service last: it reads its kubeconfig on every round, and is
 // restarted only to use the new certificate at once.
-var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubelet", ControlPlaneTaintUnit}
+// The addons' timer too: its script reads its kubeconfig on every run, and
+// a restarted timer only runs it a minute later.
+var restartOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubelet", ControlPlaneTaintUnit,
+	AddonsUnit + ".timer"}
 
 func newRenewalView(v *view) renewalView {
 	embeddedIn := map[pki.Name]string{}

@@ -37,6 +37,9 @@ const (
 	// GET: the members a shrinking control plane's removing member
 	// removes from etcd; POST: a removal's report (etcdmembership.go).
 	EtcdMembershipPathTemplate = PathTemplate + "/etcd-membership"
+	// GET: the addons an upgrade's chosen node applies at the pass's
+	// release; POST: its report (addons.go).
+	AddonsPathTemplate = PathTemplate + "/addons"
 )
 
 // VMRoute is one of k8sapi's routes a VM calls: the name the shell library
@@ -47,7 +50,7 @@ type VMRoute struct{ Name, Path string }
 func VMRoutes() []VMRoute {
 	return []VMRoute{{"bundle", PathTemplate}, {"status", StatusPathTemplate}, {"renew", RenewPathTemplate},
 		{"etcd_snapshot", SnapshotPathTemplate}, {"etcd_restore", RestorePathTemplate}, {"etcd_crl", EtcdCRLPathTemplate},
-		{"etcd_membership", EtcdMembershipPathTemplate},
+		{"etcd_membership", EtcdMembershipPathTemplate}, {"addons", AddonsPathTemplate},
 		{"worker_bundle", WorkerPathTemplate}, {"worker_csr", WorkerCSRPathTemplate},
 		{"worker_status", WorkerStatusPathTemplate}, {"worker_renew", WorkerRenewPathTemplate},
 		{"health", HealthPathTemplate}, {"worker_health", WorkerHealthPathTemplate}}
@@ -88,6 +91,10 @@ var vmCalls = []vmCall{
 	// The etcd membership timer's ask and report, every minute: as the
 	// CRL timer's, well inside the minute.
 	{Kind: "etcd_membership", ConnectTimeout: 5, MaxTime: 10, Retries: 2, RetryDelay: 2, RetryMax: 20, Attempts: 1},
+	// The addons timer's ask (the manifests are rendered: tens of KiB)
+	// and its report, which is retried longer: an apply done and not
+	// reported is done again.
+	{Kind: "addons", ConnectTimeout: 5, MaxTime: 30, Retries: 4, RetryDelay: 3, RetryMax: 60, Attempts: 1},
 	// The snapshot's upload to its presigned URL: large, so no limit on
 	// an attempt (the URL's lifetime bounds it); curl's retries.
 	{Kind: "upload", ConnectTimeout: 10, Retries: 3, RetryDelay: 5, Attempts: 1},

@@ -46,6 +46,7 @@ func TestVMCallLimits(t *testing.T) {
 		"upload":          "--connect-timeout 10 --retry 3 --retry-delay 5 --retry-connrefused",
 		"etcd_crl":        "--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
 		"etcd_membership": "--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused",
+		"addons":          "--connect-timeout 5 --max-time 30 --retry 4 --retry-delay 3 --retry-max-time 60 --retry-connrefused",
 	}
 	if len(vmCalls) != len(want) {
 		t.Errorf("%d kinds of call, want %d", len(vmCalls), len(want))

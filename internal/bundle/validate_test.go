@@ -390,8 +390,8 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts["exk8s-bootstrap-worker-flannel.sh"] = fileIn(t, flannelWorker, binDir+"/exk8s-bootstrap-worker.sh")
-	if len(scripts) != 25 {
-		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-etcd-crl.sh, exk8s-etcd-membership.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, exk8s-health-report.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites, drain, renewal and health scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
+	if len(scripts) != 26 {
+		t.Fatalf("want the shim, 3 scripts, exk8s-progress.sh, exk8s-renew-certificates.sh, exk8s-etcd-snapshot.sh, exk8s-etcd-crl.sh, exk8s-etcd-membership.sh, exk8s-upgrade-addons.sh, exk8s-imds-guard.sh, exk8s-control-plane-taint.sh, exk8s-health-report.sh, the bridge CNI's exk8s-pod-network.sh, the join script, the joining node's bootstrap script, a worker's shim, bootstrap, prerequisites, drain, renewal and health scripts, and flannel's conflist writer with the bootstrap, addons and worker scripts that start it, got %d", len(scripts))
 	}
 	_, shellcheckErr := exec.LookPath("shellcheck")
 	for name, content := range scripts {
@@ -691,8 +691,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 55 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the etcd CRL's timer, service and script, the etcd membership's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script, its drain's unit and script, its renewal script, flannel's manifest and its conflist's script and unit, and the health report's timer, service and script", len(used))
+	if len(used) != 58 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the etcd CRL's timer, service and script, the etcd membership's timer, service and script, the addons upgrade's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script, its drain's unit and script, its renewal script, flannel's manifest and its conflist's script and unit, and the health report's timer, service and script", len(used))
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 	KubeletClient          Name = "kubelet-client"
 	KubeletServing         Name = "kubelet"
 	ControlPlaneTaint      Name = "control-plane-taint"
+	AddonsApplier          Name = "addons"
 
 	OperatorAdmin      Name = "operator-admin"
 	OperatorCredential Name = "operator-credential"
@@ -172,6 +173,12 @@ func CertList() []Spec {
 		// (exk8s-control-plane-taint.sh): RBAC gives it nodes' get, list
 		// and patch, nothing else (control-plane-rbac.yaml).
 		client(ControlPlaneTaint, ClusterCA, "exk8s:control-plane-taint"),
+		// Applies the cluster addons at an upgrade's release when k8sapi
+		// chooses the node (exk8s-upgrade-addons.sh): the initial node's
+		// system:masters identity lives one bootstrap window on a node an
+		// upgrade replaces. RBAC gives it the addons' kinds in kube-system
+		// and their roles, nothing else (control-plane-rbac.yaml).
+		client(AddonsApplier, ClusterCA, "exk8s:addons"),
 
 		// The operator's static admin kubeconfig (--static): short-lived
 		// and issued anew on request (Issuer.LeafLifetime is the request's

@@ -110,6 +110,10 @@ step "starting etcd membership changes"
 # Every minute: while a scaling shrinks the control plane, k8sapi asks one
 # ready member that stays to remove each leaving member from etcd.
 start_unit exk8s-etcd-membership.timer
+step "starting the addons upgrades"
+# Every minute: while an upgrade moves the addons, k8sapi asks one ready
+# node at the new release to apply them.
+start_unit 'exk8s-upgrade-addons.timer'
 step "starting the control-plane taint"
 # From now on: this node is tainted NoSchedule while a pool has a Ready worker.
 start_unit 'exk8s-control-plane-taint'.service

@@ -35,6 +35,7 @@ IDENTITIES=(
   'kubelet-client /etc/exk8s/pki/kubelet-client-key.pem /etc/exk8s/pki/kubelet-client.pem /etc/exk8s/kubeconfig/kubelet.kubeconfig kubelet'
   'kubelet /etc/exk8s/pki/kubelet-key.pem /etc/exk8s/pki/kubelet.pem - kubelet'
   'control-plane-taint /etc/exk8s/pki/control-plane-taint-key.pem /etc/exk8s/pki/control-plane-taint.pem /etc/exk8s/kubeconfig/control-plane-taint.kubeconfig exk8s-control-plane-taint'
+  'addons /etc/exk8s/pki/addons-key.pem /etc/exk8s/pki/addons.pem /etc/exk8s/kubeconfig/addons.kubeconfig exk8s-upgrade-addons.timer'
 )
 
 step "fetching this VM's credentials from IMDS"
@@ -113,7 +114,7 @@ log "changed: ${changed[*]:-nothing}; restarting: ${components[*]}"
 # here.
 restart() {
   case "$1" in
-    etcd | kubelet | 'exk8s-control-plane-taint') systemctl restart "$1" ;;
+    etcd | kubelet | 'exk8s-control-plane-taint' | 'exk8s-upgrade-addons.timer') systemctl restart "$1" ;;
     *)
       local id
       for id in $(ctr -n k8s.io containers list -q "labels.\"io.kubernetes.container.name\"==$1"); do
@@ -123,7 +124,7 @@ restart() {
   esac
 }
 
-for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'etcd' 'kubelet' 'exk8s-control-plane-taint'; do
+for c in 'kube-apiserver' 'kube-controller-manager' 'kube-scheduler' 'etcd' 'kubelet' 'exk8s-control-plane-taint' 'exk8s-upgrade-addons.timer'; do
   [[ " ${components[*]} " == *" ${c} "* ]] || continue
   step "restarting ${c}"
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" == "1" ]]; then

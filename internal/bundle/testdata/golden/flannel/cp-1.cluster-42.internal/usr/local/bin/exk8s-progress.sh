@@ -160,6 +160,7 @@ call() {
     snapshot) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 30 --retry 3 --retry-delay 2 --retry-max-time 30 --retry-connrefused) ;;
     etcd_crl) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused) ;;
     etcd_membership) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 10 --retry 2 --retry-delay 2 --retry-max-time 20 --retry-connrefused) ;;
+    addons) attempts=1 interval=0 limits=(--connect-timeout 5 --max-time 30 --retry 4 --retry-delay 3 --retry-max-time 60 --retry-connrefused) ;;
     upload) attempts=1 interval=0 limits=(--connect-timeout 10 --retry 3 --retry-delay 5 --retry-connrefused) ;;
     boot) attempts=120 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
     boot_identity) attempts=60 interval=5 limits=(--connect-timeout 5 --max-time 60) ;;
@@ -247,6 +248,7 @@ k8sapi_path() {
     etcd_restore) path='/bootstrap/control-plane/{vm_id}/etcd-restore' ;;
     etcd_crl) path='/bootstrap/control-plane/{vm_id}/etcd-crl' ;;
     etcd_membership) path='/bootstrap/control-plane/{vm_id}/etcd-membership' ;;
+    addons) path='/bootstrap/control-plane/{vm_id}/addons' ;;
     worker_bundle) path='/bootstrap/worker/{vm_id}' ;;
     worker_csr) path='/bootstrap/worker/{vm_id}/csr' ;;
     worker_status) path='/bootstrap/worker/{vm_id}/status' ;;
