@@ -26,7 +26,7 @@ func main() {
 	wiring.Serve(api.GetBundleFunction, []string{"KMS_KEY_ID", "ETCD_SNAPSHOT_BUCKET"}, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewBundleRenderer()
 		nodes := app.NodeBootstrap(r)
-		srv.Bundles, srv.Renewals, srv.EtcdCRLs, srv.EtcdMemberships = nodes, nodes, nodes, nodes
+		srv.Bundles, srv.Renewals, srv.EtcdCRLs, srv.EtcdMemberships, srv.Addons = nodes, nodes, nodes, nodes, nodes
 		srv.Workers = &nodebootstrap.WorkerService{Service: nodes, Workers: app.Store}
 		srv.Progress = &progress.Service{Store: app.Store}
 		srv.Health = &nodehealth.Service{Store: app.Store}

@@ -62,6 +62,10 @@ var (
 	// removing member reports once per removal, retrying a failure.
 	etcdMembershipAskBudget    = vmlimit.Budget{Calls: 120, Per: time.Hour}
 	etcdMembershipReportBudget = vmlimit.Budget{Calls: 30, Per: time.Hour}
+	// The addons timer asks every minute, as the membership timer; the
+	// chosen node reports once per apply, retrying a failure.
+	addonsAskBudget    = vmlimit.Budget{Calls: 120, Per: time.Hour}
+	addonsReportBudget = vmlimit.Budget{Calls: 30, Per: time.Hour}
 )
 
 // Function is one Lambda function of template.yaml (Name, its logical id)
@@ -155,6 +159,12 @@ var (
 		{Method: http.MethodGet, Path: bundle.EtcdMembershipPathTemplate, handle: (*Server).etcdRemovals, PerVM: etcdMembershipAskBudget},
 		{Method: http.MethodPost, Path: bundle.EtcdMembershipPathTemplate, handle: (*Server).reportEtcdRemoval, PerVM: etcdMembershipReportBudget,
 			Audit: "etcd_member.remove_report", Trail: true},
+		// An upgrade's chosen node asks for the addons at the pass's
+		// release (a read, every minute) and reports their apply (in the
+		// trail: the upgrade moves on, or pauses, on its word).
+		{Method: http.MethodGet, Path: bundle.AddonsPathTemplate, handle: (*Server).upgradeAddons, PerVM: addonsAskBudget},
+		{Method: http.MethodPost, Path: bundle.AddonsPathTemplate, handle: (*Server).reportUpgradeAddons, PerVM: addonsReportBudget,
+			Audit: "cluster.upgrade_addons_report", Trail: true},
 		// A worker's bootstrap: its bundle holds no key, but signing its
 		// certificate requests opens the cluster CA, this function's KMS
 		// right. Its fetch is the start of a node joining: audited like

@@ -157,6 +157,13 @@ type EtcdMemberships interface {
 	ReportEtcdRemoval(ctx context.Context, vm auth.BootstrapVM, r nodebootstrap.EtcdRemovalReport) (nodebootstrap.EtcdRemovalReport, error)
 }
 
+// Addons answers an upgrade's chosen control-plane node the cluster
+// addons to apply at the pass's release, and records its report.
+type Addons interface {
+	Addons(ctx context.Context, vm auth.BootstrapVM) (*nodebootstrap.AddonsAnswer, error)
+	ReportAddons(ctx context.Context, vm auth.BootstrapVM, r nodebootstrap.AddonsReport) (nodebootstrap.AddonsReport, error)
+}
+
 // Renewals renews a ready node's certificates.
 type Renewals interface {
 	Renew(ctx context.Context, vm auth.BootstrapVM, req nodebootstrap.RenewalRequest) (*nodebootstrap.RenewalOutcome, error)
@@ -230,14 +237,16 @@ type Server struct {
 	EtcdCRLs  EtcdCRLs
 	// EtcdMemberships serves the etcd membership route (GetBundleFunction).
 	EtcdMemberships EtcdMemberships
-	Workers         WorkerBootstraps
-	Progress        Reporter
-	Health          HealthReports
-	Nodes           NodeBootstraps
-	Limits          Limiter
-	Docs            Docs
-	Checks          []Check
-	Draining        func() bool
+	// Addons serves an upgrade's addons route (GetBundleFunction).
+	Addons   Addons
+	Workers  WorkerBootstraps
+	Progress Reporter
+	Health   HealthReports
+	Nodes    NodeBootstraps
+	Limits   Limiter
+	Docs     Docs
+	Checks   []Check
+	Draining func() bool
 	// DefaultKubernetesVersion is the deployment's (KUBERNETES_VERSION): a
 	// founding without kubernetes_version gets it.
 	DefaultKubernetesVersion string

@@ -338,6 +338,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 	)
 
 	cases = append(cases, workerAuthCases(t, s, c1.ClusterID, refused, both, vm1, imds1, access1, imdsOrg2, accessOrg2, valid)...)
+	cases = append(cases, addonsAuthCases(refused, both, vm1, vm2, c2.ControlPlaneVMIDs[0], imds1, access1, imdsOrg2, valid)...)
 
 	servers := map[string]string{}
 	for _, fn := range []string{"CreateClusterFunction", "ClustersFunction", "GetBundleFunction"} {
@@ -392,7 +393,7 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("auth matrix: %d cases over %d routes", len(cases), 14)
+	t.Logf("auth matrix: %d cases over %d routes", len(cases), 16)
 	// Nothing the refused callers sent founded or deleted anything: org 1
 	// has its two clusters plus the valid create, one of them deleted.
 	var active, deleted int
@@ -467,4 +468,43 @@ func unauthenticatedBadID(name, method, path, id string) authCase {
 		return authCase{name, method, path, nil, "", 400, "invalid_path"}
 	}
 	return authCase{name, method, path, nil, "", 401, "unauthenticated"}
+}
+
+// addonsAuthCases are the addons route's rows (GET and POST
+// /bootstrap/control-plane/{vm_id}/addons): the bundle's four proofs, then
+// nothing to apply for a VM no upgrade chose (204), and a report taken
+// from the chosen node only (404 here: no upgrade runs), its body checked.
+func addonsAuthCases(refused []refusedCaller, both func(imds, authorization string) map[string]string,
+	vm1, vm2, vmOrg2 int64, imds1, access1, imdsOrg2, operator string) []authCase {
+	path := func(vm int64) string { return "/bootstrap/control-plane/" + itoa(vm) + "/addons" }
+	const applied = `{"kubernetes_version":"v1.36.3","failure":""}`
+	var cases []authCase
+	for _, c := range refused {
+		if c.authorization == "" || c.vmToken {
+			continue
+		}
+		cases = append(cases,
+			authCase{"addons bearer: " + c.name, "GET", path(vm1), both(imds1, c.authorization), "", c.status, c.code},
+			authCase{"addons report bearer: " + c.name, "POST", path(vm1), both(imds1, c.authorization), applied, c.status, c.code})
+	}
+	proof := both(imds1, "Bearer "+access1)
+	for _, m := range []struct{ method, body string }{{"GET", ""}, {"POST", applied}} {
+		cases = append(cases,
+			authCase{"addons peer VM", m.method, path(vm2), proof, m.body, 403, "forbidden"},
+			authCase{"addons another org's VM path", m.method, path(vmOrg2), proof, m.body, 403, "forbidden"},
+			authCase{"addons operator token with the VM's IMDS", m.method, path(vm1), both(imds1, "Bearer "+operator), m.body, 403, "token_scope"},
+			authCase{"addons other org's IMDS", m.method, path(vm1), both(imdsOrg2, "Bearer "+access1), m.body, 403, "forbidden"},
+			authCase{"addons no IMDS", m.method, path(vm1), both("", "Bearer "+access1), m.body, 401, "unauthenticated"},
+			authCase{"addons bad vm_id", m.method, "/bootstrap/control-plane/0x1/addons", proof, m.body, 400, "invalid_path"},
+		)
+	}
+	return append(cases,
+		authCase{"addons nothing to apply", "GET", path(vm1), proof, "", 204, ""},
+		authCase{"addons report of no upgrade", "POST", path(vm1), proof, applied, 404, "not_found"},
+		authCase{"addons report without a body", "POST", path(vm1), proof, "", 400, "invalid_json"},
+		authCase{"addons report without a version", "POST", path(vm1), proof, `{"failure":"x"}`, 400, "invalid_field"},
+		authCase{"addons report with an unknown field", "POST", path(vm1), proof, `{"kubernetes_version":"v1.36.3","node":"cp-1"}`, 400, "invalid_field"},
+		authCase{"addons report over 512 bytes", "POST", path(vm1), proof, `{"kubernetes_version":"v1.36.3","failure":"` + strings.Repeat("f", 513) + `"}`, 400, "invalid_field"},
+		authCase{"addons PUT", "PUT", path(vm1), proof, applied, 405, "method_not_allowed"},
+	)
 }

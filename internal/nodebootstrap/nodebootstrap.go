@@ -57,6 +57,8 @@ type Service struct {
 	CRLs CRLs
 	// Memberships serves the etcd membership route (etcdmembership.go).
 	Memberships Memberships
+	// Steps serves an upgrade's addons route (addons.go).
+	Steps AddonSteps
 	Envelope    *envelope.Envelope
 	Renderer    *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,

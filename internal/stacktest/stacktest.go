@@ -200,7 +200,7 @@ func bundles(cfg Config, st *store.Store, r *bundle.Renderer) *nodebootstrap.Ser
 	if cfg.WrapTopologies != nil {
 		topologies = cfg.WrapTopologies(st)
 	}
-	return &nodebootstrap.Service{Store: topologies, Renewer: st, CRLs: st, Memberships: st, Envelope: cfg.Envelope, Renderer: r,
+	return &nodebootstrap.Service{Store: topologies, Renewer: st, CRLs: st, Memberships: st, Steps: st, Envelope: cfg.Envelope, Renderer: r,
 		Artifacts: artifactsOf(cfg), Leaves: cfg.Leaves, Window: window(cfg), Now: cfg.Now, Log: cfg.Log}
 }
 
@@ -217,6 +217,7 @@ func (st *Stack) servers(cfg Config, stores map[string]*store.Store) map[string]
 	wiring.ServeClusters(clusters, st.Clusters)
 	clusters.Nodes = &progress.Nodes{Store: stores["ClustersFunction"], Window: window(cfg), Now: cfg.Now}
 	vm.Bundles, vm.Renewals, vm.Workers, vm.EtcdCRLs, vm.EtcdMemberships = st.Bundles, st.Bundles, st.Workers, st.Bundles, st.Bundles
+	vm.Addons = st.Bundles
 	vm.Progress = &progress.Service{Store: stores["GetBundleFunction"]}
 	vm.Health = &nodehealth.Service{Store: stores["GetBundleFunction"], Now: cfg.Now}
 	vm.Limits = &vmlimit.Limiter{Now: cfg.Now}

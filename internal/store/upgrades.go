@@ -28,29 +28,37 @@ var ErrUpgrading = errors.New("an upgrade of the cluster is in progress")
 
 // Upgrade is a cluster_upgrades row.
 type Upgrade struct {
-	ID                       int64     `db:"id"`
-	ClusterID                int64     `db:"kube_cluster_id"`
-	FromVersion              string    `db:"from_version"`
-	ToVersion                string    `db:"to_version"`
-	PassVersion              string    `db:"pass_version"`
-	Surge                    int       `db:"surge"`
-	DrainTimeoutSeconds      int       `db:"drain_timeout_seconds"`
-	DeprecatedAPIsOverridden bool      `db:"deprecated_apis_overridden"`
-	RequestedBy              string    `db:"requested_by"`
-	State                    string    `db:"state"`
-	StateReason              string    `db:"state_reason"`
-	PausedNode               string    `db:"paused_node"`
-	SnapshotID               *int64    `db:"snapshot_id"`
-	ReplacementID            *int64    `db:"replacement_id"`
-	SurgePoolID              *int64    `db:"surge_pool_id"`
-	SurgeBase                int       `db:"surge_base"`
-	SurgeCount               int       `db:"surge_count"`
-	CreatedAt                time.Time `db:"created_at"`
-	UpdatedAt                time.Time `db:"updated_at"`
+	ID                       int64  `db:"id"`
+	ClusterID                int64  `db:"kube_cluster_id"`
+	FromVersion              string `db:"from_version"`
+	ToVersion                string `db:"to_version"`
+	PassVersion              string `db:"pass_version"`
+	Surge                    int    `db:"surge"`
+	DrainTimeoutSeconds      int    `db:"drain_timeout_seconds"`
+	DeprecatedAPIsOverridden bool   `db:"deprecated_apis_overridden"`
+	RequestedBy              string `db:"requested_by"`
+	State                    string `db:"state"`
+	StateReason              string `db:"state_reason"`
+	PausedNode               string `db:"paused_node"`
+	SnapshotID               *int64 `db:"snapshot_id"`
+	ReplacementID            *int64 `db:"replacement_id"`
+	SurgePoolID              *int64 `db:"surge_pool_id"`
+	SurgeBase                int    `db:"surge_base"`
+	SurgeCount               int    `db:"surge_count"`
+	// The addons step (migration 039): the node chosen to apply the
+	// pass's addons and when it was chosen; the release whose addons it
+	// reported applied, or why it could not.
+	AddonsNode    string     `db:"addons_node"`
+	AddonsAskedAt *time.Time `db:"addons_asked_at"`
+	AddonsVersion string     `db:"addons_version"`
+	AddonsFailure string     `db:"addons_failure"`
+	CreatedAt     time.Time  `db:"created_at"`
+	UpdatedAt     time.Time  `db:"updated_at"`
 }
 
 const upgradeColumns = `id, kube_cluster_id, from_version, to_version, pass_version, surge, drain_timeout_seconds,
-	deprecated_apis_overridden, requested_by, state, state_reason, paused_node, snapshot_id, replacement_id, surge_pool_id, surge_base, surge_count, created_at, updated_at`
+	deprecated_apis_overridden, requested_by, state, state_reason, paused_node, snapshot_id, replacement_id, surge_pool_id, surge_base, surge_count,
+	addons_node, addons_asked_at, addons_version, addons_failure, created_at, updated_at`
 
 // liveUpgradeStates are the states of an upgrade not yet settled.
 const liveUpgradeStates = `('upgrading', 'paused', 'aborting')`
@@ -135,10 +143,11 @@ func (s *Store) LatestUpgrade(ctx context.Context, clusterID int64) (Upgrade, er
 // held, as no driver runs a paused upgrade; a driven one moves under the
 // driver's fence, RecordUpgrade), and begins its operation again if a
 // pause ended it; the failed replacement that paused it, if one did, is
-// no longer its own. ErrNotFound: no live upgrade in from.
+// no longer its own, and the addons step chooses its node again. ErrNotFound: no live upgrade in from.
 func (s *Store) MoveUpgrade(ctx context.Context, clusterID int64, from []string, to, reason string) (Upgrade, error) {
 	rows, _ := s.pool.Query(ctx, `WITH u AS (
-			UPDATE cluster_upgrades SET state = $3, state_reason = $4, paused_node = '', replacement_id = NULL, updated_at = now()
+			UPDATE cluster_upgrades SET state = $3, state_reason = $4, paused_node = '', replacement_id = NULL,
+				addons_node = '', addons_asked_at = NULL, addons_failure = '', updated_at = now()
 			WHERE kube_cluster_id = $1 AND state = ANY($2) RETURNING *
 		), op AS (
 			INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, spec)
@@ -162,6 +171,12 @@ type UpgradeChange struct {
 	SurgePoolID         *int64
 	SurgeBase           int
 	SurgeCount          int
+	// AddonsNode and AddonsAskedAt: the addons step's choice;
+	// AddonsFailure, when not nil, the failure as it is now (nil keeps the
+	// recorded one: the chosen node's report writes it).
+	AddonsNode    string
+	AddonsAskedAt *time.Time
+	AddonsFailure *string
 }
 
 // RecordUpgrade writes c into the owner's upgrade id of the cluster. An
@@ -171,7 +186,8 @@ type UpgradeChange struct {
 func (s *Store) RecordUpgrade(ctx context.Context, clusterID int64, owner string, id int64, c UpgradeChange) error {
 	return s.fencedCount(ctx, "recording the upgrade", `WITH u AS (
 			UPDATE cluster_upgrades u SET state = $4, state_reason = $5, paused_node = $6,
-			pass_version = $7, snapshot_id = $8, replacement_id = $9, surge_pool_id = $11, surge_base = $12, surge_count = $13, updated_at = now()
+			pass_version = $7, snapshot_id = $8, replacement_id = $9, surge_pool_id = $11, surge_base = $12, surge_count = $13,
+			addons_node = $16, addons_asked_at = $17, addons_failure = coalesce($18, u.addons_failure), updated_at = now()
 			WHERE u.id = $3 AND u.kube_cluster_id = $1 AND u.state = $10
 			AND EXISTS (SELECT 1 FROM kube_clusters WHERE `+leaseHeld+`) RETURNING u.id
 		), ended AS (
@@ -181,7 +197,8 @@ func (s *Store) RecordUpgrade(ctx context.Context, clusterID int64, owner string
 		)
 		SELECT count(*) FROM u`,
 		clusterID, owner, id, c.State, c.Reason, c.Node, c.PassVersion, c.SnapshotID, c.ReplacementID, c.Was,
-		c.SurgePoolID, c.SurgeBase, c.SurgeCount, upgradeEndReason[c.State], endedState(upgradeEndReason[c.State]))
+		c.SurgePoolID, c.SurgeBase, c.SurgeCount, upgradeEndReason[c.State], endedState(upgradeEndReason[c.State]),
+		c.AddonsNode, c.AddonsAskedAt, c.AddonsFailure)
 }
 
 // upgradeEndReason is the reason the operation of an upgrade ends with

@@ -54,6 +54,7 @@ func (s *Service) steps(r *run) []engine.Step[*run] {
 		{Name: "etcd snapshot", Run: s.snapshot},
 		{Name: "control plane", Run: s.controlPlane},
 		{Name: "cluster version", Run: s.clusterVersion},
+		{Name: "addons", Run: s.addons},
 		{Name: "worker pools", Run: s.workerPools},
 		{Name: "next pass", Run: s.nextPassOrDone},
 	}
@@ -96,9 +97,14 @@ func (s *Service) load(ctx context.Context, c store.Cluster, lease store.Lease) 
 func (s *Service) record(ctx context.Context, r *run, ch func(*store.Upgrade)) error {
 	next := r.u
 	ch(&next)
+	var failure *string // the chosen node's report writes it; the run only clears it
+	if next.AddonsFailure != r.u.AddonsFailure {
+		failure = &next.AddonsFailure
+	}
 	err := s.Store.RecordUpgrade(ctx, r.c.ID, r.lease.Owner, r.u.ID, store.UpgradeChange{Was: r.u.State, State: next.State,
 		Reason: next.StateReason, Node: next.PausedNode, PassVersion: next.PassVersion, SnapshotID: next.SnapshotID, ReplacementID: next.ReplacementID,
-		SurgePoolID: next.SurgePoolID, SurgeBase: next.SurgeBase, SurgeCount: next.SurgeCount})
+		SurgePoolID: next.SurgePoolID, SurgeBase: next.SurgeBase, SurgeCount: next.SurgeCount,
+		AddonsNode: next.AddonsNode, AddonsAskedAt: next.AddonsAskedAt, AddonsFailure: failure})
 	if err := usecase.Recorded(err); err != nil {
 		return err
 	}
@@ -259,7 +265,9 @@ func (s *Service) recordAt(c store.Cluster, version string) ([]byte, error) {
 func (s *Service) nextPassOrDone(ctx context.Context, r *run, _ time.Time) error {
 	if r.u.PassVersion != r.u.ToVersion {
 		next, _ := nextPass(r.u.PassVersion, r.u.ToVersion) // Upgrade walked the chain
-		if err := s.record(ctx, r, func(u *store.Upgrade) { u.PassVersion, u.ReplacementID = next, nil }); err != nil {
+		if err := s.record(ctx, r, func(u *store.Upgrade) {
+			u.PassVersion, u.ReplacementID, u.AddonsNode, u.AddonsAskedAt = next, nil, "", nil
+		}); err != nil {
 			return err
 		}
 		return handOver("the pass to " + next + " begins")

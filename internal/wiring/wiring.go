@@ -165,7 +165,7 @@ func (a *App) OpeningEnvelope() *envelope.Envelope {
 
 // NodeBootstrap returns the bundle use case; it opens data keys only.
 func (a *App) NodeBootstrap(r *bundle.Renderer) *nodebootstrap.Service {
-	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, CRLs: a.Store, Memberships: a.Store, Envelope: a.OpeningEnvelope(), Renderer: r,
+	return &nodebootstrap.Service{Store: a.Store, Renewer: a.Store, CRLs: a.Store, Memberships: a.Store, Steps: a.Store, Envelope: a.OpeningEnvelope(), Renderer: r,
 		Artifacts: a.Artifacts, Leaves: a.Leaves, Window: a.Config.BootstrapWindow, Log: a.Log}
 }
 
