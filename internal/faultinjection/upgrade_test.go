@@ -37,9 +37,17 @@ func (s *stack) upgradable() (int64, []int64) {
 }
 
 // world does what the nodes would: the node asked for a snapshot uploads
-// it (its report checked), and every node a replacement made reports
-// ready once it has a VM.
+// it (its report checked), every node a replacement made reports ready
+// once it has a VM, and the node an upgrade's addons step chose applies
+// them and reports (addons.go: through the route, as its timer does).
 func (s *stack) world() {
+	s.t.Helper()
+	s.worldButAddons()
+	s.applyAddons("")
+}
+
+// worldButAddons is world without the addons' node.
+func (s *stack) worldButAddons() {
 	s.t.Helper()
 	ctx := context.Background()
 	for _, q := range []string{

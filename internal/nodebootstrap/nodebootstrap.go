@@ -58,9 +58,9 @@ type Service struct {
 	// Memberships serves the etcd membership route (etcdmembership.go).
 	Memberships Memberships
 	// Steps serves an upgrade's addons route (addons.go).
-	Steps AddonSteps
-	Envelope    *envelope.Envelope
-	Renderer    *bundle.Renderer
+	Steps    AddonSteps
+	Envelope *envelope.Envelope
+	Renderer *bundle.Renderer
 	// Artifacts is the configured artifact set with its manifest's pins,
 	// for clusters founded before sets were recorded (artifacts).
 	Artifacts artifacts.Set

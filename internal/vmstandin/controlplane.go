@@ -51,7 +51,8 @@ func (p *Player) bootControlPlane(vmID int64, log *slog.Logger) error {
 	}
 	log.Info("stand-in vm reported ready; it renews its certificates and takes the etcd snapshots it is asked for",
 		"renew_every", p.cfg.RenewEvery.String(), "snapshot_every", p.cfg.SnapshotEvery.String())
-	return p.keepUp([]duty{p.renewal(vmID, controlPlaneRenewal, ids, log), p.snapshots(vmID, log), p.membership(vmID, log)})
+	return p.keepUp([]duty{p.renewal(vmID, controlPlaneRenewal, ids, log), p.snapshots(vmID, log), p.membership(vmID, log),
+		p.addons(vmID, log)})
 }
 
 // fetchRestoreSnapshot downloads the snapshot vmID's cluster was restored
@@ -154,6 +155,38 @@ func (p *Player) removeMembers(vmID int64, log *slog.Logger) error {
 		}
 		log.Info("stand-in vm: removed etcd member", "member", m.Name)
 	}
+	return nil
+}
+
+// addons is the duty of an upgrade's addons node: it asks, as the node's
+// exk8s-upgrade-addons.timer does, and reports the answered addons
+// applied (there is no cluster to apply them to), so an upgrade of
+// stand-ins moves on to its pools.
+func (p *Player) addons(vmID int64, log *slog.Logger) duty {
+	return duty{every: bundle.AddonsAskEvery, do: func() error { return p.applyAddons(vmID, log) }}
+}
+
+func (p *Player) applyAddons(vmID int64, log *slog.Logger) error {
+	var a nodebootstrap.AddonsAnswer
+	err := p.vmCall(vmID, http.MethodGet, bundle.AddonsPathTemplate, nil, &a)
+	if errors.Is(err, errGone) || p.ctx.Err() != nil {
+		return err
+	}
+	if err != nil || a.KubernetesVersion == "" { // 204: nothing to apply
+		if err != nil {
+			log.Warn("stand-in vm: asking for the addons failed; asking again later", slog.String("error", err.Error()))
+		}
+		return nil
+	}
+	body, _ := json.Marshal(nodebootstrap.AddonsReport{KubernetesVersion: a.KubernetesVersion})
+	if err := p.vmCall(vmID, http.MethodPost, bundle.AddonsPathTemplate, body, nil); err != nil {
+		if errors.Is(err, errGone) || p.ctx.Err() != nil {
+			return err
+		}
+		log.Warn("stand-in vm: reporting the addons failed; reporting again later", slog.String("error", err.Error()))
+		return nil
+	}
+	log.Info("stand-in vm: applied the addons", "kubernetes_version", a.KubernetesVersion, "manifests", len(a.Manifests))
 	return nil
 }
 
