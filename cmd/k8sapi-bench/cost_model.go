@@ -128,6 +128,7 @@ func atRest(reconcilerEvery time.Duration) []rate {
 		{"snapshot report", "POST " + bundle.SnapshotPathTemplate, 1, clusterspec.DefaultSnapshotInterval, 1},
 		{"etcd CRL ask", "GET " + bundle.EtcdCRLPathTemplate, cp, bundle.EtcdCRLAskEvery, 1},
 		{"etcd membership ask", "GET " + bundle.EtcdMembershipPathTemplate, cp, bundle.EtcdMembershipAskEvery, 1},
+		{"upgrade addons ask", "GET " + bundle.AddonsPathTemplate, cp, bundle.AddonsAskEvery, 1},
 		{"reconciler run (share of " + strconv.Itoa(fleetShare) + " clusters)", "", 1, reconcilerEvery, fleetShare},
 	}
 }

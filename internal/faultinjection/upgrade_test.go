@@ -387,9 +387,7 @@ func TestUpgradeMovesEachPoolBySurge(t *testing.T) {
 	id, _ := s.upgradable()
 	s.AddPool(1, id, stacktest.TwoWorkers)
 	s.world()
-	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
-		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
-	}
+	s.upgradeToV136(id)
 	s.refusedMidUpgrade(id)
 	for range 40 {
 		s.upgradeRun()

@@ -12,6 +12,14 @@ import (
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
+// upgradeToV136 asks for cluster id's upgrade to v1.36.3, recorded.
+func (s *stack) upgradeToV136(id int64) {
+	s.t.Helper()
+	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
+		s.t.Fatalf("upgrade = %d %s", r.Status, r.Body)
+	}
+}
+
 // addonsAsk is one control-plane VM's ask of the addons route, as its
 // exk8s-upgrade-addons.timer asks.
 func (s *stack) addonsAsk(vm int64) (stacktest.Response, nodebootstrap.AddonsAnswer) {
@@ -118,9 +126,7 @@ func TestUpgradeMovesTheAddonsBeforeThePools(t *testing.T) {
 	id, _ := s.upgradable()
 	s.AddPool(1, id, stacktest.TwoWorkers)
 	s.world()
-	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
-		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
-	}
+	s.upgradeToV136(id)
 	if vms, _ := s.answered(); len(vms) != 0 {
 		t.Fatalf("VMs %v answered addons before the control plane moved", vms)
 	}
@@ -192,9 +198,7 @@ func TestUpgradeMovesTheAddonsBeforeThePools(t *testing.T) {
 func TestAFailedAddonsApplyPausesNamingTheNode(t *testing.T) {
 	s := newStack(t)
 	id, _ := s.upgradable()
-	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
-		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
-	}
+	s.upgradeToV136(id)
 	node, _ := s.untilAddons()
 	s.applyAddons("waiting for deployment/coredns (at most 300s): timed out")
 	s.upgradeRun()
@@ -222,9 +226,7 @@ func TestAFailedAddonsApplyPausesNamingTheNode(t *testing.T) {
 func TestAddonsNotReportedInTimePause(t *testing.T) {
 	s := newStack(t)
 	id, _ := s.upgradable()
-	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
-		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
-	}
+	s.upgradeToV136(id)
 	node, _ := s.untilAddons()
 	s.upgradeRun() // ten minutes on: within the bound
 	if state, reason, _ := s.upgradeState(); state != "upgrading" {
@@ -245,9 +247,7 @@ func TestAddonsNotReportedInTimePause(t *testing.T) {
 func TestUpgradeCutOffAtTheAddonsStepIsFinished(t *testing.T) {
 	s := newStack(t)
 	id, _ := s.upgradable()
-	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
-		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
-	}
+	s.upgradeToV136(id)
 	ctx := context.Background()
 	// The cut-off: the reconciler may not record the addons' node.
 	if _, err := s.pool.Exec(ctx, `REVOKE UPDATE (addons_node) ON cluster_upgrades FROM k8sapi_reconciler`); err != nil {
