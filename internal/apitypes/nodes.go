@@ -48,6 +48,19 @@ type HealthCheck struct {
 	Message string `json:"message,omitempty"`
 }
 
+// DeprecatedAPI is one deprecated API a control-plane node's API server
+// says was requested of it (its apiserver_requested_deprecated_apis
+// series at 1), as the node's health report names it: its group ("" for
+// the core group), version, resource and subresource, and the release
+// that removes it ("1.36"; "" when none is planned).
+type DeprecatedAPI struct {
+	Group          string `json:"group"`
+	Version        string `json:"version"`
+	Resource       string `json:"resource"`
+	Subresource    string `json:"subresource,omitempty"`
+	RemovedRelease string `json:"removed_release"`
+}
+
 // WorkerView is one worker whose VM exists: its bootstrap phase, and
 // whether it is being removed. Its Retiring is always shown (it shadows
 // NodeView's, which a control-plane node omits when false).
