@@ -61,6 +61,20 @@ type DeprecatedAPI struct {
 	RemovedRelease string `json:"removed_release"`
 }
 
+// The bounds of a health report's deprecated APIs, one place for both
+// sides: k8sapi refuses a report beyond them (nodehealth), and the health
+// script leaves out what they would refuse (bundle), so a node never
+// loses its report to them. At most MaxDeprecatedAPIs; a group at most a
+// DNS subdomain's length, every other name a DNS label's, each of
+// DeprecatedNamePattern; a removal release RemovedReleasePattern.
+const (
+	MaxDeprecatedAPIs     = 64
+	MaxDeprecatedGroupLen = 253
+	MaxDeprecatedNameLen  = 63
+	DeprecatedNamePattern = `^[a-zA-Z0-9.-]*$`
+	RemovedReleasePattern = `^([0-9]{1,3}\.[0-9]{1,3})?$`
+)
+
 // WorkerView is one worker whose VM exists: its bootstrap phase, and
 // whether it is being removed. Its Retiring is always shown (it shadows
 // NodeView's, which a control-plane node omits when false).

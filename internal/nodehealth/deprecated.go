@@ -11,24 +11,9 @@ import (
 	"github.com/excloud/k8sapi/internal/validation"
 )
 
-// The bounds of a report's deprecated APIs (the health script renders the
-// same, bundle.healthView, and leaves out what they refuse, so a node
-// never loses its report to them): at most MaxDeprecatedAPIs, a group a
-// DNS subdomain's length at most, every other name a DNS label's, and a
-// removal release a minor ("1.36") or none.
-const (
-	MaxDeprecatedAPIs     = store.MaxDeprecatedAPIsKept
-	MaxDeprecatedGroupLen = 253
-	MaxDeprecatedNameLen  = 63
-)
-
-// DeprecatedNamePattern is every name of a deprecated API: what
-// Kubernetes' group, version and resource names are made of.
-const DeprecatedNamePattern = `^[a-zA-Z0-9.-]*$`
-
 var (
-	deprecatedName    = regexp.MustCompile(DeprecatedNamePattern)
-	removedReleaseFmt = regexp.MustCompile(`^([0-9]{1,3}\.[0-9]{1,3})?$`)
+	deprecatedName = regexp.MustCompile(apitypes.DeprecatedNamePattern)
+	removedRelease = regexp.MustCompile(apitypes.RemovedReleasePattern)
 )
 
 // deprecatedAPIRules is the one table of a report's deprecated APIs: a
@@ -37,7 +22,7 @@ var (
 func deprecatedAPIRules(role clusterfacts.Role, apis []apitypes.DeprecatedAPI) []validation.Rule {
 	rules := []validation.Rule{
 		validation.Check("deprecated_apis", apis == nil || role == clusterfacts.ControlPlane, "is a control-plane node's only (a worker has no API server)"),
-		validation.Check("deprecated_apis", len(apis) <= MaxDeprecatedAPIs, fmt.Sprintf("must hold at most %d APIs", MaxDeprecatedAPIs)),
+		validation.Check("deprecated_apis", len(apis) <= apitypes.MaxDeprecatedAPIs, fmt.Sprintf("must hold at most %d APIs", apitypes.MaxDeprecatedAPIs)),
 	}
 	for i, a := range apis {
 		rules = append(rules, deprecatedAPIRow(fmt.Sprintf("deprecated_apis[%d]", i), a, slices.Contains(apis[:i], a))...)
@@ -48,11 +33,11 @@ func deprecatedAPIRules(role clusterfacts.Role, apis []apitypes.DeprecatedAPI) [
 // deprecatedAPIRow is the table's rows of one API (field its path).
 func deprecatedAPIRow(field string, a apitypes.DeprecatedAPI, duplicate bool) []validation.Rule {
 	return []validation.Rule{
-		nameRule(field+".group", a.Group, false, MaxDeprecatedGroupLen),
-		nameRule(field+".version", a.Version, true, MaxDeprecatedNameLen),
-		nameRule(field+".resource", a.Resource, true, MaxDeprecatedNameLen),
-		nameRule(field+".subresource", a.Subresource, false, MaxDeprecatedNameLen),
-		validation.Check(field+".removed_release", removedReleaseFmt.MatchString(a.RemovedRelease), `must be a release such as "1.36", or ""`),
+		nameRule(field+".group", a.Group, false, apitypes.MaxDeprecatedGroupLen),
+		nameRule(field+".version", a.Version, true, apitypes.MaxDeprecatedNameLen),
+		nameRule(field+".resource", a.Resource, true, apitypes.MaxDeprecatedNameLen),
+		nameRule(field+".subresource", a.Subresource, false, apitypes.MaxDeprecatedNameLen),
+		validation.Check(field+".removed_release", removedRelease.MatchString(a.RemovedRelease), `must be a release such as "1.36", or ""`),
 		validation.Check(field, !duplicate, "is a duplicate"),
 	}
 }
@@ -61,11 +46,8 @@ func deprecatedAPIRow(field string, a apitypes.DeprecatedAPI, duplicate bool) []
 // not empty when required.
 func nameRule(field, name string, required bool, max int) validation.Rule {
 	ok := len(name) <= max && deprecatedName.MatchString(name) && (name != "" || !required)
-	what := fmt.Sprintf("must be letters, digits, '.' and '-', at most %d bytes", max)
-	if required {
-		what = "is required; " + what
-	}
-	return validation.Check(field, ok, what)
+	least := map[bool]int{true: 1, false: 0}[required]
+	return validation.Check(field, ok, fmt.Sprintf("must be %d to %d bytes of letters, digits, '.' and '-'", least, max))
 }
 
 // storedAPIs is the report's deprecated APIs as the store records them

@@ -34,7 +34,8 @@ type HealthReport struct {
 }
 
 // MaxDeprecatedAPIsKept bounds a node's record of deprecated APIs: the
-// ones seen last are kept.
+// ones seen last are kept. As many as one report may hold
+// (apitypes.MaxDeprecatedAPIs), so a report is never cut.
 const MaxDeprecatedAPIsKept = 64
 
 // RecordHealth records a node's report in one statement: a failing report
