@@ -39,6 +39,17 @@ type NodeHealth struct {
 	UnhealthyReason  string                 `json:"unhealthy_reason,omitempty"`
 	HealthReportedAt *time.Time             `json:"health_reported_at,omitempty"`
 	HealthChecks     map[string]HealthCheck `json:"health_checks,omitempty"`
+	// DeprecatedAPIs are the deprecated APIs a control-plane node reported
+	// requested of its API server in the last day, each with when it last
+	// did: what the upgrade gate deprecated_apis judges.
+	DeprecatedAPIs []RequestedAPI `json:"deprecated_apis,omitempty"`
+}
+
+// RequestedAPI is a deprecated API as recorded: when its node last
+// reported it requested.
+type RequestedAPI struct {
+	DeprecatedAPI
+	LastSeen time.Time `json:"last_seen"`
 }
 
 // HealthCheck is one check of a node's health report: whether it passed,
@@ -59,6 +70,20 @@ type DeprecatedAPI struct {
 	Resource       string `json:"resource"`
 	Subresource    string `json:"subresource,omitempty"`
 	RemovedRelease string `json:"removed_release"`
+}
+
+// Name is the API as an operator reads it: "flowschemas
+// flowcontrol.apiserver.k8s.io/v1beta3", "deployments/scale apps/v1beta1",
+// "componentstatuses v1" of the core group.
+func (a DeprecatedAPI) Name() string {
+	resource, gv := a.Resource, a.Version
+	if a.Subresource != "" {
+		resource += "/" + a.Subresource
+	}
+	if a.Group != "" {
+		gv = a.Group + "/" + gv
+	}
+	return resource + " " + gv
 }
 
 // The bounds of a health report's deprecated APIs, one place for both

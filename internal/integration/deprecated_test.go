@@ -24,6 +24,7 @@ const flowSchemas = `{"checks":{"kubelet":{"ok":true},"etcd":{"ok":true},"apiser
 // keeps what was recorded; once the last report of the API is more than a
 // day old it no longer holds, and a new one holds again;
 // allow_deprecated_apis then begins the upgrade, recorded as overridden.
+// GET /clusters/{id} shows the node's APIs of the last day.
 // The stack's clock starts a day behind real time so the simulator's
 // tokens stay live when it moves past the day.
 func TestDeprecatedAPIReportsHoldTheUpgrade(t *testing.T) {
@@ -66,10 +67,22 @@ func TestDeprecatedAPIReportsHoldTheUpgrade(t *testing.T) {
 		return apitypes.UpgradeGate{}
 	}
 
+	shown := func() []apitypes.RequestedAPI {
+		t.Helper()
+		var v apitypes.ClusterView
+		stacktest.Do(t, http.MethodGet, s.api.URL+"/clusters/"+itoa(res.ClusterID), "", s.Bearer(1)).JSON(t, &v)
+		return v.Nodes[0].DeprecatedAPIs
+	}
+
 	health(flowSchemas)
+	reportedAt := c.Now()
 	held("reported")
 	if g := gate(); g.Passed || !strings.Contains(g.Detail, named) {
 		t.Errorf("the plan's gate: %+v, want failed naming the API and its removal", g)
+	}
+	if got := shown(); len(got) != 1 || got[0].Name() != "flowschemas flowcontrol.apiserver.k8s.io/v1beta3" ||
+		got[0].RemovedRelease != "1.36" || !got[0].LastSeen.Equal(reportedAt) {
+		t.Errorf("GET /clusters/{id} shows %+v, want flowschemas last seen %v", got, reportedAt)
 	}
 	health(cpHealthy)
 	held("after a report without deprecated_apis")
@@ -79,6 +92,9 @@ func TestDeprecatedAPIReportsHoldTheUpgrade(t *testing.T) {
 	c.Set(store.DeprecatedAPIsWithin + time.Second)
 	if g := gate(); !g.Passed {
 		t.Errorf("a day after the last report of it: %+v, want passed", g)
+	}
+	if got := shown(); len(got) != 0 {
+		t.Errorf("a day after: GET /clusters/{id} shows %+v, want none", got)
 	}
 	health(flowSchemas)
 	held("reported again")

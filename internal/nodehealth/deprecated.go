@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -60,6 +61,19 @@ func (r Report) storedAPIs() []store.DeprecatedAPI {
 	for _, a := range r.DeprecatedAPIs {
 		out = append(out, store.DeprecatedAPI{Group: a.Group, Version: a.Version, Resource: a.Resource,
 			Subresource: a.Subresource, RemovedRelease: a.RemovedRelease})
+	}
+	return out
+}
+
+// requestedSince are n's recorded deprecated APIs last reported after
+// since (the upgrade gate's day), as the API shows them.
+func requestedSince(n store.Node, since time.Time) []apitypes.RequestedAPI {
+	var out []apitypes.RequestedAPI
+	for _, a := range n.DeprecatedAPIs {
+		if a.LastSeen.After(since) {
+			out = append(out, apitypes.RequestedAPI{LastSeen: a.LastSeen, DeprecatedAPI: apitypes.DeprecatedAPI{Group: a.Group,
+				Version: a.Version, Resource: a.Resource, Subresource: a.Subresource, RemovedRelease: a.RemovedRelease}})
+		}
 	}
 	return out
 }

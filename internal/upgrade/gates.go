@@ -135,8 +135,8 @@ func noRemovedAPIs(f facts) error {
 	for _, n := range live(f.nodes) {
 		for _, api := range n.DeprecatedAPIs {
 			if r := minorOf(api.RemovedRelease); r >= 0 && r <= final && api.LastSeen.After(since) {
-				hits = append(hits, fmt.Sprintf("%s %s (removed in %s, served by %s, last reported %s)",
-					apiResource(api), apiGroupVersion(api), api.RemovedRelease, n.Name, api.LastSeen.UTC().Format(time.RFC3339)))
+				hits = append(hits, fmt.Sprintf("%s (removed in %s, served by %s, last reported %s)",
+					apiName(api), api.RemovedRelease, n.Name, api.LastSeen.UTC().Format(time.RFC3339)))
 			}
 		}
 	}
@@ -146,21 +146,9 @@ func noRemovedAPIs(f facts) error {
 	return nil
 }
 
-// apiResource is "flowschemas", or "deployments/scale" with a subresource.
-func apiResource(a store.DeprecatedAPI) string {
-	if a.Subresource == "" {
-		return a.Resource
-	}
-	return a.Resource + "/" + a.Subresource
-}
-
-// apiGroupVersion is "flowcontrol.apiserver.k8s.io/v1beta3", or "v1" of
-// the core group.
-func apiGroupVersion(a store.DeprecatedAPI) string {
-	if a.Group == "" {
-		return a.Version
-	}
-	return a.Group + "/" + a.Version
+// apiName is the recorded API as an operator reads it (apitypes.DeprecatedAPI.Name).
+func apiName(a store.DeprecatedAPI) string {
+	return apitypes.DeprecatedAPI{Group: a.Group, Version: a.Version, Resource: a.Resource, Subresource: a.Subresource}.Name()
 }
 
 // judged is every gate of the table as f stands, then the snapshot's.
