@@ -3,6 +3,7 @@ package bundle
 import (
 	"time"
 
+	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/pki"
 )
 
@@ -30,7 +31,9 @@ const (
 // kubelet's /healthz, and on a control-plane node its etcd member (as
 // the API server's etcd client, which the etcd CA trusts) and its API
 // server's /readyz (as the kubelet, over loopback). Each check is bounded
-// by CheckSeconds, so a whole run fits well inside one period.
+// by CheckSeconds, so a whole run fits well inside one period. A
+// control-plane node also reads its API server's /metrics for the
+// deprecated APIs requested of it (Deprecated).
 type healthView struct {
 	Route                         string // the VM route's name in the shell library (VMRoutes)
 	RenewHeader, RenewDue         string
@@ -39,7 +42,23 @@ type healthView struct {
 	EtcdHealth                    string
 	EtcdCACert, EtcdCert, EtcdKey string
 	Kubeconfig, APIServer         string
+	Deprecated                    deprecatedView
 }
+
+// deprecatedView is how the health script reads and bounds the deprecated
+// APIs its API server served (apiserver_requested_deprecated_apis): as
+// the node's control-plane identity, the only one RBAC lets GET /metrics
+// (control-plane-rbac.yaml), and within the report's bounds (apitypes),
+// leaving out what k8sapi would refuse.
+type deprecatedView struct {
+	Kubeconfig, Metric          string
+	Max, GroupLen, NameLen      int
+	NamePattern, ReleasePattern string
+}
+
+// DeprecatedMetric is the API server's gauge of the deprecated APIs
+// requested of it since it started: 1 per API.
+const DeprecatedMetric = "apiserver_requested_deprecated_apis"
 
 func newHealthView(route string) healthView {
 	return healthView{
@@ -48,6 +67,9 @@ func newHealthView(route string) healthView {
 		EtcdHealth:     "https://127.0.0.1:2379/health",
 		EtcdCACert:     CertPath(pki.EtcdCA), EtcdCert: CertPath(pki.APIServerEtcdClient), EtcdKey: KeyPath(pki.APIServerEtcdClient),
 		Kubeconfig: KubeconfigPath("kubelet"), APIServer: "https://127.0.0.1:6443",
+		Deprecated: deprecatedView{Kubeconfig: KubeconfigPath("control-plane-taint"), Metric: DeprecatedMetric,
+			Max: apitypes.MaxDeprecatedAPIs, GroupLen: apitypes.MaxDeprecatedGroupLen, NameLen: apitypes.MaxDeprecatedNameLen,
+			NamePattern: apitypes.DeprecatedNamePattern, ReleasePattern: apitypes.RemovedReleasePattern},
 	}
 }
 

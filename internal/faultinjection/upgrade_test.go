@@ -207,7 +207,8 @@ func TestEachUpgradeGateRefusesByName(t *testing.T) {
 		{"nodes_ready", "upgrade_nodes_not_ready", `UPDATE kube_nodes SET phase = 'failed' WHERE vm_id = $1`, `UPDATE kube_nodes SET phase = 'ready' WHERE vm_id = $1`},
 		{"etcd_healthy", "upgrade_etcd_unhealthy", `UPDATE kube_nodes SET ready_at = NULL WHERE vm_id = $1`, `UPDATE kube_nodes SET ready_at = now() WHERE vm_id = $1`},
 		{"version_skew", "upgrade_version_skew", `UPDATE kube_nodes SET kubernetes_version = 'v1.36.3' WHERE vm_id = $1`, `UPDATE kube_nodes SET kubernetes_version = 'v1.35.4' WHERE vm_id = $1`},
-		{"deprecated_apis", "upgrade_deprecated_apis", `UPDATE kube_nodes SET deprecated_apis = '[{"Group":"flowcontrol.apiserver.k8s.io","Version":"v1beta3","Resource":"flowschemas","RemovedRelease":"1.36"}]', deprecated_apis_reported_at = now() WHERE vm_id = $1`,
+		{"deprecated_apis", "upgrade_deprecated_apis", `UPDATE kube_nodes SET deprecated_apis = jsonb_build_array(jsonb_build_object('group', 'flowcontrol.apiserver.k8s.io', 'version', 'v1beta3',
+			'resource', 'flowschemas', 'subresource', '', 'removed_release', '1.36', 'last_seen', now())), deprecated_apis_reported_at = now() WHERE vm_id = $1`,
 			`UPDATE kube_nodes SET deprecated_apis = '[]' WHERE vm_id = $1`},
 	} {
 		exec(c.break_, vms[1])

@@ -23,6 +23,7 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/validation"
 )
 
 // The checks a node of each role reports, one table: every report names
@@ -38,9 +39,12 @@ var roleChecks = map[clusterfacts.Role][]string{
 const MaxCheckMessageBytes = 512
 
 // Report is the body of a health report: each check of the node's role,
-// whether it passed and what the node saw.
+// whether it passed and what the node saw; on a control-plane node, the
+// deprecated APIs its API server says were requested, when it could read
+// them (absent: the record stands).
 type Report struct {
-	Checks map[string]apitypes.HealthCheck `json:"checks"`
+	Checks         map[string]apitypes.HealthCheck `json:"checks"`
+	DeprecatedAPIs []apitypes.DeprecatedAPI        `json:"deprecated_apis,omitempty"`
 }
 
 // Validate says every problem of a report of a node of role at once, as
@@ -58,6 +62,9 @@ func (r Report) Validate(role clusterfacts.Role) error {
 	}
 	for _, name := range sortedNames(r.Checks) {
 		errs = append(errs, checkProblems(name, r.Checks[name], want)...)
+	}
+	for _, err := range validation.Errors(deprecatedAPIRules(role, r.DeprecatedAPIs)) {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return apperr.InvalidRequest.Detail(strings.Join(errs, "; "))
@@ -129,7 +136,7 @@ func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, role clusterf
 	}
 	checks, _ := json.Marshal(r.Checks) // a map of plain structs cannot fail to marshal
 	got, err := s.Store.RecordHealth(ctx, store.HealthReport{VMID: vm.VMID, OrgID: vm.OrgID, Role: progress.StoreRole(role),
-		ChecksJSON: string(checks), Failing: r.failing(), At: s.now()})
+		ChecksJSON: string(checks), Failing: r.failing(), At: s.now(), DeprecatedAPIs: r.storedAPIs()})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false, apperr.NotFound.Detail("no " + progress.RoleNoun(role) + " for this VM")

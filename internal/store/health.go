@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -20,20 +21,29 @@ type NodeHealth struct {
 }
 
 // HealthReport is one node's report: the VM (of org, its node of Role),
-// its checks as a JSON object, whether any failed, and when it came.
+// its checks as a JSON object, whether any failed, when it came, and the
+// deprecated APIs its API server says were requested (nil: the report
+// has none to say, and the node's record stands).
 type HealthReport struct {
-	VMID, OrgID int64
-	Role        string
-	ChecksJSON  string
-	Failing     bool
-	At          time.Time
+	VMID, OrgID    int64
+	Role           string
+	ChecksJSON     string
+	Failing        bool
+	At             time.Time
+	DeprecatedAPIs []DeprecatedAPI
 }
+
+// MaxDeprecatedAPIsKept bounds a node's record of deprecated APIs: the
+// ones seen last are kept. As many as one report may hold
+// (apitypes.MaxDeprecatedAPIs), so a report is never cut.
+const MaxDeprecatedAPIsKept = 64
 
 // RecordHealth records a node's report in one statement: a failing report
 // keeps the first failing one's time, a passing one clears it and the
-// node's noted refusal. Answers the cluster's status (the report is
-// recorded only for an active cluster); ErrNotFound: VMID is no node of
-// Role of org's clusters.
+// node's noted refusal. Its deprecated APIs, when it has them, are merged
+// into the node's record (mergedDeprecatedAPIs). Answers the cluster's
+// status (the report is recorded only for an active cluster);
+// ErrNotFound: VMID is no node of Role of org's clusters.
 func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
 	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
@@ -42,14 +52,43 @@ func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorde
 		), recorded AS (
 			UPDATE kube_nodes n SET health_reported_at = $4, health_checks = $5::jsonb,
 				health_failing_since = CASE WHEN $6 THEN coalesce(n.health_failing_since, $4) END,
-				remediation_refused = CASE WHEN $6 THEN n.remediation_refused ELSE '' END
+				remediation_refused = CASE WHEN $6 THEN n.remediation_refused ELSE '' END,
+				deprecated_apis = CASE WHEN $7::jsonb IS NULL THEN n.deprecated_apis ELSE `+mergedDeprecatedAPIs+` END,
+				deprecated_apis_reported_at = CASE WHEN $7::jsonb IS NULL THEN n.deprecated_apis_reported_at ELSE $4 END
 			FROM node WHERE n.id = node.id AND node.status = 'active' RETURNING 1
 		)
-		SELECT status, renew FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing).Scan(&out.Status, &out.RenewDue)
+		SELECT status, renew FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing, deprecatedJSON(r),
+		DeprecatedAPIsWithin.Seconds(), MaxDeprecatedAPIsKept).Scan(&out.Status, &out.RenewDue)
 	if err != nil {
 		return out, fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
 	}
 	return out, nil
+}
+
+// mergedDeprecatedAPIs is node n's record of deprecated APIs with report
+// $7's merged in: each reported API seen at $4, each recorded one the
+// report does not name kept with its own time while it is within $8
+// seconds of $4 (an API server's counter starts again when it restarts,
+// so an API no longer reported ages out), the newest $9 of them. An API
+// is the same one when every key but last_seen is.
+const mergedDeprecatedAPIs = `(SELECT coalesce(jsonb_agg(e ORDER BY (e->>'last_seen')::timestamptz DESC, e->>'group', e->>'version', e->>'resource', e->>'subresource'), '[]')
+	FROM (SELECT e FROM (
+		SELECT (r - 'last_seen') || jsonb_build_object('last_seen', $4::timestamptz) AS e FROM jsonb_array_elements($7::jsonb) r
+		UNION ALL
+		SELECT o FROM jsonb_array_elements(n.deprecated_apis) o
+		WHERE (o->>'last_seen')::timestamptz > $4::timestamptz - make_interval(secs => $8)
+		AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements($7::jsonb) r WHERE r - 'last_seen' = o - 'last_seen')
+	) u ORDER BY (e->>'last_seen')::timestamptz DESC LIMIT $9) kept)`
+
+// deprecatedJSON is r's deprecated APIs as a JSON array (their times are
+// the statement's: the report's); nil when r has none to say.
+func deprecatedJSON(r HealthReport) *string {
+	if r.DeprecatedAPIs == nil {
+		return nil
+	}
+	b, _ := json.Marshal(r.DeprecatedAPIs) // plain strings and times cannot fail to marshal
+	s := string(b)
+	return &s
 }
 
 // HealthRecorded is what recording a report found: the cluster's status,

@@ -41,10 +41,17 @@ if ! vm_proofs "$work"; then
   log "no proofs for k8sapi: the report is skipped"
   exit 1
 fi
-jq -n --argjson checks "$checks" '{checks: $checks}' >"$work/health.json"
-k8sapi_call report 'worker_health' "$work" /dev/null -X POST -H 'Content-Type: application/json' \
-  -D "$work/answer.headers" --data-binary "@$work/health.json" ||
-  { log "k8sapi did not take the report: $(cat "$work/health.json")"; exit 1; }
+
+# send_report BODY: sends the report, its answer's headers in
+# answer.headers and its HTTP status in answer.status.
+send_report() {
+  printf '%s' "$1" >"$work/health.json"
+  k8sapi_call report 'worker_health' "$work" /dev/null -X POST -H 'Content-Type: application/json' \
+    -D "$work/answer.headers" -w '%{http_code}' --data-binary "@$work/health.json" >"$work/answer.status"
+}
+
+body="$(jq -n -c --argjson checks "$checks" '{checks: $checks}')"
+send_report "$body" || { log "k8sapi did not take the report: $body"; exit 1; }
 
 # A CA rotation asks this node for a phase it has not applied: renew now,
 # not at the daily timer (the renewal applies it).
