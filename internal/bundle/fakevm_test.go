@@ -52,8 +52,10 @@ type fakeVM struct {
 	// workerRenewals are the renewals received.
 	renewWorker    func(workerRenewal) ([]byte, error)
 	workerRenewals []workerRenewal
-	// healthReports are the health reports received, either role's.
+	// healthReports are the health reports received, either role's;
+	// healthHeaders are set on their answers.
 	healthReports []map[string]any
+	healthHeaders map[string]string
 }
 
 // workerRenewal is the body of a worker's renewal: requests and the
@@ -267,6 +269,11 @@ func (vm *fakeVM) snapshotReport(w http.ResponseWriter, req *http.Request) {
 
 func (vm *fakeVM) healthReport(w http.ResponseWriter, req *http.Request) {
 	if vm.recordReport(w, req, &vm.healthReports) {
+		vm.mu.Lock()
+		for k, v := range vm.healthHeaders {
+			w.Header().Set(k, v)
+		}
+		vm.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
