@@ -147,8 +147,9 @@ fi
 read -r DRAIN_SECONDS whose <<<"$(drain_bound)"
 log "draining ${NODE_NAME} for at most ${DRAIN_SECONDS} s (${whose})"
 # Marked before the cordon, and durable: a power-off cut short leaves it.
-mkdir -p "$(dirname "$DRAIN_CORDON_MARK")" && : >"$DRAIN_CORDON_MARK" && sync "$DRAIN_CORDON_MARK" ||
+if ! { mkdir -p "$(dirname "$DRAIN_CORDON_MARK")" && : >"$DRAIN_CORDON_MARK" && sync "$DRAIN_CORDON_MARK"; }; then
   log "could not mark the cordon; a worker that stays will have to be uncordoned by hand"
+fi
 log "cordoning ${NODE_NAME}"
 k cordon "$NODE_NAME" >/dev/null || log "could not cordon ${NODE_NAME}; draining anyway"
 if drain_pods; then
