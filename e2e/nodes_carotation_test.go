@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,12 +305,17 @@ func pemCerts(t *testing.T, text string) []*x509.Certificate {
 
 // workloadProbe asks pool-web's Service from the initial node's network
 // namespace (kube-proxy's rules, no API server, no kubelet in the path)
-// every half second until it is finished.
+// every half second until it is finished. An operation that retires that
+// node moves the probe to another first (moveTo).
 type workloadProbe struct {
 	stop, done chan struct{}
+	from       atomic.Pointer[harness.Machine]
 	asked      int
 	failed     []string
 }
+
+// moveTo makes m the machine the probe asks from, from its next request.
+func (w *workloadProbe) moveTo(m *harness.Machine) { w.from.Store(m) }
 
 func (c *machineCluster) startWorkloadProbe(t *testing.T) *workloadProbe {
 	t.Helper()
@@ -321,11 +327,12 @@ func (c *machineCluster) startWorkloadProbe(t *testing.T) *workloadProbe {
 	}
 	url := fmt.Sprintf("http://%s:8080/", strings.TrimSpace(string(ip)))
 	w := &workloadProbe{stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run(c.initial(), url)
+	w.moveTo(c.initial())
+	go w.run(url)
 	return w
 }
 
-func (w *workloadProbe) run(m *harness.Machine, url string) {
+func (w *workloadProbe) run(url string) {
 	defer close(w.done)
 	for {
 		select {
@@ -335,7 +342,7 @@ func (w *workloadProbe) run(m *harness.Machine, url string) {
 		}
 		w.asked++
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		out, err := m.Exec(ctx, "curl", "-s", "--max-time", "2", url)
+		out, err := w.from.Load().Exec(ctx, "curl", "-s", "--max-time", "2", url)
 		cancel()
 		if err != nil || !strings.Contains(string(out), "probe pool-web-") {
 			w.failed = append(w.failed, fmt.Sprintf("workload %d at %s: %v %q", w.asked, time.Now().Format(time.TimeOnly), err, out))

@@ -69,6 +69,10 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	if rotated := p.rotateCAsWithWorkers(t, workers); rotated != "" {
 		held = append(held, rotated)
 	}
+	workers, upgraded := p.checkUpgrade(t, workers)
+	if upgraded != "" {
+		held = append(held, upgraded)
+	}
 	scaled := time.Now()
 	left := p.checkScaleDown(t, workers)
 	deleted := time.Now()
