@@ -29,6 +29,9 @@ READYZ_SERVER={{ shq .Health.APIServer }}
 METRICS_KUBECONFIG="${ROOT}"{{ shq .Health.Deprecated.Kubeconfig }}
 {{- end }}
 CHECK_SECONDS={{ .Health.CheckSeconds }}
+{{- if .Worker }}
+DRAIN_BOUND_FILE="${ROOT}"{{ shq .Health.DrainBoundFile }}
+{{- end }}
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -136,3 +139,17 @@ if grep -qi {{ shq (printf "^%s: *%s" .Health.RenewHeader .Health.RenewDue) }} "
     systemctl start --no-block exk8s-renew-certificates.service || log "could not start the renewal"
   fi
 fi
+{{- if .Worker }}
+
+# The running upgrade that retires this worker tells its drain bound: kept
+# (with the time it was told) for the drain at power-off, which k8sapi
+# could not answer then (exk8s-drain-worker.sh); an answer without it
+# means the bundle's default again.
+told="$(grep -i {{ shq (printf "^%s:" .Health.DrainHeader) }} "$work/answer.headers" | tail -n 1 | cut -d: -f2 | tr -dc '0-9')" || true
+if [[ -n "$told" ]]; then
+  mkdir -p "$(dirname "$DRAIN_BOUND_FILE")"
+  printf '%s\n' "$told" >"$DRAIN_BOUND_FILE.new" && mv -f "$DRAIN_BOUND_FILE.new" "$DRAIN_BOUND_FILE"
+else
+  rm -f "$DRAIN_BOUND_FILE"
+fi
+{{- end }}

@@ -54,9 +54,10 @@ type fakeVM struct {
 	workerRenewals []workerRenewal
 	// healthReports are the health reports received, either role's;
 	// refuseDeprecated answers one naming deprecated_apis 400, as a k8sapi
-	// from before them would.
+	// from before them would; healthHeaders are set on the answers.
 	healthReports    []map[string]any
 	refuseDeprecated bool
+	healthHeaders    map[string]string
 }
 
 // workerRenewal is the body of a worker's renewal: requests and the
@@ -280,6 +281,11 @@ func (vm *fakeVM) healthReport(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, `{"error":{"code":"invalid_field"}}`, http.StatusBadRequest)
 		return
 	}
+	vm.mu.Lock()
+	for k, v := range vm.healthHeaders {
+		w.Header().Set(k, v)
+	}
+	vm.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -27,6 +27,12 @@ const (
 	RenewDue    = "due"
 )
 
+// DrainHeader is the header of a worker's health report's answer that
+// tells the worker the drain bound, in seconds, of the running upgrade
+// that retires it; the health script keeps it in DrainBoundFile for the
+// drain at power-off (worker.go). Absent: the bundle's own bound.
+const DrainHeader = "X-Exk8s-Drain-Seconds"
+
 // healthView is what the health script checks and where it reports: the
 // kubelet's /healthz, and on a control-plane node its etcd member (as
 // the API server's etcd client, which the etcd CA trusts) and its API
@@ -37,6 +43,7 @@ const (
 type healthView struct {
 	Route                         string // the VM route's name in the shell library (VMRoutes)
 	RenewHeader, RenewDue         string
+	DrainHeader, DrainBoundFile   string
 	EverySeconds, CheckSeconds    int
 	KubeletHealthz                string
 	EtcdHealth                    string
@@ -63,6 +70,7 @@ const DeprecatedMetric = "apiserver_requested_deprecated_apis"
 func newHealthView(route string) healthView {
 	return healthView{
 		Route: route, EverySeconds: int(HealthEvery / time.Second), CheckSeconds: 5, RenewHeader: RenewHeader, RenewDue: RenewDue,
+		DrainHeader: DrainHeader, DrainBoundFile: DrainBoundFile,
 		KubeletHealthz: "http://127.0.0.1:10248/healthz",
 		EtcdHealth:     "https://127.0.0.1:2379/health",
 		EtcdCACert:     CertPath(pki.EtcdCA), EtcdCert: CertPath(pki.APIServerEtcdClient), EtcdKey: KeyPath(pki.APIServerEtcdClient),

@@ -131,3 +131,36 @@ func TestHealthScriptReportsDeprecatedAPIs(t *testing.T) {
 		t.Errorf("the report sent again: %v, want its checks without deprecated_apis", vm.healthReports[3])
 	}
 }
+
+// A worker keeps the drain bound the running upgrade that retires it tells
+// in its health answers (DrainHeader), for its drain at power-off; an
+// answer without it removes it (the bundle's default again). A
+// control-plane node keeps none.
+func TestWorkerHealthScriptKeepsTheDrainBoundItIsTold(t *testing.T) {
+	h := newWorkerHost(t)
+	bound := filepath.Join(h.root, DrainBoundFile)
+	path := fakeChecks(t, "", "")
+	h.vm.healthHeaders = map[string]string{DrainHeader: "45"}
+	if out, err := runNodeScript(t, h.vm, h.root, HealthScript, path); err != nil {
+		t.Fatalf("health report: %v\n%s", err, out)
+	}
+	if got, err := os.ReadFile(bound); err != nil || strings.TrimSpace(string(got)) != "45" {
+		t.Fatalf("after an answer telling 45: %q, %v; want 45 kept in %s", got, err, DrainBoundFile)
+	}
+	h.vm.healthHeaders = nil
+	if out, err := runNodeScript(t, h.vm, h.root, HealthScript, path); err != nil {
+		t.Fatalf("health report: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(bound); !os.IsNotExist(err) {
+		t.Errorf("after an answer telling none, the bound is still kept: %v", err)
+	}
+
+	_, vm, root := renewalNode(t)
+	vm.healthHeaders = map[string]string{DrainHeader: "45"}
+	if out, err := runNodeScript(t, vm, root, HealthScript, fakeChecks(t, `{"health":"true"}`, "")); err != nil {
+		t.Fatalf("control-plane health report: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(root, DrainBoundFile)); !os.IsNotExist(err) {
+		t.Errorf("a control-plane node kept a drain bound: %v", err)
+	}
+}

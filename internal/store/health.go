@@ -42,12 +42,14 @@ const MaxDeprecatedAPIsKept = 64
 // keeps the first failing one's time, a passing one clears it and the
 // node's noted refusal. Its deprecated APIs, when it has them, are merged
 // into the node's record (mergedDeprecatedAPIs). Answers the cluster's
-// status (the report is recorded only for an active cluster);
-// ErrNotFound: VMID is no node of Role of org's clusters.
+// status (the report is recorded only for an active cluster), whether a
+// rotation asks a renewal and the drain bound of a worker a live upgrade
+// retires; ErrNotFound: VMID is no node of Role of org's clusters.
 func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
 	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
-			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew, `+upgradeDrain+` AS drain
+			FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3
 		), recorded AS (
 			UPDATE kube_nodes n SET health_reported_at = $4, health_checks = $5::jsonb,
@@ -57,8 +59,8 @@ func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorde
 				deprecated_apis_reported_at = CASE WHEN $7::jsonb IS NULL THEN n.deprecated_apis_reported_at ELSE $4 END
 			FROM node WHERE n.id = node.id AND node.status = 'active' RETURNING 1
 		)
-		SELECT status, renew FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing, deprecatedJSON(r),
-		DeprecatedAPIsWithin.Seconds(), MaxDeprecatedAPIsKept).Scan(&out.Status, &out.RenewDue)
+		SELECT status, renew, drain FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing, deprecatedJSON(r),
+		DeprecatedAPIsWithin.Seconds(), MaxDeprecatedAPIsKept).Scan(&out.Status, &out.RenewDue, &out.DrainSeconds)
 	if err != nil {
 		return out, fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
 	}
@@ -92,12 +94,28 @@ func deprecatedJSON(r HealthReport) *string {
 }
 
 // HealthRecorded is what recording a report found: the cluster's status,
-// and whether a CA rotation asks the node for a phase it has not applied
-// (its health report's answer tells it to renew now).
+// whether a CA rotation asks the node for a phase it has not applied (its
+// health report's answer tells it to renew now), and the drain bound the
+// live upgrade sets for this worker (0: none; the bundle's own applies).
 type HealthRecorded struct {
-	Status   string
-	RenewDue bool
+	Status       string
+	RenewDue     bool
+	DrainSeconds int
 }
+
+// upgradeDrain is the drain_timeout_seconds of the running upgrade of node
+// n's cluster when that upgrade retires n, else 0. An upgrade retires, in
+// its pass, every worker not at the pass's version (upgrade.split): so a
+// worker is told its upgrade's bound from the upgrade's start, minutes
+// before its retirement (the pass moves the control plane and surges new
+// workers first), and a new worker, at the pass's version, is not. It must
+// be told before: its drain runs as its VM powers off, after the VM's
+// deletion, when its IMDS sessions have ended with it and its row is gone
+// (docs/UPGRADES.md). A paused upgrade retires nothing; an abort retires
+// no worker.
+const upgradeDrain = `coalesce((SELECT u.drain_timeout_seconds FROM cluster_upgrades u
+	WHERE u.kube_cluster_id = n.kube_cluster_id AND u.state = '` + UpgradeUpgrading + `'
+	AND n.role = '` + RoleWorker + `' AND n.kubernetes_version <> u.pass_version), 0)`
 
 // rotationAsks is whether, at time at, the live rotation of node n's
 // cluster stands at a phase and epoch n has not applied (Rotation.Moving,
