@@ -61,20 +61,12 @@ fetch_crl() {
   local work
   work="$(mktemp -d)"
   remove_at_exit "$work"
-  vm_proofs "$work" || die "no proofs for k8sapi"
-  k8sapi_call etcd_crl etcd_crl "$work" "$work/answer.json" || die "k8sapi did not answer the CRL"
-  if [[ ! -s "$work/answer.json" ]]; then
-    return 0
-  fi
+  ask_k8sapi etcd_crl "$work" || return 0
   jq -er '.crl' "$work/answer.json" >"$work/crl.pem" || die "k8sapi answered no CRL"
   install_crl "$work/crl.pem"
 }
 
-cleanup() {
-  trap - EXIT
-  rm -rf "${PROGRESS_CLEANUP[@]}" || true
-}
-trap cleanup EXIT
+cleanup_at_exit
 
 case "${1:-}" in
   install) install_crl "$BUNDLE_CRL" ;;

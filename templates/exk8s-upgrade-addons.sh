@@ -22,19 +22,10 @@ log_as {{ .Addons.Unit }}
 export KUBECONFIG="${ROOT}"{{ shq .Addons.Kubeconfig }}
 ROLLOUT_TIMEOUT={{ .Addons.RolloutSeconds }}s
 
-cleanup() {
-  trap - EXIT
-  rm -rf "${PROGRESS_CLEANUP[@]}" || true
-}
-trap cleanup EXIT
-
+cleanup_at_exit
 work="$(mktemp -d)"
 remove_at_exit "$work"
-vm_proofs "$work" || die "no proofs for k8sapi"
-k8sapi_call addons addons "$work" "$work/answer.json" || die "k8sapi did not answer the addons"
-if [[ ! -s "$work/answer.json" ]]; then
-  exit 0
-fi
+ask_k8sapi addons "$work" || exit 0
 version="$(jq -r '.kubernetes_version' "$work/answer.json")"
 [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "k8sapi answered no usable version"
 

@@ -60,19 +60,10 @@ remove_member() {
   log "removed ${name} (${id}) from etcd"
 }
 
-cleanup() {
-  trap - EXIT
-  rm -rf "${PROGRESS_CLEANUP[@]}" || true
-}
-trap cleanup EXIT
-
+cleanup_at_exit
 work="$(mktemp -d)"
 remove_at_exit "$work"
-vm_proofs "$work" || die "no proofs for k8sapi"
-k8sapi_call etcd_membership etcd_membership "$work" "$work/answer.json" || die "k8sapi did not answer the membership"
-if [[ ! -s "$work/answer.json" ]]; then
-  exit 0
-fi
+ask_k8sapi etcd_membership "$work" || exit 0
 mapfile -t names < <(jq -r '.remove[].name' "$work/answer.json")
 for name in "${names[@]}"; do
   [[ "$name" =~ ^[a-z0-9][a-z0-9.-]*$ ]] || die "k8sapi answered no usable member name"

@@ -96,6 +96,20 @@ step() {
 # EXIT trap).
 remove_at_exit() { PROGRESS_CLEANUP+=("$@"); }
 
+# cleanup_at_exit: what remove_at_exit names is removed when a script
+# that reports no phase (a timer's) exits.
+cleanup_at_exit() { trap 'trap - EXIT; rm -rf "${PROGRESS_CLEANUP[@]}" || true' EXIT; }
+
+# ask_k8sapi ROUTE WORK: a timer's ask of k8sapi's VM route ROUTE (its kind
+# of call too) with this VM's fresh proofs, in WORK, the answer in
+# WORK/answer.json; the script fails if k8sapi did not answer. Fails (1)
+# when k8sapi has nothing for this node (204).
+ask_k8sapi() {
+  vm_proofs "$2" || die "no proofs for k8sapi"
+  k8sapi_call "$1" "$1" "$2" "$2/answer.json" || die "k8sapi did not answer ${1}"
+  [[ -s "$2/answer.json" ]]
+}
+
 # write_file PATH MODE CMD...: CMD's output, written to PATH with MODE
 # atomically: into a new file beside it, renamed over it once whole. Each
 # step checks its own result, so it may run as a condition.
