@@ -664,6 +664,26 @@ func (p *provenCluster) awaitVMDeleted(t *testing.T, v vm) {
 // timeout) and deleted its Node. It logs how long the drain took.
 func (p *provenCluster) checkDrain(t *testing.T, m *harness.Machine) {
 	t.Helper()
+	lines := drainJournal(t, m)
+	if !strings.Contains(lines, "every pod left") || !strings.Contains(lines, "deleted Node") {
+		errorf(t, "%s: its drain did not evict every pod and delete its Node:\n%s", m.Name, lines)
+	}
+	t.Logf("%s: drain took %s (cordon to Node deleted)", m.Name, drainSpan(lines))
+}
+
+// checkDrainBound: the stopped machine's drain said it waits under the
+// bound want names (its journal's "draining ... for at most" line).
+func (p *provenCluster) checkDrainBound(t *testing.T, m *harness.Machine, want string) {
+	t.Helper()
+	if lines := drainJournal(t, m); !strings.Contains(lines, want) {
+		errorf(t, "%s: its drain's bound is not %q:\n%s", m.Name, want, lines)
+	}
+}
+
+// drainJournal is the stopped machine's drain unit's journal (kept in its
+// overlay), with unix timestamps.
+func drainJournal(t *testing.T, m *harness.Machine) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "journalctl", "-D", filepath.Join(m.Upper(), "var/log/journal"),
@@ -671,11 +691,7 @@ func (p *provenCluster) checkDrain(t *testing.T, m *harness.Machine) {
 	if err != nil {
 		fatalf(t, "%s: reading its drain's journal: %v %s", m.Name, err, out)
 	}
-	lines := string(out)
-	if !strings.Contains(lines, "every pod left") || !strings.Contains(lines, "deleted Node") {
-		errorf(t, "%s: its drain did not evict every pod and delete its Node:\n%s", m.Name, lines)
-	}
-	t.Logf("%s: drain took %s (cordon to Node deleted)", m.Name, drainSpan(lines))
+	return string(out)
 }
 
 // drainSpan is the time from the drain's "cordoning" line to its

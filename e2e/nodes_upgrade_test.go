@@ -43,6 +43,11 @@ spec:
     matchLabels: {app: pool-web}
 `
 
+// upgradeDrainSeconds is the upgrade's bound on each retired worker's
+// drain (drain_timeout_seconds): told to the workers it retires in their
+// health answers, inside the power-off grace the proof gives a worker.
+const upgradeDrainSeconds = 90
+
 // upgradeView is GET /clusters/{id}/upgrade as the proof reads it.
 type upgradeView struct {
 	State       string `json:"state"`
@@ -65,7 +70,8 @@ func (p *provenCluster) checkUpgrade(t *testing.T, workers []poolWorker) ([]pool
 	api := p.startAPIProbe(t)
 	web := p.c.startWorkloadProbe(t)
 	start := time.Now()
-	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/upgrade", p.cl.ClusterID), `{"kubernetes_version":"`+to+`"}`, http.StatusAccepted)
+	body := fmt.Sprintf(`{"kubernetes_version":%q,"drain_timeout_seconds":%d}`, to, upgradeDrainSeconds)
+	apiCall(t, p.st, http.MethodPost, fmt.Sprintf("/clusters/%d/upgrade", p.cl.ClusterID), body, http.StatusAccepted)
 	u := &upgradeTender{p: p, t: t, web: web, workers: workers}
 	eventually(t, p.r, "the upgrade to "+to+" done, every VM k8sapi made booted and every one it deleted powered off",
 		append(p.c.consoles(), "stack"), 40*time.Minute, u.tend)
@@ -243,6 +249,7 @@ func (u *upgradeTender) retireDeleted() (int, error) {
 func (u *upgradeTender) retireWorkerMachine(w poolWorker) {
 	u.t.Logf("powering %s (VM %d, retired by the upgrade) off: %s", w.m.Name, w.v.id, w.m.Stop(harness.WorkerPowerOffGrace).Round(time.Millisecond))
 	u.p.checkDrain(u.t, w.m)
+	u.p.checkDrainBound(u.t, w.m, fmt.Sprintf("for at most %d s (k8sapi's", upgradeDrainSeconds))
 	if err := u.p.network.Unplug(w.m.NS); err != nil {
 		fatal(u.t, err)
 	}

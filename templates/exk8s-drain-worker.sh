@@ -5,7 +5,12 @@
 # cordons its Node, evicts its pods through the eviction API (so every
 # PodDisruptionBudget is respected: a refused eviction is asked again),
 # waits for them to be gone for at most DRAIN_SECONDS, then deletes its
-# Node. The Node authorizer and NodeRestriction let a node do each of
+# Node. DRAIN_SECONDS is its bundle's default unless k8sapi told it
+# another bound lately: the running upgrade that retires this worker
+# answers its health reports with the upgrade's drain_timeout_seconds,
+# which the health script keeps in DRAIN_BOUND_FILE (asked at power-off
+# instead, k8sapi could not answer: the VM's deletion, which powers it
+# off, ends its IMDS sessions). The Node authorizer and NodeRestriction let a node do each of
 # these to its own Node and its own pods only; deleting its Node is the
 # one right RBAC adds (control-plane-rbac.yaml). kubectl drain cannot run
 # as a node: it reads each DaemonSet and polls each evicted pod by name,
@@ -15,7 +20,11 @@
 # off: a deleted VM's power-off, stopped before the kubelet and the
 # containers. A reboot is not a removal: then it does nothing. It never
 # stops the power-off: whatever fails is logged, and the bounded wait ends
-# it. EXK8S_ROOT prefixes the kubeconfig's path (tests).
+# it. Its cordon is marked (DRAIN_CORDON_MARK) until its Node is deleted:
+# a worker whose VM powers on again after a drain cut off or failed finds
+# the mark, and exk8s-drain-undo.service runs it (--undo-cordon) to
+# uncordon its Node, so only a worker that goes stays cordoned.
+# EXK8S_ROOT prefixes every path (tests).
 set -uo pipefail
 
 # shellcheck source=/dev/null
@@ -24,12 +33,34 @@ log_as exk8s-drain-worker
 
 NODE_NAME={{ shq .Node.Name }}
 KUBELET_KUBECONFIG="${ROOT}"{{ shq .Worker.Kubeconfig }}
-DRAIN_SECONDS="${EXK8S_DRAIN_SECONDS:-{{ .Worker.DrainSeconds }}}"
+# The bundle's default bound of the wait for pods, and what k8sapi may
+# tell instead: a bound in [MIN, MAX] written at most WORD_SECONDS ago.
+DEFAULT_DRAIN_SECONDS="${EXK8S_DRAIN_SECONDS:-{{ .Worker.Drain.Seconds }}}"
+DRAIN_BOUND_FILE="${ROOT}"{{ shq .Worker.Drain.BoundFile }}
+DRAIN_MIN_SECONDS={{ .Worker.Drain.MinSeconds }}
+DRAIN_MAX_SECONDS={{ .Worker.Drain.MaxSeconds }}
+DRAIN_WORD_SECONDS={{ .Worker.Drain.WordSeconds }}
+DRAIN_CORDON_MARK="${ROOT}"{{ shq .Worker.Drain.CordonMark }}
 # Seconds between two rounds of evictions and checks.
 DRAIN_INTERVAL="${EXK8S_DRAIN_INTERVAL:-5}"
 
 # k ARGS...: kubectl as this node, each call bounded.
 k() { kubectl --kubeconfig "$KUBELET_KUBECONFIG" --request-timeout=10s "$@"; }
+
+# drain_bound: the seconds this drain waits for pods, and whose they are:
+# k8sapi's word if it is fresh and in range, else the bundle's default.
+drain_bound() {
+  local told age
+  if told="$(cat "$DRAIN_BOUND_FILE" 2>/dev/null)" && [[ "$told" =~ ^[1-9][0-9]{0,4}$ ]] &&
+    ((told >= DRAIN_MIN_SECONDS && told <= DRAIN_MAX_SECONDS)); then
+    age=$(($(date +%s) - $(stat -c %Y "$DRAIN_BOUND_FILE")))
+    if ((age <= DRAIN_WORD_SECONDS)); then
+      echo "$told k8sapi's (the upgrade retiring this worker, told ${age} s ago)"
+      return
+    fi
+  fi
+  echo "$DEFAULT_DRAIN_SECONDS the bundle's default"
+}
 
 # powering_off: systemd is powering the machine off or halting it, not
 # rebooting it.
@@ -86,11 +117,39 @@ drain_pods() {
   done
 }
 
+# undo_cordon: this worker stayed (its VM started again) after a drain
+# that left its Node cordoned: uncordon it, asking again while the API
+# server does not answer yet, and drop the mark once done. No mark:
+# nothing to undo (a Node the operator cordoned stays so).
+undo_cordon() {
+  [[ -f "$DRAIN_CORDON_MARK" ]] || exit 0
+  local try
+  for try in $(seq 1 "${EXK8S_UNDO_TRIES:-60}"); do
+    if k uncordon "$NODE_NAME" >/dev/null; then
+      rm -f "$DRAIN_CORDON_MARK"
+      log "uncordoned ${NODE_NAME}: its last drain left it cordoned and it stays"
+      exit 0
+    fi
+    sleep "$DRAIN_INTERVAL"
+  done
+  log "could not uncordon ${NODE_NAME} after ${try} tries; the mark stays for its next start"
+  exit 0
+}
+
+if [[ "${1:-}" == --undo-cordon ]]; then
+  undo_cordon
+fi
 if [[ "${1:-}" == --if-powering-off ]] && ! powering_off; then
   log "not powering off (a reboot): ${NODE_NAME} stays in the cluster"
   exit 0
 fi
 
+read -r DRAIN_SECONDS whose <<<"$(drain_bound)"
+log "draining ${NODE_NAME} for at most ${DRAIN_SECONDS} s (${whose})"
+# Marked before the cordon, and durable: a power-off cut short leaves it.
+if ! { mkdir -p "$(dirname "$DRAIN_CORDON_MARK")" && : >"$DRAIN_CORDON_MARK" && sync "$DRAIN_CORDON_MARK"; }; then
+  log "could not mark the cordon; a worker that stays will have to be uncordoned by hand"
+fi
 log "cordoning ${NODE_NAME}"
 k cordon "$NODE_NAME" >/dev/null || log "could not cordon ${NODE_NAME}; draining anyway"
 if drain_pods; then
@@ -99,7 +158,10 @@ fi
 # Deleted even if some pod stayed: the VM goes away whatever we do, and a
 # pod of a Node that no longer exists is deleted by the pod garbage
 # collector, so its controller starts it elsewhere at once.
+# A deleted Node takes its cordon with it: the kubelet of a worker that
+# stays registers a new one, schedulable.
 if k delete node "$NODE_NAME" --wait=false >/dev/null; then
+  rm -f "$DRAIN_CORDON_MARK"
   log "deleted Node ${NODE_NAME}"
 else
   log "could not delete Node ${NODE_NAME}"

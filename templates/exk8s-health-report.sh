@@ -3,7 +3,11 @@
 # run every 30 s by exk8s-health-report.timer once the node is ready
 # (docs/NODE-HEALTH.md). Each check is local and bounded: the kubelet's
 # /healthz{{ if .ControlPlane }}, this node's etcd member's /health (as the API server's etcd
-# client) and its API server's /readyz (as the kubelet){{ end }}. The report goes to
+# client) and its API server's /readyz (as the kubelet), and the deprecated
+# APIs requested of that API server (its /metrics, as this node's
+# control-plane identity), which k8sapi's upgrade gate judges; when they
+# cannot be read the report goes without them, and k8sapi keeps what it
+# had{{ end }}. The report goes to
 # k8sapi's health route for this VM with the bundle's proofs; a node that
 # stops reporting is judged unhealthy by k8sapi, and one unhealthy for
 # longer than its cluster's unhealthy_after is replaced. A failed report
@@ -22,8 +26,12 @@ ETCD_CERT="${ROOT}"{{ shq .Health.EtcdCert }}
 ETCD_KEY="${ROOT}"{{ shq .Health.EtcdKey }}
 READYZ_KUBECONFIG="${ROOT}"{{ shq .Health.Kubeconfig }}
 READYZ_SERVER={{ shq .Health.APIServer }}
+METRICS_KUBECONFIG="${ROOT}"{{ shq .Health.Deprecated.Kubeconfig }}
 {{- end }}
 CHECK_SECONDS={{ .Health.CheckSeconds }}
+{{- if .Worker }}
+DRAIN_BOUND_FILE="${ROOT}"{{ shq .Health.DrainBoundFile }}
+{{- end }}
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -55,6 +63,34 @@ etcd_health() {
 apiserver_readyz() {
   kubectl --kubeconfig "$READYZ_KUBECONFIG" --server "$READYZ_SERVER" --request-timeout="${CHECK_SECONDS}s" get --raw=/readyz
 }
+
+# deprecated_apis: the APIs the API server's {{ .Health.Deprecated.Metric }}
+# says were requested of it since it started (each series at 1), as the
+# report's JSON list, sorted, at most {{ .Health.Deprecated.Max }}; an API whose names k8sapi
+# would refuse is left out, so the report is never refused for one. Fails
+# when /metrics cannot be read.
+deprecated_apis() {
+  kubectl --kubeconfig "$METRICS_KUBECONFIG" --server "$READYZ_SERVER" --request-timeout="${CHECK_SECONDS}s" get --raw=/metrics |
+    parse_deprecated_apis
+}
+
+# parse_deprecated_apis: the metrics text on stdin (the Prometheus text
+# format: name{label="value",...} value) to the report's list.
+parse_deprecated_apis() {
+  jq -R -n -c --arg metric {{ shq .Health.Deprecated.Metric }} --argjson max {{ .Health.Deprecated.Max }} \
+    --argjson group_len {{ .Health.Deprecated.GroupLen }} --argjson name_len {{ .Health.Deprecated.NameLen }} \
+    --arg names {{ shq .Health.Deprecated.NamePattern }} --arg release {{ shq .Health.Deprecated.ReleasePattern }} '
+    def name($len; $required): length <= $len and test($names) and (length > 0 or ($required | not));
+    [inputs | select(startswith($metric + "{"))
+      | capture("^[^{]*[{](?<labels>.*)[}]\\s+(?<value>\\S+)")
+      | select((.value | tonumber? // 0) == 1)
+      | [.labels | scan("([A-Za-z_][A-Za-z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"") | {key: .[0], value: .[1]}] | from_entries
+      | {group: (.group // ""), version: (.version // ""), resource: (.resource // ""),
+         subresource: (.subresource // ""), removed_release: (.removed_release // "")}
+      | select((.group | name($group_len; false)) and (.version | name($name_len; true)) and (.resource | name($name_len; true))
+          and (.subresource | name($name_len; false)) and (.removed_release | test($release)))
+    ] | unique | .[:$max]'
+}
 {{- end }}
 
 check kubelet kubelet_healthz
@@ -67,10 +103,33 @@ if ! vm_proofs "$work"; then
   log "no proofs for k8sapi: the report is skipped"
   exit 1
 fi
-jq -n --argjson checks "$checks" '{checks: $checks}' >"$work/health.json"
-k8sapi_call report {{ shq .Health.Route }} "$work" /dev/null -X POST -H 'Content-Type: application/json' \
-  -D "$work/answer.headers" --data-binary "@$work/health.json" ||
-  { log "k8sapi did not take the report: $(cat "$work/health.json")"; exit 1; }
+
+# send_report BODY: sends the report, its answer's headers in
+# answer.headers and its HTTP status in answer.status.
+send_report() {
+  printf '%s' "$1" >"$work/health.json"
+  k8sapi_call report {{ shq .Health.Route }} "$work" /dev/null -X POST -H 'Content-Type: application/json' \
+    -D "$work/answer.headers" -w '%{http_code}' --data-binary "@$work/health.json" >"$work/answer.status"
+}
+
+body="$(jq -n -c --argjson checks "$checks" '{checks: $checks}')"
+{{- if .ControlPlane }}
+# The deprecated APIs only when the API server's metrics could be read.
+# A k8sapi that refuses them (400: one from before them) still takes the
+# checks alone, so the node stays healthy to it.
+if apis="$(deprecated_apis 2>"$work/metrics.err")"; then
+  if ! send_report "$(jq -c --argjson apis "$apis" '. + {deprecated_apis: $apis}' <<<"$body")"; then
+    [[ "$(cat "$work/answer.status")" == 400 ]] || { log "k8sapi did not take the report: $body"; exit 1; }
+    log "k8sapi refused the deprecated APIs ${apis:0:200}; the report goes without them"
+    send_report "$body" || { log "k8sapi did not take the report: $body"; exit 1; }
+  fi
+else
+  log "the API server's deprecated APIs could not be read, the report goes without them: $(head -c 200 "$work/metrics.err")"
+  send_report "$body" || { log "k8sapi did not take the report: $body"; exit 1; }
+fi
+{{- else }}
+send_report "$body" || { log "k8sapi did not take the report: $body"; exit 1; }
+{{- end }}
 
 # A CA rotation asks this node for a phase it has not applied: renew now,
 # not at the daily timer (the renewal applies it).
@@ -80,3 +139,17 @@ if grep -qi {{ shq (printf "^%s: *%s" .Health.RenewHeader .Health.RenewDue) }} "
     systemctl start --no-block exk8s-renew-certificates.service || log "could not start the renewal"
   fi
 fi
+{{- if .Worker }}
+
+# The running upgrade that retires this worker tells its drain bound: kept
+# (with the time it was told) for the drain at power-off, which k8sapi
+# could not answer then (exk8s-drain-worker.sh); an answer without it
+# means the bundle's default again.
+told="$(grep -i {{ shq (printf "^%s:" .Health.DrainHeader) }} "$work/answer.headers" | tail -n 1 | cut -d: -f2 | tr -dc '0-9')" || true
+if [[ -n "$told" ]]; then
+  mkdir -p "$(dirname "$DRAIN_BOUND_FILE")"
+  printf '%s\n' "$told" >"$DRAIN_BOUND_FILE.new" && mv -f "$DRAIN_BOUND_FILE.new" "$DRAIN_BOUND_FILE"
+else
+  rm -f "$DRAIN_BOUND_FILE"
+fi
+{{- end }}

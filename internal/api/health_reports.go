@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/excloud/k8sapi/internal/auth"
 	"github.com/excloud/k8sapi/internal/bundle"
@@ -23,16 +24,21 @@ func (s *Server) reportWorkerHealth(w http.ResponseWriter, r *http.Request) {
 	recordHealth(s, w, r, s.Health.ReportWorker)
 }
 
-// recordHealth records a health report; when a CA rotation asks the node
-// for a phase it has not applied, the 204 says so in its
-// bundle.RenewHeader, and the node's health script starts its renewal at
-// once instead of at its daily timer.
+// recordHealth records a health report. Its 204 tells the node what k8sapi
+// asks of it, in headers: when a CA rotation asks the node for a phase it
+// has not applied, bundle.RenewHeader, and the node's health script starts
+// its renewal at once instead of at its daily timer; to a worker the
+// running upgrade retires, bundle.DrainHeader, the upgrade's drain bound,
+// which its drain then applies (docs/UPGRADES.md).
 func recordHealth(s *Server, w http.ResponseWriter, r *http.Request,
-	record func(context.Context, auth.BootstrapVM, nodehealth.Report) (bool, error)) {
+	record func(context.Context, auth.BootstrapVM, nodehealth.Report) (nodehealth.Answer, error)) {
 	recordReport(s, w, r, func(ctx context.Context, vm auth.BootstrapVM, rep nodehealth.Report) error {
-		renew, err := record(ctx, vm, rep)
-		if renew {
+		a, err := record(ctx, vm, rep)
+		if a.Renew {
 			w.Header().Set(bundle.RenewHeader, bundle.RenewDue)
+		}
+		if a.DrainSeconds > 0 {
+			w.Header().Set(bundle.DrainHeader, strconv.Itoa(a.DrainSeconds))
 		}
 		return err
 	})

@@ -180,8 +180,8 @@ type Reporter interface {
 
 // HealthReports records the health reports of ready nodes.
 type HealthReports interface {
-	Report(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) (bool, error)
-	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) (bool, error)
+	Report(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) (nodehealth.Answer, error)
+	ReportWorker(ctx context.Context, vm auth.BootstrapVM, r nodehealth.Report) (nodehealth.Answer, error)
 }
 
 var _ HealthReports = (*nodehealth.Service)(nil)

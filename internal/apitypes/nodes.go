@@ -39,6 +39,17 @@ type NodeHealth struct {
 	UnhealthyReason  string                 `json:"unhealthy_reason,omitempty"`
 	HealthReportedAt *time.Time             `json:"health_reported_at,omitempty"`
 	HealthChecks     map[string]HealthCheck `json:"health_checks,omitempty"`
+	// DeprecatedAPIs are the deprecated APIs a control-plane node reported
+	// requested of its API server in the last day, each with when it last
+	// did: what the upgrade gate deprecated_apis judges.
+	DeprecatedAPIs []RequestedAPI `json:"deprecated_apis,omitempty"`
+}
+
+// RequestedAPI is a deprecated API as recorded: when its node last
+// reported it requested.
+type RequestedAPI struct {
+	DeprecatedAPI
+	LastSeen time.Time `json:"last_seen"`
 }
 
 // HealthCheck is one check of a node's health report: whether it passed,
@@ -47,6 +58,47 @@ type HealthCheck struct {
 	OK      bool   `json:"ok"`
 	Message string `json:"message,omitempty"`
 }
+
+// DeprecatedAPI is one deprecated API a control-plane node's API server
+// says was requested of it (its apiserver_requested_deprecated_apis
+// series at 1), as the node's health report names it: its group ("" for
+// the core group), version, resource and subresource, and the release
+// that removes it ("1.36"; "" when none is planned).
+type DeprecatedAPI struct {
+	Group          string `json:"group"`
+	Version        string `json:"version"`
+	Resource       string `json:"resource"`
+	Subresource    string `json:"subresource,omitempty"`
+	RemovedRelease string `json:"removed_release"`
+}
+
+// Name is the API as an operator reads it: "flowschemas
+// flowcontrol.apiserver.k8s.io/v1beta3", "deployments/scale apps/v1beta1",
+// "componentstatuses v1" of the core group.
+func (a DeprecatedAPI) Name() string {
+	resource, gv := a.Resource, a.Version
+	if a.Subresource != "" {
+		resource += "/" + a.Subresource
+	}
+	if a.Group != "" {
+		gv = a.Group + "/" + gv
+	}
+	return resource + " " + gv
+}
+
+// The bounds of a health report's deprecated APIs, one place for both
+// sides: k8sapi refuses a report beyond them (nodehealth), and the health
+// script leaves out what they would refuse (bundle), so a node never
+// loses its report to them. At most MaxDeprecatedAPIs; a group at most a
+// DNS subdomain's length, every other name a DNS label's, each of
+// DeprecatedNamePattern; a removal release RemovedReleasePattern.
+const (
+	MaxDeprecatedAPIs     = 64
+	MaxDeprecatedGroupLen = 253
+	MaxDeprecatedNameLen  = 63
+	DeprecatedNamePattern = `^[a-zA-Z0-9.-]*$`
+	RemovedReleasePattern = `^([0-9]{1,3}\.[0-9]{1,3})?$`
+)
 
 // WorkerView is one worker whose VM exists: its bootstrap phase, and
 // whether it is being removed. Its Retiring is always shown (it shadows

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeKubectlPrelude begins every fake kubectl: its folder (%q: dir),
@@ -53,7 +54,9 @@ case "$1 $2" in
   fi
   jq --arg n "$name" 'map(select(.metadata.name != $n))' "$dir/pods.json" >"$dir/pods.next"
   mv "$dir/pods.next" "$dir/pods.json" ;;
-"cordon "* | "delete node") ;;
+"delete node")
+  [[ ! -f "$dir/refuse-delete" ]] || { echo "Error from server (Forbidden): nodes is forbidden" >&2; exit 1; } ;;
+"cordon "* | "uncordon "*) ;;
 *) echo "unexpected kubectl $*" >&2; exit 2 ;;
 esac
 `
@@ -95,15 +98,21 @@ func writeExec(t *testing.T, path, content string) {
 }
 
 // drain runs the installed drain script as its unit does at power-off,
-// waiting at most seconds for pods.
+// waiting at most seconds for pods unless k8sapi told another bound.
 func (h *drainHost) drain(t *testing.T, seconds string) (string, []string) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(h.root, "usr/local/bin/exk8s-drain-worker.sh"), "--if-powering-off")
-	cmd.Env = append(append(os.Environ(), h.vm.env(h.root)...), "PATH="+h.path,
-		"EXK8S_DRAIN_SECONDS="+seconds, "EXK8S_DRAIN_INTERVAL=0")
+	return h.run(t, "--if-powering-off", "EXK8S_DRAIN_SECONDS="+seconds)
+}
+
+// run runs the installed drain script with arg, as its units do, and
+// answers its output and its kubectl calls so far.
+func (h *drainHost) run(t *testing.T, arg string, env ...string) (string, []string) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(h.root, "usr/local/bin/exk8s-drain-worker.sh"), arg)
+	cmd.Env = append(append(append(os.Environ(), h.vm.env(h.root)...), "PATH="+h.path, "EXK8S_DRAIN_INTERVAL=0"), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the drain must never fail the power-off: %v\n%s", err, out)
+		t.Fatalf("the drain (%s) must never fail its unit: %v\n%s", arg, err, out)
 	}
 	calls, _ := os.ReadFile(filepath.Join(h.dir, "calls"))
 	return string(out), strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(calls)), "\n", "|"))
@@ -168,4 +177,93 @@ func TestDrainSkipsAReboot(t *testing.T) {
 	if len(calls) != 0 || !strings.Contains(out, "a reboot") {
 		t.Errorf("a reboot called kubectl %q\n%s", calls, out)
 	}
+}
+
+// The bound of the wait for pods is what k8sapi told the worker (the
+// running upgrade that retires it, kept by the health script), while that
+// word is fresh and in range; else the bundle's default.
+func TestDrainWaitsForTheBoundItWasTold(t *testing.T) {
+	stale := time.Now().Add(-drainWordAge - time.Minute)
+	for _, c := range []struct {
+		name, told string
+		at         time.Time
+		want       string
+	}{
+		{"told 45", "45", time.Now(), "for at most 45 s (k8sapi's"},
+		{"told the longest", "3600", time.Now(), "for at most 3600 s (k8sapi's"},
+		{"nothing told", "", time.Time{}, "for at most 30 s (the bundle's default)"},
+		{"told too long ago", "45", stale, "for at most 30 s (the bundle's default)"},
+		{"told below the range", "5", time.Now(), "for at most 30 s (the bundle's default)"},
+		{"told above the range", "3601", time.Now(), "for at most 30 s (the bundle's default)"},
+		{"told garbage", "45; rm -rf /", time.Now(), "for at most 30 s (the bundle's default)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newDrainHost(t, "'1 poweroff.target start waiting'")
+			if c.told != "" {
+				bound := filepath.Join(h.root, DrainBoundFile)
+				if err := os.MkdirAll(filepath.Dir(bound), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeExec(t, bound, c.told+"\n")
+				if err := os.Chtimes(bound, c.at, c.at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, calls := h.drain(t, "30")
+			if !strings.Contains(out, "draining "+h.in.Worker.Name+" "+c.want) {
+				t.Errorf("want the drain %q, got:\n%s", c.want, out)
+			}
+			if lines := callLines(calls); lines[len(lines)-1] != "delete node "+h.in.Worker.Name+" --wait=false" {
+				t.Errorf("the Node was not deleted: %q", lines)
+			}
+		})
+	}
+}
+
+// A drain marks its cordon until its Node is deleted. A worker that stays
+// (its VM powered on again) after a drain whose Node's deletion failed
+// finds the mark at its next start and uncordons its Node, once; without
+// a mark (a Node the operator cordoned) it does nothing.
+func TestACordonLeftByAFailedDrainIsUndoneOnAWorkerThatStays(t *testing.T) {
+	h := newDrainHost(t, "'1 poweroff.target start waiting'")
+	mark := filepath.Join(h.root, DrainCordonMark)
+	if out, _ := h.drain(t, "30"); fileExists(mark) || !strings.Contains(out, "deleted Node") {
+		t.Fatalf("a drain that deleted its Node left its cordon's mark:\n%s", out)
+	}
+	if out, calls := h.run(t, "--undo-cordon"); strings.Contains(strings.Join(calls, " "), "uncordon") {
+		t.Fatalf("uncordoned without a mark: %q\n%s", calls, out)
+	}
+
+	h = newDrainHost(t, "'1 poweroff.target start waiting'")
+	mark = filepath.Join(h.root, DrainCordonMark)
+	writeExec(t, filepath.Join(h.dir, "refuse-delete"), "")
+	if out, _ := h.drain(t, "30"); !fileExists(mark) || !strings.Contains(out, "could not delete Node") {
+		t.Fatalf("a drain whose Node's deletion failed left no mark:\n%s", out)
+	}
+	out, calls := h.run(t, "--undo-cordon")
+	lines := callLines(calls)
+	if lines[len(lines)-1] != "uncordon "+h.in.Worker.Name || fileExists(mark) || !strings.Contains(out, "uncordoned "+h.in.Worker.Name) {
+		t.Fatalf("want the Node uncordoned and the mark gone, got %q (mark there: %v)\n%s", lines, fileExists(mark), out)
+	}
+	if _, again := h.run(t, "--undo-cordon"); len(callLines(again)) != len(lines) {
+		t.Errorf("uncordoned a second time: %q", callLines(again))
+	}
+
+	// The API server not answering yet: asked again, the mark kept when
+	// every try failed, for the next start.
+	h = newDrainHost(t, "'1 poweroff.target start waiting'")
+	mark = filepath.Join(h.root, DrainCordonMark)
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeExec(t, mark, "")
+	writeExec(t, filepath.Join(h.dir, "fail"), "")
+	if out, _ := h.run(t, "--undo-cordon", "EXK8S_UNDO_TRIES=3"); !fileExists(mark) || !strings.Contains(out, "after 3 tries") {
+		t.Errorf("want the mark kept after 3 failed tries (exists: %v):\n%s", fileExists(mark), out)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -52,8 +52,12 @@ type fakeVM struct {
 	// workerRenewals are the renewals received.
 	renewWorker    func(workerRenewal) ([]byte, error)
 	workerRenewals []workerRenewal
-	// healthReports are the health reports received, either role's.
-	healthReports []map[string]any
+	// healthReports are the health reports received, either role's;
+	// refuseDeprecated answers one naming deprecated_apis 400, as a k8sapi
+	// from before them would; healthHeaders are set on the answers.
+	healthReports    []map[string]any
+	refuseDeprecated bool
+	healthHeaders    map[string]string
 }
 
 // workerRenewal is the body of a worker's renewal: requests and the
@@ -266,9 +270,23 @@ func (vm *fakeVM) snapshotReport(w http.ResponseWriter, req *http.Request) {
 }
 
 func (vm *fakeVM) healthReport(w http.ResponseWriter, req *http.Request) {
-	if vm.recordReport(w, req, &vm.healthReports) {
-		w.WriteHeader(http.StatusNoContent)
+	if !vm.recordReport(w, req, &vm.healthReports) {
+		return
 	}
+	vm.mu.Lock()
+	_, named := vm.healthReports[len(vm.healthReports)-1]["deprecated_apis"]
+	refuse := named && vm.refuseDeprecated
+	vm.mu.Unlock()
+	if refuse {
+		http.Error(w, `{"error":{"code":"invalid_field"}}`, http.StatusBadRequest)
+		return
+	}
+	vm.mu.Lock()
+	for k, v := range vm.healthHeaders {
+		w.Header().Set(k, v)
+	}
+	vm.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // recordReport appends req's JSON body to into; a body that is not JSON

@@ -62,3 +62,34 @@ func TestOperatorsAreClusterAdminsThroughRBAC(t *testing.T) {
 		}
 	}
 }
+
+// Only the control-plane identity may read the API servers' /metrics
+// (its health report's deprecated APIs): the one role granting it is
+// GET of that path alone, bound to that user alone, and a worker's
+// kubelet identity is not it.
+func TestOnlyTheControlPlaneIdentityReadsMetrics(t *testing.T) {
+	_, bundles := realBundles(t)
+	for _, b := range bundles {
+		manifest := mustFile(t, b, addonDir+"/control-plane-rbac.yaml")
+		var grants []string
+		for _, doc := range strings.Split(manifest, "\n---\n") {
+			var role rbacv1.ClusterRole
+			if yaml.Unmarshal([]byte(doc), &role) != nil || role.Kind != "ClusterRole" {
+				continue
+			}
+			for _, r := range role.Rules {
+				if len(r.NonResourceURLs) > 0 {
+					grants = append(grants, role.Name+": "+strings.Join(r.Verbs, ",")+" "+strings.Join(r.NonResourceURLs, ",")+" "+strings.Join(r.Resources, ","))
+				}
+			}
+		}
+		if len(grants) != 1 || grants[0] != "exk8s:apiserver-metrics-reader: get /metrics " {
+			t.Errorf("%s: non-resource grants %q, want get /metrics alone", b.Metadata.NodeName, grants)
+		}
+		readers := clusterRoleBindings(t, manifest)["exk8s:apiserver-metrics-reader"]
+		want := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: ControlPlaneTaintUser}
+		if readers.RoleRef.Name != "exk8s:apiserver-metrics-reader" || len(readers.Subjects) != 1 || readers.Subjects[0] != want {
+			t.Errorf("%s: the metrics readers are %+v (role %s), want %s alone", b.Metadata.NodeName, readers.Subjects, readers.RoleRef.Name, ControlPlaneTaintUser)
+		}
+	}
+}

@@ -7,7 +7,9 @@ package bundle
 // the cluster, so each control-plane node manages its own Node's taint
 // (exk8s-control-plane-taint.sh, a service started once the node is
 // ready) with an identity of its own, which RBAC lets read and patch
-// Nodes and nothing else (control-plane-rbac.yaml).
+// Nodes, and nothing else but its API server's /metrics, which the health
+// report reads for the deprecated APIs requested of it
+// (control-plane-rbac.yaml).
 const (
 	// ControlPlaneTaintUser is the taint's identity (the cert table's
 	// pki.ControlPlaneTaint), whom RBAC names.

@@ -691,8 +691,8 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			t.Errorf("template %s is embedded but never rendered", tmpl.Name())
 		}
 	}
-	if len(used) != 55 {
-		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the etcd CRL's timer, service and script, the etcd membership's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script, its drain's unit and script, its renewal script, flannel's manifest and its conflist's script and unit, and the health report's timer, service and script", len(used))
+	if len(used) != 57 {
+		t.Errorf("%d templates used, want the seed's 16 plus artifacts.sha256, exk8s-progress.sh and its shell library, control-plane-rbac.yaml, containerd.service and its scopes' stop timeout, the renewal's timer, service and script, the etcd snapshot's timer, service and script, the etcd CRL's timer, service and script, the etcd membership's timer, service and script, the IMDS guard's script and unit, the bridge CNI's script and unit, the API server's encryption, audit and authentication configurations, the etcd join script, the etcd restore script, the control-plane taint's unit and script, the worker's bootstrap script, its drain's unit, its undo's unit, the power-off's drop-in and their script, its renewal script, flannel's manifest and its conflist's script and unit, and the health report's timer, service and script", len(used))
 	}
 }
 

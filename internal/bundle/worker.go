@@ -54,19 +54,50 @@ func workerParts() []part {
 }
 
 // How long a removed worker's drain waits for its pods to leave (the
-// eviction API, PodDisruptionBudgets respected), and how long systemd lets
-// its unit run at power-off: the wait plus its calls' own bounds. A
-// platform that powers a deleted VM off gracefully must allow that much.
+// eviction API, PodDisruptionBudgets respected) unless k8sapi said
+// otherwise: drainWait. The running upgrade that retires a worker tells it
+// its own bound (drain_timeout_seconds) in the answers to its health
+// reports, which the health script keeps in DrainBoundFile; the drain
+// takes it while it is at most drainWordAge old and within
+// [MinDrainSeconds, MaxDrainSeconds] (the range the upgrade's request
+// accepts), else drainWait. systemd lets the drain unit run for the
+// longest bound plus its calls' own bounds (drainCalls), and the
+// power-off itself that much and a margin for the units stopped after it:
+// poweroff.target's own JobTimeoutSec (30 minutes) would force the
+// power-off in the middle of a longer drain. A platform that powers a
+// deleted VM off gracefully must allow as long as the bound it is told.
 const (
-	drainWait     = 120 * time.Second
-	drainStopWait = drainWait + 60*time.Second
+	drainWait       = 120 * time.Second
+	MinDrainSeconds = 30
+	MaxDrainSeconds = 3600
+	drainCalls      = 60 * time.Second
+	drainStopWait   = MaxDrainSeconds*time.Second + drainCalls
+	powerOffWait    = drainStopWait + 5*time.Minute
+	// drainWordAge: ten health reports. A word older than that is not
+	// trusted: the upgrade may have ended since, and k8sapi not answered.
+	drainWordAge = 5 * time.Minute
+)
+
+// Where a worker keeps what k8sapi told it of its drain: the bound
+// (DrainBoundFile, written by the health script) and, while its own
+// drain may have left its Node cordoned, a mark (DrainCordonMark): a
+// worker that stays (its VM powered on again, not deleted) uncordons its
+// Node at its next start (exk8s-drain-undo.service), so a failed or
+// cut-off drain never leaves a worker that stays cordoned.
+const (
+	DrainBoundFile  = "/var/lib/exk8s/drain-seconds"
+	DrainCordonMark = "/var/lib/exk8s/drain-cordoned"
 )
 
 // workerDrainPart is the unit that drains the worker and deletes its Node
-// when it powers off, and its script (exk8s-drain-worker.sh).
+// when it powers off, the unit that undoes its cordon when the worker
+// stays, their script (exk8s-drain-worker.sh), and the power-off's
+// timeout raised for the longest drain.
 func workerDrainPart(v *view) []fileSpec {
 	return []fileSpec{
 		tmpl(unitDir+"/exk8s-drain.service", "exk8s-drain.service", modePublic, v),
+		tmpl(unitDir+"/exk8s-drain-undo.service", "exk8s-drain-undo.service", modePublic, v),
+		tmpl(unitDir+"/poweroff.target.d/exk8s-drain.conf", "exk8s-drain-poweroff.conf", modePublic, v),
 		tmpl(binDir+"/exk8s-drain-worker.sh", "exk8s-drain-worker.sh", modeScript, v),
 	}
 }
@@ -96,10 +127,19 @@ type workerView struct {
 	Renewed []renewableIdentity
 	// Trust are the trust files a rotation rewrites (trustLines).
 	Trust []string
-	// DrainSeconds bounds the wait for pods at power-off;
-	// DrainStopSeconds the drain unit's whole stop.
-	DrainSeconds, DrainStopSeconds int
-	caPEM                          []byte
+	// Drain is what the drain's units and script know (above).
+	Drain drainView
+	caPEM []byte
+}
+
+// drainView is the drain's bounds: Seconds for pods unless k8sapi told
+// another in [MinSeconds, MaxSeconds] (kept in BoundFile, trusted for
+// WordSeconds), StopSeconds for the drain unit's whole stop,
+// PowerOffSeconds for the power-off's; and its cordon's mark.
+type drainView struct {
+	Seconds, MinSeconds, MaxSeconds, WordSeconds int
+	StopSeconds, PowerOffSeconds                 int
+	BoundFile, CordonMark                        string
 }
 
 // KubeletDropinDir holds host-specific kubelet settings, drop-ins over the
@@ -128,7 +168,9 @@ func newWorkerView(in *WorkerInput) *workerView {
 		ClientCert: CertPath(pki.KubeletClient), ClientKey: KeyPath(pki.KubeletClient),
 		ServingCert: CertPath(pki.KubeletServing), ServingKey: KeyPath(pki.KubeletServing),
 		Kubeconfig: KubeconfigPath("kubelet"), KubeletDropins: KubeletDropinDir, caPEM: in.CACert,
-		DrainSeconds: int(drainWait.Seconds()), DrainStopSeconds: int(drainStopWait.Seconds()),
+		Drain: drainView{Seconds: int(drainWait.Seconds()), MinSeconds: MinDrainSeconds, MaxSeconds: MaxDrainSeconds,
+			WordSeconds: int(drainWordAge.Seconds()), StopSeconds: int(drainStopWait.Seconds()),
+			PowerOffSeconds: int(powerOffWait.Seconds()), BoundFile: DrainBoundFile, CordonMark: DrainCordonMark},
 		Renewed: []renewableIdentity{workerRenewed(pki.KubeletClient), workerRenewed(pki.KubeletServing)},
 		Trust:   trustLines(workerTrust),
 	}

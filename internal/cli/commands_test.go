@@ -268,6 +268,9 @@ func TestDescribeCluster(t *testing.T) {
 	c.DNSRecords = []apitypes.DNSRecord{{Type: "A", Name: "exk8s-1-5.k8s.example", Value: "203.0.113.7", TTL: 300}}
 	c.Replacements = []apitypes.NodeReplacement{{ID: 3, ClusterID: 5, OldVMID: 9, OldNodeName: "cp-3.cluster-5.internal", NewNodeName: "cp-0.cluster-5.internal",
 		State: "done", CreatedAt: now.Add(-2 * time.Hour)}}
+	c.Nodes[0].DeprecatedAPIs = []apitypes.RequestedAPI{
+		{DeprecatedAPI: apitypes.DeprecatedAPI{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "flowschemas", RemovedRelease: "1.32"}, LastSeen: now},
+		{DeprecatedAPI: apitypes.DeprecatedAPI{Group: "apps", Version: "v1beta1", Resource: "deployments", Subresource: "scale"}, LastSeen: now}}
 	f.on("GET /clusters/5", ok(c))
 	f.on("GET /clusters/5/nodes/10/bootstrap", reply{status: 200, body: `{"cluster_id":5,"vm_id":10,"node_name":"cp-0.cluster-5.internal","phase":"ready","message":"","updated_at":"2026-11-24T12:59:00Z",
 		"window":{"opened_at":"2026-11-24T12:00:00Z","closes_at":"2026-11-24T12:59:00Z","open":false},
@@ -284,6 +287,8 @@ func TestDescribeCluster(t *testing.T) {
 		"  3: cp-3.cluster-5.internal (vm 9) by cp-0.cluster-5.internal: done since 2026-11-24T11:00:00Z",
 		"  ca:                   2036-11-24T12:00:00Z",
 		"  cp-0.cluster-5.internal (vm 10):",
+		"    Deprecated:         flowschemas flowcontrol.apiserver.k8s.io/v1beta3 (removed in 1.32, last 2026-11-24T13:00:00Z)",
+		"                        deployments/scale apps/v1beta1 (removed in <none>, last 2026-11-24T13:00:00Z)",
 		"    Window:             closed (opened 2026-11-24T12:00:00Z, closes 2026-11-24T12:59:00Z)",
 		"        2026-11-24T12:10:00Z  served           r-2",
 		"  ab12     2026-11-24T12:30:00Z   2026-11-24T13:30:00Z   principal 4   r-9",

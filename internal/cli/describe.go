@@ -160,6 +160,9 @@ func (d *describer) nodes(details []apitypes.NodeBootstrapDetail, statuses []api
 		}
 		d.field(2, "Phase", n.Phase+" since "+timestamp(n.UpdatedAt))
 		d.field(2, "Health", healthLine(health))
+		if len(health.DeprecatedAPIs) > 0 {
+			d.field(2, "Deprecated", requestedAPIs(health.DeprecatedAPIs))
+		}
 		if n.Message != "" {
 			d.field(2, "Message", strings.ReplaceAll(n.Message, "\n", "\n"+strings.Repeat(" ", 24)))
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
@@ -26,6 +27,17 @@ func healthLine(h apitypes.NodeHealth) string {
 		return h.Health + ", last report " + timestamp(*h.HealthReportedAt)
 	}
 	return orNone(h.Health)
+}
+
+// requestedAPIs are a node's deprecated APIs requested in the last day,
+// as describe says them: "flowschemas flowcontrol.apiserver.k8s.io/v1beta3
+// (removed in 1.32, last 2026-12-03T10:00:00Z)", one a line.
+func requestedAPIs(apis []apitypes.RequestedAPI) string {
+	lines := make([]string, 0, len(apis))
+	for _, a := range apis {
+		lines = append(lines, fmt.Sprintf("%s (removed in %s, last %s)", a.Name(), orNone(a.RemovedRelease), timestamp(a.LastSeen)))
+	}
+	return strings.Join(lines, "\n"+strings.Repeat(" ", 24))
 }
 
 // remediation is the cluster's remediation settings as describe says them.

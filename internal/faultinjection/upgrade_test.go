@@ -3,14 +3,17 @@ package faultinjection
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/simulator"
 	"github.com/excloud/k8sapi/internal/stacktest"
+	"github.com/jackc/pgx/v5"
 )
 
 const toV136 = `{"kubernetes_version":"v1.36.3"}`
@@ -207,7 +210,8 @@ func TestEachUpgradeGateRefusesByName(t *testing.T) {
 		{"nodes_ready", "upgrade_nodes_not_ready", `UPDATE kube_nodes SET phase = 'failed' WHERE vm_id = $1`, `UPDATE kube_nodes SET phase = 'ready' WHERE vm_id = $1`},
 		{"etcd_healthy", "upgrade_etcd_unhealthy", `UPDATE kube_nodes SET ready_at = NULL WHERE vm_id = $1`, `UPDATE kube_nodes SET ready_at = now() WHERE vm_id = $1`},
 		{"version_skew", "upgrade_version_skew", `UPDATE kube_nodes SET kubernetes_version = 'v1.36.3' WHERE vm_id = $1`, `UPDATE kube_nodes SET kubernetes_version = 'v1.35.4' WHERE vm_id = $1`},
-		{"deprecated_apis", "upgrade_deprecated_apis", `UPDATE kube_nodes SET deprecated_apis = '[{"Group":"flowcontrol.apiserver.k8s.io","Version":"v1beta3","Resource":"flowschemas","RemovedRelease":"1.36"}]', deprecated_apis_reported_at = now() WHERE vm_id = $1`,
+		{"deprecated_apis", "upgrade_deprecated_apis", `UPDATE kube_nodes SET deprecated_apis = jsonb_build_array(jsonb_build_object('group', 'flowcontrol.apiserver.k8s.io', 'version', 'v1beta3',
+			'resource', 'flowschemas', 'subresource', '', 'removed_release', '1.36', 'last_seen', now())), deprecated_apis_reported_at = now() WHERE vm_id = $1`,
 			`UPDATE kube_nodes SET deprecated_apis = '[]' WHERE vm_id = $1`},
 	} {
 		exec(c.break_, vms[1])
@@ -373,17 +377,22 @@ func TestUpgradeCutOffAtEachStepIsFinished(t *testing.T) {
 // Each pool moves by surge once every API server is at the target: a new
 // worker at v1.36.3 is ready before an old one is retired (never fewer
 // ready workers than the pool's count), the old ones' VMs are deleted,
-// and the pool keeps its count.
+// and the pool keeps its count. Every worker reports its health between
+// runs: each old one is told the upgrade's drain bound (45) before its VM
+// is deleted, after which it has no IMDS session left to ask with (why it
+// is told before); a new one is told nothing (its bundle's default).
 func TestUpgradeMovesEachPoolBySurge(t *testing.T) {
 	s := newStack(t)
 	id, _ := s.upgradable()
-	s.AddPool(1, id, stacktest.TwoWorkers)
+	pool := s.AddPool(1, id, stacktest.TwoWorkers)
 	s.world()
-	if r := s.upgrade(id, "", toV136); r.Status != http.StatusAccepted {
+	if r := s.upgrade(id, "", `{"kubernetes_version":"v1.36.3","drain_timeout_seconds":45}`); r.Status != http.StatusAccepted {
 		t.Fatalf("upgrade = %d %s", r.Status, r.Body)
 	}
 	s.refusedMidUpgrade(id)
+	told := map[int64]string{}
 	for range 40 {
+		s.workersReport(told)
 		s.upgradeRun()
 		if n := s.count(`SELECT count(*) FROM kube_nodes WHERE role = 'worker' AND NOT retiring AND phase = 'ready'`); n < 2 {
 			t.Fatalf("%d ready workers stay, want at least the pool's 2 throughout", n)
@@ -409,6 +418,48 @@ func TestUpgradeMovesEachPoolBySurge(t *testing.T) {
 		t.Errorf("%d VMs created, %d live; want 10 (3+3 control plane, 2+2 workers) and 5", created, live)
 	}
 	s.assertSettled()
+	for _, n := range pool.Nodes {
+		if told[n.VMID] != "45" {
+			t.Errorf("old worker %s was told %q before its retirement, want 45", n.Name, told[n.VMID])
+		}
+		if r := stacktest.Do(t, http.MethodGet, s.SimURL+"/imds/"+itoa(n.VMID)+"/token", "", nil); r.Status == http.StatusOK {
+			t.Errorf("retired worker %s still gets an IMDS session", n.Name)
+		}
+	}
+	s.workersReport(told)
+	if n := s.count(`SELECT count(*) FROM kube_nodes WHERE role = 'worker'`); len(told) != len(pool.Nodes)+n {
+		t.Errorf("%d workers reported, want the %d old and %d new", len(told), len(pool.Nodes), n)
+	}
+	for vm, got := range told {
+		if !slices.ContainsFunc(pool.Nodes, func(n apitypes.WorkerView) bool { return n.VMID == vm }) && got != "" {
+			t.Errorf("new worker (vm %d) was told %q, want nothing", vm, got)
+		}
+	}
+}
+
+// workersReport sends a health report from every worker with a VM, and
+// keeps in told the drain bound each was answered with (latest first
+// kept: an old worker is told until it is gone).
+func (s *stack) workersReport(told map[int64]string) {
+	s.t.Helper()
+	rows, err := s.pool.Query(context.Background(), `SELECT vm_id FROM kube_nodes WHERE role = 'worker' AND vm_id IS NOT NULL`)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	vms, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, vm := range vms {
+		imds, access := s.VMCredentials(vm)
+		r := s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, vm, imds, access, `{"checks":{"kubelet":{"ok":true}}}`)
+		if r.Status != http.StatusNoContent {
+			s.t.Fatalf("worker vm %d's health report = %d %s", vm, r.Status, r.Body)
+		}
+		if got := r.Header.Get(bundle.DrainHeader); got != "" || told[vm] == "" {
+			told[vm] = got
+		}
+	}
 }
 
 // refusedMidUpgrade: while cluster id's upgrade runs, an operator's pool

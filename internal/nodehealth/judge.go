@@ -81,7 +81,8 @@ func failingChecks(raw []byte) string {
 // View is n's health as the API shows it, at now.
 func View(n store.Node, now time.Time) apitypes.NodeHealth {
 	j := Judge(n, now)
-	v := apitypes.NodeHealth{Health: j.State, HealthReportedAt: n.Health.ReportedAt, HealthChecks: checksOf(n.Health.Checks)}
+	v := apitypes.NodeHealth{Health: j.State, HealthReportedAt: n.Health.ReportedAt, HealthChecks: checksOf(n.Health.Checks),
+		DeprecatedAPIs: requestedSince(n, now.Add(-store.DeprecatedAPIsWithin))}
 	if j.State == apitypes.Unhealthy {
 		v.UnhealthySince, v.UnhealthyReason = &j.Since, j.Reason
 	}

@@ -1,6 +1,7 @@
 package nodehealth
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,38 @@ func TestReportValidate(t *testing.T) {
 			"checks.kubelet.message: must be at most 512 bytes"},
 		{"nul", clusterfacts.Worker, Report{Checks: map[string]apitypes.HealthCheck{"kubelet": {Message: "a\x00b"}}},
 			"checks.kubelet.message: must not contain NUL characters"},
+	}
+	cp := map[string]apitypes.HealthCheck{"kubelet": ok, "etcd": ok, "apiserver": ok}
+	flows := apitypes.DeprecatedAPI{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3", Resource: "flowschemas", RemovedRelease: "1.32"}
+	core := apitypes.DeprecatedAPI{Version: "v1", Resource: "componentstatuses", Subresource: "status"}
+	for _, d := range []struct {
+		name string
+		role clusterfacts.Role
+		apis []apitypes.DeprecatedAPI
+		want string
+	}{
+		{"deprecated ok", clusterfacts.ControlPlane, []apitypes.DeprecatedAPI{flows, core}, ""},
+		{"deprecated none", clusterfacts.ControlPlane, []apitypes.DeprecatedAPI{}, ""},
+		{"deprecated of a worker", clusterfacts.Worker, []apitypes.DeprecatedAPI{}, "deprecated_apis: is a control-plane node's only"},
+		{"deprecated too many", clusterfacts.ControlPlane, manyAPIs(apitypes.MaxDeprecatedAPIs + 1), "deprecated_apis: must hold at most 64 APIs"},
+		{"deprecated twice", clusterfacts.ControlPlane, []apitypes.DeprecatedAPI{flows, core, flows}, "deprecated_apis[2]: is a duplicate"},
+		{"deprecated unnamed", clusterfacts.ControlPlane, []apitypes.DeprecatedAPI{{Group: "x.k8s.io"}},
+			"deprecated_apis[0].version: must be 1 to 63 bytes of letters, digits, '.' and '-'; deprecated_apis[0].resource: must be 1 to 63"},
+		{"deprecated long", clusterfacts.ControlPlane, []apitypes.DeprecatedAPI{{Group: strings.Repeat("g", 254), Version: "v1", Resource: "r"}},
+			"deprecated_apis[0].group: must be 0 to 253 bytes of letters"},
+		{"deprecated odd", clusterfacts.ControlPlane, []apitypes.DeprecatedAPI{{Version: "v1", Resource: "r s", RemovedRelease: "soon"}},
+			"deprecated_apis[0].resource: must be 1 to 63 bytes of letters, digits, '.' and '-'; deprecated_apis[0].removed_release: must be a release such as \"1.36\", or \"\""},
+	} {
+		checks := cp
+		if d.role == clusterfacts.Worker {
+			checks = map[string]apitypes.HealthCheck{"kubelet": ok}
+		}
+		cases = append(cases, struct {
+			name string
+			role clusterfacts.Role
+			r    Report
+			want string
+		}{d.name, d.role, Report{Checks: checks, DeprecatedAPIs: d.apis}, d.want})
 	}
 	for _, c := range cases {
 		err := c.r.Validate(c.role)
@@ -175,4 +208,13 @@ func TestDecideOneAtATimeControlPlaneFirst(t *testing.T) {
 		ds[1].Reason != "one node is remediated at a time: n4 is replaced first" {
 		t.Errorf("%+v", ds)
 	}
+}
+
+// manyAPIs is n distinct deprecated APIs.
+func manyAPIs(n int) []apitypes.DeprecatedAPI {
+	out := make([]apitypes.DeprecatedAPI, n)
+	for i := range out {
+		out[i] = apitypes.DeprecatedAPI{Group: "x.k8s.io", Version: "v1beta1", Resource: fmt.Sprintf("r%d", i)}
+	}
+	return out
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/progress"
 	"github.com/excloud/k8sapi/internal/store"
+	"github.com/excloud/k8sapi/internal/validation"
 )
 
 // The checks a node of each role reports, one table: every report names
@@ -38,9 +39,12 @@ var roleChecks = map[clusterfacts.Role][]string{
 const MaxCheckMessageBytes = 512
 
 // Report is the body of a health report: each check of the node's role,
-// whether it passed and what the node saw.
+// whether it passed and what the node saw; on a control-plane node, the
+// deprecated APIs its API server says were requested, when it could read
+// them (absent: the record stands).
 type Report struct {
-	Checks map[string]apitypes.HealthCheck `json:"checks"`
+	Checks         map[string]apitypes.HealthCheck `json:"checks"`
+	DeprecatedAPIs []apitypes.DeprecatedAPI        `json:"deprecated_apis,omitempty"`
 }
 
 // Validate says every problem of a report of a node of role at once, as
@@ -58,6 +62,9 @@ func (r Report) Validate(role clusterfacts.Role) error {
 	}
 	for _, name := range sortedNames(r.Checks) {
 		errs = append(errs, checkProblems(name, r.Checks[name], want)...)
+	}
+	for _, err := range validation.Errors(deprecatedAPIRules(role, r.DeprecatedAPIs)) {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return apperr.InvalidRequest.Detail(strings.Join(errs, "; "))
@@ -112,33 +119,41 @@ type Service struct {
 	Now   func() time.Time
 }
 
-// Report records the report of vm, a control-plane node, and says
-// whether a CA rotation asks it to renew now.
-func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) (bool, error) {
+// Answer is what a report's answer tells the node: renew now (a CA
+// rotation asks it for a phase it has not applied), and, to a worker the
+// running upgrade retires, that upgrade's drain bound in seconds (0: its
+// bundle's own).
+type Answer struct {
+	Renew        bool
+	DrainSeconds int
+}
+
+// Report records the report of vm, a control-plane node.
+func (s *Service) Report(ctx context.Context, vm auth.BootstrapVM, r Report) (Answer, error) {
 	return s.record(ctx, vm, clusterfacts.ControlPlane, r)
 }
 
 // ReportWorker records the report of vm, a pool's worker.
-func (s *Service) ReportWorker(ctx context.Context, vm auth.BootstrapVM, r Report) (bool, error) {
+func (s *Service) ReportWorker(ctx context.Context, vm auth.BootstrapVM, r Report) (Answer, error) {
 	return s.record(ctx, vm, clusterfacts.Worker, r)
 }
 
-func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, role clusterfacts.Role, r Report) (bool, error) {
+func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, role clusterfacts.Role, r Report) (Answer, error) {
 	if err := r.Validate(role); err != nil {
-		return false, err
+		return Answer{}, err
 	}
 	checks, _ := json.Marshal(r.Checks) // a map of plain structs cannot fail to marshal
 	got, err := s.Store.RecordHealth(ctx, store.HealthReport{VMID: vm.VMID, OrgID: vm.OrgID, Role: progress.StoreRole(role),
-		ChecksJSON: string(checks), Failing: r.failing(), At: s.now()})
+		ChecksJSON: string(checks), Failing: r.failing(), At: s.now(), DeprecatedAPIs: r.storedAPIs()})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return false, apperr.NotFound.Detail("no " + progress.RoleNoun(role) + " for this VM")
+		return Answer{}, apperr.NotFound.Detail("no " + progress.RoleNoun(role) + " for this VM")
 	case err != nil:
-		return false, apperr.DatabaseUnavailable.Wrap(err)
+		return Answer{}, apperr.DatabaseUnavailable.Wrap(err)
 	case got.Status != store.StatusActive:
-		return false, apperr.ClusterNotActive.Detail("the VM's cluster is " + got.Status)
+		return Answer{}, apperr.ClusterNotActive.Detail("the VM's cluster is " + got.Status)
 	}
-	return got.RenewDue, nil
+	return Answer{Renew: got.RenewDue, DrainSeconds: got.DrainSeconds}, nil
 }
 
 func (s *Service) now() time.Time {

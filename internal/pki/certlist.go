@@ -170,7 +170,8 @@ func CertList() []Spec {
 		serving(KubeletServing, ClusterCA, PhaseFetch, kubeletSANs, x509.ExtKeyUsageServerAuth),
 		// Taints a control-plane node while a pool has a Ready worker
 		// (exk8s-control-plane-taint.sh): RBAC gives it nodes' get, list
-		// and patch, nothing else (control-plane-rbac.yaml).
+		// and patch, and GET /metrics (the health report's deprecated
+		// APIs), nothing else (control-plane-rbac.yaml).
 		client(ControlPlaneTaint, ClusterCA, "exk8s:control-plane-taint"),
 
 		// The operator's static admin kubeconfig (--static): short-lived

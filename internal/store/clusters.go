@@ -204,9 +204,10 @@ type Node struct {
 	Expiry IdentityExpiry
 	// Health is what the node's last health report said (migration 028).
 	Health NodeHealth
-	// DeprecatedAPIs are the deprecated APIs the node's API server served
-	// in the last day, as the node last reported them (migration 031), and
-	// when; nil: never reported.
+	// DeprecatedAPIs are the deprecated APIs the node's API server served,
+	// each with when the node last reported it (migration 031; the health
+	// report merges each report in, RecordHealth), and when the node last
+	// reported them; nil: never reported.
 	DeprecatedAPIs           []DeprecatedAPI
 	DeprecatedAPIsReportedAt *time.Time
 	// EtcdRemovedAt is when a member that stays reported this retiring
@@ -217,11 +218,23 @@ type Node struct {
 }
 
 // DeprecatedAPI is one deprecated API requested of an API server
-// (apiserver_requested_deprecated_apis): its group, version and resource,
-// and the release that removes it ("1.36"; "" when none is planned).
+// (apiserver_requested_deprecated_apis): its group, version, resource and
+// subresource, the release that removes it ("1.36"; "" when none is
+// planned), and when the node last reported it requested. Stored as
+// kube_nodes.deprecated_apis's elements, these keys.
 type DeprecatedAPI struct {
-	Group, Version, Resource, RemovedRelease string
+	Group          string    `json:"group"`
+	Version        string    `json:"version"`
+	Resource       string    `json:"resource"`
+	Subresource    string    `json:"subresource"`
+	RemovedRelease string    `json:"removed_release"`
+	LastSeen       time.Time `json:"last_seen"`
 }
+
+// DeprecatedAPIsWithin is how long a reported deprecated API counts: the
+// upgrade gate's "requested in the last day". A node's record keeps an
+// API no longer than this after its last report of it.
+const DeprecatedAPIsWithin = 24 * time.Hour
 
 // IdentityExpiry is the earliest not_after among a node's stored
 // identities, nil if none has one, and the certificates of the identities

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -20,45 +21,101 @@ type NodeHealth struct {
 }
 
 // HealthReport is one node's report: the VM (of org, its node of Role),
-// its checks as a JSON object, whether any failed, and when it came.
+// its checks as a JSON object, whether any failed, when it came, and the
+// deprecated APIs its API server says were requested (nil: the report
+// has none to say, and the node's record stands).
 type HealthReport struct {
-	VMID, OrgID int64
-	Role        string
-	ChecksJSON  string
-	Failing     bool
-	At          time.Time
+	VMID, OrgID    int64
+	Role           string
+	ChecksJSON     string
+	Failing        bool
+	At             time.Time
+	DeprecatedAPIs []DeprecatedAPI
 }
+
+// MaxDeprecatedAPIsKept bounds a node's record of deprecated APIs: the
+// ones seen last are kept. As many as one report may hold
+// (apitypes.MaxDeprecatedAPIs), so a report is never cut.
+const MaxDeprecatedAPIsKept = 64
 
 // RecordHealth records a node's report in one statement: a failing report
 // keeps the first failing one's time, a passing one clears it and the
-// node's noted refusal. Answers the cluster's status (the report is
-// recorded only for an active cluster); ErrNotFound: VMID is no node of
-// Role of org's clusters.
+// node's noted refusal. Its deprecated APIs, when it has them, are merged
+// into the node's record (mergedDeprecatedAPIs). Answers the cluster's
+// status (the report is recorded only for an active cluster), whether a
+// rotation asks a renewal and the drain bound of a worker a live upgrade
+// retires; ErrNotFound: VMID is no node of Role of org's clusters.
 func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
 	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
-			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
+			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew, `+upgradeDrain+` AS drain
+			FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3
 		), recorded AS (
 			UPDATE kube_nodes n SET health_reported_at = $4, health_checks = $5::jsonb,
 				health_failing_since = CASE WHEN $6 THEN coalesce(n.health_failing_since, $4) END,
-				remediation_refused = CASE WHEN $6 THEN n.remediation_refused ELSE '' END
+				remediation_refused = CASE WHEN $6 THEN n.remediation_refused ELSE '' END,
+				deprecated_apis = CASE WHEN $7::jsonb IS NULL THEN n.deprecated_apis ELSE `+mergedDeprecatedAPIs+` END,
+				deprecated_apis_reported_at = CASE WHEN $7::jsonb IS NULL THEN n.deprecated_apis_reported_at ELSE $4 END
 			FROM node WHERE n.id = node.id AND node.status = 'active' RETURNING 1
 		)
-		SELECT status, renew FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing).Scan(&out.Status, &out.RenewDue)
+		SELECT status, renew, drain FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing, deprecatedJSON(r),
+		DeprecatedAPIsWithin.Seconds(), MaxDeprecatedAPIsKept).Scan(&out.Status, &out.RenewDue, &out.DrainSeconds)
 	if err != nil {
 		return out, fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
 	}
 	return out, nil
 }
 
-// HealthRecorded is what recording a report found: the cluster's status,
-// and whether a CA rotation asks the node for a phase it has not applied
-// (its health report's answer tells it to renew now).
-type HealthRecorded struct {
-	Status   string
-	RenewDue bool
+// mergedDeprecatedAPIs is node n's record of deprecated APIs with report
+// $7's merged in: each reported API seen at $4, each recorded one the
+// report does not name kept with its own time while it is within $8
+// seconds of $4 (an API server's counter starts again when it restarts,
+// so an API no longer reported ages out), the newest $9 of them. An API
+// is the same one when every key but last_seen is.
+const mergedDeprecatedAPIs = `(SELECT coalesce(jsonb_agg(e ORDER BY (e->>'last_seen')::timestamptz DESC, e->>'group', e->>'version', e->>'resource', e->>'subresource'), '[]')
+	FROM (SELECT e FROM (
+		SELECT (r - 'last_seen') || jsonb_build_object('last_seen', $4::timestamptz) AS e FROM jsonb_array_elements($7::jsonb) r
+		UNION ALL
+		SELECT o FROM jsonb_array_elements(n.deprecated_apis) o
+		WHERE (o->>'last_seen')::timestamptz > $4::timestamptz - make_interval(secs => $8)
+		AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements($7::jsonb) r WHERE r - 'last_seen' = o - 'last_seen')
+	) u ORDER BY (e->>'last_seen')::timestamptz DESC LIMIT $9) kept)`
+
+// deprecatedJSON is r's deprecated APIs as a JSON array (their times are
+// the statement's: the report's); nil when r has none to say.
+func deprecatedJSON(r HealthReport) *string {
+	if r.DeprecatedAPIs == nil {
+		return nil
+	}
+	b, _ := json.Marshal(r.DeprecatedAPIs) // plain strings and times cannot fail to marshal
+	s := string(b)
+	return &s
 }
+
+// HealthRecorded is what recording a report found: the cluster's status,
+// whether a CA rotation asks the node for a phase it has not applied (its
+// health report's answer tells it to renew now), and the drain bound the
+// live upgrade sets for this worker (0: none; the bundle's own applies).
+type HealthRecorded struct {
+	Status       string
+	RenewDue     bool
+	DrainSeconds int
+}
+
+// upgradeDrain is the drain_timeout_seconds of the running upgrade of node
+// n's cluster when that upgrade retires n, else 0. An upgrade retires, in
+// its pass, every worker not at the pass's version (upgrade.split): so a
+// worker is told its upgrade's bound from the upgrade's start, minutes
+// before its retirement (the pass moves the control plane and surges new
+// workers first), and a new worker, at the pass's version, is not. It must
+// be told before: its drain runs as its VM powers off, after the VM's
+// deletion, when its IMDS sessions have ended with it and its row is gone
+// (docs/UPGRADES.md). A paused upgrade retires nothing; an abort retires
+// no worker.
+const upgradeDrain = `coalesce((SELECT u.drain_timeout_seconds FROM cluster_upgrades u
+	WHERE u.kube_cluster_id = n.kube_cluster_id AND u.state = '` + UpgradeUpgrading + `'
+	AND n.role = '` + RoleWorker + `' AND n.kubernetes_version <> u.pass_version), 0)`
 
 // rotationAsks is whether, at time at, the live rotation of node n's
 // cluster stands at a phase and epoch n has not applied (Rotation.Moving,

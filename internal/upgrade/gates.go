@@ -3,6 +3,7 @@ package upgrade
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
@@ -10,13 +11,14 @@ import (
 )
 
 // facts are what the gates judge: the cluster, its nodes as they
-// reported, the chain asked for and whether the operator overrode the
-// deprecated-API gate.
+// reported, the chain asked for, whether the operator overrode the
+// deprecated-API gate, and the time they are judged at.
 type facts struct {
 	cluster  store.Cluster
 	nodes    []store.Node
 	passes   []apitypes.UpgradePass
 	override bool
+	now      time.Time
 }
 
 // gate is one preflight gate: its name (in the plan and the refusal), its
@@ -121,15 +123,20 @@ func versionSkew(f facts) error {
 	return nil
 }
 
-// noRemovedAPIs: no API server reported a request in the last day to an
-// API a release of the chain removes.
+// noRemovedAPIs: no API server reported a request in the last day
+// (store.DeprecatedAPIsWithin of the judgment) to an API a release of
+// the chain removes. The detail names each API, its removal, its node and
+// when the node last reported it, so the operator knows what to migrate
+// and when the gate lets go of it.
 func noRemovedAPIs(f facts) error {
 	final := minorOf(f.passes[len(f.passes)-1].To)
+	since := f.now.Add(-store.DeprecatedAPIsWithin)
 	var hits []string
 	for _, n := range live(f.nodes) {
 		for _, api := range n.DeprecatedAPIs {
-			if r := minorOf(api.RemovedRelease); r >= 0 && r <= final {
-				hits = append(hits, fmt.Sprintf("%s %s/%s (removed in %s, served by %s)", api.Resource, api.Group, api.Version, api.RemovedRelease, n.Name))
+			if r := minorOf(api.RemovedRelease); r >= 0 && r <= final && api.LastSeen.After(since) {
+				hits = append(hits, fmt.Sprintf("%s (removed in %s, served by %s, last reported %s)",
+					apiName(api), api.RemovedRelease, n.Name, api.LastSeen.UTC().Format(time.RFC3339)))
 			}
 		}
 	}
@@ -137,6 +144,11 @@ func noRemovedAPIs(f facts) error {
 		return fmt.Errorf("requested in the last day: %s", strings.Join(hits, "; "))
 	}
 	return nil
+}
+
+// apiName is the recorded API as an operator reads it (apitypes.DeprecatedAPI.Name).
+func apiName(a store.DeprecatedAPI) string {
+	return apitypes.DeprecatedAPI{Group: a.Group, Version: a.Version, Resource: a.Resource, Subresource: a.Subresource}.Name()
 }
 
 // judged is every gate of the table as f stands, then the snapshot's.

@@ -53,21 +53,26 @@ func TestVersionSkewGate(t *testing.T) {
 	}
 }
 
-// An API the chain's releases remove fails the gate; one removed later,
-// or never, does not; the override marks the failed gate overridden and
-// lets the upgrade begin.
+// An API the chain's releases remove, requested in the last day, fails
+// the gate naming it, its removal and its node; one removed later, or
+// never, does not, nor one last reported more than a day ago; the
+// override marks the failed gate overridden and lets the upgrade begin.
 func TestDeprecatedAPIsGate(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	passes := []apitypes.UpgradePass{{From: "v1.35.4", To: "v1.36.3"}}
 	cp := node("cp-1", store.RoleControlPlane, "v1.35.4")
-	cp.DeprecatedAPIs = []store.DeprecatedAPI{{Group: "x.k8s.io", Version: "v1beta1", Resource: "things", RemovedRelease: "1.37"},
-		{Group: "y.k8s.io", Version: "v1beta1", Resource: "others", RemovedRelease: ""}}
-	f := facts{cluster: store.Cluster{ControlPlaneCount: 1}, nodes: []store.Node{cp}, passes: passes}
+	cp.DeprecatedAPIs = []store.DeprecatedAPI{{Group: "x.k8s.io", Version: "v1beta1", Resource: "things", RemovedRelease: "1.37", LastSeen: now},
+		{Group: "y.k8s.io", Version: "v1beta1", Resource: "others", RemovedRelease: "", LastSeen: now},
+		{Group: "old.k8s.io", Version: "v1beta1", Resource: "gone", RemovedRelease: "1.36", LastSeen: now.Add(-store.DeprecatedAPIsWithin)}}
+	f := facts{cluster: store.Cluster{ControlPlaneCount: 1}, nodes: []store.Node{cp}, passes: passes, now: now}
 	if err := noRemovedAPIs(f); err != nil {
-		t.Errorf("APIs removed after the chain: %v", err)
+		t.Errorf("APIs removed after the chain, or last requested a day ago: %v", err)
 	}
-	f.nodes[0].DeprecatedAPIs = append(f.nodes[0].DeprecatedAPIs, store.DeprecatedAPI{Group: "z.k8s.io", Version: "v1beta2", Resource: "flows", RemovedRelease: "1.36"})
-	if err := noRemovedAPIs(f); err == nil || !strings.Contains(err.Error(), "flows z.k8s.io/v1beta2") {
-		t.Errorf("an API v1.36 removes: %v", err)
+	f.nodes[0].DeprecatedAPIs = append(f.nodes[0].DeprecatedAPIs, store.DeprecatedAPI{Group: "z.k8s.io", Version: "v1beta2", Resource: "flows",
+		Subresource: "status", RemovedRelease: "1.36", LastSeen: now.Add(-time.Hour)})
+	want := "requested in the last day: flows/status z.k8s.io/v1beta2 (removed in 1.36, served by cp-1, last reported 2026-12-03T09:00:00Z)"
+	if err := noRemovedAPIs(f); err == nil || err.Error() != want {
+		t.Errorf("an API v1.36 removes: %v, want %q", err, want)
 	}
 	if !isCode(refusal(judged(f)), "upgrade_deprecated_apis") {
 		t.Error("not refused without the override")

@@ -9,6 +9,7 @@ import (
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/apperr"
 	"github.com/excloud/k8sapi/internal/artifacts"
+	"github.com/excloud/k8sapi/internal/bundle"
 )
 
 // minorOf is the minor of a version spelled v1.36.3 or 1.36; -1 when it
@@ -66,13 +67,15 @@ func nextPass(at, to string) (string, bool) {
 }
 
 // Defaults and bounds of a request's surge and drain timeout (the
-// migration's CHECKs hold the same bounds).
+// migration's CHECKs hold the same bounds). The drain timeout's are the
+// bounds a worker takes from k8sapi (bundle.MinDrainSeconds, its units'
+// timeouts allow the longest).
 const (
 	DefaultSurge               = 1
 	MaxSurge                   = 10
 	DefaultDrainTimeoutSeconds = 300
-	MinDrainTimeoutSeconds     = 30
-	MaxDrainTimeoutSeconds     = 3600
+	MinDrainTimeoutSeconds     = bundle.MinDrainSeconds
+	MaxDrainTimeoutSeconds     = bundle.MaxDrainSeconds
 )
 
 // settings are a request's surge and drain timeout, defaulted and checked.

@@ -19,9 +19,12 @@ import (
 // take the cluster's version, which moved already), waits until they are
 // ready, then retires as many old workers by name and sets the count back.
 // A retired worker drains itself as its VM powers off (PodDisruptionBudgets
-// respected, bounded by its bundle's drain time: exk8s-drain-worker.sh),
-// so no Node is left cordoned by a failure: a worker is cordoned only as
-// it goes. A new worker that fails pauses the upgrade naming it.
+// respected: exk8s-drain-worker.sh), for at most the upgrade's
+// drain_timeout_seconds: every worker not at the pass's version (split)
+// is told that bound in the answers to its health reports from the
+// upgrade's start (store.upgradeDrain holds the same rule), long before it
+// is retired. No Node is left cordoned by a failure: a worker is cordoned
+// only as it goes. A new worker that fails pauses the upgrade naming it.
 func (s *Service) workerPools(ctx context.Context, r *run, deadline time.Time) error {
 	m, err := s.Store.MembersOf(ctx, []int64{r.c.ID})
 	if err != nil {
@@ -71,7 +74,9 @@ func (s *Service) movePool(ctx context.Context, r *run, p store.Pool, workers []
 	return s.retireOld(ctx, r, p, old)
 }
 
-// split is workers at version and not.
+// split is workers at version and not: the old ones are those the pass
+// retires (and whose health answers carry its drain bound,
+// store.upgradeDrain).
 func split(workers []store.Node, version string) (old, fresh []store.Node) {
 	for _, n := range workers {
 		if n.KubernetesVersion == version {

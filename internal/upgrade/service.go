@@ -44,7 +44,7 @@ func (s *Service) Upgrade(ctx context.Context, org auth.Principal, clusterID int
 	if err != nil {
 		return apitypes.UpgradeAnswer{}, usecase.DatabaseError(err)
 	}
-	f := facts{cluster: c, nodes: m.Nodes, passes: passes, override: req.AllowDeprecatedAPIs}
+	f := facts{cluster: c, nodes: m.Nodes, passes: passes, override: req.AllowDeprecatedAPIs, now: s.Clock()}
 	plan := planOf(f, m.Pools, surge, drain)
 	if req.DryRun {
 		return apitypes.UpgradeAnswer{Plan: plan}, nil

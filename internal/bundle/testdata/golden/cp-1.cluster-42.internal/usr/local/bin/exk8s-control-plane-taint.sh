@@ -7,7 +7,8 @@
 # count, so the last worker's pods may come back to the control plane
 # while it drains. Each control-plane node looks after its own Node only,
 # every 30 s, as exk8s-control-plane-taint's identity,
-# which RBAC lets read and patch Nodes and nothing else. It patches only
+# which RBAC lets read and patch Nodes (and read /metrics, for the health
+# report) and nothing else. It patches only
 # when the taint must change, and logs only then, or when its calls start
 # or stop failing (an API server down for an hour is two lines).
 # Tests: EXK8S_TAINT_ROUNDS rounds (0: for ever), EXK8S_TAINT_EVERY

@@ -156,9 +156,11 @@ log "started the kubelet on ${NODE_NAME}"
 progress_report kubelet_started
 
 # Started now, stopped at power-off: a removed worker drains itself and
-# deletes its Node before its VM goes (exk8s-drain-worker.sh).
+# deletes its Node before its VM goes (exk8s-drain-worker.sh). The undo
+# runs at every start: a worker that stays uncordons what a cut-off drain
+# left cordoned (nothing now: no drain ran yet).
 step "arming the drain at power-off"
-start_unit exk8s-drain.service
+start_unit exk8s-drain.service exk8s-drain-undo.service
 
 # Ready closes this worker's bootstrap window, as a control-plane node's.
 step "waiting for ${NODE_NAME} to be Ready"

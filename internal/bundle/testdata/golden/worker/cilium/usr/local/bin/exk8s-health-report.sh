@@ -15,6 +15,7 @@ set -euo pipefail
 log_as exk8s-health-report
 KUBELET_HEALTHZ='http://127.0.0.1:10248/healthz'
 CHECK_SECONDS=5
+DRAIN_BOUND_FILE="${ROOT}"'/var/lib/exk8s/drain-seconds'
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -41,10 +42,17 @@ if ! vm_proofs "$work"; then
   log "no proofs for k8sapi: the report is skipped"
   exit 1
 fi
-jq -n --argjson checks "$checks" '{checks: $checks}' >"$work/health.json"
-k8sapi_call report 'worker_health' "$work" /dev/null -X POST -H 'Content-Type: application/json' \
-  -D "$work/answer.headers" --data-binary "@$work/health.json" ||
-  { log "k8sapi did not take the report: $(cat "$work/health.json")"; exit 1; }
+
+# send_report BODY: sends the report, its answer's headers in
+# answer.headers and its HTTP status in answer.status.
+send_report() {
+  printf '%s' "$1" >"$work/health.json"
+  k8sapi_call report 'worker_health' "$work" /dev/null -X POST -H 'Content-Type: application/json' \
+    -D "$work/answer.headers" -w '%{http_code}' --data-binary "@$work/health.json" >"$work/answer.status"
+}
+
+body="$(jq -n -c --argjson checks "$checks" '{checks: $checks}')"
+send_report "$body" || { log "k8sapi did not take the report: $body"; exit 1; }
 
 # A CA rotation asks this node for a phase it has not applied: renew now,
 # not at the daily timer (the renewal applies it).
@@ -53,4 +61,16 @@ if grep -qi '^X-Exk8s-Renew: *due' "$work/answer.headers"; then
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" != "1" ]]; then
     systemctl start --no-block exk8s-renew-certificates.service || log "could not start the renewal"
   fi
+fi
+
+# The running upgrade that retires this worker tells its drain bound: kept
+# (with the time it was told) for the drain at power-off, which k8sapi
+# could not answer then (exk8s-drain-worker.sh); an answer without it
+# means the bundle's default again.
+told="$(grep -i '^X-Exk8s-Drain-Seconds:' "$work/answer.headers" | tail -n 1 | cut -d: -f2 | tr -dc '0-9')" || true
+if [[ -n "$told" ]]; then
+  mkdir -p "$(dirname "$DRAIN_BOUND_FILE")"
+  printf '%s\n' "$told" >"$DRAIN_BOUND_FILE.new" && mv -f "$DRAIN_BOUND_FILE.new" "$DRAIN_BOUND_FILE"
+else
+  rm -f "$DRAIN_BOUND_FILE"
 fi
