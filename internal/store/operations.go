@@ -151,7 +151,7 @@ func endedReason(status string) string {
 
 // leaseExpiry is when a live operation's lease runs out, -infinity for
 // one no driver took yet: the claim's one range and order over the
-// running operations, which is migration 040's index (a condition of "no
+// running operations, which is migration 038's index (a condition of "no
 // lease, or a lease before now" bounded no index, so every claim read and
 // sorted every live operation).
 const leaseExpiry = `coalesce(lease_until, '-infinity'::timestamptz)`
