@@ -31,7 +31,8 @@
 # module files, the Go version and the flags below) did not change since the
 # last build is not linked again, so a second run returns in about a second.
 #
-# Cold: several minutes on two cores. Warm cache: about two minutes.
+# Cold: several minutes on two cores (the second release's Kubernetes commands
+# took 37 minutes on a new machine under load). Warm cache: about two minutes.
 #
 # Usage: build-components.sh [control-plane|nodes|conformance].
 # control-plane (the default, what the process-level proof boots) stops

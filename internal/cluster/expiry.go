@@ -16,10 +16,10 @@ type expiry struct {
 	cas    map[string]time.Time // by cert-table name (pki.Name)
 }
 
-func expiryOf(c store.Cluster, nodes []store.Node) expiry {
+func expiryOf(c *store.Cluster, nodes []store.Node) expiry {
 	e := expiry{cas: map[string]time.Time{}}
-	for name := range keyring.CACerts(&c) {
-		if g, err := keyring.Current(&c, string(name)); err == nil && g.NotAfter != nil {
+	for _, name := range keyring.CANames() {
+		if g, err := keyring.Current(c, string(name)); err == nil && g.NotAfter != nil {
 			e.cas[string(name)] = g.NotAfter.UTC()
 		}
 	}

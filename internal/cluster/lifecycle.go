@@ -129,16 +129,15 @@ func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]apitypes.Clu
 
 // Get returns one of org's clusters; another org's is not found.
 func (s *Service) Get(ctx context.Context, org auth.Principal, id int64) (apitypes.ClusterView, error) {
-	c, m, err := s.load(ctx, org, id)
-	if err != nil {
-		return apitypes.ClusterView{}, err
+	sh, err := s.Store.ShowCluster(ctx, org.OrgID, id, recentReplacements)
+	if errors.Is(err, store.ErrNotFound) {
+		return apitypes.ClusterView{}, apperr.NotFound.Detail("no such cluster")
 	}
-	v := s.healthView(c, m)
-	rs, err := s.Store.RecentReplacements(ctx, id, recentReplacements)
 	if err != nil {
-		return v, usecase.DatabaseError(err)
+		return apitypes.ClusterView{}, usecase.DatabaseError(err)
 	}
-	v.Replacements = controlplane.ReplacementViews(rs)
+	v := s.healthView(sh.Cluster, sh.Members)
+	v.Replacements = controlplane.ReplacementViews(sh.Replacements)
 	return v, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/excloud/k8sapi/internal/clusterfacts"
 	"github.com/excloud/k8sapi/internal/clusterspec"
 	"github.com/excloud/k8sapi/internal/controlplane"
+	"github.com/excloud/k8sapi/internal/keyring"
 	"github.com/excloud/k8sapi/internal/nodehealth"
 	"github.com/excloud/k8sapi/internal/nodepool"
 	"github.com/excloud/k8sapi/internal/progress"
@@ -62,9 +63,10 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 	if at, ok := controlplane.EndpointOf(&c, nodes); ok {
 		v.EndpointVMID = at.VMID
 	}
-	e := expiryOf(c, nodes)
+	roots := keyring.Resolved(&c) // each CA's expiry read once for both
+	e := expiryOf(roots, nodes)
 	v.CertificatesExpireAt, v.CAsExpireAt = e.leaves, e.cas
-	v.CARoots = carotation.RootsOf(&c)
+	v.CARoots = carotation.RootsOf(roots)
 	if c.CARotation != nil {
 		rot := carotation.ViewOf(c.ID, c.CARotation, m.Nodes)
 		v.CARotation = &rot

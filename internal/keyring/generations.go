@@ -46,6 +46,22 @@ func Generations(c *store.Cluster, root string) []store.CAGeneration {
 	return []store.CAGeneration{GenerationOne(c, root)}
 }
 
+// Resolved is a copy of c whose CAGenerations holds every root's
+// generations, a root without rows as its generation 1 read from its
+// columns: what Generations answers for each root, each CA certificate's
+// expiry read once. A view asks for a root's generations several times
+// (its current one, the roots it shows), and reading the certificate at
+// every ask was a third of a page of clusters' CPU. For reading only: a
+// rotation tells a root's rows from its columns.
+func Resolved(c *store.Cluster) *store.Cluster {
+	r := *c
+	r.CAGenerations = nil
+	for _, root := range Roots {
+		r.CAGenerations = append(r.CAGenerations, Generations(c, root.ID)...)
+	}
+	return &r
+}
+
 // GenerationOne is root's generation 1 as c's columns hold it: what a
 // rotation adopts into a row before it adds generation 2.
 func GenerationOne(c *store.Cluster, root string) store.CAGeneration {

@@ -170,6 +170,10 @@ func Open(ctx context.Context, env *envelope.Envelope, c *store.Cluster) (*Opene
 // bundleCAs are the CAs of a cluster, in the cert table's order.
 var bundleCAs = []pki.Name{pki.ClusterCA, pki.EtcdCA, pki.FrontProxyCA}
 
+// CANames are the CAs of a cluster, in the cert table's order: the keys
+// of CACerts, without building their trust files.
+func CANames() []pki.Name { return slices.Clone(bundleCAs) }
+
 // OpenCA unwraps c's data key (one KMS Decrypt unless cached) and
 // rehydrates the current generation of the one CA named, nothing else:
 // what signing an operator's identity needs. The trust it returns holds

@@ -333,21 +333,67 @@ type Members struct {
 // one round trip (one batch) for a whole listing.
 func (s *Store) MembersOf(ctx context.Context, ids []int64) (Members, error) {
 	var m Members
-	var nodesErr, poolsErr error
 	b := &pgx.Batch{}
-	b.Queue(nodesQuery(`n.kube_cluster_id = ANY($1)`), ids).Query(func(rows pgx.Rows) error {
-		m.Nodes, nodesErr = collectNodes(rows)
-		return nil
-	})
-	b.Queue(`SELECT `+poolColumns+` FROM node_pools WHERE kube_cluster_id = ANY($1) AND state <> 'deleted'
-		ORDER BY kube_cluster_id, name`, ids).Query(func(rows pgx.Rows) error {
-		m.Pools, poolsErr = collectPools(rows)
-		return nil
-	})
-	if err := cmp.Or(s.pool.SendBatch(ctx, b).Close(), nodesErr, poolsErr); err != nil {
+	errs := queueMembers(b, &m, `ANY($1)`, ids)
+	if err := cmp.Or(s.pool.SendBatch(ctx, b).Close(), errs[0], errs[1]); err != nil {
 		return m, fmt.Errorf("loading the nodes and node pools of clusters: %w", err)
 	}
 	return m, nil
+}
+
+// queueMembers queues the reads of the nodes and live pools of the
+// clusters whose id is = clusters (an SQL expression over args) into m;
+// their errors are the answer's once the batch is read.
+func queueMembers(b *pgx.Batch, m *Members, clusters string, args ...any) *[2]error {
+	var errs [2]error
+	b.Queue(nodesQuery(`n.kube_cluster_id = `+clusters), args...).Query(func(rows pgx.Rows) error {
+		m.Nodes, errs[0] = collectNodes(rows)
+		return nil
+	})
+	b.Queue(`SELECT `+poolColumns+` FROM node_pools WHERE kube_cluster_id = `+clusters+` AND state <> 'deleted'
+		ORDER BY kube_cluster_id, name`, args...).Query(func(rows pgx.Rows) error {
+		m.Pools, errs[1] = collectPools(rows)
+		return nil
+	})
+	return &errs
+}
+
+// Shown is one cluster as GET /clusters/{id} shows it: the cluster, its
+// members and its newest replacements.
+type Shown struct {
+	Cluster      Cluster
+	Members      Members
+	Replacements []Replacement
+}
+
+// ShowCluster reads one of org's clusters, its members and its newest
+// replacements (at most replacements, newest first) in one round trip (one
+// batch): read one after the other they were three, each a wait on a busy
+// database. ErrNotFound when org has no such cluster; the other reads name
+// only a cluster of org, so another org's rows are never read.
+func (s *Store) ShowCluster(ctx context.Context, orgID, id int64, replacements int) (Shown, error) {
+	var sh Shown
+	var clusterErr, replErr error
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+clusterColumns+` FROM kube_clusters WHERE org_id = $1 AND id = $2`, orgID, id).Query(func(rows pgx.Rows) error {
+		sh.Cluster, clusterErr = collectCluster(rows)
+		return nil
+	})
+	const ofOrg = `(SELECT id FROM kube_clusters WHERE org_id = $1 AND id = $2)`
+	errs := queueMembers(b, &sh.Members, ofOrg, orgID, id)
+	b.Queue(`SELECT `+replacementColumns+` FROM node_replacements WHERE kube_cluster_id = `+ofOrg+`
+		ORDER BY id DESC LIMIT $3`, orgID, id, replacements).Query(func(rows pgx.Rows) error {
+		sh.Replacements, replErr = pgx.CollectRows(rows, pgx.RowToStructByName[Replacement])
+		return nil
+	})
+	err := s.pool.SendBatch(ctx, b).Close()
+	if clusterErr != nil {
+		return sh, fmt.Errorf("loading cluster %d: %w", id, notFound(clusterErr))
+	}
+	if err = cmp.Or(err, errs[0], errs[1], replErr); err != nil {
+		return sh, fmt.Errorf("loading cluster %d's members and replacements: %w", id, err)
+	}
+	return sh, nil
 }
 
 // nodes loads nodes matching where (over kube_nodes n), without stored

@@ -149,6 +149,13 @@ func endedReason(status string) string {
 	return ReasonSucceeded
 }
 
+// leaseExpiry is when a live operation's lease runs out, -infinity for
+// one no driver took yet: the claim's one range and order over the
+// running operations, which is migration 038's index (a condition of "no
+// lease, or a lease before now" bounded no index, so every claim read and
+// sorted every live operation).
+const leaseExpiry = `coalesce(lease_until, '-infinity'::timestamptz)`
+
 // ClaimDue takes over the oldest due operation of any kind, if any: one
 // that is live and whose lease ran out (its driver died or let go) or
 // that no driver took yet; ErrNotFound when there is none. It is held by
@@ -158,8 +165,8 @@ func endedReason(status string) string {
 func (s *Store) ClaimDue(ctx context.Context, lease Lease, now time.Time) (Operation, error) {
 	var op Operation
 	err := s.pool.QueryRow(ctx, `UPDATE operations SET lease_owner = $1, lease_until = $2, updated_at = now()
-		WHERE id = (SELECT id FROM operations WHERE ended_at IS NULL AND (lease_until IS NULL OR lease_until < $3)
-			ORDER BY lease_until NULLS FIRST, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		WHERE id = (SELECT id FROM operations WHERE state = '`+OpRunning+`' AND `+leaseExpiry+` < $3
+			ORDER BY `+leaseExpiry+`, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING id, kind, kube_cluster_id, (SELECT org_id FROM kube_clusters k WHERE k.id = kube_cluster_id), target_id`,
 		lease.Owner, lease.Until, now).Scan(&op.ID, &op.Kind, &op.ClusterID, &op.OrgID, &op.TargetID)
 	if err != nil {

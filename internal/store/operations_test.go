@@ -235,22 +235,12 @@ func TestClusterOperationsAreTheLiveOnes(t *testing.T) {
 
 // The claim with nothing due reads no ended operation: the table keeps
 // every operation ever run (the conditions read the latest), and the
-// claim finds the live ones over operations_due, which holds only those.
-// Without it and the table's other indexes of only the live ones (dropped,
+// claim finds the live ones over operations_due_by_lease, which holds
+// only those. Without it and the table's other indexes of only the live ones (dropped,
 // the contrast), the claim reads every ended row.
 func TestClaimWithNothingDueReadsNoEndedOperation(t *testing.T) {
 	ctx := context.Background()
-	pool, err := store.OpenPool(ctx, testenv.Postgres(t), store.PoolSettings{MaxConns: 1})
-	must(t, err)
-	t.Cleanup(pool.Close)
-	st := store.New(pool)
-	id := founding(t, st, lease("founder", time.Minute))
-	must(t, st.FinishFounding(ctx, id, "founder"))
-	_, err = pool.Exec(ctx, `INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, ended_at)
-		SELECT 'node-pool', $1, 'node_pool', g, 'succeeded', 'Succeeded', now() FROM generate_series(1, 5000) g`, id)
-	must(t, err)
-	_, err = pool.Exec(ctx, `ANALYZE operations`)
-	must(t, err)
+	pool, st, _ := withEndedOperations(t)
 	claim := func() int64 {
 		t.Helper()
 		return operationRowsRead(t, pool, func() {
@@ -262,11 +252,74 @@ func TestClaimWithNothingDueReadsNoEndedOperation(t *testing.T) {
 	if n := claim(); n != 0 {
 		t.Errorf("the claim with nothing due read %d rows of operations, want 0", n)
 	}
-	_, err = pool.Exec(ctx, `DROP INDEX operations_due, operations_live_of_cluster, operations_one_live`)
+	_, err := pool.Exec(ctx, `DROP INDEX operations_due_by_lease, operations_live_of_cluster, operations_one_live`)
 	must(t, err)
 	if n := claim(); n < 5000 {
 		t.Errorf("contrast: without the indexes of live operations the claim read %d rows of operations, so this test proves nothing", n)
 	}
+}
+
+// A sweep with many operations due, among a history of ended ones, reads
+// about one row per claim: the claim's order is its index's
+// (operations_due_by_lease), so a claim reads neither the due operations it leaves nor those already claimed. The
+// statistics are a quiet table's (analyzed before the operations began),
+// as a reconciler finds them when work arrives at once. Without that
+// index (dropped, the contrast) each claim reads every running operation.
+func TestClaimsOfManyDueReadAboutOneRowEach(t *testing.T) {
+	ctx := context.Background()
+	pool, st, id := withEndedOperations(t)
+	const due = 200
+	begin := func() {
+		t.Helper()
+		_, err := pool.Exec(ctx, `DELETE FROM operations WHERE kind = 'node-pool'`)
+		must(t, err)
+		_, err = pool.Exec(ctx, `INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, lease_owner, lease_until)
+			SELECT 'node-pool', $1, 'node_pool', g, 'running', 'InProgress', CASE WHEN g % 2 = 0 THEN 'died' END,
+			       CASE WHEN g % 2 = 0 THEN $2::timestamptz - interval '1 minute' END
+			FROM generate_series(1, $3::int) g`, id, opsT0, due)
+		must(t, err)
+	}
+	claimAll := func() int64 {
+		t.Helper()
+		begin()
+		return operationRowsRead(t, pool, func() {
+			for range due {
+				if _, err := st.ClaimDue(ctx, lease("sweep", time.Minute), opsT0); err != nil {
+					t.Fatalf("claim: %v", err)
+				}
+			}
+		})
+	}
+	n := claimAll()
+	t.Logf("%d claims read %d rows of operations", due, n)
+	if n > 3*due {
+		t.Errorf("%d claims read %d rows of operations, want at most %d", due, n, 3*due)
+	}
+	_, err := pool.Exec(ctx, `DROP INDEX operations_due_by_lease`)
+	must(t, err)
+	if n = claimAll(); n < due*due/4 {
+		t.Errorf("contrast: without operations_due_by_lease %d claims read %d rows of operations, so this test proves nothing", due, n)
+	}
+}
+
+// withEndedOperations is a store on a pool of one connection whose one
+// cluster has a history of 5,000 ended operations (a fleet keeps every
+// one), analyzed: the cluster's id.
+func withEndedOperations(t *testing.T) (*pgxpool.Pool, *store.Store, int64) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := store.OpenPool(ctx, testenv.Postgres(t), store.PoolSettings{MaxConns: 1})
+	must(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	id := founding(t, st, lease("founder", time.Minute))
+	must(t, st.FinishFounding(ctx, id, "founder"))
+	_, err = pool.Exec(ctx, `INSERT INTO operations (kind, kube_cluster_id, target_type, target_id, state, reason, ended_at)
+		SELECT 'node-replacement', $1, 'node_replacement', g, 'succeeded', 'Succeeded', now() FROM generate_series(1, 5000) g`, id)
+	must(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE operations`)
+	must(t, err)
+	return pool, st, id
 }
 
 // operationRowsRead is the heap rows of operations that do read on pool's

@@ -31,19 +31,6 @@ func (s *Store) SetClusterSpec(ctx context.Context, orgID, id int64, spec []byte
 	return nil
 }
 
-// RecentReplacements are the cluster's newest control-plane node
-// replacements, at most limit, newest first: the one in progress and
-// how the last ones ended.
-func (s *Store) RecentReplacements(ctx context.Context, clusterID int64, limit int) ([]Replacement, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+replacementColumns+` FROM node_replacements
-		WHERE kube_cluster_id = $1 ORDER BY id DESC LIMIT $2`, clusterID, limit)
-	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Replacement])
-	if err != nil {
-		return nil, fmt.Errorf("loading the replacements of cluster %d: %w", clusterID, err)
-	}
-	return rs, nil
-}
-
 // RemediationSettings are a cluster's remediation settings as stored
 // (migration 028).
 type RemediationSettings struct {
