@@ -316,6 +316,7 @@ func (p *provenCluster) checkUpgraded(t *testing.T, workers []poolWorker) {
 		errorf(t, "the API server's /version after the upgrade: %v %s", err, out)
 	}
 	p.checkNodeVersionsRecorded(t, want)
+	p.checkAddonsMoved(t)
 	if out, err := p.c.votingMembers(ctx, len(p.c.machines)); err != nil {
 		errorf(t, "etcd after the upgrade: %v", err)
 	} else {
@@ -343,6 +344,27 @@ func (p *provenCluster) checkNodeVersionsRecorded(t *testing.T, version string) 
 	for _, n := range cv.Nodes {
 		if n.KubernetesVersion != version {
 			errorf(t, "k8sapi shows %s at %s after the upgrade, want %s", n.Name, n.KubernetesVersion, version)
+		}
+	}
+}
+
+// movedAddons are the addons an upgrade moves to its release's images:
+// kind/name in kube-system, and the image repository and tag it must run.
+var movedAddons = []struct{ object, image string }{
+	{"daemonset/kube-proxy", "/kube-proxy:" + upgradeRelease.Kubernetes},
+	{"deployment/coredns", "/coredns/coredns:" + upgradeRelease.CoreDNS},
+}
+
+// checkAddonsMoved: kube-proxy and CoreDNS run the new release's images
+// (the upgrade's addons step, applied by one control-plane node).
+func (p *provenCluster) checkAddonsMoved(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, a := range movedAddons {
+		out, err := p.c.kubectl(ctx, "-n", "kube-system", "get", a.object, "-o", "jsonpath={.spec.template.spec.containers[*].image}")
+		if err != nil || !strings.Contains(string(out), a.image) {
+			errorf(t, "%s after the upgrade runs %q (%v), want %s", a.object, out, err, a.image)
 		}
 	}
 }
