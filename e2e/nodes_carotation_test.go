@@ -167,32 +167,42 @@ func (p *provenCluster) checkOldCredentialsRefused(t *testing.T, kubeconfig, tok
 	// refused connection proves nothing, so wait for it to answer at all.
 	eventually(t, p.r, "the initial node's API server answers after the rotation", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
 		out, _ := m.Exec(ctx, "kubectl", "--kubeconfig=/dev/null", "--server=https://127.0.0.1:6443", "--insecure-skip-tls-verify", "get", "--raw", "/readyz")
-		if strings.Contains(string(out), "refused") {
+		if connectionRefused(out) {
 			return "", fmt.Errorf("%s", out)
 		}
 		return "answers", nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	for _, old := range []string{kubeconfig, adminKubeconfig} {
-		// Its server may be another node, restarting too: a refused
-		// connection is waited out, an answer must be a refusal.
-		eventually(t, p.r, old+", of the old cluster CA, refused as a credential", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
-			out, err := m.Exec(ctx, "kubectl", "--kubeconfig="+old, "get", "--raw", "/readyz")
-			switch {
-			case err == nil:
-				fatalf(t, "%s, of the old cluster CA, still works: %s", old, out)
-			case strings.Contains(string(out), "connection refused"):
-				return "", fmt.Errorf("%s", out)
-			}
-			return strings.TrimSpace(string(out)), nil
-		})
+		p.checkRefused(t, old+", of the old cluster CA,", "", "--kubeconfig="+old)
 	}
-	out, err := m.Exec(ctx, "kubectl", "--kubeconfig=/dev/null", "--server=https://127.0.0.1:6443", "--insecure-skip-tls-verify",
-		"--token="+token, "get", "--raw", "/readyz")
-	if err == nil || !strings.Contains(string(out), "nauthorized") {
-		fatalf(t, "a token of the old signer after the rotation: %v %s", err, out)
-	}
+	p.checkRefused(t, "a token of the old signer", "nauthorized", "--kubeconfig=/dev/null", "--server=https://127.0.0.1:6443",
+		"--insecure-skip-tls-verify", "--token="+token)
+}
+
+// checkRefused: kubectl with the credential in args is refused (its answer
+// naming want, when given). Its server may be restarting (a renewal, or
+// another node's): a refused connection is waited out, never counted.
+func (p *provenCluster) checkRefused(t *testing.T, what, want string, args ...string) {
+	t.Helper()
+	m := p.c.initial()
+	eventually(t, p.r, what+" refused as a credential", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
+		out, err := m.Exec(ctx, append(append([]string{"kubectl"}, args...), "get", "--raw", "/readyz")...)
+		switch {
+		case err == nil:
+			fatalf(t, "%s still works: %s", what, out)
+		case connectionRefused(out):
+			return "", fmt.Errorf("%s", out)
+		case !strings.Contains(string(out), want):
+			fatalf(t, "%s: %v %s, want a refusal naming %q", what, err, out, want)
+		}
+		return strings.TrimSpace(string(out)), nil
+	})
+}
+
+// connectionRefused says whether kubectl's output is a refused connection
+// ("The connection to the server ... was refused", or the dialer's own).
+func connectionRefused(out []byte) bool {
+	return strings.Contains(string(out), "was refused") || strings.Contains(string(out), "connection refused")
 }
 
 // useOperatorKubeconfig points the proof's kubectl at an admin kubeconfig
