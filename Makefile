@@ -99,6 +99,12 @@ e2e-ca-rotation: export E2E_CA_ROTATION := 1
 e2e-ca-rotation:
 	$(NODE_PROOF_FOCUSED)
 
+## e2e-scaling: the node proof's bring-up and the control-plane scaling 3 → 5 → 3
+## (E2E_SCALING_ONLY=1; root; e2e/README.md)
+e2e-scaling: export E2E_SCALING_ONLY := 1
+e2e-scaling:
+	$(NODE_PROOF_FOCUSED)
+
 ## e2e-upgrade: the node proof's bring-up and pool step, whose rolling upgrade moves
 ## the control plane and the workers v1.35.4 → v1.36.3 (root; e2e/README.md)
 e2e-upgrade: export E2E_POOL_ONLY := 1

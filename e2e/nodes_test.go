@@ -133,7 +133,11 @@ func TestNodesBecomeACluster(t *testing.T) {
 	// After the subset: the lifecycle replaces a node and restores into a
 	// new cluster, and the subset judges the cluster as founded.
 	held = append(held, p.checkEtcdLifecycle(t)...)
-	held = append(held, p.checkScaling(t)...)
+	if os.Getenv(scalingEnv) == "1" {
+		// Its own target (make e2e-scaling) since the upgrade's three
+		// replacements joined the default run: CI's time holds one of them.
+		held = append(held, p.checkScaling(t)...)
+	}
 	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
 	held = append(held, tl.remediationSummary())
 	tl.finish(t)
@@ -141,6 +145,10 @@ func TestNodesBecomeACluster(t *testing.T) {
 		len(c.machines), len(c.machines), strings.Join(held, "; "),
 		tl.at("every node Ready").Seconds(), tl.at("workloads reachable").Seconds(), rebooted.Seconds())
 }
+
+// scalingEnv adds the control-plane scaling 3 → 5 → 3 to the default run
+// when "1" (E2E_SCALING_ONLY=1 runs it alone after the bring-up).
+const scalingEnv = "E2E_SCALING"
 
 // focusedRun does the bring-up then one step only, when its variable is
 // 1: an iteration on that step skips the renewals, the reboot and the
