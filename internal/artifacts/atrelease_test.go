@@ -36,3 +36,18 @@ func TestAtReleaseIsTheRecordAtTheNodesRelease(t *testing.T) {
 		t.Error("AtRelease wrote into the record's pins")
 	}
 }
+
+// An upgrade never moves etcd back: a cluster recorded at a later patch
+// of the release's etcd minor keeps it; another minor takes the release's.
+func TestAtReleaseKeepsALaterEtcdPatch(t *testing.T) {
+	next, _ := ReleaseOf("v1.36.3")
+	for recorded, want := range map[string]string{
+		"v3.6.16": "v3.6.16", next.Etcd: next.Etcd, "v3.6.1": next.Etcd, "v3.5.21": next.Etcd, "": next.Etcd,
+	} {
+		record := Default()
+		record.EtcdVersion = recorded
+		if got := record.AtRelease(next, Default(), clusterfacts.CNIFlannel).EtcdVersion; got != want {
+			t.Errorf("recorded etcd %q: the node at %s runs %q, want %q", recorded, next.Kubernetes, got, want)
+		}
+	}
+}

@@ -246,6 +246,16 @@ func (s *Service) clusterVersion(ctx context.Context, r *run, _ time.Time) error
 // recordAt is c's artifact record at version (artifacts.Set.AtRelease);
 // nil for a cluster that never had one.
 func (s *Service) recordAt(c store.Cluster, version string) ([]byte, error) {
+	a, err := s.setAt(c, version)
+	if a == nil || err != nil {
+		return nil, err
+	}
+	return json.Marshal(a)
+}
+
+// setAt is c's recorded set as its nodes at version use it
+// (artifacts.Set.AtRelease); nil for a cluster that never had one.
+func (s *Service) setAt(c store.Cluster, version string) (*artifacts.Set, error) {
 	if c.Artifacts == nil {
 		return nil, nil
 	}
@@ -258,7 +268,8 @@ func (s *Service) recordAt(c store.Cluster, version string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(a.AtRelease(r, s.Settings.Artifacts, cni))
+	at := a.AtRelease(r, s.Settings.Artifacts, cni)
+	return &at, nil
 }
 
 // nextPassOrDone starts the chain's next pass, or ends the upgrade done.

@@ -73,15 +73,29 @@ func (s *Service) begins(f facts, plan apitypes.UpgradePlan) error {
 		return err
 	}
 	for _, p := range f.passes {
-		r, _ := artifacts.ReleaseOf(p.To) // passesTo walked the table
-		a := s.Settings.Artifacts.For(r, "").Record(p.To, cni)
-		if missing := a.Unpinned(p.To, cni, artifacts.FoundingArch); len(missing) > 0 && !a.DigestFallback {
+		a, err := s.passSet(f.cluster, p.To, cni)
+		if err != nil {
+			return err
+		}
+		if missing := a.Unpinned(p.To, cni, artifacts.FoundingArch); len(missing) > 0 && !s.Settings.Artifacts.DigestFallback {
 			return apperr.ArtifactsNotPinned.Detailf("the artifact manifest pins no SHA-256 for %s's %s (%s); nothing was changed. "+
 				"Pin them (scripts/pin-artifacts.sh) or allow the published-digest fallback (ARTIFACT_DIGEST_FALLBACK=true)",
 				p.To, strings.Join(missing, ", "), artifacts.FoundingArch)
 		}
 	}
 	return nil
+}
+
+// passSet is the set the pass's nodes download by: the cluster's record
+// at the pass's release (its pins, a later etcd patch kept), or the
+// deployment's for a cluster that has no record.
+func (s *Service) passSet(c store.Cluster, version string, cni clusterfacts.CNI) (artifacts.Set, error) {
+	a, err := s.setAt(c, version)
+	if a == nil || err != nil {
+		r, _ := artifacts.ReleaseOf(version) // passesTo walked the table
+		return s.Settings.Artifacts.For(r, "").Record(version, cni), err
+	}
+	return *a, nil
 }
 
 func gatePassed(plan apitypes.UpgradePlan, name string) bool {
