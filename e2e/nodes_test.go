@@ -134,8 +134,8 @@ func TestNodesBecomeACluster(t *testing.T) {
 	// new cluster, and the subset judges the cluster as founded.
 	held = append(held, p.checkEtcdLifecycle(t)...)
 	if os.Getenv(scalingEnv) == "1" {
-		// Its own target (make e2e-scaling) since the upgrade's three
-		// replacements joined the default run: CI's time holds one of them.
+		// Its own target (make e2e-scaling): CI's time holds it or the
+		// upgrade's three replacements, which are to take its place.
 		held = append(held, p.checkScaling(t)...)
 	}
 	held = append(held, p.checkPool(t)...) // last: its workers taint the control plane
