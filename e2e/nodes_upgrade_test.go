@@ -174,15 +174,21 @@ func (u *upgradeTender) tend(context.Context) (string, error) {
 	if up.State == "paused" || up.State == "aborted" {
 		fatalf(u.t, "the upgrade %s at node %q: %s", up.State, up.PausedNode, up.StateReason)
 	}
+	// Retired first: the platform hands a deleted VM's address to the next
+	// VM it makes, so a machine still up at an address would share it with
+	// the new one (seen: etcd and API timeouts on the whole node network).
+	retired, err := u.retireDeleted()
+	if err != nil {
+		return "", err
+	}
 	if err := u.p.bootNewControlPlaneVMs(u.t); err != nil {
 		return "", err
 	}
 	if err := u.bootNewWorkers(); err != nil {
 		return "", err
 	}
-	retired, err := u.retireDeleted()
-	if err != nil || up.State != "done" || retired > 0 {
-		return "", fmt.Errorf("upgrade %s (pass %s) %s; machines retired now %d (%v)", up.State, up.PassTo, up.StateReason, retired, err)
+	if up.State != "done" || retired > 0 {
+		return "", fmt.Errorf("upgrade %s (pass %s) %s; machines retired now %d", up.State, up.PassTo, up.StateReason, retired)
 	}
 	return fmt.Sprintf("%d control-plane and %d workers moved", u.movedControlPlane, u.movedWorkers), nil
 }
