@@ -13,7 +13,7 @@ func main() {
 	required := []string{"KMS_KEY_ID", "COMPUTE_API_URL", "DNS_API_URL", "BOOTSTRAP_BASE_URL"}
 	wiring.Serve(api.CreateClusterFunction, required, func(app *wiring.App, srv *api.Server) error {
 		r, err := bundle.NewFoundingRenderer()
-		wiring.ServeFounding(srv, app.UseCases(r))
+		wiring.ServeFounding(srv, app.UseCases(r, app.Envelope()))
 		srv.Audit = app.Store // migration 014 grants it the insert
 		return err
 	})

@@ -31,7 +31,7 @@ func main() {
 	if err != nil {
 		wiring.Fatal(err)
 	}
-	rec := &reconciler.Reconciler{Deps: app.UseCases(r), ServiceToken: token}
+	rec := &reconciler.Reconciler{Deps: app.UseCases(r, app.OpeningEnvelope()), ServiceToken: token}
 	snapshots := &etcdsnapshot.Schedule{Store: app.Store}
 	// The scheduled event carries nothing the run needs.
 	lambda.Start(func(ctx context.Context) (reconciler.Report, error) {

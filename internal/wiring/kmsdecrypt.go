@@ -121,3 +121,9 @@ func kmsDecryptOnce(ctx context.Context, cfg aws.Config, hc *http.Client, body [
 func refuseGenerate(context.Context, *kms.GenerateDataKeyInput, ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
 	return nil, errors.New("kms GenerateDataKey: this function opens data keys only")
 }
+
+// refuseDecrypt is the Decrypt of a function that never opens a data key
+// (its key policy grants it nothing).
+func refuseDecrypt(context.Context, *kms.DecryptInput, ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	return nil, errors.New("kms Decrypt: this function opens no data keys")
+}

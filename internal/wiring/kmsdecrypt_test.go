@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/smithy-go"
 
+	"github.com/excloud/k8sapi/internal/config"
 	"github.com/excloud/k8sapi/internal/envelope"
 	"github.com/excloud/k8sapi/internal/testenv"
 )
@@ -60,5 +62,21 @@ func TestKMSDecryptCallIsTheClients(t *testing.T) {
 	}
 	if _, err := opener.OpenDataKey(ctx, envelope.Scope{OrgID: 1, ClusterID: 3}, dk.Wrapped); !errors.Is(err, envelope.ErrOpen) {
 		t.Fatalf("another cluster's scope: %v, want ErrOpen", err)
+	}
+}
+
+// A function whose key policy grants nothing (ClustersFunction) refuses
+// both calls itself, the way KMS would refuse them in AWS, so a use case
+// that starts to need a data key there fails locally as it would deployed.
+func TestClosedEnvelopeRefusesEveryKMSCall(t *testing.T) {
+	app := &App{Config: config.Config{KMSKeyID: "k"}}
+	env := app.ClosedEnvelope()
+	scope := envelope.Scope{OrgID: 1, ClusterID: 2}
+	// Refused here, not by a KMS client's failing request.
+	if _, err := env.NewDataKey(context.Background(), scope); err == nil || !strings.Contains(err.Error(), "opens data keys only") {
+		t.Errorf("a closed envelope made a data key: %v", err)
+	}
+	if _, err := env.OpenDataKey(context.Background(), scope, []byte("wrapped")); err == nil || !strings.Contains(err.Error(), "opens no data keys") {
+		t.Errorf("a closed envelope opened a data key: %v", err)
 	}
 }

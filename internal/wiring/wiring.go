@@ -138,11 +138,12 @@ func (a *App) Envelope() *envelope.Envelope {
 // UseCases returns the dependencies of the operator use cases (package
 // usecase). r renders userdata and admin kubeconfigs; deleting needs it
 // too (a VM whose create answer was lost is found by repeating the
-// create).
-func (a *App) UseCases(r *bundle.Renderer) *usecase.Deps {
+// create). env is the envelope the function's key policy allows:
+// Envelope, OpeningEnvelope or ClosedEnvelope.
+func (a *App) UseCases(r *bundle.Renderer, env *envelope.Envelope) *usecase.Deps {
 	hc := &http.Client{Timeout: platformTimeout}
 	return &usecase.Deps{
-		Store: a.Store, Envelope: a.Envelope(), Renderer: r, Log: a.Log,
+		Store: a.Store, Envelope: env, Renderer: r, Log: a.Log,
 		Compute: compute.NewHTTP(a.Config.ComputeAPIURL, hc),
 		DNS:     dns.NewHTTP(a.Config.DNSAPIURL, hc),
 		Settings: usecase.Settings{
@@ -156,10 +157,19 @@ func (a *App) UseCases(r *bundle.Renderer) *usecase.Deps {
 }
 
 // OpeningEnvelope is Envelope for a function that only opens data keys
-// (GetBundleFunction): Decrypt is one signed request, not the SDK's KMS
+// (GetBundleFunction, ReconcilerFunction: their key policy statements grant
+// Decrypt alone): Decrypt is one signed request, not the SDK's KMS
 // client (kmsdecrypt.go says why).
 func (a *App) OpeningEnvelope() *envelope.Envelope {
 	calls := kmsCalls{generate: refuseGenerate, decrypt: kmsDecryptCall(a.AWS, &http.Client{Timeout: platformTimeout})}
+	return envelope.New(metrics.CountKMS(calls), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
+}
+
+// ClosedEnvelope is the envelope of a function the key policy grants no
+// KMS use (ClustersFunction: template.yaml names it in no statement). It
+// refuses both calls here, as KMS would, and links no KMS client.
+func (a *App) ClosedEnvelope() *envelope.Envelope {
+	calls := kmsCalls{generate: refuseGenerate, decrypt: refuseDecrypt}
 	return envelope.New(metrics.CountKMS(calls), a.Config.KMSKeyID, envelope.NewCache(dataKeyMaxAge, dataKeyMaxUses, dataKeyEntries))
 }
 
