@@ -139,6 +139,17 @@ if grep -qi {{ shq (printf "^%s: *%s" .Health.RenewHeader .Health.RenewDue) }} "
     systemctl start --no-block exk8s-renew-certificates.service || log "could not start the renewal"
   fi
 fi
+{{- if .ControlPlane }}
+
+# A pending etcd snapshot was handed to this node (an upgrade waits on it,
+# or an operator asked): take it now, not at the snapshot timer's next ask.
+if grep -qi {{ shq (printf "^%s: *%s" .Health.SnapshotHeader .Health.SnapshotDue) }} "$work/answer.headers"; then
+  log "k8sapi hands this node an etcd snapshot to take"
+  if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" != "1" ]]; then
+    systemctl start --no-block exk8s-etcd-snapshot.service || log "could not start the etcd snapshot"
+  fi
+fi
+{{- end }}
 {{- if .Worker }}
 
 # The running upgrade that retires this worker tells its drain bound: kept

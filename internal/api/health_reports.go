@@ -29,7 +29,10 @@ func (s *Server) reportWorkerHealth(w http.ResponseWriter, r *http.Request) {
 // has not applied, bundle.RenewHeader, and the node's health script starts
 // its renewal at once instead of at its daily timer; to a worker the
 // running upgrade retires, bundle.DrainHeader, the upgrade's drain bound,
-// which its drain then applies (docs/UPGRADES.md).
+// which its drain then applies (docs/UPGRADES.md); to the control-plane
+// node a pending etcd snapshot was handed to, bundle.SnapshotHeader, and
+// it takes the snapshot at once instead of at its snapshot timer's next
+// ask (docs/ETCD-SNAPSHOTS.md).
 func recordHealth(s *Server, w http.ResponseWriter, r *http.Request,
 	record func(context.Context, auth.BootstrapVM, nodehealth.Report) (nodehealth.Answer, error)) {
 	recordReport(s, w, r, func(ctx context.Context, vm auth.BootstrapVM, rep nodehealth.Report) error {
@@ -39,6 +42,9 @@ func recordHealth(s *Server, w http.ResponseWriter, r *http.Request,
 		}
 		if a.DrainSeconds > 0 {
 			w.Header().Set(bundle.DrainHeader, strconv.Itoa(a.DrainSeconds))
+		}
+		if a.Snapshot {
+			w.Header().Set(bundle.SnapshotHeader, bundle.SnapshotDue)
 		}
 		return err
 	})

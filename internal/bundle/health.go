@@ -33,6 +33,16 @@ const (
 // drain at power-off (worker.go). Absent: the bundle's own bound.
 const DrainHeader = "X-Exk8s-Drain-Seconds"
 
+// SnapshotHeader is the header of a control-plane node's health report's
+// answer that, SnapshotDue, tells the node a pending etcd snapshot was
+// handed to it: its health script starts the snapshot service now, so
+// the snapshot does not wait for the snapshot timer's next ask
+// (SnapshotAskEvery).
+const (
+	SnapshotHeader = "X-Exk8s-Snapshot"
+	SnapshotDue    = "due"
+)
+
 // healthView is what the health script checks and where it reports: the
 // kubelet's /healthz, and on a control-plane node its etcd member (as
 // the API server's etcd client, which the etcd CA trusts) and its API
@@ -44,6 +54,7 @@ type healthView struct {
 	Route                         string // the VM route's name in the shell library (VMRoutes)
 	RenewHeader, RenewDue         string
 	DrainHeader, DrainBoundFile   string
+	SnapshotHeader, SnapshotDue   string
 	EverySeconds, CheckSeconds    int
 	KubeletHealthz                string
 	EtcdHealth                    string
@@ -70,7 +81,7 @@ const DeprecatedMetric = "apiserver_requested_deprecated_apis"
 func newHealthView(route string) healthView {
 	return healthView{
 		Route: route, EverySeconds: int(HealthEvery / time.Second), CheckSeconds: 5, RenewHeader: RenewHeader, RenewDue: RenewDue,
-		DrainHeader: DrainHeader, DrainBoundFile: DrainBoundFile,
+		DrainHeader: DrainHeader, DrainBoundFile: DrainBoundFile, SnapshotHeader: SnapshotHeader, SnapshotDue: SnapshotDue,
 		KubeletHealthz: "http://127.0.0.1:10248/healthz",
 		EtcdHealth:     "https://127.0.0.1:2379/health",
 		EtcdCACert:     CertPath(pki.EtcdCA), EtcdCert: CertPath(pki.APIServerEtcdClient), EtcdKey: KeyPath(pki.APIServerEtcdClient),

@@ -164,3 +164,24 @@ func TestWorkerHealthScriptKeepsTheDrainBoundItIsTold(t *testing.T) {
 		t.Errorf("a control-plane node kept a drain bound: %v", err)
 	}
 }
+
+// A control-plane node told that a pending etcd snapshot was handed to it
+// (SnapshotHeader) starts taking it at once; without the header it does
+// not, and a worker, which takes no snapshots, never does.
+func TestHealthScriptStartsTheSnapshotItIsHanded(t *testing.T) {
+	const starts = "hands this node an etcd snapshot"
+	_, vm, root := renewalNode(t)
+	path := fakeChecks(t, `{"health":"true"}`, "")
+	if out, err := runNodeScript(t, vm, root, HealthScript, path); err != nil || strings.Contains(out, starts) {
+		t.Fatalf("no snapshot handed: %v\n%s", err, out)
+	}
+	vm.healthHeaders = map[string]string{SnapshotHeader: SnapshotDue}
+	if out, err := runNodeScript(t, vm, root, HealthScript, path); err != nil || !strings.Contains(out, starts) {
+		t.Fatalf("a snapshot handed: %v, want it started\n%s", err, out)
+	}
+	h := newWorkerHost(t)
+	h.vm.healthHeaders = map[string]string{SnapshotHeader: SnapshotDue}
+	if out, err := runNodeScript(t, h.vm, h.root, HealthScript, fakeChecks(t, "", "")); err != nil || strings.Contains(out, starts) {
+		t.Fatalf("a worker told of a snapshot: %v\n%s", err, out)
+	}
+}

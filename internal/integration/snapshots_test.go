@@ -16,6 +16,7 @@ import (
 
 	"github.com/excloud/k8sapi/internal/apitypes"
 	"github.com/excloud/k8sapi/internal/auth"
+	"github.com/excloud/k8sapi/internal/bundle"
 	"github.com/excloud/k8sapi/internal/etcdsnapshot"
 	"github.com/excloud/k8sapi/internal/objectstore"
 	"github.com/excloud/k8sapi/internal/stacktest"
@@ -237,6 +238,63 @@ func checkOneObjectURL(t *testing.T, bucket *objectstore.Bucket, up uploadBody) 
 
 // A VM of another cluster (of the same org, with every proof) gets no URL
 // for a snapshot of a cluster it is no node of, and cannot report one.
+// The node a pending snapshot was handed to is told so in the answer to
+// its health report, and takes it at once (its health script starts the
+// snapshot service) instead of at its snapshot timer's next ask, minutes
+// away: an upgrade waits on that snapshot before its first node moves.
+// Another node is told nothing, and nothing is said once it is taken.
+func TestEtcdSnapshotIsToldToItsNodeAtItsHealthReport(t *testing.T) {
+	s, _ := snapshotStack(t)
+	res := s.Found(1, stacktest.ThreeNodes)
+	chosen, other := s.proof(res.ControlPlaneVMIDs[0]), s.proof(res.ControlPlaneVMIDs[1])
+	for _, vm := range []vmProof{chosen, other} {
+		s.FetchBundle(vm.id, vm.imds, vm.access)
+		s.mustReport(vm, `{"phase":"ready"}`, http.StatusNoContent)
+	}
+	told := func(vm vmProof) string {
+		t.Helper()
+		r := s.VMCall(http.MethodPost, bundle.HealthPathTemplate, vm.id, vm.imds, vm.access, cpHealthy)
+		if r.Status != http.StatusNoContent {
+			t.Fatalf("health report of vm %d = %d %s", vm.id, r.Status, r.Body)
+		}
+		return r.Header.Get(bundle.SnapshotHeader)
+	}
+	if got := told(chosen); got != "" {
+		t.Fatalf("with no snapshot pending the node is told %q", got)
+	}
+	r := s.takeSnapshot(1, res.ClusterID)
+	var taken snapshotItem
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("POST etcd-snapshots = %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &taken)
+	if taken.NodeVMID != chosen.id {
+		t.Fatalf("the snapshot went to vm %d, want %d", taken.NodeVMID, chosen.id)
+	}
+	if got := told(chosen); got != bundle.SnapshotDue {
+		t.Errorf("the chosen node is told %q, want %q", got, bundle.SnapshotDue)
+	}
+	if got := told(other); got != "" {
+		t.Errorf("the node not chosen is told %q, want nothing", got)
+	}
+	// Taken and reported: nothing more to tell.
+	up := s.askSnapshot(chosen)
+	var ask uploadBody
+	up.JSON(t, &ask)
+	body := []byte("etcd snapshot bytes")
+	if code := put(t, ask.UploadURL, body); code != http.StatusOK {
+		t.Fatalf("PUT to the presigned URL: %d", code)
+	}
+	sum := sha256.Sum256(body)
+	rep := `{"id":` + itoa(ask.ID) + `,"size_bytes":` + itoa(int64(len(body))) + `,"sha256":"` + hex.EncodeToString(sum[:]) + `"}`
+	if r := s.reportSnapshot(chosen, rep); r.Status != http.StatusOK {
+		t.Fatalf("snapshot report = %d %s", r.Status, r.Body)
+	}
+	if got := told(chosen); got != "" {
+		t.Errorf("after its snapshot was reported the node is told %q", got)
+	}
+}
+
 func TestEtcdSnapshotOtherClustersVM(t *testing.T) {
 	s, _ := snapshotStack(t)
 	id, vm := s.readyNode(t)

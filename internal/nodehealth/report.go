@@ -122,10 +122,12 @@ type Service struct {
 // Answer is what a report's answer tells the node: renew now (a CA
 // rotation asks it for a phase it has not applied), and, to a worker the
 // running upgrade retires, that upgrade's drain bound in seconds (0: its
-// bundle's own).
+// bundle's own), and, to a control-plane node a pending etcd snapshot was
+// handed to, to take it now.
 type Answer struct {
 	Renew        bool
 	DrainSeconds int
+	Snapshot     bool
 }
 
 // Report records the report of vm, a control-plane node.
@@ -153,7 +155,7 @@ func (s *Service) record(ctx context.Context, vm auth.BootstrapVM, role clusterf
 	case got.Status != store.StatusActive:
 		return Answer{}, apperr.ClusterNotActive.Detail("the VM's cluster is " + got.Status)
 	}
-	return Answer{Renew: got.RenewDue, DrainSeconds: got.DrainSeconds}, nil
+	return Answer{Renew: got.RenewDue, DrainSeconds: got.DrainSeconds, Snapshot: got.SnapshotDue}, nil
 }
 
 func (s *Service) now() time.Time {

@@ -48,7 +48,7 @@ const MaxDeprecatedAPIsKept = 64
 func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
 	var out HealthRecorded
 	err := s.pool.QueryRow(ctx, `WITH node AS (
-			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew, `+upgradeDrain+` AS drain
+			SELECT n.id, k.status, `+rotationAsks("$4")+` AS renew, `+upgradeDrain+` AS drain, `+snapshotAsked+` AS snapshot
 			FROM kube_nodes n JOIN kube_clusters k ON k.id = n.kube_cluster_id
 			WHERE n.vm_id = $1 AND k.org_id = $2 AND n.role = $3
 		), recorded AS (
@@ -59,8 +59,8 @@ func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorde
 				deprecated_apis_reported_at = CASE WHEN $7::jsonb IS NULL THEN n.deprecated_apis_reported_at ELSE $4 END
 			FROM node WHERE n.id = node.id AND node.status = 'active' RETURNING 1
 		)
-		SELECT status, renew, drain FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing, deprecatedJSON(r),
-		DeprecatedAPIsWithin.Seconds(), MaxDeprecatedAPIsKept).Scan(&out.Status, &out.RenewDue, &out.DrainSeconds)
+		SELECT status, renew, drain, snapshot FROM node`, r.VMID, r.OrgID, r.Role, r.At, r.ChecksJSON, r.Failing, deprecatedJSON(r),
+		DeprecatedAPIsWithin.Seconds(), MaxDeprecatedAPIsKept).Scan(&out.Status, &out.RenewDue, &out.DrainSeconds, &out.SnapshotDue)
 	if err != nil {
 		return out, fmt.Errorf("recording the health of vm %d: %w", r.VMID, notFound(err))
 	}
@@ -95,13 +95,24 @@ func deprecatedJSON(r HealthReport) *string {
 
 // HealthRecorded is what recording a report found: the cluster's status,
 // whether a CA rotation asks the node for a phase it has not applied (its
-// health report's answer tells it to renew now), and the drain bound the
-// live upgrade sets for this worker (0: none; the bundle's own applies).
+// health report's answer tells it to renew now), the drain bound the
+// live upgrade sets for this worker (0: none; the bundle's own applies)
+// and whether a pending etcd snapshot names this node (it takes it now,
+// not at its snapshot timer's next ask).
 type HealthRecorded struct {
 	Status       string
 	RenewDue     bool
 	DrainSeconds int
+	SnapshotDue  bool
 }
+
+// snapshotAsked is whether the cluster's pending etcd snapshot (one at
+// most: etcd_snapshots' partial unique index, which this reads by) was
+// handed to node n. An upgrade waits on the one it asks before its first
+// node moves, and an operator's on-demand one should not wait out the
+// node's snapshot timer (minutes) either.
+const snapshotAsked = `EXISTS (SELECT 1 FROM etcd_snapshots s
+	WHERE s.kube_cluster_id = n.kube_cluster_id AND s.state = 'pending' AND s.node_vm_id = n.vm_id)`
 
 // upgradeDrain is the drain_timeout_seconds of the running upgrade of node
 // n's cluster when that upgrade retires n, else 0. An upgrade retires, in

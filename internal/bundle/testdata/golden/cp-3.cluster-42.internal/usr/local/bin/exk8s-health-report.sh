@@ -126,3 +126,12 @@ if grep -qi '^X-Exk8s-Renew: *due' "$work/answer.headers"; then
     systemctl start --no-block exk8s-renew-certificates.service || log "could not start the renewal"
   fi
 fi
+
+# A pending etcd snapshot was handed to this node (an upgrade waits on it,
+# or an operator asked): take it now, not at the snapshot timer's next ask.
+if grep -qi '^X-Exk8s-Snapshot: *due' "$work/answer.headers"; then
+  log "k8sapi hands this node an etcd snapshot to take"
+  if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" != "1" ]]; then
+    systemctl start --no-block exk8s-etcd-snapshot.service || log "could not start the etcd snapshot"
+  fi
+fi
