@@ -168,14 +168,15 @@ bench-bringup:
 
 ## bench-lifecycle: the node proof's operations on its live cluster (the
 ## control-plane remediation, the scaling 3 → 5 → 3, the pool with a worker's
-## remediation and the CA rotation of every root), each timed against its
-## issue's goal into BENCHMARKS.md (root, as make e2e; e2e/README.md)
+## remediation, the CA rotation of every root and the rolling upgrade
+## v1.35.4 → v1.36.3), each timed against its issue's goal into
+## BENCHMARKS.md (root, as make e2e; e2e/README.md)
 bench-lifecycle:
 	@scripts/dev-prerequisites.sh test
 	rm -rf e2e/.work/lifecycle
-	cd e2e && $(GO) vet ./... && E2E_ETCD_LIFECYCLE_ONLY=1 E2E_SCALING_ONLY=1 E2E_POOL_ONLY=1 E2E_CA_ROTATION=1 \
+	cd e2e && $(GO) vet ./... && E2E_ETCD_LIFECYCLE_ONLY=1 E2E_SCALING_ONLY=1 E2E_POOL_ONLY=1 E2E_CA_ROTATION=1 E2E_UPGRADE=1 \
 		E2E_TIMELINE_OUT=$(CURDIR)/e2e/.work/lifecycle/run.json \
-		$(GO) test -count=1 -timeout 60m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
+		$(GO) test -count=1 -timeout 80m -run '^TestNodesBecomeACluster$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; \
 		test $${PIPESTATUS[0]} -eq 0
 	$(GO) run ./cmd/k8sapi-bench -lifecycle e2e/.work/lifecycle
 
