@@ -163,11 +163,15 @@ func (e *notReadyInTime) Error() string {
 
 // replacementSteps is the order of a replacement: the new node is made as
 // founding makes a node; once it reports ready (its etcd joined as a
-// learner and was promoted, its API server serves), the old VM is deleted
-// and its row removed.
+// learner and was promoted, its API server serves), the control-plane name
+// is moved off the old node (nameoff.go), then the old VM is deleted and
+// its row removed.
 func (s *Service) replacementSteps() []engine.Step[*replacement] {
 	return append(engine.On(s.NodeSteps(), func(r *replacement) *NodeOp { return r.op }),
 		engine.Step[*replacement]{Name: "new node ready", Run: s.awaitNewNode},
+		engine.Step[*replacement]{Name: "control-plane name off the old node", Run: func(ctx context.Context, r *replacement, _ time.Time) error {
+			return s.nameOff(ctx, &r.op.Cluster, r.old, r.newNode(), nil)
+		}},
 		engine.Step[*replacement]{Name: "old VM", Run: s.deleteOldVM},
 		engine.Step[*replacement]{Name: "retirement", Run: s.retireOld},
 	)

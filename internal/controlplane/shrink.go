@@ -26,6 +26,9 @@ import (
 func (s *Service) removalSteps() []engine.Step[*scaling] {
 	return []engine.Step[*scaling]{
 		{Name: "member removed from etcd", Run: s.awaitRemoval},
+		{Name: "control-plane name off the leaving member", Run: func(ctx context.Context, g *scaling, _ time.Time) error {
+			return s.nameOff(ctx, &g.op.Cluster, *g.leaving, store.Node{}, g.live)
+		}},
 		{Name: "leaving VM", Run: s.deleteLeavingVM},
 		{Name: "leaving member retired", Run: s.retireLeaving},
 		{Name: "next member", Run: s.nextMember},

@@ -10,14 +10,17 @@ import (
 
 // A replacement points the control-plane name anew: off the endpoint
 // (the node it points at, as a CA rotation may have left it on any node)
-// when that node is the one replaced, to the lowest-ordinal live node;
-// kept on the endpoint when another node is replaced.
+// when that node is the one replaced, to the new node (ready, and staying:
+// an upgrade's next replacements are of old nodes, so the name moves once),
+// before the old VM goes; kept on the endpoint when another node is
+// replaced.
 func TestReplacementMovesTheNameOffTheEndpointOnly(t *testing.T) {
+	const newNode = -1 // the replacement's new node
 	for _, c := range []struct {
 		name                string
 		replaced, want, end int // indexes of the founding's VMs
 	}{
-		{"the endpoint replaced", 1, 0, 1},
+		{"the endpoint replaced", 1, newNode, 1},
 		{"another node replaced", 2, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -31,14 +34,33 @@ func TestReplacementMovesTheNameOffTheEndpointOnly(t *testing.T) {
 			if r := s.replace(res.ClusterID, vms[c.replaced]); r.Status != http.StatusAccepted {
 				t.Fatalf("replace = %d %s, want 202", r.Status, r.Body)
 			}
+			made := s.newNodeVMOnceMade()
 			if rep := s.finishReplacement(); rep.Replaced != 1 {
 				t.Fatalf("reconciler reports %+v, want one replacement done", rep)
 			}
-			if got, recorded := s.endpoint(res.ClusterID); got != vms[c.want] || recorded != vms[c.want] {
-				t.Errorf("the name points at VM %d (recorded %d), want %d", got, recorded, vms[c.want])
+			want := made
+			if c.want != newNode {
+				want = vms[c.want]
+			}
+			if got, recorded := s.endpoint(res.ClusterID); got != want || recorded != want {
+				t.Errorf("the name points at VM %d (recorded %d), want %d", got, recorded, want)
 			}
 		})
 	}
+}
+
+// newNodeVMOnceMade runs the reconciler until the replacement's new node
+// has its VM, and answers it.
+func (s *stack) newNodeVMOnceMade() int64 {
+	s.t.Helper()
+	for range 4 {
+		if vm := s.newNodeVM(); vm != 0 {
+			return vm
+		}
+		s.reconcile()
+	}
+	s.t.Fatal("the replacement made no VM for its new node")
+	return 0
 }
 
 // endpoint is the VM whose address the cluster's name holds in the

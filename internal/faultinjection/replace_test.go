@@ -125,6 +125,7 @@ func TestReplacementCutOffAtEachStepIsFinished(t *testing.T) {
 					t.Fatalf("%d VMs live while the new node is not ready, want the old one kept beside it (4)", live)
 				}
 				s.markReady(s.newNodeVM())
+				s.assertNameMovedBeforeTheOldVM(id, vms[0])
 			}
 			s.cutOffReconciler(c.gate(s), c.n)
 			if rep := s.finishReplacement(); rep.Replaced != 1 {
@@ -133,6 +134,27 @@ func TestReplacementCutOffAtEachStepIsFinished(t *testing.T) {
 			s.assertReplaced(id, vms)
 			s.assertSettled()
 		})
+	}
+}
+
+// assertNameMovedBeforeTheOldVM: once the new node is ready, the next run
+// moves the control-plane name off the old node (the cluster's endpoint,
+// its first node) and waits out the record's TTL with the old VM still
+// live, so no client of the name meets an address where nothing answers.
+func (s *stack) assertNameMovedBeforeTheOldVM(id, old int64) {
+	s.t.Helper()
+	if rep := s.reconcile(); rep.ReplacementsWaiting != 1 || rep.Replaced != 0 {
+		s.t.Fatalf("reconciler report %+v, want the replacement waiting out the name's TTL", rep)
+	}
+	var endpoint int64
+	if err := s.pool.QueryRow(context.Background(), `SELECT coalesce(endpoint_vm_id, 0) FROM kube_clusters WHERE id = $1`, id).Scan(&endpoint); err != nil {
+		s.t.Fatal(err)
+	}
+	if endpoint == old || endpoint == 0 {
+		s.t.Errorf("the control-plane name points at VM %d, want it moved off the old node's VM %d", endpoint, old)
+	}
+	if _, _, _, live := s.counts(); live != 4 {
+		s.t.Errorf("%d VMs live while the name's TTL runs, want the old one kept (4)", live)
 	}
 }
 

@@ -364,6 +364,7 @@ func TestUpgradeCutOffAtEachStepIsFinished(t *testing.T) {
 			if c.ready {
 				s.upgradeRun() // the first replacement begun, its node made
 				s.world()
+				s.upgradeRun() // the control-plane name moved off the old node, its TTL waited out
 			}
 			s.cutOffReconciler(c.gate(s), c.n)
 			if state := s.driveUpgrade(); state != "done" {

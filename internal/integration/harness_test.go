@@ -57,6 +57,12 @@ type clock struct{ ahead atomic.Int64 }
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.ahead.Load())) }
 func (c *clock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
+// withShortDNSTTL gives the control-plane name a TTL of a second: a
+// replacement or a shrink that moves the name off a node waits that TTL
+// out before the node's VM goes (controlplane's nameOff), which the
+// default five minutes would make a test on the real clock wait.
+func withShortDNSTTL(c *stacktest.Config) { c.DNSTTL = 1 }
+
 // newStack builds the stack; opts adjust its configuration (a clock, lifetimes).
 func newStack(t *testing.T, opts ...func(*stacktest.Config)) *stack {
 	t.Helper()

@@ -110,7 +110,7 @@ func (s *stack) playRemovingMember(t *testing.T, vms []int64) []string {
 // is never answered nor taken at its word. The retired names are on the
 // etcd CRL and never handed out again; the refusals answer as stated.
 func TestShrinkingTheControlPlaneThroughTheRemovingMember(t *testing.T) {
-	s := newStack(t)
+	s := newStack(t, withShortDNSTTL)
 	res := s.Found(1, stacktest.OneNode)
 	s.bootAll(t, res.ControlPlaneVMIDs)
 	s.growTo(t, res.ClusterID, 5)

@@ -31,7 +31,7 @@ func (s *stack) addonsCall(vm vmProof, body string) stacktest.Response {
 // v1.36.3, exactly as its own bundle's manifests; its report ends the
 // upgrade done. Before the cluster's version moved, no node is answered.
 func TestUpgradeAppliesTheAddonsThroughItsNode(t *testing.T) {
-	s := newStack(t)
+	s := newStack(t, withShortDNSTTL)
 	res := s.Found(1, `{"control_plane_image_id":1,"control_plane_instance_type":"e2.medium","subnet_id":2,"cni":"flannel"}`)
 	s.bootAll(t, res.ControlPlaneVMIDs)
 	s.clusters.Settings.Artifacts.DigestFallback = true // v1.36.3's files are not in the shipped manifest yet
