@@ -454,6 +454,11 @@ func (p *provenCluster) eventuallyTainted(t *testing.T, want bool) {
 // evicted replica was refused while that Node lived, and the scheduler
 // tried it again only at its 5-minute retry of unschedulable pods, not
 // when the Node was deleted (seen on machines: 3.6 and over 5 minutes).
+// The preStop sleep is what a workload does for a lossless drain: an
+// evicted replica goes on answering while its endpoint leaves every
+// node's kube-proxy rules (without it, the rolling upgrade's workload
+// probe met 2 refused connections through the Service as a worker was
+// retired).
 func poolWebManifest() string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -482,6 +487,8 @@ spec:
         image: %s/e2e/probe:1
         imagePullPolicy: IfNotPresent
         ports: [{containerPort: 8080}]
+        lifecycle:
+          preStop: {exec: {command: [sleep, "5"]}}
 ---
 apiVersion: v1
 kind: Service

@@ -545,6 +545,7 @@ func TestAPIServerWiring(t *testing.T) {
 			"authorization-mode":                      "Node,RBAC",
 			"enable-admission-plugins":                "NodeRestriction,DenyServiceExternalIPs",
 			"service-account-extend-token-expiration": "false",
+			"service-account-max-token-expiration":    "168h",
 			"service-account-issuer":                  "https://exk8s-7-2a.k8s.excloud.co.in:6443",
 			"service-account-key-file":                "/etc/exk8s/pki/service-account.pem",
 			"service-account-signing-key-file":        "/etc/exk8s/pki/service-account-key.pem",

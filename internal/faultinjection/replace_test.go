@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,5 +295,27 @@ func TestReplacementWhoseNewNodeNeverReadyKeepsBoth(t *testing.T) {
 	}
 	if _, _, _, live := s.counts(); live != 0 {
 		t.Errorf("%d VMs live after the cluster's deletion", live)
+	}
+}
+
+// A run claims only what was due when it began: the replacement it lets
+// go to wait for its new node (looked at again a few seconds later) is the
+// next run's, however far this run's clock moves on. Claiming by the clock
+// of each claim spun one run on one waiting operation (until its new
+// node's time ran out and the replacement failed).
+func TestAWaitLetGoIsTheNextRunsNotThisOnes(t *testing.T) {
+	s := newStack(t)
+	s.replacing()
+	r := s.reconcilerAt(10 * time.Minute)
+	moving := *r.Deps
+	var reads atomic.Int64
+	moving.Now = func() time.Time { return time.Now().Add(10*time.Minute + time.Duration(reads.Add(1))*10*time.Second) }
+	r.Deps = &moving
+	rep, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatalf("reconciler: %v", err)
+	}
+	if rep.ReplacementsWaiting != 1 || rep.ReplacementsFailed != 0 {
+		t.Errorf("one run looked at the waiting replacement %d times (report %+v), want once", rep.ReplacementsWaiting, rep)
 	}
 }

@@ -13,7 +13,10 @@
 //	Done       every step ran; the last one recorded the end
 //	Yielded    out of time between two side effects; released at once
 //	Waiting    a step waits on the world (a node not ready yet); released
-//	           until RetryAfter has passed
+//	           until LookAgain has passed (a few seconds: a look is a few
+//	           reads, and every look an upgrade or a replacement waits for
+//	           adds to what the operator waits; the next reconciler run
+//	           takes it)
 //	LeaseLost  another driver holds the operation; nothing more is written
 //	Undone     a step failed with a cause and the kind turned it back
 //	Retrying   a step failed and the kind could not (or must not) turn it

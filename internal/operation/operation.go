@@ -1,6 +1,7 @@
 package operation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,11 +68,14 @@ type Kind[O any] struct {
 	Undo func(ctx context.Context, op O, cause error) error
 }
 
-// Driver is what every run shares: the clock, how long a waiting
-// operation waits and how long an undo may take.
+// Driver is what every run shares: the clock, how long a failing
+// operation waits before it is retried (RetryAfter), how soon a waiting
+// one is looked at again (LookAgain; zero: RetryAfter) and how long an
+// undo may take.
 type Driver struct {
 	Now         func() time.Time
 	RetryAfter  time.Duration
+	LookAgain   time.Duration
 	UndoTimeout time.Duration
 	Log         *slog.Logger
 }
@@ -111,7 +115,7 @@ func Drive[O any](ctx context.Context, d Driver, k Kind[O], op O, deadline time.
 		release(ctx, d, k, op, d.Now(), step)
 		return Result{Outcome: Yielded, Err: err}
 	case errors.Is(err, errWaiting):
-		release(ctx, d, k, op, d.Now().Add(d.RetryAfter), step)
+		release(ctx, d, k, op, d.Now().Add(cmp.Or(d.LookAgain, d.RetryAfter)), step)
 		return Result{Outcome: Waiting, Err: err}
 	}
 	return undo(ctx, d, k, op, err)

@@ -49,7 +49,7 @@ func kindOf(stepErrs []error, undoErr error) Kind[*trace] {
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 func driver() Driver {
-	return Driver{Now: func() time.Time { return t0 }, RetryAfter: time.Minute, UndoTimeout: time.Second}
+	return Driver{Now: func() time.Time { return t0 }, RetryAfter: time.Minute, LookAgain: 5 * time.Second, UndoTimeout: time.Second}
 }
 
 // Every way a run ends, with what the engine did: how far the steps ran,
@@ -67,7 +67,7 @@ func TestDriveEndsEveryRunInOneOutcome(t *testing.T) {
 	}{
 		{"every step done", []error{nil, nil}, nil, Done, 2, nil, false},
 		{"out of time", []error{nil, ErrOutOfTime, nil}, nil, Yielded, 2, []time.Time{t0}, false},
-		{"waiting on the world", []error{Wait("node not ready"), nil}, nil, Waiting, 1, []time.Time{t0.Add(time.Minute)}, false},
+		{"waiting on the world", []error{Wait("node not ready"), nil}, nil, Waiting, 1, []time.Time{t0.Add(5 * time.Second)}, false},
 		{"lease lost", []error{fmt.Errorf("recording: %w", store.ErrLeaseLost)}, nil, LeaseLost, 1, nil, false},
 		{"failed and undone", []error{nil, failed, nil}, nil, Undone, 2, nil, true},
 		{"failed, undo failed", []error{failed}, errors.New("undo failed"), Retrying, 1, nil, true},

@@ -96,18 +96,21 @@ func (rep *Report) counter(what string, o engine.Outcome) *int {
 // begins is driven in this same run), then claims and handles unfinished
 // operations one at a time, the oldest due first whatever its kind, until
 // none is left, or until the context's deadline is near (the rest wait for
-// the next run).
+// the next run). Due means due when the run began: an operation let go
+// during the run (a wait looked at again in a few seconds) is the next
+// run's, so a short look-again never spins one run on one operation.
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	var rep Report
 	if err := r.remediate(ctx, &rep); err != nil {
 		return rep, err
 	}
 	handlers := r.kinds()
+	began := r.Deps.Clock()
 	for {
 		if d, ok := ctx.Deadline(); ok && time.Until(d) < 30*time.Second {
 			return rep, nil
 		}
-		claimed, err := r.claimNext(ctx, handlers, &rep)
+		claimed, err := r.claimNext(ctx, handlers, &rep, began)
 		if err != nil || !claimed {
 			return rep, err
 		}
@@ -159,14 +162,15 @@ func onPool(r *Reconciler, handle func(context.Context, store.Pool, store.Lease,
 	}
 }
 
-// claimNext claims the oldest due operation under a fresh lease (the one
-// claim statement, store.ClaimDue) and drives it with its kind's handler,
-// acting for its org; false when none is due. A handling that failed is
-// logged and counted as retrying; the operation goes on at a later run.
-func (r *Reconciler) claimNext(ctx context.Context, handlers map[string]handler, rep *Report) (bool, error) {
+// claimNext claims the oldest operation due at dueAt under a fresh lease
+// (the one claim statement, store.ClaimDue) and drives it with its kind's
+// handler, acting for its org; false when none is due. A handling that
+// failed is logged and counted as retrying; the operation goes on at a
+// later run.
+func (r *Reconciler) claimNext(ctx context.Context, handlers map[string]handler, rep *Report, dueAt time.Time) (bool, error) {
 	d := r.Deps
 	lease := d.NewLease(r.Lease, DefaultLease)
-	op, err := d.Store.ClaimDue(ctx, lease, d.Clock())
+	op, err := d.Store.ClaimDue(ctx, lease, dueAt)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -79,7 +79,14 @@ const (
 	DefaultAddressPolls        = 20
 	DefaultAddressPollInterval = 500 * time.Millisecond
 	DefaultRetryAfter          = time.Minute
-	UndoTimeout                = 30 * time.Second
+	// DefaultLookAgain is how soon an operation waiting on the world (a
+	// node to report ready, a DNS record's TTL to pass) is looked at
+	// again: short of the reconciler's own schedule (10 s locally, a
+	// minute on AWS), so the next run takes it. With a minute here every
+	// wait cost one to two runs: about 2 minutes per control-plane node
+	// of an upgrade on booted nodes, most of it idle.
+	DefaultLookAgain = 5 * time.Second
+	UndoTimeout      = 30 * time.Second
 )
 
 // Deps are the dependencies every use case shares; each resource's
@@ -131,9 +138,12 @@ func (d *Deps) NewLease(dur, def time.Duration) store.Lease {
 func (d *Deps) RequestLease() store.Lease { return d.NewLease(d.Settings.Lease, DefaultLease) }
 
 // Driver is what every run of an operation shares; retryAfter zero is
-// DefaultRetryAfter.
+// DefaultRetryAfter, and a wait is looked at again after DefaultLookAgain
+// or retryAfter, whichever is sooner.
 func (d *Deps) Driver(retryAfter time.Duration) engine.Driver {
-	return engine.Driver{Now: d.Clock, RetryAfter: cmp.Or(retryAfter, DefaultRetryAfter), UndoTimeout: UndoTimeout, Log: d.Logger()}
+	retryAfter = cmp.Or(retryAfter, DefaultRetryAfter)
+	return engine.Driver{Now: d.Clock, RetryAfter: retryAfter, LookAgain: min(retryAfter, DefaultLookAgain),
+		UndoTimeout: UndoTimeout, Log: d.Logger()}
 }
 
 // InTime is checked before each remote side effect.
