@@ -110,21 +110,37 @@ func (s *Service) views(ctx context.Context, cs []store.Cluster) ([]apitypes.Clu
 	if err != nil {
 		return nil, usecase.DatabaseError(err)
 	}
-	byCluster := map[int64]*store.Members{}
-	for _, id := range ids {
-		byCluster[id] = &store.Members{}
-	}
-	for _, n := range m.Nodes {
-		byCluster[n.ClusterID].Nodes = append(byCluster[n.ClusterID].Nodes, n)
-	}
-	for _, p := range m.Pools {
-		byCluster[p.ClusterID].Pools = append(byCluster[p.ClusterID].Pools, p)
-	}
+	nodes := runsByCluster(m.Nodes, func(n *store.Node) int64 { return n.ClusterID })
+	pools := runsByCluster(m.Pools, func(p *store.Pool) int64 { return p.ClusterID })
 	views := make([]apitypes.ClusterView, 0, len(cs))
 	for _, c := range cs {
-		views = append(views, s.healthView(c, *byCluster[c.ID]))
+		views = append(views, s.healthView(c, store.Members{Nodes: nodes[c.ID], Pools: pools[c.ID]}))
 	}
 	return views, nil
+}
+
+// runsByCluster is items by cluster, each cluster's rows a sub-slice of
+// items: the store reads a listing's rows ordered by cluster, and copying
+// each of a page's 300 node rows into its cluster's slice by appends was a
+// large share of the page's allocations. Each run's capacity ends with it,
+// so an append to one never writes over the next; a cluster met twice
+// (never, in the store's order) has its second run appended to a copy.
+func runsByCluster[T any](items []T, clusterOf func(*T) int64) map[int64][]T {
+	out := map[int64][]T{}
+	for start := 0; start < len(items); {
+		id := clusterOf(&items[start])
+		end := start + 1
+		for end < len(items) && clusterOf(&items[end]) == id {
+			end++
+		}
+		run := items[start:end:end]
+		if prev, seen := out[id]; seen {
+			run = append(prev, run...)
+		}
+		out[id] = run
+		start = end
+	}
+	return out
 }
 
 // Get returns one of org's clusters; another org's is not found.

@@ -47,7 +47,8 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 			Op: c.LastOp, CreatedAt: c.CreatedAt}),
 	}
 	var statuses []apitypes.NodeBootstrap
-	initial := initialOrdinal(controlplane.LiveControlPlane(nodes))
+	live := controlplane.LiveControlPlane(nodes)
+	initial := initialOrdinal(live)
 	for _, n := range nodes {
 		if n.VMID == 0 {
 			continue // an intended node of a founding: shown once its VM exists
@@ -59,7 +60,7 @@ func viewOf(c store.Cluster, m store.Members) apitypes.ClusterView {
 		statuses = append(statuses, progress.StatusOf(n.VMID, n.Name, n.PhaseMessage, timelineOf(n, initial)))
 	}
 	v.Bootstrap = progress.BootstrapOf(statuses)
-	v.DNSRecords = controlplane.SuggestedRecords(c.ControlPlaneDNSName, controlplane.LiveControlPlane(nodes))
+	v.DNSRecords = controlplane.SuggestedRecords(c.ControlPlaneDNSName, live)
 	if at, ok := controlplane.EndpointOf(&c, nodes); ok {
 		v.EndpointVMID = at.VMID
 	}

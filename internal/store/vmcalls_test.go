@@ -169,3 +169,32 @@ func timed(b *testing.B, do func() error) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 }
+
+// BenchmarkLaterFetchStoreCalls is a later bundle fetch's store calls (the
+// proofs with the call counted, the topology, the fetch's record) for a
+// node whose identities are stored and whose phase moved on, on a session
+// as the function has it ("durable": the record's commit waits for its
+// WAL), and for contrast on one that waits for none ("no-wal-wait",
+// which the product never does for a record): the difference is the one
+// synchronous commit a fetch keeps.
+func BenchmarkLaterFetchStoreCalls(b *testing.B) {
+	for _, sc := range []string{"on", "off"} {
+		name := map[string]string{"on": "durable", "off": "no-wal-wait"}[sc]
+		b.Run(name, func(b *testing.B) {
+			n := activeNode(b)
+			_, err := n.pool.Exec(context.Background(), `SELECT set_config('synchronous_commit', $1, false)`, sc)
+			must(b, err)
+			timed(b, func() error {
+				if _, err := n.call("bundle"); err != nil {
+					return err
+				}
+				if _, err := n.st.TopologyForVM(context.Background(), n.vm); err != nil {
+					return err
+				}
+				_, err := n.st.RecordFetch(context.Background(), store.FetchWrites{Fetch: store.Fetch{VMID: n.vm,
+					RequestID: "bench-fetch", Outcome: "served", FetchedAt: time.Now()}})
+				return err
+			})
+		})
+	}
+}
