@@ -9,12 +9,13 @@ import (
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
-// The running upgrade tells each worker it retires (every worker not at
-// its pass's version) its drain_timeout_seconds in the answer to the
-// worker's health report, from the upgrade's start: 45 here. A new worker,
-// at the pass's version, a worker of another cluster, a control-plane node
-// and a refused report are told nothing (the bundle's default), and so is
-// every worker once the upgrade is paused (it retires nothing then).
+// The running upgrade tells each node it retires (every worker and
+// control-plane node not at its pass's version) its drain_timeout_seconds
+// in the answer to the node's health report, from the upgrade's start: 45
+// here. A new worker, at the pass's version, a worker of another cluster,
+// a control-plane node at the pass's version and a refused report are
+// told nothing (the bundle's default), and so is every node once the
+// upgrade is paused (it retires nothing then).
 func TestUpgradeTellsTheWorkersItRetiresItsDrainBound(t *testing.T) {
 	a := stacktest.PinnedArtifacts()
 	a.DigestFallback = true // v1.36.3's files are not in the shipped manifest yet
@@ -53,10 +54,15 @@ func TestUpgradeTellsTheWorkersItRetiresItsDrainBound(t *testing.T) {
 	if got := told(old, bundle.WorkerHealthPathTemplate); got != "45" {
 		t.Errorf("the worker the upgrade retires is told %q, want 45", got)
 	}
+	if got := told(cp, bundle.HealthPathTemplate); got != "45" {
+		t.Errorf("the control-plane node the upgrade replaces is told %q, want 45", got)
+	}
+	// It stands now for the new node that replaces it, at the pass's version.
+	exec(`UPDATE kube_nodes SET kubernetes_version = 'v1.36.3' WHERE vm_id = ` + itoa(cp.vmID))
 	for what, got := range map[string]string{
-		"a new worker, at the pass's version": told(fresh, bundle.WorkerHealthPathTemplate),
-		"a worker of another cluster":         told(other, bundle.WorkerHealthPathTemplate),
-		"a control-plane node":                told(cp, bundle.HealthPathTemplate),
+		"a new worker, at the pass's version":        told(fresh, bundle.WorkerHealthPathTemplate),
+		"a worker of another cluster":                told(other, bundle.WorkerHealthPathTemplate),
+		"a control-plane node at the pass's version": told(cp, bundle.HealthPathTemplate),
 	} {
 		if got != "" {
 			t.Errorf("%s is told %q, want nothing (its bundle's default)", what, got)
