@@ -16,7 +16,7 @@ import (
 // a control-plane node at the pass's version and a refused report are
 // told nothing (the bundle's default), and so is every node once the
 // upgrade is paused (it retires nothing then).
-func TestUpgradeTellsTheWorkersItRetiresItsDrainBound(t *testing.T) {
+func TestUpgradeTellsTheNodesItRetiresItsDrainBound(t *testing.T) {
 	a := stacktest.PinnedArtifacts()
 	a.DigestFallback = true // v1.36.3's files are not in the shipped manifest yet
 	s := newStack(t, withArtifacts(a))
