@@ -12,9 +12,9 @@ import (
 // The running upgrade tells each node it retires (every worker and
 // control-plane node not at its pass's version) its drain_timeout_seconds
 // in the answer to the node's health report, from the upgrade's start: 45
-// here. A new worker, at the pass's version, a worker of another cluster,
-// a control-plane node at the pass's version and a refused report are
-// told nothing (the bundle's default), and so is every node once the
+// here. A new worker, at the pass's version, a worker and a control-plane
+// node of another cluster, a control-plane node at the pass's version and
+// a refused report are told nothing (the bundle's default), and so is every node once the
 // upgrade is paused (it retires nothing then).
 func TestUpgradeTellsTheNodesItRetiresItsDrainBound(t *testing.T) {
 	a := stacktest.PinnedArtifacts()
@@ -22,7 +22,10 @@ func TestUpgradeTellsTheNodesItRetiresItsDrainBound(t *testing.T) {
 	s := newStack(t, withArtifacts(a))
 	old, other := workerOn(t, s), workerOn(t, s)
 	fresh := s.poolWorker(t, old, 1)
-	cp := old.controlPlane()
+	cpVM := old.controlPlaneOf(t) // of the upgraded cluster (controlPlane() founds another)
+	imds, access := s.VMCredentials(cpVM)
+	cp := &worker{s: s, clusterID: old.clusterID, vmID: cpVM, imds: imds, access: access}
+	elsewhere := old.controlPlane()
 	ctx := context.Background()
 	exec := func(q string) {
 		t.Helper()
@@ -63,6 +66,7 @@ func TestUpgradeTellsTheNodesItRetiresItsDrainBound(t *testing.T) {
 		"a new worker, at the pass's version":        told(fresh, bundle.WorkerHealthPathTemplate),
 		"a worker of another cluster":                told(other, bundle.WorkerHealthPathTemplate),
 		"a control-plane node at the pass's version": told(cp, bundle.HealthPathTemplate),
+		"a control-plane node of another cluster":    told(elsewhere, bundle.HealthPathTemplate),
 	} {
 		if got != "" {
 			t.Errorf("%s is told %q, want nothing (its bundle's default)", what, got)
@@ -70,7 +74,7 @@ func TestUpgradeTellsTheNodesItRetiresItsDrainBound(t *testing.T) {
 	}
 	for what, r := range map[string]stacktest.Response{
 		"another VM's proofs": s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, old.vmID, fresh.imds, fresh.access, workerHealthy),
-		"a control-plane VM":  s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, cp.vmID, cp.imds, cp.access, workerHealthy),
+		"a control-plane VM":  s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, elsewhere.vmID, elsewhere.imds, elsewhere.access, workerHealthy),
 		"no IMDS session":     s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, old.vmID, "", old.access, workerHealthy),
 	} {
 		if r.Status < 400 || r.Header.Get(bundle.DrainHeader) != "" {
