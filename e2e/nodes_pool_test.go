@@ -641,7 +641,7 @@ func (p *provenCluster) highestOrdinal(t *testing.T, workers []poolWorker) poolW
 func (p *provenCluster) retireWorker(t *testing.T, w poolWorker) {
 	t.Helper()
 	p.awaitVMDeleted(t, w.v)
-	t.Logf("powering %s (VM %d) off: %s", w.m.Name, w.v.id, w.m.Stop(harness.WorkerPowerOffGrace).Round(time.Millisecond))
+	t.Logf("powering %s (VM %d) off: %s", w.m.Name, w.v.id, w.m.Stop(harness.PowerOffGrace).Round(time.Millisecond))
 	p.checkDrain(t, w.m)
 	eventually(t, p.r, w.m.Name+"'s Node gone", nil, 2*time.Minute, func(ctx context.Context) (string, error) {
 		nodes, err := p.c.poolNodes(ctx, poolLabel+"=proof")
@@ -668,11 +668,13 @@ func (p *provenCluster) awaitVMDeleted(t *testing.T, v vm) {
 
 // checkDrain reads the stopped machine's drain from its journal (kept in
 // its overlay): it must have evicted every pod (not given up at its
-// timeout) and deleted its Node. It logs how long the drain took.
+// timeout: a worker's pods gone, a control-plane node's evictions
+// granted) and deleted its Node. It logs how long the drain took.
 func (p *provenCluster) checkDrain(t *testing.T, m *harness.Machine) {
 	t.Helper()
 	lines := drainJournal(t, m)
-	if !strings.Contains(lines, "every pod left") || !strings.Contains(lines, "deleted Node") {
+	evicted := strings.Contains(lines, "every pod left") || strings.Contains(lines, "is evicted")
+	if !evicted || !strings.Contains(lines, "deleted Node") {
 		errorf(t, "%s: its drain did not evict every pod and delete its Node:\n%s", m.Name, lines)
 	}
 	t.Logf("%s: drain took %s (cordon to Node deleted)", m.Name, drainSpan(lines))

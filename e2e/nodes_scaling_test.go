@@ -165,11 +165,13 @@ func (p *provenCluster) deletedMachines(ctx context.Context, t *testing.T, count
 	return gone, nil
 }
 
-// powerOffRemoved stops machine i (its VM deleted by k8sapi, as the
-// platform would power it off), frees its address, deletes its Node (as
-// the operator does after a removal: k8sapi holds no in-cluster identity)
-// and drops it from the proof's machines.
-func (p *provenCluster) powerOffRemoved(t *testing.T, i int) {
+// powerOffRemoved powers machine i off as the platform would once k8sapi
+// deleted its VM (gracefully, so its drain runs: the node drains itself
+// and deletes its own Node), checks the drain did, frees its address and
+// drops it from the proof's machines; it answers the machine, stopped.
+// A drain that failed is an error of the proof, and the Node is deleted
+// for it (--ignore-not-found) so the checks after it still judge the rest.
+func (p *provenCluster) powerOffRemoved(t *testing.T, i int) *harness.Machine {
 	t.Helper()
 	m := p.c.machines[i]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -178,14 +180,16 @@ func (p *provenCluster) powerOffRemoved(t *testing.T, i int) {
 	if err != nil {
 		fatalf(t, "%s's Node: %v", m.Name, err)
 	}
-	t.Logf("powering off %s (VM %d, removed by the scaling): %s", m.Name, p.c.vms[i].id, m.Stop(harness.MachineStopGrace).Round(time.Millisecond))
+	t.Logf("powering off %s (VM %d, removed by k8sapi): %s", m.Name, p.c.vms[i].id, m.Stop(harness.PowerOffGrace).Round(time.Millisecond))
 	if err := p.network.Unplug(m.NS); err != nil {
 		fatal(t, err)
 	}
-	if out, err := p.c.kubectl(ctx, "delete", "node", name); err != nil {
+	p.checkDrain(t, m)
+	if out, err := p.c.kubectl(ctx, "delete", "node", name, "--ignore-not-found"); err != nil {
 		fatalf(t, "deleting the removed Node: %v %s", err, out)
 	}
 	p.c.machines, p.c.vms = slices.Delete(p.c.machines, i, i+1), slices.Delete(p.c.vms, i, i+1)
+	return m
 }
 
 // votingMembers: etcd lists exactly count members, none a learner.

@@ -254,7 +254,7 @@ func (u *upgradeTender) retireDeleted() (int, error) {
 // retireWorkerMachine powers a retired worker off gracefully: its drain
 // runs (cordon, evictions under pool-web's budget, its Node deleted).
 func (u *upgradeTender) retireWorkerMachine(w poolWorker) {
-	u.t.Logf("powering %s (VM %d, retired by the upgrade) off: %s", w.m.Name, w.v.id, w.m.Stop(harness.WorkerPowerOffGrace).Round(time.Millisecond))
+	u.t.Logf("powering %s (VM %d, retired by the upgrade) off: %s", w.m.Name, w.v.id, w.m.Stop(harness.PowerOffGrace).Round(time.Millisecond))
 	u.p.checkDrain(u.t, w.m)
 	u.p.checkDrainBound(u.t, w.m, fmt.Sprintf("for at most %d s (k8sapi's", upgradeDrainSeconds))
 	if err := u.p.network.Unplug(w.m.NS); err != nil {
@@ -277,7 +277,8 @@ func (u *upgradeTender) retireControlPlaneMachine(i int) {
 		u.web.moveTo(c.initial())
 		i = next + 1 // the retiring machine took its place
 	}
-	u.p.powerOffRemoved(u.t, i)
+	m := u.p.powerOffRemoved(u.t, i)
+	u.p.checkDrainBound(u.t, m, fmt.Sprintf("for at most %d s (k8sapi's", upgradeDrainSeconds))
 }
 
 // deleted says whether the platform deleted v (an error counts as not).

@@ -19,7 +19,7 @@ import (
 	"github.com/excloud/k8sapi/e2e/harness"
 )
 
-// The calls a removed worker's drain (exk8s-drain-worker.sh) and a
+// The calls a removed worker's drain (exk8s-drain-node.sh) and a
 // control-plane node's taint (exk8s-control-plane-taint.sh) make, made
 // with the bundle's identities against the real API servers, Node
 // authorizer and NodeRestriction, once control-plane-rbac.yaml is applied:

@@ -137,6 +137,13 @@ start_unit {{ shq .Addons.Timer }}
 step "starting the control-plane taint"
 # From now on: this node is tainted NoSchedule while a pool has a Ready worker.
 start_unit {{ shq .Taint.Unit }}.service
+step "arming the drain at power-off"
+# Started now, stopped at power-off: a node k8sapi retires (a
+# replacement's old node, a shrink's leaving member) drains itself and
+# deletes its Node before its VM goes (exk8s-drain-node.sh). The undo
+# runs at every start: a node that stays uncordons what a cut-off drain
+# left cordoned (nothing now: no drain ran yet).
+start_unit exk8s-drain.service exk8s-drain-undo.service
 step "starting the health reports"
 # Every 30 s from now on: a node that stops reporting, or reports a failing
 # check, is replaced once its cluster's unhealthy_after passes.

@@ -29,9 +29,7 @@ READYZ_SERVER={{ shq .Health.APIServer }}
 METRICS_KUBECONFIG="${ROOT}"{{ shq .Health.Deprecated.Kubeconfig }}
 {{- end }}
 CHECK_SECONDS={{ .Health.CheckSeconds }}
-{{- if .Worker }}
 DRAIN_BOUND_FILE="${ROOT}"{{ shq .Health.DrainBoundFile }}
-{{- end }}
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -150,11 +148,10 @@ if grep -qi {{ shq (printf "^%s: *%s" .Health.SnapshotHeader .Health.SnapshotDue
   fi
 fi
 {{- end }}
-{{- if .Worker }}
 
-# The running upgrade that retires this worker tells its drain bound: kept
+# The running upgrade that retires this node tells its drain bound: kept
 # (with the time it was told) for the drain at power-off, which k8sapi
-# could not answer then (exk8s-drain-worker.sh); an answer without it
+# could not answer then (exk8s-drain-node.sh); an answer without it
 # means the bundle's default again.
 told="$(grep -i {{ shq (printf "^%s:" .Health.DrainHeader) }} "$work/answer.headers" | tail -n 1 | cut -d: -f2 | tr -dc '0-9')" || true
 if [[ -n "$told" ]]; then
@@ -163,4 +160,3 @@ if [[ -n "$told" ]]; then
 else
   rm -f "$DRAIN_BOUND_FILE"
 fi
-{{- end }}

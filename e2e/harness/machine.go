@@ -22,13 +22,14 @@ import (
 // shutting down with pods running can hang, so the stop is always bounded.
 const MachineStopGrace = 20 * time.Second
 
-// WorkerPowerOffGrace is how long a worker's machine gets to power off
-// once k8sapi deleted its VM (a scale-down, a pool's deletion), as the
-// platform must give a deleted VM: its drain (exk8s-drain.service) runs
-// at power-off and may take its unit's whole stop timeout, 180 s
-// (docs/NODE-POOLS.md, "Scale down and delete"). A machine stopped with
-// MachineStopGrace instead has its drain cut short.
-const WorkerPowerOffGrace = 3 * time.Minute
+// PowerOffGrace is how long a node's machine gets to power off once
+// k8sapi deleted its VM (a worker's scale-down or its pool's deletion, a
+// control-plane node's replacement or shrink), as the platform must give
+// a deleted VM: its drain (exk8s-drain.service) runs at power-off and
+// may take as long as its bound (docs/NODE-POOLS.md, "Scale down and
+// delete"). A machine stopped with MachineStopGrace instead has its drain
+// cut short.
+const PowerOffGrace = 3 * time.Minute
 
 // SystemCallFilter is what containerd, runc and the kubelet need beyond
 // systemd-nspawn's default allow list (measured on these machines).

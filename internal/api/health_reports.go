@@ -27,7 +27,7 @@ func (s *Server) reportWorkerHealth(w http.ResponseWriter, r *http.Request) {
 // recordHealth records a health report. Its 204 tells the node what k8sapi
 // asks of it, in headers: when a CA rotation asks the node for a phase it
 // has not applied, bundle.RenewHeader, and the node's health script starts
-// its renewal at once instead of at its daily timer; to a worker the
+// its renewal at once instead of at its daily timer; to a node the
 // running upgrade retires, bundle.DrainHeader, the upgrade's drain bound,
 // which its drain then applies (docs/UPGRADES.md); to the control-plane
 // node a pending etcd snapshot was handed to, bundle.SnapshotHeader, and

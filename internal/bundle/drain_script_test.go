@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,8 @@ import (
 
 // fakeKubectlPrelude begins every fake kubectl: its folder (%q: dir),
 // every call failing as an unreachable API server's while dir/fail
-// exists, and the call's arguments without the kubeconfig and timeout.
+// exists, and the call's arguments without the kubeconfig, timeout and
+// server (each --server=URL a line of dir/servers).
 const fakeKubectlPrelude = `#!/usr/bin/env bash
 set -euo pipefail
 dir=%q
@@ -19,7 +21,12 @@ dir=%q
 args=() skip=0
 for a in "$@"; do
   if ((skip)); then skip=0; continue; fi
-  case "$a" in --kubeconfig) skip=1 ;; --kubeconfig=* | --request-timeout=*) ;; *) args+=("$a") ;; esac
+  case "$a" in
+  --kubeconfig) skip=1 ;;
+  --kubeconfig=* | --request-timeout=*) ;;
+  --server=*) echo "${a#--server=}" >>"$dir/servers" ;;
+  *) args+=("$a") ;;
+  esac
 done
 set -- "${args[@]}"
 `
@@ -30,18 +37,23 @@ func fakeKubectlIn(t *testing.T, dir, body string) {
 	writeExec(t, filepath.Join(dir, "kubectl"), strings.Replace(fakeKubectlPrelude, "%q", "'"+dir+"'", 1)+body)
 }
 
-// fakeKubectl answers as the API server would answer the worker's own
+// fakeKubectl answers as the API server would answer the node's own
 // identity, over pods.json in dir: the node's pods listed by node, an
 // eviction that removes the pod unless its PodDisruptionBudget still
 // refuses (refuse-<name> holds how many more times; "always" for ever:
 // 429), cordon and delete of the Node. Every call is a line of dir/calls.
+// While dir/kubelet-cut-off exists (a retired control-plane node, whose
+// kubelet reaches only its own API server, out of etcd), an evicted pod
+// is never gone: it stays listed, terminating.
 const fakeKubectl = `echo "$*" >>"$dir/calls"
 case "$1 $2" in
 "get pods")
   jq '{items: .}' "$dir/pods.json"
-  # A terminating pod is gone by the next list.
-  jq 'map(select(.metadata.deletionTimestamp == null))' "$dir/pods.json" >"$dir/pods.next"
-  mv "$dir/pods.next" "$dir/pods.json" ;;
+  # A terminating pod is gone by the next list, unless its kubelet is cut off.
+  if [[ ! -f "$dir/kubelet-cut-off" ]]; then
+    jq 'map(select(.metadata.deletionTimestamp == null))' "$dir/pods.json" >"$dir/pods.next"
+    mv "$dir/pods.next" "$dir/pods.json"
+  fi ;;
 "create --raw")
   name="$(cut -d/ -f7 <<<"$3")"
   if [[ -f "$dir/refuse-$name" ]]; then
@@ -52,7 +64,12 @@ case "$1 $2" in
       exit 1
     fi
   fi
-  jq --arg n "$name" 'map(select(.metadata.name != $n))' "$dir/pods.json" >"$dir/pods.next"
+  if [[ -f "$dir/kubelet-cut-off" ]]; then
+    jq --arg n "$name" 'map(if .metadata.name == $n then .metadata.deletionTimestamp = "2026-01-01T00:00:00Z" else . end)' \
+      "$dir/pods.json" >"$dir/pods.next"
+  else
+    jq --arg n "$name" 'map(select(.metadata.name != $n))' "$dir/pods.json" >"$dir/pods.next"
+  fi
   mv "$dir/pods.next" "$dir/pods.json" ;;
 "delete node")
   [[ ! -f "$dir/refuse-delete" ]] || { echo "Error from server (Forbidden): nodes is forbidden" >&2; exit 1; } ;;
@@ -72,17 +89,45 @@ const nodePods = `[
  {"metadata": {"namespace": "web", "name": "going-1", "deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Running"}}
 ]`
 
-// drainHost is a worker whose bundle is installed, with a fake kubectl
-// over nodePods and a fake systemctl whose job list is jobs.
+// drainHost is a node whose bundle is installed (a worker's, or a
+// control-plane node's), with a fake kubectl over nodePods and a fake
+// systemctl whose job list is jobs.
 type drainHost struct {
-	*workerHost
-	dir  string
-	path string
+	root, node string
+	server     string // the cluster's endpoint, where every call must go
+	env        []string
+	dir, path  string
 }
 
+// newDrainHost is a worker's drainHost.
 func newDrainHost(t *testing.T, jobs string) *drainHost {
 	t.Helper()
-	h := &drainHost{workerHost: newWorkerHost(t), dir: t.TempDir()}
+	w := newWorkerHost(t)
+	return withDrainFakes(t, &drainHost{root: w.root, node: w.in.Worker.Name, server: WorkerAPIServerURL(w.in.Cluster),
+		env: w.vm.env(w.root)}, jobs)
+}
+
+// newControlPlaneDrainHost is a control-plane node's drainHost (VM 102 of
+// the test cluster), retired as k8sapi retires one: its etcd member gone,
+// so its kubelet never sees its evicted pods deleted (kubelet-cut-off).
+func newControlPlaneDrainHost(t *testing.T, jobs string) *drainHost {
+	t.Helper()
+	c, nodes := testCluster()
+	_, vm, root := installedNode(t, c, nodes)
+	var name string
+	for _, n := range nodes {
+		if n.VMID == 102 {
+			name = n.Name
+		}
+	}
+	h := withDrainFakes(t, &drainHost{root: root, node: name, server: WorkerAPIServerURL(c), env: vm.env(root)}, jobs)
+	writeExec(t, filepath.Join(h.dir, "kubelet-cut-off"), "")
+	return h
+}
+
+func withDrainFakes(t *testing.T, h *drainHost, jobs string) *drainHost {
+	t.Helper()
+	h.dir = t.TempDir()
 	writeExec(t, filepath.Join(h.dir, "pods.json"), nodePods)
 	fakeKubectlIn(t, h.dir, fakeKubectl)
 	writeExec(t, filepath.Join(h.dir, "systemctl"), "#!/usr/bin/env bash\nprintf '%s\\n' "+jobs+"\n")
@@ -108,14 +153,21 @@ func (h *drainHost) drain(t *testing.T, seconds string) (string, []string) {
 // answers its output and its kubectl calls so far.
 func (h *drainHost) run(t *testing.T, arg string, env ...string) (string, []string) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(h.root, "usr/local/bin/exk8s-drain-worker.sh"), arg)
-	cmd.Env = append(append(append(os.Environ(), h.vm.env(h.root)...), "PATH="+h.path, "EXK8S_DRAIN_INTERVAL=0"), env...)
+	cmd := exec.Command("bash", filepath.Join(h.root, "usr/local/bin/exk8s-drain-node.sh"), arg)
+	cmd.Env = append(append(append(os.Environ(), h.env...), "PATH="+h.path, "EXK8S_DRAIN_INTERVAL=0"), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the drain (%s) must never fail its unit: %v\n%s", arg, err, out)
 	}
 	calls, _ := os.ReadFile(filepath.Join(h.dir, "calls"))
 	return string(out), strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(calls)), "\n", "|"))
+}
+
+// servers are the API servers the drain's calls went to, each once.
+func (h *drainHost) servers(t *testing.T) []string {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(h.dir, "servers"))
+	return slices.Compact(slices.Sorted(slices.Values(strings.Fields(string(b)))))
 }
 
 // callLines is calls split back into one kubectl call each.
@@ -132,7 +184,7 @@ func TestDrainEvictsItsPodsThenDeletesItsNode(t *testing.T) {
 	writeExec(t, filepath.Join(h.dir, "refuse-web-2"), "2")
 	out, calls := h.drain(t, "30")
 	lines := callLines(calls)
-	node := h.in.Worker.Name
+	node := h.node
 	if lines[0] != "cordon "+node || lines[len(lines)-1] != "delete node "+node+" --wait=false" {
 		t.Fatalf("want cordon first and the Node's deletion last, got %q\n%s", lines, out)
 	}
@@ -148,6 +200,51 @@ func TestDrainEvictsItsPodsThenDeletesItsNode(t *testing.T) {
 	if !strings.Contains(out, "disruption budget") || !strings.Contains(out, "deleted Node "+node) {
 		t.Errorf("the log should say the budget refused and the Node was deleted:\n%s", out)
 	}
+	if got := h.servers(t); !slices.Equal(got, []string{h.server}) {
+		t.Errorf("the drain's calls went to %q, want the cluster's endpoint %s only", got, h.server)
+	}
+}
+
+// A control-plane node k8sapi retires (a replacement's old node, a
+// shrink's leaving member) drains itself the same way at power-off, at
+// the cluster's endpoint (its own API server is out of etcd by then):
+// cordon, its pods evicted (not its static pods' mirrors), asked again
+// while a budget refuses, its Node deleted last. Its kubelet cannot end
+// the evicted pods, so it waits until every eviction is granted, not for
+// them to be gone: the 30 s bound is never reached.
+func TestAControlPlaneNodeDrainsItselfAtPowerOff(t *testing.T) {
+	h := newControlPlaneDrainHost(t, "'1 poweroff.target start waiting'")
+	writeExec(t, filepath.Join(h.dir, "refuse-web-2"), "2")
+	out, calls := h.drain(t, "30")
+	lines := callLines(calls)
+	if lines[0] != "cordon "+h.node || lines[len(lines)-1] != "delete node "+h.node+" --wait=false" {
+		t.Fatalf("want cordon first and the Node's deletion last, got %q\n%s", lines, out)
+	}
+	evictions := map[string]int{}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "create --raw") {
+			evictions[strings.Split(l, "/")[6]]++
+		}
+	}
+	if evictions["web-1"] != 1 || evictions["web-2"] != 3 || len(evictions) != 2 {
+		t.Errorf("evictions %v, want web-1 once and web-2 three times (refused twice by its budget), nothing else\n%s", evictions, out)
+	}
+	if !strings.Contains(out, "every pod of "+h.node+" is evicted") || strings.Contains(out, "pods still on") ||
+		!strings.Contains(out, "deleted Node "+h.node) {
+		t.Errorf("want every pod evicted without waiting out the bound, then the Node deleted:\n%s", out)
+	}
+	if got := h.servers(t); !slices.Equal(got, []string{h.server}) {
+		t.Errorf("the drain's calls went to %q, want the cluster's endpoint %s only", got, h.server)
+	}
+}
+
+// A control-plane node's reboot is no retirement: nothing is called.
+func TestAControlPlaneNodeDrainSkipsAReboot(t *testing.T) {
+	h := newControlPlaneDrainHost(t, "'1 reboot.target start waiting' '2 poweroff.target start waiting'")
+	out, calls := h.drain(t, "30")
+	if len(calls) != 0 || !strings.Contains(out, "a reboot") {
+		t.Errorf("a reboot called kubectl %q\n%s", calls, out)
+	}
 }
 
 // A budget that never allows the disruption does not hold the power-off:
@@ -159,13 +256,13 @@ func TestDrainWaitIsBounded(t *testing.T) {
 	writeExec(t, filepath.Join(h.dir, "refuse-web-2"), "always")
 	out, calls := h.drain(t, "1")
 	lines := callLines(calls)
-	if lines[len(lines)-1] != "delete node "+h.in.Worker.Name+" --wait=false" {
+	if lines[len(lines)-1] != "delete node "+h.node+" --wait=false" {
 		t.Fatalf("the Node must be deleted after the bounded wait, got %q\n%s", lines, out)
 	}
 	// Which other pods the line still lists depends on how far the
 	// evictions got in the second (a loaded machine is slow): only the
 	// refused one must be there.
-	if !strings.Contains(out, "pods still on "+h.in.Worker.Name+" after 1 s: ") || !strings.Contains(out, "web web-2 false") {
+	if !strings.Contains(out, "pods still on "+h.node+" after 1 s: ") || !strings.Contains(out, "web web-2 false") {
 		t.Errorf("the log should name the pod that stayed:\n%s", out)
 	}
 }
@@ -210,10 +307,10 @@ func TestDrainWaitsForTheBoundItWasTold(t *testing.T) {
 				}
 			}
 			out, calls := h.drain(t, "30")
-			if !strings.Contains(out, "draining "+h.in.Worker.Name+" "+c.want) {
+			if !strings.Contains(out, "draining "+h.node+" "+c.want) {
 				t.Errorf("want the drain %q, got:\n%s", c.want, out)
 			}
-			if lines := callLines(calls); lines[len(lines)-1] != "delete node "+h.in.Worker.Name+" --wait=false" {
+			if lines := callLines(calls); lines[len(lines)-1] != "delete node "+h.node+" --wait=false" {
 				t.Errorf("the Node was not deleted: %q", lines)
 			}
 		})
@@ -242,7 +339,7 @@ func TestACordonLeftByAFailedDrainIsUndoneOnAWorkerThatStays(t *testing.T) {
 	}
 	out, calls := h.run(t, "--undo-cordon")
 	lines := callLines(calls)
-	if lines[len(lines)-1] != "uncordon "+h.in.Worker.Name || fileExists(mark) || !strings.Contains(out, "uncordoned "+h.in.Worker.Name) {
+	if lines[len(lines)-1] != "uncordon "+h.node || fileExists(mark) || !strings.Contains(out, "uncordoned "+h.node) {
 		t.Fatalf("want the Node uncordoned and the mark gone, got %q (mark there: %v)\n%s", lines, fileExists(mark), out)
 	}
 	if _, again := h.run(t, "--undo-cordon"); len(callLines(again)) != len(lines) {

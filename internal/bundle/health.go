@@ -27,10 +27,11 @@ const (
 	RenewDue    = "due"
 )
 
-// DrainHeader is the header of a worker's health report's answer that
-// tells the worker the drain bound, in seconds, of the running upgrade
-// that retires it; the health script keeps it in DrainBoundFile for the
-// drain at power-off (worker.go). Absent: the bundle's own bound.
+// DrainHeader is the header of a node's health report's answer that
+// tells the node (a worker, or a control-plane node an upgrade replaces)
+// the drain bound, in seconds, of the running upgrade that retires it;
+// the health script keeps it in DrainBoundFile for the drain at
+// power-off (drain.go). Absent: the bundle's own bound.
 const DrainHeader = "X-Exk8s-Drain-Seconds"
 
 // SnapshotHeader is the header of a control-plane node's health report's

@@ -132,11 +132,11 @@ func TestHealthScriptReportsDeprecatedAPIs(t *testing.T) {
 	}
 }
 
-// A worker keeps the drain bound the running upgrade that retires it tells
+// A node keeps the drain bound the running upgrade that retires it tells
 // in its health answers (DrainHeader), for its drain at power-off; an
-// answer without it removes it (the bundle's default again). A
-// control-plane node keeps none.
-func TestWorkerHealthScriptKeepsTheDrainBoundItIsTold(t *testing.T) {
+// answer without it removes it (the bundle's default again). A worker
+// and a control-plane node (an upgrade replaces it) alike.
+func TestHealthScriptKeepsTheDrainBoundItIsTold(t *testing.T) {
 	h := newWorkerHost(t)
 	bound := filepath.Join(h.root, DrainBoundFile)
 	path := fakeChecks(t, "", "")
@@ -160,8 +160,8 @@ func TestWorkerHealthScriptKeepsTheDrainBoundItIsTold(t *testing.T) {
 	if out, err := runNodeScript(t, vm, root, HealthScript, fakeChecks(t, `{"health":"true"}`, "")); err != nil {
 		t.Fatalf("control-plane health report: %v\n%s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(root, DrainBoundFile)); !os.IsNotExist(err) {
-		t.Errorf("a control-plane node kept a drain bound: %v", err)
+	if got, err := os.ReadFile(filepath.Join(root, DrainBoundFile)); err != nil || strings.TrimSpace(string(got)) != "45" {
+		t.Errorf("a control-plane node told 45 kept %q, %v; want 45", got, err)
 	}
 }
 

@@ -64,6 +64,7 @@ func parts() []part {
 		{"etcd-membership", etcdMembershipPart},
 		{"addons-upgrade", addonsUpgradePart},
 		{"control-plane-taint", controlPlaneTaintPart},
+		{"drain", drainPart},
 		{"health", healthPart},
 	}
 }

@@ -221,6 +221,8 @@ type view struct {
 	// Addons: an upgrade's addons apply (addons.go).
 	Addons addonsView
 	Health healthView
+	// Drain is the node's own drain at power-off (drain.go).
+	Drain *drainView
 	// ClusterAdminsGroup is the operators' group RBAC binds to
 	// cluster-admin (pki.ClusterAdminsGroup).
 	ClusterAdminsGroup string
@@ -258,6 +260,7 @@ func newView(in *Input) (*view, *topology, error) {
 	v.Taint = newTaintView()
 	v.Addons = newAddonsView()
 	v.Health = newHealthView("health")
+	v.Drain = newDrainView(v, false)
 	v.ClusterAdminsGroup = pki.ClusterAdminsGroup
 	return v, &topo, nil
 }

@@ -373,7 +373,7 @@ func TestScriptsPassBashAndShellcheck(t *testing.T) {
 	}
 	scripts["exk8s-bootstrap-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-bootstrap-worker.sh")
 	scripts["exk8s-install-prereqs-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-install-prereqs.sh")
-	scripts["exk8s-drain-worker.sh"] = fileIn(t, worker, binDir+"/exk8s-drain-worker.sh")
+	scripts["exk8s-drain-node.sh"] = fileIn(t, worker, binDir+"/exk8s-drain-node.sh")
 	scripts["exk8s-renew-worker-certificates.sh"] = fileIn(t, worker, RenewalScript)
 	scripts["exk8s-health-report-worker.sh"] = fileIn(t, worker, HealthScript) // the control plane's is among the bundle's
 	if scripts["bootstrap-userdata-worker.sh"], err = r.Userdata(UserdataInput{BootstrapBaseURL: "https://k8sapi.excloud.in", Worker: true}); err != nil {

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/excloud/k8sapi/internal/artifacts"
 	"github.com/excloud/k8sapi/internal/clusterfacts"
@@ -46,59 +45,10 @@ func workerParts() []part {
 		{"containerd", containerdPart},
 		{"kubelet", kubeletPart},
 		{"network", podNetworkPart},
-		{"drain", workerDrainPart},
+		{"drain", drainPart},
 		{"renewal", workerRenewalPart},
 		{"health", healthPart},
 		{"scripts", workerScriptPart},
-	}
-}
-
-// How long a removed worker's drain waits for its pods to leave (the
-// eviction API, PodDisruptionBudgets respected) unless k8sapi said
-// otherwise: drainWait. The running upgrade that retires a worker tells it
-// its own bound (drain_timeout_seconds) in the answers to its health
-// reports, which the health script keeps in DrainBoundFile; the drain
-// takes it while it is at most drainWordAge old and within
-// [MinDrainSeconds, MaxDrainSeconds] (the range the upgrade's request
-// accepts), else drainWait. systemd lets the drain unit run for the
-// longest bound plus its calls' own bounds (drainCalls), and the
-// power-off itself that much and a margin for the units stopped after it:
-// poweroff.target's own JobTimeoutSec (30 minutes) would force the
-// power-off in the middle of a longer drain. A platform that powers a
-// deleted VM off gracefully must allow as long as the bound it is told.
-const (
-	drainWait       = 120 * time.Second
-	MinDrainSeconds = 30
-	MaxDrainSeconds = 3600
-	drainCalls      = 60 * time.Second
-	drainStopWait   = MaxDrainSeconds*time.Second + drainCalls
-	powerOffWait    = drainStopWait + 5*time.Minute
-	// drainWordAge: ten health reports. A word older than that is not
-	// trusted: the upgrade may have ended since, and k8sapi not answered.
-	drainWordAge = 5 * time.Minute
-)
-
-// Where a worker keeps what k8sapi told it of its drain: the bound
-// (DrainBoundFile, written by the health script) and, while its own
-// drain may have left its Node cordoned, a mark (DrainCordonMark): a
-// worker that stays (its VM powered on again, not deleted) uncordons its
-// Node at its next start (exk8s-drain-undo.service), so a failed or
-// cut-off drain never leaves a worker that stays cordoned.
-const (
-	DrainBoundFile  = "/var/lib/exk8s/drain-seconds"
-	DrainCordonMark = "/var/lib/exk8s/drain-cordoned"
-)
-
-// workerDrainPart is the unit that drains the worker and deletes its Node
-// when it powers off, the unit that undoes its cordon when the worker
-// stays, their script (exk8s-drain-worker.sh), and the power-off's
-// timeout raised for the longest drain.
-func workerDrainPart(v *view) []fileSpec {
-	return []fileSpec{
-		tmpl(unitDir+"/exk8s-drain.service", "exk8s-drain.service", modePublic, v),
-		tmpl(unitDir+"/exk8s-drain-undo.service", "exk8s-drain-undo.service", modePublic, v),
-		tmpl(unitDir+"/poweroff.target.d/exk8s-drain.conf", "exk8s-drain-poweroff.conf", modePublic, v),
-		tmpl(binDir+"/exk8s-drain-worker.sh", "exk8s-drain-worker.sh", modeScript, v),
 	}
 }
 
@@ -127,19 +77,7 @@ type workerView struct {
 	Renewed []renewableIdentity
 	// Trust are the trust files a rotation rewrites (trustLines).
 	Trust []string
-	// Drain is what the drain's units and script know (above).
-	Drain drainView
 	caPEM []byte
-}
-
-// drainView is the drain's bounds: Seconds for pods unless k8sapi told
-// another in [MinSeconds, MaxSeconds] (kept in BoundFile, trusted for
-// WordSeconds), StopSeconds for the drain unit's whole stop,
-// PowerOffSeconds for the power-off's; and its cordon's mark.
-type drainView struct {
-	Seconds, MinSeconds, MaxSeconds, WordSeconds int
-	StopSeconds, PowerOffSeconds                 int
-	BoundFile, CordonMark                        string
 }
 
 // KubeletDropinDir holds host-specific kubelet settings, drop-ins over the
@@ -168,9 +106,6 @@ func newWorkerView(in *WorkerInput) *workerView {
 		ClientCert: CertPath(pki.KubeletClient), ClientKey: KeyPath(pki.KubeletClient),
 		ServingCert: CertPath(pki.KubeletServing), ServingKey: KeyPath(pki.KubeletServing),
 		Kubeconfig: KubeconfigPath("kubelet"), KubeletDropins: KubeletDropinDir, caPEM: in.CACert,
-		Drain: drainView{Seconds: int(drainWait.Seconds()), MinSeconds: MinDrainSeconds, MaxSeconds: MaxDrainSeconds,
-			WordSeconds: int(drainWordAge.Seconds()), StopSeconds: int(drainStopWait.Seconds()),
-			PowerOffSeconds: int(powerOffWait.Seconds()), BoundFile: DrainBoundFile, CordonMark: DrainCordonMark},
 		Renewed: []renewableIdentity{workerRenewed(pki.KubeletClient), workerRenewed(pki.KubeletServing)},
 		Trust:   trustLines(workerTrust),
 	}
@@ -206,6 +141,7 @@ func workerViewOf(in WorkerInput) (*view, error) {
 	}
 	v.APIServerEndpoint = WorkerAPIServerURL(in.Cluster)
 	v.Worker = newWorkerView(&in)
+	v.Drain = newDrainView(v, true)
 	v.Health = newHealthView("worker_health")
 	return v, nil
 }

@@ -9,19 +9,23 @@ import (
 	"github.com/excloud/k8sapi/internal/stacktest"
 )
 
-// The running upgrade tells each worker it retires (every worker not at
-// its pass's version) its drain_timeout_seconds in the answer to the
-// worker's health report, from the upgrade's start: 45 here. A new worker,
-// at the pass's version, a worker of another cluster, a control-plane node
-// and a refused report are told nothing (the bundle's default), and so is
-// every worker once the upgrade is paused (it retires nothing then).
-func TestUpgradeTellsTheWorkersItRetiresItsDrainBound(t *testing.T) {
+// The running upgrade tells each node it retires (every worker and
+// control-plane node not at its pass's version) its drain_timeout_seconds
+// in the answer to the node's health report, from the upgrade's start: 45
+// here. A new worker, at the pass's version, a worker and a control-plane
+// node of another cluster, a control-plane node at the pass's version and
+// a refused report are told nothing (the bundle's default), and so is every node once the
+// upgrade is paused (it retires nothing then).
+func TestUpgradeTellsTheNodesItRetiresItsDrainBound(t *testing.T) {
 	a := stacktest.PinnedArtifacts()
 	a.DigestFallback = true // v1.36.3's files are not in the shipped manifest yet
 	s := newStack(t, withArtifacts(a))
 	old, other := workerOn(t, s), workerOn(t, s)
 	fresh := s.poolWorker(t, old, 1)
-	cp := old.controlPlane()
+	cpVM := old.controlPlaneOf(t) // of the upgraded cluster (controlPlane() founds another)
+	imds, access := s.VMCredentials(cpVM)
+	cp := &worker{s: s, clusterID: old.clusterID, vmID: cpVM, imds: imds, access: access}
+	elsewhere := old.controlPlane()
 	ctx := context.Background()
 	exec := func(q string) {
 		t.Helper()
@@ -53,10 +57,16 @@ func TestUpgradeTellsTheWorkersItRetiresItsDrainBound(t *testing.T) {
 	if got := told(old, bundle.WorkerHealthPathTemplate); got != "45" {
 		t.Errorf("the worker the upgrade retires is told %q, want 45", got)
 	}
+	if got := told(cp, bundle.HealthPathTemplate); got != "45" {
+		t.Errorf("the control-plane node the upgrade replaces is told %q, want 45", got)
+	}
+	// It stands now for the new node that replaces it, at the pass's version.
+	exec(`UPDATE kube_nodes SET kubernetes_version = 'v1.36.3' WHERE vm_id = ` + itoa(cp.vmID))
 	for what, got := range map[string]string{
-		"a new worker, at the pass's version": told(fresh, bundle.WorkerHealthPathTemplate),
-		"a worker of another cluster":         told(other, bundle.WorkerHealthPathTemplate),
-		"a control-plane node":                told(cp, bundle.HealthPathTemplate),
+		"a new worker, at the pass's version":        told(fresh, bundle.WorkerHealthPathTemplate),
+		"a worker of another cluster":                told(other, bundle.WorkerHealthPathTemplate),
+		"a control-plane node at the pass's version": told(cp, bundle.HealthPathTemplate),
+		"a control-plane node of another cluster":    told(elsewhere, bundle.HealthPathTemplate),
 	} {
 		if got != "" {
 			t.Errorf("%s is told %q, want nothing (its bundle's default)", what, got)
@@ -64,7 +74,7 @@ func TestUpgradeTellsTheWorkersItRetiresItsDrainBound(t *testing.T) {
 	}
 	for what, r := range map[string]stacktest.Response{
 		"another VM's proofs": s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, old.vmID, fresh.imds, fresh.access, workerHealthy),
-		"a control-plane VM":  s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, cp.vmID, cp.imds, cp.access, workerHealthy),
+		"a control-plane VM":  s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, elsewhere.vmID, elsewhere.imds, elsewhere.access, workerHealthy),
 		"no IMDS session":     s.VMCall(http.MethodPost, bundle.WorkerHealthPathTemplate, old.vmID, "", old.access, workerHealthy),
 	} {
 		if r.Status < 400 || r.Header.Get(bundle.DrainHeader) != "" {

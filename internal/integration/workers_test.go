@@ -104,7 +104,7 @@ func TestWorkerBundleHoldsNoPrivateKey(t *testing.T) {
 		}
 	}
 	if b.Files[bundle.CertPath(pki.ClusterCA)] != b.CACert || b.FileModes["/usr/local/bin/exk8s-bootstrap-worker.sh"] != "0755" ||
-		b.FileModes["/usr/local/bin/exk8s-drain-worker.sh"] != "0755" || b.Files["/etc/systemd/system/exk8s-drain.service"] == "" {
+		b.FileModes["/usr/local/bin/exk8s-drain-node.sh"] != "0755" || b.Files["/etc/systemd/system/exk8s-drain.service"] == "" {
 		t.Errorf("the worker bundle's files lack the CA certificate, the worker's script or its drain: %v", b.FileModes)
 	}
 	if unit := b.Files["/etc/systemd/system/kubelet.service"]; !strings.Contains(unit, "--node-labels="+bundle.WorkerPoolLabel+"=workers,tier=web") ||

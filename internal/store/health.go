@@ -43,7 +43,7 @@ const MaxDeprecatedAPIsKept = 64
 // node's noted refusal. Its deprecated APIs, when it has them, are merged
 // into the node's record (mergedDeprecatedAPIs). Answers the cluster's
 // status (the report is recorded only for an active cluster), whether a
-// rotation asks a renewal and the drain bound of a worker a live upgrade
+// rotation asks a renewal and the drain bound of a node a live upgrade
 // retires; ErrNotFound: VMID is no node of Role of org's clusters.
 func (s *Store) RecordHealth(ctx context.Context, r HealthReport) (HealthRecorded, error) {
 	var out HealthRecorded
@@ -96,7 +96,7 @@ func deprecatedJSON(r HealthReport) *string {
 // HealthRecorded is what recording a report found: the cluster's status,
 // whether a CA rotation asks the node for a phase it has not applied (its
 // health report's answer tells it to renew now), the drain bound the
-// live upgrade sets for this worker (0: none; the bundle's own applies)
+// live upgrade sets for this node (0: none; the bundle's own applies)
 // and whether a pending etcd snapshot names this node (it takes it now,
 // not at its snapshot timer's next ask).
 type HealthRecorded struct {
@@ -116,17 +116,18 @@ const snapshotAsked = `EXISTS (SELECT 1 FROM etcd_snapshots s
 
 // upgradeDrain is the drain_timeout_seconds of the running upgrade of node
 // n's cluster when that upgrade retires n, else 0. An upgrade retires, in
-// its pass, every worker not at the pass's version (upgrade.split): so a
-// worker is told its upgrade's bound from the upgrade's start, minutes
-// before its retirement (the pass moves the control plane and surges new
-// workers first), and a new worker, at the pass's version, is not. It must
-// be told before: its drain runs as its VM powers off, after the VM's
-// deletion, when its IMDS sessions have ended with it and its row is gone
-// (docs/UPGRADES.md). A paused upgrade retires nothing; an abort retires
-// no worker.
+// its pass, every node not at the pass's version: each control-plane node
+// by a replacement, each worker by its pool's surge (upgrade.split). So a
+// node is told its upgrade's bound from the upgrade's start, before its
+// retirement (the snapshot comes first, and a replaced control-plane
+// node keeps reporting until its VM is deleted), and a new node, at the
+// pass's version, is not. It must be told before: its drain runs as its
+// VM powers off, after the VM's deletion, when its IMDS sessions have
+// ended with it and its row is gone (docs/UPGRADES.md). A paused upgrade
+// retires nothing; an abort is not upgrading.
 const upgradeDrain = `coalesce((SELECT u.drain_timeout_seconds FROM cluster_upgrades u
 	WHERE u.kube_cluster_id = n.kube_cluster_id AND u.state = '` + UpgradeUpgrading + `'
-	AND n.role = '` + RoleWorker + `' AND n.kubernetes_version <> u.pass_version), 0)`
+	AND n.kubernetes_version <> u.pass_version), 0)`
 
 // rotationAsks is whether, at time at, the live rotation of node n's
 // cluster stands at a phase and epoch n has not applied (Rotation.Moving,

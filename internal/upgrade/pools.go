@@ -19,7 +19,7 @@ import (
 // take the cluster's version, which moved already), waits until they are
 // ready, then retires as many old workers by name and sets the count back.
 // A retired worker drains itself as its VM powers off (PodDisruptionBudgets
-// respected: exk8s-drain-worker.sh), for at most the upgrade's
+// respected: exk8s-drain-node.sh), for at most the upgrade's
 // drain_timeout_seconds: every worker not at the pass's version (split)
 // is told that bound in the answers to its health reports from the
 // upgrade's start (store.upgradeDrain holds the same rule), long before it

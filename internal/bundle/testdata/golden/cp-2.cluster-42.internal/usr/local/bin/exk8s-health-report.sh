@@ -27,6 +27,7 @@ READYZ_KUBECONFIG="${ROOT}"'/etc/exk8s/kubeconfig/kubelet.kubeconfig'
 READYZ_SERVER='https://127.0.0.1:6443'
 METRICS_KUBECONFIG="${ROOT}"'/etc/exk8s/kubeconfig/control-plane-taint.kubeconfig'
 CHECK_SECONDS=5
+DRAIN_BOUND_FILE="${ROOT}"'/var/lib/exk8s/drain-seconds'
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -134,4 +135,16 @@ if grep -qi '^X-Exk8s-Snapshot: *due' "$work/answer.headers"; then
   if [[ "${EXK8S_SKIP_HOST_SETUP:-0}" != "1" ]]; then
     systemctl start --no-block exk8s-etcd-snapshot.service || log "could not start the etcd snapshot"
   fi
+fi
+
+# The running upgrade that retires this node tells its drain bound: kept
+# (with the time it was told) for the drain at power-off, which k8sapi
+# could not answer then (exk8s-drain-node.sh); an answer without it
+# means the bundle's default again.
+told="$(grep -i '^X-Exk8s-Drain-Seconds:' "$work/answer.headers" | tail -n 1 | cut -d: -f2 | tr -dc '0-9')" || true
+if [[ -n "$told" ]]; then
+  mkdir -p "$(dirname "$DRAIN_BOUND_FILE")"
+  printf '%s\n' "$told" >"$DRAIN_BOUND_FILE.new" && mv -f "$DRAIN_BOUND_FILE.new" "$DRAIN_BOUND_FILE"
+else
+  rm -f "$DRAIN_BOUND_FILE"
 fi

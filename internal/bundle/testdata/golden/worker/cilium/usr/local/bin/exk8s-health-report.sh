@@ -63,9 +63,9 @@ if grep -qi '^X-Exk8s-Renew: *due' "$work/answer.headers"; then
   fi
 fi
 
-# The running upgrade that retires this worker tells its drain bound: kept
+# The running upgrade that retires this node tells its drain bound: kept
 # (with the time it was told) for the drain at power-off, which k8sapi
-# could not answer then (exk8s-drain-worker.sh); an answer without it
+# could not answer then (exk8s-drain-node.sh); an answer without it
 # means the bundle's default again.
 told="$(grep -i '^X-Exk8s-Drain-Seconds:' "$work/answer.headers" | tail -n 1 | cut -d: -f2 | tr -dc '0-9')" || true
 if [[ -n "$told" ]]; then

@@ -156,7 +156,7 @@ log "started the kubelet on ${NODE_NAME}"
 progress_report kubelet_started
 
 # Started now, stopped at power-off: a removed worker drains itself and
-# deletes its Node before its VM goes (exk8s-drain-worker.sh). The undo
+# deletes its Node before its VM goes (exk8s-drain-node.sh). The undo
 # runs at every start: a worker that stays uncordons what a cut-off drain
 # left cordoned (nothing now: no drain ran yet).
 step "arming the drain at power-off"
