@@ -111,6 +111,9 @@ func TestTestImagesCoverTheSuitesNamesAndBuild(t *testing.T) {
 	if img := tags["e2e-test-images/nautilus:1.7"]; !strings.Contains(string(img.Files["/data.json"]), `"nautilus.jpg"`) {
 		t.Errorf("nautilus data.json: %s", img.Files["/data.json"])
 	}
+	if img := tags["e2e-test-images/kitten:1.7"]; !strings.Contains(string(img.Files["/etc/os-release"]), "Alpine Linux") {
+		t.Errorf("kitten's os-release (v1.36's ImageVolume test reads it): %s", img.Files["/etc/os-release"])
+	}
 	if img := tags["e2e-test-images/nonroot:1.4"]; img.User != "1234" {
 		t.Errorf("nonroot user %q", img.User)
 	}

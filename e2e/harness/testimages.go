@@ -165,11 +165,16 @@ func agnhostFiles() (map[string][]byte, error) {
 
 // updateDemoPage is the page of kubectl's Update Demo images: data.json
 // names the picture (the suite reads it through the pod proxy), and the
-// picture is a small one drawn here, a colour for each image.
+// picture is a small one drawn here, a colour for each image. Their
+// os-release says what they stand in for: v1.36's ImageVolume test
+// mounts kitten as a volume and reads its etc/os-release for "Alpine
+// Linux", the base of upstream's image; this one's userland is Debian's.
 func updateDemoPage(name string, base map[string][]byte) map[string][]byte {
 	files := maps.Clone(base)
 	files["/data.json"] = fmt.Appendf(nil, "{\n  \"image\": \"%s.jpg\"\n}\n", name)
 	files["/"+name+".jpg"] = picture(name)
+	files["/etc/os-release"] = fmt.Appendf(nil, "NAME=\"k8sapi test image\"\nID=k8sapi-test-image\n"+
+		"PRETTY_NAME=\"k8sapi's %s: a Debian userland standing in for upstream's %s on Alpine Linux\"\n", name, name)
 	return files
 }
 
