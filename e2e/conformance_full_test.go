@@ -81,6 +81,9 @@ func TestConformance(t *testing.T) {
 // images suite names. It answers the upgrade's summary line.
 func (p *provenCluster) upgradeBeforeSuite(t *testing.T, suite conformanceSuite) string {
 	t.Helper()
+	// As the node proof's steps begin: the probe pods Ready and the
+	// workloads reachable (pool-web's check reaches it from a probe pod).
+	p.c.checkWorkloads(t, p.svc, p.tl)
 	workers := p.startPool(t)
 	p.eventuallyTainted(t, true)
 	p.checkPoolWeb(t)
