@@ -115,10 +115,13 @@ e2e-upgrade:
 ## conformance: every [Conformance] test of the upstream suite on a cluster booted
 ## as the node proof's, a parallel then a serial pass; writes CONFORMANCE.md
 ## (root; e2e/README.md). CONFORMANCE_FOCUS=<regexp> narrows it, CONFORMANCE_SUBSET=1
-## runs only the subset `make e2e` runs.
+## runs only the subset `make e2e` runs. CONFORMANCE_UPGRADE=1 founds at v1.35.4,
+## runs the node proof's rolling upgrade to v1.36.3, then v1.36.3's suite (its
+## section of CONFORMANCE.md).
 conformance:
 	@scripts/dev-prerequisites.sh test
 	cd e2e && $(GO) vet -tags conformance ./... && CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' CONFORMANCE_SUBSET='$(CONFORMANCE_SUBSET)' \
+		CONFORMANCE_UPGRADE='$(CONFORMANCE_UPGRADE)' \
 		$(GO) test -tags conformance -count=1 -timeout 6h -run '^TestConformance$$' -v . 2>&1 | grep -v '^=== \(RUN\|PAUSE\|CONT\)'; exit $${PIPESTATUS[0]}
 
 ## fuzz: each fuzz target for FUZZTIME (default 60s), one line of executions each

@@ -21,6 +21,8 @@
 #   firewall                 github.com/containernetworking/plugins
 #   e2e.test, ginkgo         the upstream conformance suite (k8s.io/kubernetes
 #                            test/e2e, built with `go test -c`) and its runner
+#                            (and again at the upgrade's release, into a
+#                            folder named by it)
 #   agnhost, nonewprivs,
 #   sample-apiserver         the test images' programs the suite names
 # runc's and the CNI plugins' commands live in their modules' own main
@@ -34,12 +36,15 @@
 # Cold: several minutes on two cores (the second release's Kubernetes commands
 # took 37 minutes on a new machine under load). Warm cache: about two minutes.
 #
-# Usage: build-components.sh [control-plane|nodes|conformance].
+# Usage: build-components.sh [control-plane|nodes|conformance|conformance-upgrade].
 # control-plane (the default, what the process-level proof boots) stops
 # after etcd and the Kubernetes commands; nodes also builds what a node
 # machine downloads and the registry and images serve; conformance also
 # builds the conformance suite and its test images' programs (the node
-# proof runs a subset of the suite, `make conformance` all of it).
+# proof runs a subset of the suite, `make conformance` all of it);
+# conformance-upgrade also builds them again at the upgrade's release
+# (`make conformance CONFORMANCE_UPGRADE=1` runs that suite after the
+# upgrade), which no default run pays for.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -135,30 +140,41 @@ build_main_packages() {
 	echo "build-components: $stamp_name built in $((SECONDS - start))s"
 }
 
-# build_conformance builds the suite and the test images' programs from
-# components/conformance, unless its stamp matches. e2e.test is a test
-# binary of a dependency's package (`go test -c`); the others are that
+# build_conformance [VERSION] builds the suite and the test images'
+# programs from components/conformance, unless its stamp matches: at the
+# founding release from go.mod into bin_dir, or at VERSION (the upgrade's
+# release, so a cluster moved there is judged by that release's own tests)
+# from the module file kubernetes-VERSION.mod into bin_dir/VERSION/, as
+# the Kubernetes commands' second release is built. e2e.test is a test
+# binary of a dependency's package (`go test -c`); the others are the
 # module's `tool` lines.
 build_conformance() {
-	local dir="$here/components/conformance" want
+	local version="${1:-}" dir="$here/components/conformance" want
 	local tools=(github.com/onsi/ginkgo/v2/ginkgo k8s.io/kubernetes/test/images/agnhost
 		k8s.io/kubernetes/test/images/nonewprivs k8s.io/sample-apiserver)
 	local bins=(e2e.test ginkgo agnhost nonewprivs sample-apiserver)
-	want="$(stamp "$dir" "$kube_ldflags")"
-	up_to_date conformance "$want" "${bins[@]}" && return 0
-	echo "build-components: building conformance (${bins[*]})"
+	local name=conformance modflag="" subdir="" ldflags="$kube_ldflags"
+	if [[ -n "$version" ]]; then
+		name="conformance-$version" modflag="-modfile=kubernetes-$version.mod" subdir="$version/"
+		ldflags="$(kube_ldflags_for "$version")"
+	fi
+	want="$(stamp "$dir" "$ldflags$modflag")"
+	up_to_date "$name" "$want" "${bins[@]/#/$subdir}" && return 0
+	echo "build-components: building $name (${bins[*]})"
 	local start=$SECONDS
-	(cd "$dir" && go test -c -vet=off -ldflags="$kube_ldflags" -o "$bin_dir/e2e.test" k8s.io/kubernetes/test/e2e &&
-		go build -ldflags="$kube_ldflags" -o "$bin_dir/" "${tools[@]}")
-	echo "$want" >"$bin_dir/.conformance.stamp"
-	echo "build-components: conformance built in $((SECONDS - start))s"
+	mkdir -p "$bin_dir/$subdir"
+	# shellcheck disable=SC2086 # modflag is one flag or none
+	(cd "$dir" && go test -c $modflag -vet=off -ldflags="$ldflags" -o "$bin_dir/${subdir}e2e.test" k8s.io/kubernetes/test/e2e &&
+		go build $modflag -ldflags="$ldflags" -o "$bin_dir/$subdir" "${tools[@]}")
+	echo "$want" >"$bin_dir/.$name.stamp"
+	echo "build-components: $name built in $((SECONDS - start))s"
 }
 
 set_name="${1:-control-plane}"
 case "$set_name" in
-control-plane | nodes | conformance) ;;
+control-plane | nodes | conformance | conformance-upgrade) ;;
 *)
-	echo "usage: $0 [control-plane|nodes]" >&2
+	echo "usage: $0 [control-plane|nodes|conformance|conformance-upgrade]" >&2
 	exit 2
 	;;
 esac
@@ -235,7 +251,10 @@ install_upstream cni-plugins "CGO_ENABLED=0" "$cni/main/bridge@${cni_version}" \
 	"$cni/ipam/host-local@${cni_version}" "$cni/main/loopback@${cni_version}" "$cni/meta/portmap@${cni_version}" \
 	"$cni/meta/firewall@${cni_version}"
 
-if [[ "$set_name" == conformance ]]; then
+if [[ "$set_name" == conformance* ]]; then
 	build_conformance
+fi
+if [[ "$set_name" == conformance-upgrade ]]; then
+	build_conformance "$next_kube_version"
 fi
 report_versions

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -52,7 +53,7 @@ func retriedSpecs(t *testing.T, dir string, names []string) []string {
 func (c *machineCluster) checkConformanceSubset(t *testing.T, p *provenCluster, tl *timeline) string {
 	t.Helper()
 	names := subsetNames(t)
-	run := p.suiteRun(t, "subset", harness.FocusExactly(names), "", 30*time.Minute)
+	run := p.suiteRun(t, suiteOf(t, nodeVersions.Kubernetes), "subset", harness.FocusExactly(names), "", 30*time.Minute)
 	run.Attempts = subsetAttempts
 	start := time.Now()
 	results, err := run.Run(context.Background())
@@ -86,11 +87,11 @@ func subsetNames(t *testing.T) []string {
 	return names
 }
 
-// suiteRun is a run of the suite against the proven cluster from the
-// node network's switch, as the initial node's admin, with every image
+// suiteRun is a run of suite against the proven cluster from the node
+// network's switch, as an admin of the initial node, with every image
 // from the proof's registry and the platform's DNS records in the
 // resolver; its report goes to the run's log folder.
-func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout time.Duration) harness.SuiteRun {
+func (p *provenCluster) suiteRun(t *testing.T, suite conformanceSuite, name, focus, skip string, timeout time.Duration) harness.SuiteRun {
 	t.Helper()
 	writePlatformHosts(t, p.st, p.svc.resolverHosts) // the records as they are now that every node is up
 	dir := filepath.Join(p.r.LogDir, "conformance-"+name)
@@ -98,18 +99,38 @@ func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout
 		fatal(t, err)
 	}
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	raw, err := os.ReadFile(filepath.Join(p.c.initial().Root, adminKubeconfig))
-	if err != nil {
-		fatalf(t, "reading the initial node's admin kubeconfig: %v", err)
-	}
 	repoList := filepath.Join(dir, "repo-list.yaml")
-	for path, content := range map[string][]byte{kubeconfig: raw, repoList: harness.TestRepoList(svcAddr(registryPort))} {
+	for path, content := range map[string][]byte{kubeconfig: p.suiteKubeconfig(t), repoList: harness.TestRepoList(svcAddr(registryPort))} {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
 			fatal(t, err)
 		}
 	}
-	return harness.SuiteRun{BinDir: binDir, NS: p.network.Switch, Kubeconfig: kubeconfig, RepoList: repoList,
+	return harness.SuiteRun{BinDir: suite.binDir(), NS: p.network.Switch, Kubeconfig: kubeconfig, RepoList: repoList,
 		ReportDir: dir, Focus: focus, Skip: skip, Procs: suiteProcs(), Timeout: timeout}
+}
+
+// suiteKubeconfig is the admin kubeconfig the suite runs with. On a
+// cluster as founded: the initial node's bootstrap identity, which names
+// that node's address. Once the proof works as an operator (after an
+// upgrade no node holds the bootstrap identity any more): a kubeconfig
+// k8sapi issues now (its TTL counts from the pass's start), its server,
+// the control-plane name, set to the initial node's address: the suite
+// runs on the switch, whose resolver is the host's.
+func (p *provenCluster) suiteKubeconfig(t *testing.T) []byte {
+	t.Helper()
+	if p.c.kubeconfig == "" {
+		raw, err := os.ReadFile(filepath.Join(p.c.initial().Root, adminKubeconfig))
+		if err != nil {
+			fatalf(t, "reading the initial node's admin kubeconfig: %v", err)
+		}
+		return raw
+	}
+	raw := p.useOperatorKubeconfig(t)
+	byName := []byte("https://" + p.cl.ControlPlaneDNSName + ":6443")
+	if !bytes.Contains(raw, byName) {
+		fatalf(t, "the operator's kubeconfig names no server %s", byName)
+	}
+	return bytes.ReplaceAll(raw, byName, []byte("https://"+p.c.vms[0].addr.Addr().String()+":6443"))
 }
 
 // TestConformanceSubsetIsSound checks the subset file against the suite
@@ -117,10 +138,7 @@ func (p *provenCluster) suiteRun(t *testing.T, name, focus, skip string, timeout
 // tests, none twice, none that must run alone, every group says why, and
 // there are at least minSubset of them, none [Slow].
 func TestConformanceSubsetIsSound(t *testing.T) {
-	list, err := harness.ConformanceList(filepath.Join(e2eDir, "components"))
-	if err != nil {
-		fatal(t, err)
-	}
+	list := suiteOf(t, nodeVersions.Kubernetes).list(t)
 	known := map[string]harness.ConformanceTest{}
 	for _, ct := range list {
 		known[ct.CodeName] = ct

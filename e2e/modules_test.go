@@ -35,18 +35,23 @@ func TestProductModuleStaysLight(t *testing.T) {
 // TestSuiteBuildsFromTheClusterVersion: the conformance suite's module
 // and the Kubernetes components' module pin k8s.io/kubernetes and every
 // staging module to the same versions, so the suite judges the version
-// the cluster runs (the README's "Changing versions" bumps both).
+// the cluster runs (the README's "Changing versions" bumps both): the
+// founding release in their go.mod files, the upgrade's in their module
+// files for it.
 func TestSuiteBuildsFromTheClusterVersion(t *testing.T) {
-	kube, suite := pins(t, "components/kube/go.mod"), pins(t, "components/conformance/go.mod")
-	if len(kube) == 0 || kube["k8s.io/kubernetes"] == "" {
-		fatalf(t, "components/kube/go.mod: no k8s.io/kubernetes pin found")
-	}
-	for mod, v := range kube {
-		if !strings.HasPrefix(mod, "k8s.io/") {
-			continue
+	upgradeMod := "kubernetes-" + upgradeRelease.Kubernetes + ".mod"
+	for _, file := range []string{"go.mod", upgradeMod} {
+		kube, suite := pins(t, "components/kube/"+file), pins(t, "components/conformance/"+file)
+		if len(kube) == 0 || kube["k8s.io/kubernetes"] == "" {
+			fatalf(t, "components/kube/%s: no k8s.io/kubernetes pin found", file)
 		}
-		if suite[mod] != v {
-			errorf(t, "%s: the components build %s, the suite %q", mod, v, suite[mod])
+		for mod, v := range kube {
+			if !strings.HasPrefix(mod, "k8s.io/") {
+				continue
+			}
+			if suite[mod] != v {
+				errorf(t, "%s: %s: the components build %s, the suite %q", file, mod, v, suite[mod])
+			}
 		}
 	}
 }

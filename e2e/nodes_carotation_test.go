@@ -207,8 +207,8 @@ func connectionRefused(out []byte) bool {
 
 // useOperatorKubeconfig points the proof's kubectl at an admin kubeconfig
 // issued now, under the new roots, as an operator logged into the initial
-// node would after a rotation; it must work.
-func (p *provenCluster) useOperatorKubeconfig(t *testing.T) {
+// node would after a rotation; it must work. It answers the kubeconfig.
+func (p *provenCluster) useOperatorKubeconfig(t *testing.T) []byte {
 	t.Helper()
 	var issued struct {
 		Kubeconfig string `json:"kubeconfig"`
@@ -224,6 +224,7 @@ func (p *provenCluster) useOperatorKubeconfig(t *testing.T) {
 	if out, err := p.c.kubectl(ctx, "get", "--raw", "/readyz"); err != nil {
 		fatalf(t, "an admin kubeconfig issued after the rotation: %v %s", err, out)
 	}
+	return []byte(issued.Kubeconfig)
 }
 
 // checkOnNewRoots: every trust file on every machine holds one root, not

@@ -54,11 +54,7 @@ type poolView struct {
 func (p *provenCluster) checkPool(t *testing.T) []string {
 	t.Helper()
 	start := time.Now()
-	p.poolCall(t, http.MethodPost, "", poolBody)
-	workers := p.poolWorkers(t, 2)
-	p.checkWorkerBundle(t, workers[0].v)
-	p.bootWorkers(t, workers)
-	p.checkWorkersReady(t, workers)
+	workers := p.startPool(t)
 	readyIn := time.Since(start)
 	noSnapshot := p.checkWorkerGetsNoSnapshotURL(t, workers[0].v)
 	p.checkWorkerKeys(t, workers)
@@ -73,13 +69,33 @@ func (p *provenCluster) checkPool(t *testing.T) []string {
 	if upgraded != "" {
 		held = append(held, upgraded)
 	}
-	scaled := time.Now()
-	left := p.checkScaleDown(t, workers)
-	deleted := time.Now()
-	p.checkPoolDelete(t, left)
+	scaleDown, deleted := p.endPool(t, workers)
 	t.Logf("the pool step took %.0f s: workers Ready %.0f s after the POST, scale down %.0f s, delete %.0f s",
-		time.Since(start).Seconds(), readyIn.Seconds(), deleted.Sub(scaled).Seconds(), time.Since(deleted).Seconds())
+		time.Since(start).Seconds(), readyIn.Seconds(), scaleDown.Seconds(), deleted.Seconds())
 	return held
+}
+
+// startPool creates the pool of two workers and boots them, and answers
+// them once their Nodes are Ready.
+func (p *provenCluster) startPool(t *testing.T) []poolWorker {
+	t.Helper()
+	p.poolCall(t, http.MethodPost, "", poolBody)
+	workers := p.poolWorkers(t, 2)
+	p.checkWorkerBundle(t, workers[0].v)
+	p.bootWorkers(t, workers)
+	p.checkWorkersReady(t, workers)
+	return workers
+}
+
+// endPool scales the pool to one worker and deletes it, each worker
+// drained as it goes, and answers how long each took.
+func (p *provenCluster) endPool(t *testing.T, workers []poolWorker) (scaleDown, deleted time.Duration) {
+	t.Helper()
+	start := time.Now()
+	left := p.checkScaleDown(t, workers)
+	scaleDown = time.Since(start)
+	p.checkPoolDelete(t, left)
+	return scaleDown, time.Since(start) - scaleDown
 }
 
 // poolPath is the proof pool's route, or the pools' when name is empty.

@@ -41,9 +41,6 @@ const (
 	// flannelVersion is what e2e/components/flannel builds and the
 	// product's artifacts name (artifacts.Default's flannel_version).
 	flannelVersion = "v0.28.10"
-	// suiteEtcdTag is the tag the conformance suite names for its etcd
-	// image (the aggregator test's); the project's etcd build answers to it.
-	suiteEtcdTag = "3.6.6-0"
 	// Ports on harness.ServicesAddr; the API's and IMDS's follow the stack's.
 	mirrorPort   = 80
 	registryPort = 5000
@@ -485,17 +482,20 @@ func fqdn(name, zone string) string {
 }
 
 // pushImages builds every image the static pods and addons name, the
-// test workload's and the conformance suite's, and pushes them to the registry, retrying while it
-// starts.
+// test workload's and the founding release's conformance suite's, and
+// pushes them to the registry.
 func pushImages(t *testing.T, r *harness.Run, sw, image string, roots harness.TestImageRoots) {
 	t.Helper()
 	images := slices.Concat(harness.ProofImages(nodeVersions.Kubernetes, corednsVersion, pauseVersion, flannelVersion, image),
-		harness.ReleaseImages(upgradeRelease, image), []harness.Image{probeImage(image)})
-	suiteImages, err := harness.TestImages(roots, suiteEtcdTag)
-	if err != nil {
-		fatal(t, err)
-	}
-	images = append(images, suiteImages...)
+		harness.ReleaseImages(upgradeRelease, image), []harness.Image{probeImage(image)},
+		suiteOf(t, nodeVersions.Kubernetes).testImages(t, roots))
+	pushToRegistry(t, r, sw, images)
+}
+
+// pushToRegistry builds images and pushes them to the proof's registry,
+// retrying while it starts.
+func pushToRegistry(t *testing.T, r *harness.Run, sw string, images []harness.Image) {
+	t.Helper()
 	transport := &http.Transport{DialContext: harness.Dialer(sw)}
 	eventually(t, r, "images pushed to the registry", []string{"registry"}, 3*time.Minute, func(ctx context.Context) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -57,13 +57,21 @@ type upgradeView struct {
 	PassTo      string `json:"pass_version"`
 }
 
-// checkUpgrade upgrades the cluster and its pool and says what held; it
-// answers the pool's workers after it.
+// checkUpgrade upgrades the cluster and its pool when upgradeEnv asks
+// for it and says what held; it answers the pool's workers after it.
 func (p *provenCluster) checkUpgrade(t *testing.T, workers []poolWorker) ([]poolWorker, string) {
 	t.Helper()
 	if os.Getenv(upgradeEnv) != "1" {
 		return workers, ""
 	}
+	return p.upgrade(t, workers)
+}
+
+// upgrade moves the cluster and its pool to upgradeRelease under the
+// probes, checks what holds after it, and answers the pool's workers and
+// the summary line (make conformance's upgrade mode runs it too).
+func (p *provenCluster) upgrade(t *testing.T, workers []poolWorker) ([]poolWorker, string) {
+	t.Helper()
 	from, to := nodeVersions.Kubernetes, upgradeRelease.Kubernetes
 	p.useOperatorKubeconfig(t)
 	p.applyInCluster(t, "/root/pool-web-budget.yaml", poolWebBudget)

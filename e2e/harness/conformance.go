@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -35,22 +36,16 @@ func (c ConformanceTest) Serial() bool {
 }
 
 // ConformanceList reads the suite's list of [Conformance] tests from the
-// k8s.io/kubernetes module that components/conformance builds from.
-func ConformanceList(componentsDir string) ([]ConformanceTest, error) {
-	// `go mod download`, not `go list -m`: on a machine whose module cache
-	// is still cold (the components are not built yet), list answers no
-	// directory at all.
-	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/kubernetes")
-	cmd.Dir = filepath.Join(componentsDir, "conformance")
-	out, err := cmd.Output()
+// k8s.io/kubernetes module components/conformance builds the suite from:
+// the one its go.mod pins, or, when modFile is not empty, the one that
+// module file pins (another release's suite, as build-components.sh
+// builds it with -modfile).
+func ConformanceList(componentsDir, modFile string) ([]ConformanceTest, error) {
+	dir, err := KubernetesModuleDir(componentsDir, modFile)
 	if err != nil {
-		return nil, fmt.Errorf("downloading k8s.io/kubernetes for components/conformance: %w: %s", err, out)
+		return nil, err
 	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download named no directory for k8s.io/kubernetes (%v): %s", err, out)
-	}
-	raw, err := os.ReadFile(filepath.Join(mod.Dir, "test", "conformance", "testdata", "conformance.yaml"))
+	raw, err := os.ReadFile(filepath.Join(dir, "test", "conformance", "testdata", "conformance.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +54,52 @@ func ConformanceList(componentsDir string) ([]ConformanceTest, error) {
 		return nil, fmt.Errorf("conformance.yaml: %w", err)
 	}
 	return list, nil
+}
+
+// KubernetesModuleDir is the module cache's folder of the k8s.io/kubernetes
+// that components/conformance (with modFile, when not empty) pins.
+func KubernetesModuleDir(componentsDir, modFile string) (string, error) {
+	// `go mod download`, not `go list -m`: on a machine whose module cache
+	// is still cold (the components are not built yet), list answers no
+	// directory at all.
+	args := []string{"mod", "download", "-json"}
+	if modFile != "" {
+		args = append(args, "-modfile="+modFile)
+	}
+	cmd := exec.Command("go", append(args, "k8s.io/kubernetes")...)
+	cmd.Dir = filepath.Join(componentsDir, "conformance")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading k8s.io/kubernetes for components/conformance (%s): %w: %s", cmp.Or(modFile, "go.mod"), err, out)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download named no directory for k8s.io/kubernetes (%v): %s", err, out)
+	}
+	return mod.Dir, nil
+}
+
+// manifestEntry is one image of the suite's manifest
+// (test/utils/image/manifest.go): configs[<ID>] = Config{<registry>, "<name>", "<tag>"}.
+var manifestEntry = regexp.MustCompile(`configs\[(\w+)\] = Config\{list\.\w+, "([^"]+)", "([^"]+)"\}`)
+
+// ReadImageManifest reads the images a release's suite names, by the
+// manifest's image IDs, each as name:tag, from its k8s.io/kubernetes
+// module folder.
+func ReadImageManifest(moduleDir string) (map[string]string, error) {
+	raw, err := os.ReadFile(filepath.Join(moduleDir, "test", "utils", "image", "manifest.go"))
+	if err != nil {
+		return nil, err
+	}
+	return parseImageManifest(raw), nil
+}
+
+func parseImageManifest(src []byte) map[string]string {
+	out := map[string]string{}
+	for _, m := range manifestEntry.FindAllSubmatch(src, -1) {
+		out[string(m[1])] = string(m[2]) + ":" + string(m[3])
+	}
+	return out
 }
 
 // SubsetGroup is one group of the node proof's conformance subset: why

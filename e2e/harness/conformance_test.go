@@ -73,13 +73,20 @@ more</failure></testcase>
 
 func TestTestImagesCoverTheSuitesNamesAndBuild(t *testing.T) {
 	bin := t.TempDir()
-	for _, b := range []string{"agnhost", "coredns", "nonewprivs", "sample-apiserver", "etcd", "etcdctl"} {
+	for _, b := range []string{"agnhost", "coredns", "nonewprivs", "sample-apiserver", "etcd", "etcdctl", "next/agnhost"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(bin, b)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(bin, b), []byte("binary "+b), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	roots := TestImageRoots{Userland: t.TempDir(), Busybox: t.TempDir()}
-	images, err := TestImages(roots, "3.6.6-0")
+	names := SuiteImages{"Agnhost": "agnhost:2.59", "AgnhostPrev": "agnhost:2.55", "BusyBox": "busybox:1.37.0-1",
+		"Nginx": "nginx:1.14-4", "NginxNew": "nginx:1.15-4", "JessieDnsutils": "jessie-dnsutils:1.7",
+		"Nautilus": "nautilus:1.7", "Kitten": "kitten:1.7", "Nonewprivs": "nonewprivs:1.3", "NonRoot": "nonroot:1.4",
+		"APIServer": "sample-apiserver:1.29.2", "Etcd": "etcd:3.6.6-0"}
+	images, err := TestImages(roots, names, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +105,47 @@ func TestTestImagesCoverTheSuitesNamesAndBuild(t *testing.T) {
 			t.Errorf("no image %s", want)
 		}
 	}
+	if len(images) != len(names) {
+		t.Errorf("%d images for %d names", len(images), len(names))
+	}
 	if img := tags["e2e-test-images/nautilus:1.7"]; !strings.Contains(string(img.Files["/data.json"]), `"nautilus.jpg"`) {
 		t.Errorf("nautilus data.json: %s", img.Files["/data.json"])
+	}
+	if img := tags["e2e-test-images/kitten:1.7"]; !strings.Contains(string(img.Files["/etc/os-release"]), "Alpine Linux") {
+		t.Errorf("kitten's os-release (v1.36's ImageVolume test reads it): %s", img.Files["/etc/os-release"])
 	}
 	if img := tags["e2e-test-images/nonroot:1.4"]; img.User != "1234" {
 		t.Errorf("nonroot user %q", img.User)
 	}
 	if got := string(TestRepoList("198.51.100.1:5000")); !strings.Contains(got, "promoterE2eRegistry: 198.51.100.1:5000/e2e-test-images\n") {
 		t.Errorf("repo list: %s", got)
+	}
+}
+
+func TestTestImagesOfAnotherReleaseUseItsPrograms(t *testing.T) {
+	roots := TestImageRoots{Userland: t.TempDir(), Busybox: t.TempDir()}
+	images, err := TestImages(roots, SuiteImages{"Agnhost": "agnhost:2.63.0", "GlibcDnsTesting": "glibc-dns-testing:2.0.0"}, "v1.36.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(images) != 2 || images[0].Binaries["/agnhost"] != "v1.36.3/agnhost" || images[0].Tag != "2.63.0" ||
+		images[1].Repo != "e2e-test-images/glibc-dns-testing" {
+		t.Fatalf("images: %+v", images)
+	}
+	if _, err := TestImages(roots, SuiteImages{"Perl": "perl:5.26"}, ""); err == nil {
+		t.Error("an image with no maker was accepted")
+	}
+}
+
+func TestParseImageManifestReadsEveryConfig(t *testing.T) {
+	src := `	configs[AgnhostPrev] = Config{list.PromoterE2eRegistry, "agnhost", "2.55"}
+	configs[Etcd] = Config{list.GcEtcdRegistry, "etcd", "3.6.8-0"}
+	// Pause - when these values are updated
+	configs[Pause] = Config{list.GcRegistry, "pause", "3.10.2"}
+`
+	got := parseImageManifest([]byte(src))
+	if len(got) != 3 || got["AgnhostPrev"] != "agnhost:2.55" || got["Etcd"] != "etcd:3.6.8-0" || got["Pause"] != "pause:3.10.2" {
+		t.Fatalf("manifest: %v", got)
 	}
 }
 
